@@ -1,0 +1,110 @@
+// GGUF reader: mmap a file (or take bytes), validate everything at open, typed metadata getters,
+// tensor table. Does not dequantize (see src/quant/). Versions 2 and 3; version 1 is refused.
+// Every error is a jitllm::Error whose message starts with the file name.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace jitllm {
+
+enum class GgufValueType : uint32_t {
+    U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
+    STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+};
+const char* gguf_value_type_name(GgufValueType t);  // "u32", "string", "array", ...
+
+// One metadata value. Scalars use the member matching `type`:
+// unsigned ints -> u, signed ints -> i, F32/F64 -> f, BOOL -> b, STRING -> str, ARRAY -> arr.
+struct GgufValue {
+    GgufValueType type = GgufValueType::U8;
+    uint64_t u = 0;
+    int64_t i = 0;
+    double f = 0.0;
+    bool b = false;
+    std::string str;
+    GgufValueType elem_type = GgufValueType::U8;  // ARRAY only
+    std::vector<GgufValue> arr;                    // ARRAY only (may nest)
+};
+
+struct GgufKv {
+    std::string key;
+    GgufValue value;
+};
+
+struct GgufTensorInfo {
+    std::string name;
+    std::vector<uint64_t> dims;  // ggml order: dims[0] is the contiguous (row) length
+    GgmlType type = GgmlType::F32;
+    uint64_t offset = 0;         // relative to the start of the data section
+    uint64_t n_elements = 0;
+    uint64_t n_bytes = 0;
+    const uint8_t* data = nullptr;  // into the mapping; valid while the reader lives
+    uint64_t rows() const { uint64_t r = 1; for (size_t d = 1; d < dims.size(); ++d) r *= dims[d]; return r; }
+};
+
+class GgufReader {
+public:
+    // mmap + full validation; throws Error naming the file and the problem.
+    static std::unique_ptr<GgufReader> open(const std::string& path);
+    // Same validation over bytes in memory (tests, fuzzing). `name` is used in messages.
+    static std::unique_ptr<GgufReader> from_bytes(std::vector<uint8_t> bytes, std::string name);
+    ~GgufReader();
+    GgufReader(const GgufReader&) = delete;
+    GgufReader& operator=(const GgufReader&) = delete;
+
+    const std::string& path() const { return path_; }
+    uint32_t version() const { return version_; }
+    uint64_t alignment() const { return alignment_; }
+    uint64_t file_size() const { return size_; }
+    uint64_t data_offset() const { return data_offset_; }
+
+    const std::vector<GgufKv>& kvs() const { return kvs_; }
+    const GgufKv* find_kv(std::string_view key) const;
+
+    // Typed getters. The plain form throws "<file>: missing key 'k'"; every form throws
+    // "<file>: key 'k': expected <type>, found <type>" on a type mismatch.
+    std::optional<std::string> get_string_opt(std::string_view key) const;
+    std::string get_string(std::string_view key) const;
+    // Any integer type (u8..i64, and bool as 0/1 is NOT accepted); range-checked into int64.
+    std::optional<int64_t> get_int_opt(std::string_view key) const;
+    int64_t get_int(std::string_view key) const;
+    // F32/F64 (integers are accepted and converted).
+    std::optional<double> get_float_opt(std::string_view key) const;
+    double get_float(std::string_view key) const;
+    std::optional<bool> get_bool_opt(std::string_view key) const;
+    // Arrays; nullopt when the key is absent, Error when it is not an array of that kind.
+    std::optional<std::vector<std::string>> get_string_array_opt(std::string_view key) const;
+    std::optional<std::vector<float>> get_float_array_opt(std::string_view key) const;
+    std::optional<std::vector<int64_t>> get_int_array_opt(std::string_view key) const;
+
+    const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+    const GgufTensorInfo* find_tensor(std::string_view name) const;
+
+private:
+    GgufReader() = default;
+    void parse();  // throws Error
+
+    std::string path_;
+    std::vector<uint8_t> owned_;     // from_bytes
+    void* map_ = nullptr;            // mmap base (open)
+    const uint8_t* base_ = nullptr;
+    uint64_t size_ = 0;
+    uint32_t version_ = 0;
+    uint64_t alignment_ = 32;
+    uint64_t data_offset_ = 0;
+    std::vector<GgufKv> kvs_;
+    std::vector<GgufTensorInfo> tensors_;
+};
+
+// Human-readable dump for `jitllm inspect`: header, metadata (arrays longer than
+// `max_array` elements abbreviated), tensor table (name, type, dims, offset, bytes).
+std::string gguf_describe(const GgufReader& g, size_t max_array = 8);
+
+}  // namespace jitllm

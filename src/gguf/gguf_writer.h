@@ -1,0 +1,49 @@
+// GGUF writer (version 3): metadata and tensors in memory, written atomically (temp file +
+// rename, so a failure leaves no partial file). Used by fixtures, tests and `jitllm synth`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "gguf/gguf_reader.h"
+
+namespace jitllm {
+
+class GgufWriter {
+public:
+    explicit GgufWriter(uint64_t alignment = 32) : alignment_(alignment) {}
+
+    // Metadata; setting a key twice replaces the value (keeps the first position).
+    void set(const std::string& key, GgufValue v);
+    void set_u32(const std::string& key, uint32_t v);
+    void set_i32(const std::string& key, int32_t v);
+    void set_u64(const std::string& key, uint64_t v);
+    void set_f32(const std::string& key, float v);
+    void set_bool(const std::string& key, bool v);
+    void set_string(const std::string& key, const std::string& v);
+    void set_string_array(const std::string& key, const std::vector<std::string>& v);
+    void set_f32_array(const std::string& key, const std::vector<float>& v);
+    void set_i32_array(const std::string& key, const std::vector<int32_t>& v);
+
+    // Tensor with ggml-order dims; `data` holds exactly row_bytes(type, dims[0]) * rows bytes.
+    void add_tensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& dims,
+                    std::vector<uint8_t> data);
+
+    std::vector<uint8_t> to_bytes() const;
+    void write(const std::string& path) const;  // throws Error on I/O failure
+
+private:
+    struct Tensor {
+        std::string name;
+        GgmlType type;
+        std::vector<uint64_t> dims;
+        std::vector<uint8_t> data;
+    };
+    uint64_t alignment_;
+    std::vector<GgufKv> kvs_;
+    std::vector<Tensor> tensors_;
+};
+
+}  // namespace jitllm
