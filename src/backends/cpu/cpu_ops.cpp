@@ -1,0 +1,102 @@
+// CPU reference operations (see cpu_ops.h): readable loops, float accumulation, the spec.
+#include "backends/cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "quant/quant.h"
+
+namespace jitllm::cpu {
+
+void rms_norm(const float* x, const float* w, float* y, int n, float eps) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+    const float scale = 1.0f / std::sqrt(ss / float(n) + eps);
+    for (int i = 0; i < n; ++i) y[i] = x[i] * scale * (w ? w[i] : 1.0f);
+}
+
+void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
+            float* y, int n_threads) {
+    const auto* base = static_cast<const uint8_t*>(W);
+    auto work = [&](int r0, int r1) {
+        if (r1 > r0) dot_rows(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, x, cols, y + r0);
+    };
+    if (n_threads <= 1 || rows < 64) {
+        work(0, rows);
+        return;
+    }
+    std::vector<std::thread> pool;
+    const int per = (rows + n_threads - 1) / n_threads;
+    for (int i = 1; i < n_threads; ++i)
+        pool.emplace_back(work, std::min(rows, i * per), std::min(rows, (i + 1) * per));
+    work(0, std::min(rows, per));
+    for (auto& th : pool) th.join();
+}
+
+void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
+          RopePairing pairing, const float* freq_factors) {
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; ++i) {
+        // matches llama.cpp's angle: pos * base^(-2i/n_rot), divided by the frequency factor
+        float theta = float(pos) * std::pow(base, -2.0f * float(i) / float(n_rot));
+        if (freq_factors) theta /= freq_factors[i];
+        const float c = std::cos(theta), s = std::sin(theta);
+        for (int h = 0; h < n_heads; ++h) {
+            float* hv = v + size_t(h) * head_dim;
+            const int a = pairing == RopePairing::Norm ? 2 * i : i;
+            const int b = pairing == RopePairing::Norm ? 2 * i + 1 : i + half;
+            const float x0 = hv[a], x1 = hv[b];
+            hv[a] = x0 * c - x1 * s;
+            hv[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
+               int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out) {
+    const int group = n_heads / n_kv_heads;
+    std::vector<float> att(size_t(n_pos));
+    for (int h = 0; h < n_heads; ++h) {
+        const float* qh = q + size_t(h) * head_dim;
+        const int kvh = h / group;
+        float mx = -INFINITY;
+        for (int p = 0; p < n_pos; ++p) {
+            const float* kp = k_cache + size_t(p) * kv_stride + size_t(kvh) * head_dim;
+            float s = 0.0f;
+            for (int d = 0; d < head_dim; ++d) s += qh[d] * kp[d];
+            att[p] = s * scale;
+            mx = std::max(mx, att[p]);
+        }
+        float sum = 0.0f;
+        for (int p = 0; p < n_pos; ++p) {
+            att[p] = std::exp(att[p] - mx);
+            sum += att[p];
+        }
+        float* oh = out + size_t(h) * head_dim;
+        std::fill(oh, oh + head_dim, 0.0f);
+        for (int p = 0; p < n_pos; ++p) {
+            const float a = att[p] / sum;
+            const float* vp = v_cache + size_t(p) * kv_stride + size_t(kvh) * head_dim;
+            for (int d = 0; d < head_dim; ++d) oh[d] += a * vp[d];
+        }
+    }
+}
+
+void swiglu(const float* gate, const float* up, float* out, int n) {
+    for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void add_scaled(float* y, const float* x, float scale, int n) {
+    for (int i = 0; i < n; ++i) y[i] += scale * x[i];
+}
+
+int argmax(const float* x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; ++i)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+}  // namespace jitllm::cpu

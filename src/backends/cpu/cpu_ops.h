@@ -1,0 +1,44 @@
+// CPU reference operations: the numerical specification of every task kind. Plain loops over
+// float32 activations; weights stay in their GGUF representation (src/quant/). GPU kernels are
+// tested against these functions (tests/kernels/).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace jitllm::cpu {
+
+enum class RopePairing { Norm, NeoX };  // Norm: (x[2i], x[2i+1]); NeoX: (x[i], x[i + n_rot/2])
+
+// y = x * rsqrt(mean(x^2) + eps) * w, over n elements (w may be null: no weight).
+void rms_norm(const float* x, const float* w, float* y, int n, float eps);
+
+// y[r] = sum_k W[r, k] * x[k] for r in [0, rows); W rows of `cols` elements of type t, row r at
+// W + r * row_stride bytes. Splits rows over n_threads (1 = caller's thread only).
+void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
+            float* y, int n_threads);
+
+// Rotates each of n_heads heads (head_dim floats, contiguous) in place at position pos:
+// theta_i = pos * freq_factor_i^-1 * base^(-2i/n_rot) for i < n_rot/2 (freq_factors may be null).
+void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
+          RopePairing pairing, const float* freq_factors);
+
+// Decode attention for one query position over n_pos cached positions (0..n_pos-1).
+// q: (n_heads, head_dim); k_cache, v_cache: (n_pos, n_kv_heads, head_dim) row-major floats,
+// consecutive positions `kv_stride` floats apart; out: (n_heads, head_dim).
+// Head h reads kv head h / (n_heads / n_kv_heads). scores = q.k * scale, softmax, mix.
+void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
+               int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out);
+
+// out[i] = silu(gate[i]) * up[i]
+void swiglu(const float* gate, const float* up, float* out, int n);
+
+// y[i] += scale * x[i]
+void add_scaled(float* y, const float* x, float scale, int n);
+
+// Index of the largest value (lowest index wins a tie).
+int argmax(const float* x, int n);
+
+}  // namespace jitllm::cpu
