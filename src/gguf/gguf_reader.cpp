@@ -1,0 +1,534 @@
+// GGUF reader: mmap or owned bytes, full validation of header, metadata and tensor table at open,
+// typed metadata getters. Does not dequantize (see src/quant/) and does not check that tensors
+// fit a model (see src/model/). Format per the GGUF spec (ggml docs/gguf.md), versions 2 and 3.
+#include "gguf/gguf_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+#include "core/error.h"
+
+namespace jitllm {
+
+static_assert(std::endian::native == std::endian::little, "the GGUF reader assumes a LE host");
+
+namespace {
+
+constexpr uint64_t kMaxNameBytes = 65535;     // keys and tensor names
+constexpr int kMaxArrayDepth = 8;             // nested arrays deeper than this are refused
+constexpr uint32_t kMaxDims = 4;              // ggml's GGML_MAX_DIMS
+// Every array element becomes a GgufValue (~100 bytes), so cap the total to bound memory on a
+// hostile file; real vocabularies use a few million elements at most.
+constexpr uint64_t kMaxArrayElements = uint64_t(1) << 26;
+constexpr uint64_t kMinKvBytes = 8 + 4;             // key length + value type
+constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
+
+bool is_valid_type(uint32_t t) { return t <= uint32_t(GgufValueType::F64); }
+
+// Bytes one element of `t` needs at least (strings: the length; arrays: type + count).
+uint64_t min_value_bytes(GgufValueType t) {
+    switch (t) {
+        case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::BOOL: return 1;
+        case GgufValueType::U16: case GgufValueType::I16: return 2;
+        case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::F32: return 4;
+        case GgufValueType::U64: case GgufValueType::I64: case GgufValueType::F64: return 8;
+        case GgufValueType::STRING: return 8;
+        case GgufValueType::ARRAY: return 4 + 8;
+    }
+    return 1;
+}
+
+bool is_int_type(GgufValueType t) {
+    switch (t) {
+        case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::U16:
+        case GgufValueType::I16: case GgufValueType::U32: case GgufValueType::I32:
+        case GgufValueType::U64: case GgufValueType::I64: return true;
+        default: return false;
+    }
+}
+
+bool is_unsigned_type(GgufValueType t) {
+    return t == GgufValueType::U8 || t == GgufValueType::U16 || t == GgufValueType::U32 ||
+           t == GgufValueType::U64;
+}
+
+// Shows bytes as they are when printable ASCII, else as \xNN (for the magic in messages).
+std::string escape_bytes(const uint8_t* p, size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) {
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\') s += char(p[i]);
+        else s += fmt::format("\\x{:02x}", p[i]);
+    }
+    return s;
+}
+
+// Bounds-checked little-endian reads over [base, base+size). Every read that would pass the end
+// throws "<name>: truncated: <context>: <what> ...". The context ("key 'k'", "tensor 't'") is set
+// by the caller once per item so that no message text is built on the happy path.
+class Cursor {
+public:
+    Cursor(const uint8_t* base, uint64_t size, const std::string& name)
+        : base_(base), size_(size), name_(name) {}
+
+    uint64_t pos() const { return pos_; }
+    uint64_t remaining() const { return size_ - pos_; }
+    const std::string& name() const { return name_; }
+    const std::string& context() const { return context_; }
+    void set_context(std::string c) { context_ = std::move(c); }
+
+    void need(uint64_t n, const char* what) const {
+        if (n > remaining())
+            fail("{}: truncated: {}: {} needs {} bytes at offset {}, file is {} bytes", name_,
+                 context_, what, n, pos_, size_);
+    }
+
+    template <typename T>
+    T read(const char* what) {
+        need(sizeof(T), what);
+        T v;
+        std::memcpy(&v, base_ + pos_, sizeof(T));
+        pos_ += sizeof(T);
+        return v;
+    }
+
+    // A count of entries each needing at least `min_each` bytes; refused before anything is
+    // allocated for it when the rest of the file cannot hold that many.
+    void check_count(uint64_t count, uint64_t min_each, std::string_view what) const {
+        uint64_t fit = remaining() / min_each;
+        if (count > fit)
+            fail("{}: truncated or corrupt: {}{}{} is {}, but the {} remaining bytes hold at most {}",
+                 name_, context_, context_.empty() ? "" : ": ", what, count, remaining(), fit);
+    }
+
+    std::string read_string(const char* what, uint64_t max_len) {
+        uint64_t len = read<uint64_t>(what);
+        if (len > remaining())
+            fail("{}: truncated or corrupt: {}: {} length is {}, but only {} bytes remain", name_,
+                 context_, what, len, remaining());
+        if (len > max_len)
+            fail("{}: {}: {} is too long: expected at most {} bytes, found {}", name_, context_,
+                 what, max_len, len);
+        std::string s(reinterpret_cast<const char*>(base_ + pos_), size_t(len));
+        pos_ += len;
+        return s;
+    }
+
+private:
+    const uint8_t* base_;
+    uint64_t size_;
+    uint64_t pos_ = 0;
+    const std::string& name_;
+    std::string context_;
+};
+
+// Reads metadata values; the cursor's context names the key being read.
+class ValueParser {
+public:
+    explicit ValueParser(Cursor& c) : c_(c) {}
+
+    GgufValue read_value(GgufValueType t, int depth) {
+        GgufValue v;
+        v.type = t;
+        switch (t) {
+            case GgufValueType::U8: v.u = c_.read<uint8_t>("value"); break;
+            case GgufValueType::I8: v.i = c_.read<int8_t>("value"); break;
+            case GgufValueType::U16: v.u = c_.read<uint16_t>("value"); break;
+            case GgufValueType::I16: v.i = c_.read<int16_t>("value"); break;
+            case GgufValueType::U32: v.u = c_.read<uint32_t>("value"); break;
+            case GgufValueType::I32: v.i = c_.read<int32_t>("value"); break;
+            case GgufValueType::U64: v.u = c_.read<uint64_t>("value"); break;
+            case GgufValueType::I64: v.i = c_.read<int64_t>("value"); break;
+            case GgufValueType::F32: v.f = c_.read<float>("value"); break;
+            case GgufValueType::F64: v.f = c_.read<double>("value"); break;
+            case GgufValueType::BOOL: {
+                uint8_t b = c_.read<uint8_t>("value");
+                if (b > 1)
+                    fail("{}: {}: invalid bool value: expected 0 or 1, found {}", c_.name(),
+                         c_.context(), b);
+                v.b = b != 0;
+                break;
+            }
+            case GgufValueType::STRING:
+                v.str = c_.read_string("string value", std::numeric_limits<uint64_t>::max());
+                break;
+            case GgufValueType::ARRAY: read_array(v, depth); break;
+        }
+        return v;
+    }
+
+    GgufValueType read_type(const char* role) {
+        uint32_t t = c_.read<uint32_t>(role);
+        if (!is_valid_type(t))
+            fail("{}: {}: invalid {} {}: expected 0..12", c_.name(), c_.context(), role, t);
+        return GgufValueType(t);
+    }
+
+private:
+    void read_array(GgufValue& v, int depth) {
+        if (depth >= kMaxArrayDepth)
+            fail("{}: {}: arrays nested too deeply: expected at most {} levels", c_.name(),
+                 c_.context(), kMaxArrayDepth);
+        v.elem_type = read_type("array element type");
+        uint64_t n = c_.read<uint64_t>("array length");
+        c_.check_count(n, min_value_bytes(v.elem_type),
+                       fmt::format("array length ({} elements)", gguf_value_type_name(v.elem_type)));
+        total_elements_ += n;
+        if (total_elements_ > kMaxArrayElements)
+            fail("{}: {}: too many array elements in the metadata: expected at most {} in all, "
+                 "found {}",
+                 c_.name(), c_.context(), kMaxArrayElements, total_elements_);
+        v.arr.reserve(size_t(std::min<uint64_t>(n, 1 << 16)));
+        for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(v.elem_type, depth + 1));
+    }
+
+    Cursor& c_;
+    uint64_t total_elements_ = 0;
+};
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace
+
+const char* gguf_value_type_name(GgufValueType t) {
+    switch (t) {
+        case GgufValueType::U8: return "u8";
+        case GgufValueType::I8: return "i8";
+        case GgufValueType::U16: return "u16";
+        case GgufValueType::I16: return "i16";
+        case GgufValueType::U32: return "u32";
+        case GgufValueType::I32: return "i32";
+        case GgufValueType::F32: return "f32";
+        case GgufValueType::BOOL: return "bool";
+        case GgufValueType::STRING: return "string";
+        case GgufValueType::ARRAY: return "array";
+        case GgufValueType::U64: return "u64";
+        case GgufValueType::I64: return "i64";
+        case GgufValueType::F64: return "f64";
+    }
+    return "unknown";
+}
+
+// --- open / from_bytes ---
+
+std::unique_ptr<GgufReader> GgufReader::open(const std::string& path) {
+    std::unique_ptr<GgufReader> r(new GgufReader());
+    r->path_ = path;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+        int e = errno;
+        ::close(fd);
+        fail("{}: cannot open: {}", path, std::strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        fail("{}: cannot open: expected a GGUF file, found a directory", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail("{}: cannot open: expected a regular GGUF file, found a special file", path);
+    }
+    if (st.st_size == 0) {
+        ::close(fd);
+        fail("{}: not a GGUF file: the file is empty (0 bytes)", path);
+    }
+    r->size_ = uint64_t(st.st_size);
+    void* m = ::mmap(nullptr, size_t(r->size_), PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    ::close(fd);  // the mapping keeps the file alive
+    if (m == MAP_FAILED) fail("{}: cannot map: {}", path, std::strerror(e));
+    r->map_ = m;
+    r->base_ = static_cast<const uint8_t*>(m);
+    r->parse();  // on throw, the unique_ptr unmaps
+    return r;
+}
+
+std::unique_ptr<GgufReader> GgufReader::from_bytes(std::vector<uint8_t> bytes, std::string name) {
+    std::unique_ptr<GgufReader> r(new GgufReader());
+    r->path_ = std::move(name);
+    r->owned_ = std::move(bytes);
+    r->base_ = r->owned_.data();
+    r->size_ = r->owned_.size();
+    r->parse();
+    return r;
+}
+
+GgufReader::~GgufReader() {
+    if (map_) ::munmap(map_, size_t(size_));
+}
+
+// --- parsing and validation ---
+
+void GgufReader::parse() {
+    const std::string& name = path_;
+    if (size_ < 4)
+        fail("{}: not a GGUF file: expected magic \"GGUF\", found a {}-byte file", name, size_);
+    if (std::memcmp(base_, "GGUF", 4) != 0)
+        fail("{}: not a GGUF file: expected magic \"GGUF\", found \"{}\"", name,
+             escape_bytes(base_, 4));
+    Cursor c(base_, size_, name);
+    c.set_context("header");
+    c.read<uint32_t>("magic");
+    version_ = c.read<uint32_t>("version");
+    if (version_ == 1)
+        fail("{}: GGUF version 1 is not supported: expected version 2 or 3, found 1; hint: "
+             "re-convert the file with a current converter",
+             name);
+    if (version_ != 2 && version_ != 3) {
+        uint32_t swapped = __builtin_bswap32(version_);
+        fail("{}: unsupported GGUF version: expected version 2 or 3, found {}{}", name, version_,
+             swapped >= 1 && swapped <= 3
+                 ? "; hint: this looks like a big-endian GGUF, which is not supported"
+                 : "");
+    }
+    // Version 2 has the same layout as version 3 (v3 only added big-endian files).
+    uint64_t n_tensors = c.read<uint64_t>("tensor_count");
+    uint64_t n_kv = c.read<uint64_t>("kv_count");
+    c.set_context("");
+    c.check_count(n_kv, kMinKvBytes, "kv_count");
+    // Each tensor info needs bytes after the KVs too; a first, loose bound before the KVs.
+    c.check_count(n_tensors, kMinTensorInfoBytes, "tensor_count");
+
+    // Metadata.
+    ValueParser vp(c);
+    kvs_.reserve(size_t(std::min<uint64_t>(n_kv, 1024)));
+    std::unordered_set<std::string> keys;
+    for (uint64_t k = 0; k < n_kv; ++k) {
+        c.set_context(fmt::format("KV #{}", k));
+        std::string key = c.read_string("key", kMaxNameBytes);
+        if (!keys.insert(key).second)
+            fail("{}: duplicate key '{}': expected each key once, found it again at KV #{}", name,
+                 key, k);
+        c.set_context(fmt::format("key '{}'", key));
+        GgufValueType t = vp.read_type("value type");
+        GgufValue v = vp.read_value(t, 0);
+        kvs_.push_back(GgufKv{std::move(key), std::move(v)});
+    }
+
+    if (const GgufKv* a = find_kv("general.alignment")) {
+        if (a->value.type != GgufValueType::U32)
+            fail("{}: key 'general.alignment': expected u32, found {}", name,
+                 gguf_value_type_name(a->value.type));
+        if (a->value.u == 0 || (a->value.u & (a->value.u - 1)) != 0)
+            fail("{}: key 'general.alignment': expected a nonzero power of two, found {}", name,
+                 a->value.u);
+        alignment_ = a->value.u;
+    }
+
+    // Tensor infos.
+    c.set_context("");
+    c.check_count(n_tensors, kMinTensorInfoBytes, "tensor_count");
+    tensors_.reserve(size_t(std::min<uint64_t>(n_tensors, 1024)));
+    std::unordered_set<std::string> names;
+    for (uint64_t k = 0; k < n_tensors; ++k) {
+        GgufTensorInfo ti;
+        c.set_context(fmt::format("tensor #{}", k));
+        ti.name = c.read_string("name", kMaxNameBytes);
+        std::string subj = fmt::format("tensor '{}'", ti.name);
+        c.set_context(subj);
+        if (!names.insert(ti.name).second)
+            fail("{}: duplicate {}: expected each tensor name once, found it again at tensor #{}",
+                 name, subj, k);
+        uint32_t n_dims = c.read<uint32_t>("n_dims");
+        if (n_dims < 1 || n_dims > kMaxDims)
+            fail("{}: {}: invalid n_dims: expected 1..{}, found {}", name, subj, kMaxDims, n_dims);
+        uint64_t n_el = 1;
+        for (uint32_t d = 0; d < n_dims; ++d) {
+            uint64_t dim = c.read<uint64_t>("dims");
+            if (dim == 0)
+                fail("{}: {}: invalid dims[{}]: expected at least 1, found 0", name, subj, d);
+            if (__builtin_mul_overflow(n_el, dim, &n_el))
+                fail("{}: {}: element count overflows 64 bits (dims[{}] = {})", name, subj, d,
+                     dim);
+            ti.dims.push_back(dim);
+        }
+        uint32_t type_id = c.read<uint32_t>("type");
+        std::optional<TypeTraits> tt = type_traits_find(type_id);
+        if (!tt) fail("{}: {}: unknown ggml type id {}", name, subj, type_id);
+        ti.type = tt->type;
+        ti.offset = c.read<uint64_t>("offset");
+        if (ti.dims[0] % tt->block_size != 0)
+            fail("{}: {}: dims[0] = {} is not a multiple of the {} block size: expected a "
+                 "multiple of {}",
+                 name, subj, ti.dims[0], tt->name, tt->block_size);
+        uint64_t bytes = 0;
+        if (__builtin_mul_overflow(ti.dims[0] / tt->block_size, uint64_t(tt->type_size), &bytes) ||
+            __builtin_mul_overflow(bytes, n_el / ti.dims[0], &bytes))
+            fail("{}: {}: byte size overflows 64 bits", name, subj);
+        ti.n_elements = n_el;
+        ti.n_bytes = bytes;
+        tensors_.push_back(std::move(ti));
+    }
+
+    data_offset_ = align_up(c.pos(), alignment_);
+
+    // Data ranges: aligned, inside the file, disjoint.
+    for (GgufTensorInfo& ti : tensors_) {
+        if (ti.offset % alignment_ != 0)
+            fail("{}: tensor '{}': offset {} is misaligned: expected a multiple of {}", name,
+                 ti.name, ti.offset, alignment_);
+        uint64_t begin = 0, end = 0;
+        if (__builtin_add_overflow(data_offset_, ti.offset, &begin) ||
+            __builtin_add_overflow(begin, ti.n_bytes, &end) || end > size_) {
+            if (begin < data_offset_ || end < begin)  // overflowed: print the overflow-free part
+                fail("{}: truncated: tensor '{}' needs {} bytes at data offset {}, file is {} "
+                     "bytes",
+                     name, ti.name, ti.n_bytes, ti.offset, size_);
+            fail("{}: truncated: tensor '{}' needs bytes [{}, {}), file is {} bytes", name,
+                 ti.name, begin, end, size_);
+        }
+        ti.data = base_ + begin;
+    }
+    std::vector<const GgufTensorInfo*> by_offset;
+    by_offset.reserve(tensors_.size());
+    for (const GgufTensorInfo& ti : tensors_) by_offset.push_back(&ti);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+    for (size_t k = 1; k < by_offset.size(); ++k) {
+        const GgufTensorInfo* a = by_offset[k - 1];
+        const GgufTensorInfo* b = by_offset[k];
+        if (a->offset + a->n_bytes > b->offset)
+            fail("{}: tensors '{}' and '{}' overlap: '{}' has data bytes [{}, {}), '{}' starts at "
+                 "{}",
+                 name, a->name, b->name, a->name, a->offset, a->offset + a->n_bytes, b->name,
+                 b->offset);
+    }
+}
+
+// --- lookups and typed getters ---
+
+const GgufKv* GgufReader::find_kv(std::string_view key) const {
+    for (const GgufKv& kv : kvs_)
+        if (kv.key == key) return &kv;
+    return nullptr;
+}
+
+const GgufTensorInfo* GgufReader::find_tensor(std::string_view name) const {
+    for (const GgufTensorInfo& t : tensors_)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+namespace {
+
+[[noreturn]] void type_mismatch(const std::string& file, std::string_view key,
+                                std::string_view expected, const GgufValue& v) {
+    std::string found = gguf_value_type_name(v.type);
+    if (v.type == GgufValueType::ARRAY)
+        found = fmt::format("array of {}", gguf_value_type_name(v.elem_type));
+    fail("{}: key '{}': expected {}, found {}", file, key, expected, found);
+}
+
+int64_t int_of(const std::string& file, std::string_view key, const GgufValue& v,
+               std::string_view expected) {
+    if (!is_int_type(v.type)) type_mismatch(file, key, expected, v);
+    if (!is_unsigned_type(v.type)) return v.i;
+    if (v.u > uint64_t(std::numeric_limits<int64_t>::max()))
+        fail("{}: key '{}': value {} is out of range: expected at most {}", file, key, v.u,
+             std::numeric_limits<int64_t>::max());
+    return int64_t(v.u);
+}
+
+double float_of(const std::string& file, std::string_view key, const GgufValue& v,
+                std::string_view expected) {
+    if (v.type == GgufValueType::F32 || v.type == GgufValueType::F64) return v.f;
+    if (!is_int_type(v.type)) type_mismatch(file, key, expected, v);
+    return is_unsigned_type(v.type) ? double(v.u) : double(v.i);
+}
+
+}  // namespace
+
+std::optional<std::string> GgufReader::get_string_opt(std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    if (kv->value.type != GgufValueType::STRING) type_mismatch(path_, key, "string", kv->value);
+    return kv->value.str;
+}
+
+std::string GgufReader::get_string(std::string_view key) const {
+    auto v = get_string_opt(key);
+    if (!v) fail("{}: missing key '{}'", path_, key);
+    return *v;
+}
+
+std::optional<int64_t> GgufReader::get_int_opt(std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    return int_of(path_, key, kv->value, "an integer");
+}
+
+int64_t GgufReader::get_int(std::string_view key) const {
+    auto v = get_int_opt(key);
+    if (!v) fail("{}: missing key '{}'", path_, key);
+    return *v;
+}
+
+std::optional<double> GgufReader::get_float_opt(std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    return float_of(path_, key, kv->value, "a number");
+}
+
+double GgufReader::get_float(std::string_view key) const {
+    auto v = get_float_opt(key);
+    if (!v) fail("{}: missing key '{}'", path_, key);
+    return *v;
+}
+
+std::optional<bool> GgufReader::get_bool_opt(std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    if (kv->value.type != GgufValueType::BOOL) type_mismatch(path_, key, "bool", kv->value);
+    return kv->value.b;
+}
+
+std::optional<std::vector<std::string>> GgufReader::get_string_array_opt(
+    std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    const GgufValue& v = kv->value;
+    if (v.type != GgufValueType::ARRAY || v.elem_type != GgufValueType::STRING)
+        type_mismatch(path_, key, "array of string", v);
+    std::vector<std::string> out;
+    out.reserve(v.arr.size());
+    for (const GgufValue& e : v.arr) out.push_back(e.str);
+    return out;
+}
+
+std::optional<std::vector<float>> GgufReader::get_float_array_opt(std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    const GgufValue& v = kv->value;
+    if (v.type != GgufValueType::ARRAY ||
+        !(v.elem_type == GgufValueType::F32 || v.elem_type == GgufValueType::F64 ||
+          is_int_type(v.elem_type)))
+        type_mismatch(path_, key, "array of numbers", v);
+    std::vector<float> out;
+    out.reserve(v.arr.size());
+    for (const GgufValue& e : v.arr) out.push_back(float(float_of(path_, key, e, "a number")));
+    return out;
+}
+
+std::optional<std::vector<int64_t>> GgufReader::get_int_array_opt(std::string_view key) const {
+    const GgufKv* kv = find_kv(key);
+    if (!kv) return std::nullopt;
+    const GgufValue& v = kv->value;
+    if (v.type != GgufValueType::ARRAY || !is_int_type(v.elem_type))
+        type_mismatch(path_, key, "array of integers", v);
+    std::vector<int64_t> out;
+    out.reserve(v.arr.size());
+    for (const GgufValue& e : v.arr) out.push_back(int_of(path_, key, e, "an integer"));
+    return out;
+}
+
+}  // namespace jitllm

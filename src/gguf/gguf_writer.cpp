@@ -1,0 +1,304 @@
+// GGUF writer (version 3, little-endian): serializes metadata, the tensor table and the aligned
+// tensor data; write() goes through a temp file and rename. Misuse (wrong data size, bad dims,
+// duplicate tensor) is our own bug and trips JITLLM_CHECK; I/O failures throw Error.
+#include "gguf/gguf_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace jitllm {
+
+static_assert(std::endian::native == std::endian::little, "the GGUF writer assumes a LE host");
+
+namespace {
+
+constexpr uint64_t kDefaultAlignment = 32;
+const char* const kAlignmentKey = "general.alignment";
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.insert(out.end(), b, b + sizeof(T));
+}
+
+void put_string(std::vector<uint8_t>& out, const std::string& s) {
+    put<uint64_t>(out, s.size());
+    out.insert(out.end(), s.begin(), s.end());
+}
+
+// Writes the value's payload (the type id is written by the caller).
+void put_value(std::vector<uint8_t>& out, const GgufValue& v) {
+    switch (v.type) {
+        case GgufValueType::U8: JITLLM_CHECK(v.u <= 0xff); put<uint8_t>(out, uint8_t(v.u)); break;
+        case GgufValueType::I8:
+            JITLLM_CHECK(v.i >= INT8_MIN && v.i <= INT8_MAX);
+            put<int8_t>(out, int8_t(v.i));
+            break;
+        case GgufValueType::U16:
+            JITLLM_CHECK(v.u <= 0xffff);
+            put<uint16_t>(out, uint16_t(v.u));
+            break;
+        case GgufValueType::I16:
+            JITLLM_CHECK(v.i >= INT16_MIN && v.i <= INT16_MAX);
+            put<int16_t>(out, int16_t(v.i));
+            break;
+        case GgufValueType::U32:
+            JITLLM_CHECK(v.u <= 0xffffffffu);
+            put<uint32_t>(out, uint32_t(v.u));
+            break;
+        case GgufValueType::I32:
+            JITLLM_CHECK(v.i >= INT32_MIN && v.i <= INT32_MAX);
+            put<int32_t>(out, int32_t(v.i));
+            break;
+        case GgufValueType::U64: put<uint64_t>(out, v.u); break;
+        case GgufValueType::I64: put<int64_t>(out, v.i); break;
+        case GgufValueType::F32: put<float>(out, float(v.f)); break;
+        case GgufValueType::F64: put<double>(out, v.f); break;
+        case GgufValueType::BOOL: put<uint8_t>(out, v.b ? 1 : 0); break;
+        case GgufValueType::STRING: put_string(out, v.str); break;
+        case GgufValueType::ARRAY:
+            put<uint32_t>(out, uint32_t(v.elem_type));
+            put<uint64_t>(out, v.arr.size());
+            for (const GgufValue& e : v.arr) {
+                JITLLM_CHECK(e.type == v.elem_type, "array element of type {} in an array of {}",
+                             gguf_value_type_name(e.type), gguf_value_type_name(v.elem_type));
+                put_value(out, e);
+            }
+            break;
+        default: JITLLM_CHECK(false, "invalid GgufValueType {}", uint32_t(v.type));
+    }
+}
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+GgufValue scalar(GgufValueType t) {
+    GgufValue v;
+    v.type = t;
+    return v;
+}
+
+GgufValue array_of(GgufValueType elem) {
+    GgufValue v;
+    v.type = GgufValueType::ARRAY;
+    v.elem_type = elem;
+    return v;
+}
+
+// Writes all of [p, p+n) to fd; false with errno set on failure.
+bool write_all(int fd, const uint8_t* p, size_t n) {
+    while (n > 0) {
+        ssize_t w = ::write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        p += w;
+        n -= size_t(w);
+    }
+    return true;
+}
+
+}  // namespace
+
+void GgufWriter::set(const std::string& key, GgufValue v) {
+    for (GgufKv& kv : kvs_) {
+        if (kv.key == key) {
+            kv.value = std::move(v);
+            return;
+        }
+    }
+    kvs_.push_back(GgufKv{key, std::move(v)});
+}
+
+void GgufWriter::set_u32(const std::string& key, uint32_t v) {
+    GgufValue x = scalar(GgufValueType::U32);
+    x.u = v;
+    set(key, std::move(x));
+}
+
+void GgufWriter::set_i32(const std::string& key, int32_t v) {
+    GgufValue x = scalar(GgufValueType::I32);
+    x.i = v;
+    set(key, std::move(x));
+}
+
+void GgufWriter::set_u64(const std::string& key, uint64_t v) {
+    GgufValue x = scalar(GgufValueType::U64);
+    x.u = v;
+    set(key, std::move(x));
+}
+
+void GgufWriter::set_f32(const std::string& key, float v) {
+    GgufValue x = scalar(GgufValueType::F32);
+    x.f = v;
+    set(key, std::move(x));
+}
+
+void GgufWriter::set_bool(const std::string& key, bool v) {
+    GgufValue x = scalar(GgufValueType::BOOL);
+    x.b = v;
+    set(key, std::move(x));
+}
+
+void GgufWriter::set_string(const std::string& key, const std::string& v) {
+    GgufValue x = scalar(GgufValueType::STRING);
+    x.str = v;
+    set(key, std::move(x));
+}
+
+void GgufWriter::set_string_array(const std::string& key, const std::vector<std::string>& v) {
+    GgufValue a = array_of(GgufValueType::STRING);
+    a.arr.reserve(v.size());
+    for (const std::string& s : v) {
+        GgufValue e = scalar(GgufValueType::STRING);
+        e.str = s;
+        a.arr.push_back(std::move(e));
+    }
+    set(key, std::move(a));
+}
+
+void GgufWriter::set_f32_array(const std::string& key, const std::vector<float>& v) {
+    GgufValue a = array_of(GgufValueType::F32);
+    a.arr.reserve(v.size());
+    for (float f : v) {
+        GgufValue e = scalar(GgufValueType::F32);
+        e.f = f;
+        a.arr.push_back(std::move(e));
+    }
+    set(key, std::move(a));
+}
+
+void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t>& v) {
+    GgufValue a = array_of(GgufValueType::I32);
+    a.arr.reserve(v.size());
+    for (int32_t i : v) {
+        GgufValue e = scalar(GgufValueType::I32);
+        e.i = i;
+        a.arr.push_back(std::move(e));
+    }
+    set(key, std::move(a));
+}
+
+void GgufWriter::add_tensor(const std::string& name, GgmlType type,
+                            const std::vector<uint64_t>& dims, std::vector<uint8_t> data) {
+    JITLLM_CHECK(!dims.empty() && dims.size() <= 4, "tensor '{}': {} dims", name, dims.size());
+    uint64_t rows = 1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+        JITLLM_CHECK(dims[d] >= 1, "tensor '{}': dims[{}] = 0", name, d);
+        if (d > 0) rows *= dims[d];
+    }
+    const TypeTraits& tt = type_traits(type);
+    JITLLM_CHECK(dims[0] % tt.block_size == 0, "tensor '{}': dims[0] = {} not a multiple of {}",
+                 name, dims[0], tt.block_size);
+    JITLLM_CHECK(data.size() == row_bytes(type, dims[0]) * rows,
+                 "tensor '{}': {} data bytes, expected {}", name, data.size(),
+                 row_bytes(type, dims[0]) * rows);
+    for (const Tensor& t : tensors_)
+        JITLLM_CHECK(t.name != name, "tensor '{}' added twice", name);
+    tensors_.push_back(Tensor{name, type, dims, std::move(data)});
+}
+
+// Header, metadata and tensor table, padded to the alignment: everything before the data.
+// Tensor data follows, each tensor padded to the alignment.
+namespace {
+
+struct TensorRef {
+    const std::string& name;
+    GgmlType type;
+    const std::vector<uint64_t>& dims;
+    uint64_t n_bytes;
+};
+
+std::vector<uint8_t> make_head(uint64_t alignment, const std::vector<GgufKv>& kvs_in,
+                               const std::vector<TensorRef>& tensors) {
+    JITLLM_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment <= UINT32_MAX,
+                 "alignment {}", alignment);
+    // The writer's alignment wins over a general.alignment key copied from another file.
+    std::vector<GgufKv> kvs = kvs_in;
+    GgufValue av = scalar(GgufValueType::U32);
+    av.u = alignment;
+    bool found = false;
+    for (GgufKv& kv : kvs) {
+        if (kv.key == kAlignmentKey) {
+            kv.value = av;
+            found = true;
+        }
+    }
+    if (!found && alignment != kDefaultAlignment) kvs.push_back(GgufKv{kAlignmentKey, av});
+
+    std::vector<uint8_t> out;
+    put<uint32_t>(out, 0x46554747u);  // "GGUF" read as a little-endian u32
+    put<uint32_t>(out, 3);
+    put<uint64_t>(out, tensors.size());
+    put<uint64_t>(out, kvs.size());
+    for (const GgufKv& kv : kvs) {
+        put_string(out, kv.key);
+        put<uint32_t>(out, uint32_t(kv.value.type));
+        put_value(out, kv.value);
+    }
+    uint64_t offset = 0;
+    for (const TensorRef& t : tensors) {
+        put_string(out, t.name);
+        put<uint32_t>(out, uint32_t(t.dims.size()));
+        for (uint64_t d : t.dims) put<uint64_t>(out, d);
+        put<uint32_t>(out, uint32_t(t.type));
+        put<uint64_t>(out, offset);
+        offset = align_up(offset + t.n_bytes, alignment);
+    }
+    // A file without tensors ends right after its metadata, like llama.cpp's vocab-only files.
+    if (!tensors.empty()) out.resize(align_up(out.size(), alignment), 0);
+    return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+    std::vector<TensorRef> refs;
+    for (const Tensor& t : tensors_) refs.push_back(TensorRef{t.name, t.type, t.dims, t.data.size()});
+    std::vector<uint8_t> out = make_head(alignment_, kvs_, refs);
+    for (const Tensor& t : tensors_) {
+        out.insert(out.end(), t.data.begin(), t.data.end());
+        out.resize(align_up(out.size(), alignment_), 0);
+    }
+    return out;
+}
+
+void GgufWriter::write(const std::string& path) const {
+    std::vector<TensorRef> refs;
+    for (const Tensor& t : tensors_) refs.push_back(TensorRef{t.name, t.type, t.dims, t.data.size()});
+    std::vector<uint8_t> head = make_head(alignment_, kvs_, refs);
+    const std::vector<uint8_t> zeros(alignment_, 0);
+
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail("{}: cannot write: {}", path, std::strerror(errno));
+    // Streams the data instead of building a second in-memory copy of the whole file.
+    bool ok = write_all(fd, head.data(), head.size());
+    for (size_t k = 0; ok && k < tensors_.size(); ++k) {
+        const std::vector<uint8_t>& d = tensors_[k].data;
+        uint64_t pad = align_up(d.size(), alignment_) - d.size();
+        ok = write_all(fd, d.data(), d.size()) && write_all(fd, zeros.data(), size_t(pad));
+    }
+    int e = errno;
+    if (::close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok) {
+        ::unlink(tmp.c_str());
+        fail("{}: cannot write: {}", path, std::strerror(e));
+    }
+}
+
+}  // namespace jitllm
