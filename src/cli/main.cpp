@@ -1,9 +1,68 @@
-// jitllm command line: subcommand dispatch. Only this layer prints errors and picks exit codes.
+// jitllm command line: subcommand dispatch and the one place that turns errors into exit codes.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 
+#include "cli/commands.h"
 #include "core/error.h"
 
+namespace {
+
+struct Command {
+    const char* name;
+    int (*fn)(const jitllm::cli::Args&);
+    const char* help;
+};
+
+const Command kCommands[] = {
+    {"run", jitllm::cli::cmd_run, "generate text (default when no subcommand is given)"},
+    {"inspect", jitllm::cli::cmd_inspect, "print a GGUF file's metadata and tensor table"},
+    {"tokenize", jitllm::cli::cmd_tokenize, "tokenize a prompt with a model's vocabulary"},
+    {"eval", jitllm::cli::cmd_eval, "compute the logits of every position of a token list"},
+    {"plan", jitllm::cli::cmd_plan, "print the execution plan of a model"},
+};
+
+void print_usage() {
+    std::printf("usage: jitllm [SUBCOMMAND] [OPTIONS]\n\nsubcommands:\n");
+    for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.help);
+    std::printf("\n`jitllm SUBCOMMAND --help` lists a subcommand's options; `jitllm --help` "
+                "without a subcommand shows `run`'s.\n");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    std::fprintf(stderr, "jitllm: under construction\n");
-    return 1;
+    jitllm::cli::Args args(argv + 1, argv + argc);
+    const Command* cmd = &kCommands[0];
+    if (!args.empty()) {
+        for (const auto& c : kCommands)
+            if (args[0] == c.name) {
+                cmd = &c;
+                args.erase(args.begin());
+                break;
+            }
+        if (args.size() == 1 && (args[0] == "help" || args[0] == "commands")) {
+            print_usage();
+            return 0;
+        }
+    }
+    try {
+        return cmd->fn(args);
+    } catch (const jitllm::Error& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return e.kind() == jitllm::Error::Kind::Usage ? 2 : 1;
+    } catch (const CLI::ParseError& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "error: out of host memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
 }

@@ -3,8 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <vector>
+
+#include "core/thread_pool.h"
 
 #include "quant/quant.h"
 
@@ -23,16 +24,14 @@ void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
     auto work = [&](int r0, int r1) {
         if (r1 > r0) dot_rows(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, x, cols, y + r0);
     };
-    if (n_threads <= 1 || rows < 64) {
+    ThreadPool& pool = ThreadPool::global();
+    const int n = std::min(n_threads, pool.size());
+    if (n <= 1 || rows < 64) {
         work(0, rows);
         return;
     }
-    std::vector<std::thread> pool;
-    const int per = (rows + n_threads - 1) / n_threads;
-    for (int i = 1; i < n_threads; ++i)
-        pool.emplace_back(work, std::min(rows, i * per), std::min(rows, (i + 1) * per));
-    work(0, std::min(rows, per));
-    for (auto& th : pool) th.join();
+    const int per = (rows + n - 1) / n;
+    pool.parallel_for(n, [&](int i) { work(std::min(rows, i * per), std::min(rows, (i + 1) * per)); });
 }
 
 void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
@@ -57,7 +56,7 @@ void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
 void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
                int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out) {
     const int group = n_heads / n_kv_heads;
-    std::vector<float> att(size_t(n_pos));
+    std::vector<float> att(static_cast<size_t>(n_pos));
     for (int h = 0; h < n_heads; ++h) {
         const float* qh = q + size_t(h) * head_dim;
         const int kvh = h / group;

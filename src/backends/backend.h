@@ -1,0 +1,30 @@
+// Backend interface: executes a Plan's phases for one sequence (KV cache owned by the backend).
+// Kept small on purpose; everything device-specific stays behind it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "plan/plan.h"
+
+namespace jitllm {
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;
+    // Runs the decode phase for `token` at position `pos` (0-based, < n_ctx) and returns the
+    // host logits (n_vocab floats, valid until the next call). Also runs `sample` (argmax).
+    virtual const float* decode(int32_t token, int pos) = 0;
+    // Runs the prefill phase (no logits) for `token` at `pos`.
+    virtual void prefill(int32_t token, int pos) = 0;
+    // The token chosen by the plan's `sample` task in the last decode (greedy argmax).
+    virtual int32_t sampled_token() const = 0;
+    // Forget the KV cache (a new sequence starts at position 0).
+    virtual void reset() = 0;
+    // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).
+    virtual const std::map<std::string, uint64_t>& task_counts() const = 0;
+};
+
+}  // namespace jitllm

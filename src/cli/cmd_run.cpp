@@ -1,0 +1,184 @@
+// `jitllm [run]`: load a model (default: the bundled stories260K), run a prompt, stream text to
+// stdout; -i for a chat loop, --instruct to apply the family's chat format. Logs on stderr.
+#include <iostream>
+#include <random>
+
+#include "cli/cli_util.h"
+#include "core/error.h"
+#include "runtime/chat_format.h"
+#include "runtime/engine.h"
+#include "runtime/generate.h"
+
+namespace jitllm::cli {
+
+std::string default_model_path() {
+    if (const char* m = std::getenv("JITLLM_MODEL"); m && *m) return m;
+    return JITLLM_DEFAULT_MODEL;
+}
+
+namespace {
+
+struct RunFlags {
+    std::string model = default_model_path();
+    std::string prompt = "Once upon a time";
+    std::string system_prompt;
+    int max_tokens = 256;
+    int64_t seed = -1;
+    SamplerParams sp;
+    bool stream = true;
+    bool echo = false;
+    bool interactive = false;
+    bool instruct = false;
+    int threads = 1;
+    int ctx_size = 0;
+    bool gpu = false;
+    bool with_prefill_decode = false;
+    bool print_plan = false;
+};
+
+void add_run_flags(CLI::App& app, RunFlags& f) {
+    app.add_option("-m,--model", f.model, "GGUF model file (default: bundled stories260K)");
+    app.add_option("-p,--prompt", f.prompt, "prompt text");
+    app.add_option("--system-prompt", f.system_prompt, "system prompt (-sp), with --instruct / -i");
+    app.add_option("-n,--max-tokens", f.max_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 24));
+    app.add_option("--seed", f.seed, "sampling seed (default: random)");
+    app.add_option("--temperature", f.sp.temperature, "0 = greedy")->default_val(0.8f);
+    app.add_option("--top-p", f.sp.top_p, "nucleus sampling threshold")->default_val(0.95f);
+    app.add_option("--top-k", f.sp.top_k, "keep the k most likely tokens (0 = all)")->default_val(40);
+    app.add_option("--min-p", f.sp.min_p, "drop tokens below min-p x the top probability")->default_val(0.05f);
+    app.add_option("--repeat-penalty", f.sp.repeat_penalty, "penalty for recent tokens (1 = off)")->default_val(1.0f);
+    app.add_option("--repeat-last-n", f.sp.repeat_last_n, "window of the repeat penalty")->default_val(64);
+    app.add_flag("--stream,!--no-stream", f.stream, "print tokens as they are generated (default on)");
+    app.add_flag("--echo", f.echo, "print the prompt before the generated text");
+    app.add_flag("-i,--interactive", f.interactive, "chat loop on stdin");
+    app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
+    app.add_option("--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
+    app.add_option("--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
+    app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    app.add_flag("--with-prefill-decode", f.with_prefill_decode,
+                 "prompt tokens skip the output projection until the last one");
+    app.add_flag("--print-plan", f.print_plan, "print the execution plan before running");
+}
+
+void print_metrics(Engine& e) {
+    const auto& t = e.times();
+    std::fprintf(stderr, "\n[jitllm] backend %s | load %.1f ms | prompt %d tok, %.1f tok/s | decode %d tok, %.1f tok/s\n",
+                 e.backend().name().c_str(), t.load_ms, t.n_prompt,
+                 t.prompt_ms > 0 ? 1000.0 * t.n_prompt / t.prompt_ms : 0.0, t.n_decode,
+                 t.decode_ms > 0 ? 1000.0 * t.n_decode / t.decode_ms : 0.0);
+}
+
+// Feeds ids and records prompt timing.
+const float* feed_prompt(Engine& e, const std::vector<int32_t>& ids) {
+    const double t0 = now_ms();
+    const float* logits = e.feed(ids);
+    e.times().prompt_ms += now_ms() - t0;
+    e.times().n_prompt += int(ids.size());
+    return logits;
+}
+
+int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
+    const ChatFormat fmt_ = chat_format_detect(e.tokenizer(), e.model().config.arch);
+    std::fprintf(stderr, "[jitllm] chat format: %s; type a message, an empty line or EOF ends\n",
+                 chat_format_name(fmt_));
+    std::vector<ChatMessage> msgs;
+    if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
+    std::vector<int32_t> fed;  // tokens in the KV cache
+    std::string line;
+    for (;;) {
+        std::fprintf(stderr, "> ");
+        if (!std::getline(std::cin, line) || line.empty()) break;
+        msgs.push_back({"user", line});
+        std::vector<int32_t> ids = e.tokenizer().encode(chat_render(fmt_, msgs, true),
+                                                        !chat_format_has_bos(fmt_), true);
+        size_t common = 0;
+        while (common < fed.size() && common < ids.size() && fed[common] == ids[common]) ++common;
+        if (common < fed.size()) {  // the rendering diverged from what is cached: start over
+            e.reset();
+            fed.clear();
+            common = 0;
+        }
+        std::vector<int32_t> fresh(ids.begin() + long(common), ids.end());
+        const int room = e.n_ctx() - e.pos() - int(fresh.size());
+        if (room <= 0)
+            fail("conversation of {} tokens does not fit the context of {}; hint: raise --ctx-size",
+                 ids.size(), e.n_ctx());
+        const float* logits = feed_prompt(e, fresh);
+        fed = ids;
+        std::vector<int32_t> history = fed;
+        auto r = generate(e, sampler, logits, history, std::min(f.max_tokens, room),
+                          [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); return true; });
+        std::printf("\n");
+        msgs.push_back({"assistant", r.text});
+        // the generated tokens are in the cache; the end token is re-rendered by the template
+        fed.insert(fed.end(), r.ids.begin(), r.ids.end());
+    }
+    print_metrics(e);
+    return 0;
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+    CLI::App app{"jitllm: run a GGUF model (generated text on stdout, logs on stderr)", "jitllm"};
+    RunFlags f;
+    add_run_flags(app, f);
+    if (!parse_args(app, args)) return 0;
+    if (f.seed < 0) f.seed = int64_t(std::random_device{}() & 0x7fffffff);
+    f.sp.seed = uint64_t(f.seed);
+    sampler_params_validate(f.sp);
+    if (f.gpu) fail_usage("--gpu: this build has no GPU backend wired yet");
+
+    EngineOptions eo;
+    eo.model_path = f.model;
+    eo.n_ctx = f.ctx_size;
+    eo.n_threads = f.threads;
+    eo.with_prefill_decode = f.with_prefill_decode;
+    Engine e(eo);
+    if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());
+    Sampler sampler(f.sp);
+    if (f.interactive) return run_chat(e, f, sampler);
+
+    std::vector<int32_t> ids;
+    if (f.instruct) {
+        const ChatFormat cf = chat_format_detect(e.tokenizer(), e.model().config.arch);
+        std::vector<ChatMessage> msgs;
+        if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
+        msgs.push_back({"user", f.prompt});
+        ids = e.tokenizer().encode(chat_render(cf, msgs, true), !chat_format_has_bos(cf), true);
+    } else {
+        ids = e.tokenizer().encode(f.prompt, true, false);
+    }
+    if (ids.empty()) fail_usage("--prompt: expected at least one token, found an empty prompt");
+    if (int(ids.size()) > e.n_ctx())
+        fail("prompt of {} tokens exceeds the context of {} tokens; hint: raise --ctx-size or "
+             "shorten the prompt", ids.size(), e.n_ctx());
+    if (f.echo) {
+        std::string p = e.tokenizer().detokenize(ids, true);
+        std::fwrite(p.data(), 1, p.size(), stdout);
+        std::fflush(stdout);
+    }
+    const float* logits = feed_prompt(e, ids);
+    int budget = f.max_tokens;
+    if (ids.size() + size_t(budget) > size_t(e.n_ctx())) {
+        budget = e.n_ctx() - int(ids.size());
+        std::fprintf(stderr, "[jitllm] note: -n %d exceeds the context; generating at most %d tokens\n",
+                     f.max_tokens, budget);
+    }
+    std::vector<int32_t> history = ids;
+    std::string all;
+    auto r = generate(e, sampler, logits, history, budget, [&](const std::string& s) {
+        if (f.stream) {
+            std::fwrite(s.data(), 1, s.size(), stdout);
+            std::fflush(stdout);
+        }
+        return true;
+    });
+    if (!f.stream) std::fwrite(r.text.data(), 1, r.text.size(), stdout);
+    std::printf("\n");
+    std::fflush(stdout);
+    print_metrics(e);
+    return 0;
+}
+
+}  // namespace jitllm::cli

@@ -1,0 +1,20 @@
+// The CLI's subcommands. Each returns the process exit code; errors are thrown as jitllm::Error
+// and printed by main() (one `error:` line, exit 2 for usage, 1 otherwise).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace jitllm::cli {
+
+using Args = std::vector<std::string>;  // argv without the program name and subcommand
+
+int cmd_run(const Args& args);       // default: generate text (also -i / --instruct)
+int cmd_inspect(const Args& args);   // jitllm inspect FILE.gguf
+int cmd_tokenize(const Args& args);  // jitllm tokenize -m MODEL -p TEXT --ids
+int cmd_eval(const Args& args);      // jitllm eval -m MODEL --tokens "1 2 3" --dump-logits F
+int cmd_plan(const Args& args);      // jitllm plan -m MODEL [--target sm_90]
+
+std::string default_model_path();
+// Parses args with a CLI11 app; handles --help (prints, returns true => caller exits 0).
+}  // namespace jitllm::cli

@@ -1,0 +1,87 @@
+// The GGUF key table: the only place hyperparameter keys are spelled.
+#include "model/config.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+
+namespace jitllm {
+
+float ModelConfig::attn_scale() const {
+    return attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(float(head_dim));
+}
+
+namespace {
+
+int get_positive(const GgufReader& g, const std::string& key, int64_t max_value) {
+    const int64_t v = g.get_int(key);
+    if (v <= 0 || v > max_value)
+        fail("{}: key '{}': expected an integer in [1, {}], found {}", g.path(), key, max_value, v);
+    return int(v);
+}
+
+int get_positive_or(const GgufReader& g, const std::string& key, int fallback, int64_t max_value) {
+    if (!g.find_kv(key)) return fallback;
+    return get_positive(g, key, max_value);
+}
+
+float get_float_or(const GgufReader& g, const std::string& key, float fallback) {
+    auto v = g.get_float_opt(key);
+    if (!v) return fallback;
+    if (!std::isfinite(*v)) fail("{}: key '{}': expected a finite number, found {}", g.path(), key, *v);
+    return float(*v);
+}
+
+}  // namespace
+
+ModelConfig parse_common_config(const GgufReader& g, const std::string& a) {
+    constexpr int64_t kMaxDim = 1 << 20;
+    ModelConfig c;
+    c.arch = a;
+    c.name = g.get_string_opt("general.name").value_or("");
+    c.n_layers = get_positive(g, a + ".block_count", 4096);
+    c.dim = get_positive(g, a + ".embedding_length", kMaxDim);
+    c.hidden_dim = get_positive(g, a + ".feed_forward_length", kMaxDim);
+    c.n_heads = get_positive(g, a + ".attention.head_count", 4096);
+    c.n_kv_heads = get_positive_or(g, a + ".attention.head_count_kv", c.n_heads, 4096);
+    if (c.n_heads % c.n_kv_heads != 0)
+        fail("{}: key '{}.attention.head_count_kv': expected a divisor of head_count {}, found {}",
+             g.path(), a, c.n_heads, c.n_kv_heads);
+    if (c.dim % c.n_heads != 0 && !g.find_kv(a + ".attention.key_length"))
+        fail("{}: key '{}.embedding_length' = {} is not a multiple of head_count {} and "
+             "'{}.attention.key_length' is absent", g.path(), a, c.dim, c.n_heads, a);
+    c.head_dim = get_positive_or(g, a + ".attention.key_length", c.dim / c.n_heads, 4096);
+    c.head_dim_v = get_positive_or(g, a + ".attention.value_length", c.head_dim, 4096);
+    if (c.head_dim_v != c.head_dim)
+        fail("{}: key '{}.attention.value_length': expected {} (equal to key_length), found {}",
+             g.path(), a, c.head_dim, c.head_dim_v);
+    c.n_ctx_train = get_positive_or(g, a + ".context_length", 2048, 1 << 24);
+    c.n_rot = get_positive_or(g, a + ".rope.dimension_count", c.head_dim, 4096);
+    if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
+        fail("{}: key '{}.rope.dimension_count': expected an even number <= head dim {}, found {}",
+             g.path(), a, c.head_dim, c.n_rot);
+    c.norm_eps = get_float_or(g, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    if (!(c.norm_eps > 0.0f && c.norm_eps < 1.0f))
+        fail("{}: key '{}.attention.layer_norm_rms_epsilon': expected a value in (0, 1), found {}",
+             g.path(), a, c.norm_eps);
+    c.rope_base = get_float_or(g, a + ".rope.freq_base", 10000.0f);
+    if (!(c.rope_base > 1.0f))
+        fail("{}: key '{}.rope.freq_base': expected a value > 1, found {}", g.path(), a, c.rope_base);
+    c.sliding_window = get_positive_or(g, a + ".attention.sliding_window", 0, 1 << 24);
+    c.embedding_scale = get_float_or(g, a + ".embedding_scale", 1.0f);
+    c.residual_scale = get_float_or(g, a + ".residual_scale", 1.0f);
+    c.attention_scale = get_float_or(g, a + ".attention.scale", 0.0f);
+    c.logit_scale = get_float_or(g, a + ".logit_scale", 1.0f);
+    if (c.logit_scale == 0.0f) fail("{}: key '{}.logit_scale': expected a nonzero value, found 0", g.path(), a);
+    return c;
+}
+
+std::string describe_config(const ModelConfig& c) {
+    return fmt::format("{}: {} layers, dim {}, ff {}, heads {}/{} x {}, vocab {}, ctx {}, rope {} base {:g}",
+                       c.arch, c.n_layers, c.dim, c.hidden_dim, c.n_heads, c.n_kv_heads, c.head_dim,
+                       c.n_vocab, c.n_ctx_train, c.rope_style == RopeStyle::Norm ? "norm" : "neox",
+                       c.rope_base);
+}
+
+}  // namespace jitllm

@@ -1,0 +1,85 @@
+// Model: the GGUF file, its ModelConfig and its weights bound by GGUF tensor name with shape
+// checks. Describes only: never allocates device memory or computes (see plan/, backends/).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "model/config.h"
+
+namespace jitllm {
+
+class GgufReader;
+
+// One weight as stored in the file (GGUF representation, never converted here).
+struct WeightTensor {
+    std::string name;             // GGUF tensor name, e.g. "blk.0.attn_q.weight"
+    GgmlType type = GgmlType::F32;
+    uint64_t cols = 0;            // dims[0]: contiguous row length (the input width of a matmul)
+    uint64_t rows = 0;            // product of the other dims (the output width)
+    size_t row_bytes = 0;         // bytes of one row
+    size_t n_bytes = 0;           // bytes of the whole tensor
+    const uint8_t* data = nullptr;  // into the file mapping
+    const float* f32() const { return reinterpret_cast<const float*>(data); }
+};
+
+struct LayerWeights {
+    const WeightTensor* attn_norm = nullptr;    // (dim) F32
+    const WeightTensor* attn_q = nullptr;       // W (dim -> n_heads*head_dim)
+    const WeightTensor* attn_k = nullptr;       // W (dim -> n_kv_heads*head_dim)
+    const WeightTensor* attn_v = nullptr;       // W (dim -> n_kv_heads*head_dim)
+    const WeightTensor* attn_qkv = nullptr;     // fused W (dim -> q_dim + 2*kv_dim), phi3
+    const WeightTensor* attn_q_bias = nullptr;  // (q_dim) qwen2
+    const WeightTensor* attn_k_bias = nullptr;  // (kv_dim)
+    const WeightTensor* attn_v_bias = nullptr;  // (kv_dim)
+    const WeightTensor* attn_q_norm = nullptr;  // (head_dim) qwen3
+    const WeightTensor* attn_k_norm = nullptr;  // (head_dim)
+    const WeightTensor* attn_output = nullptr;  // W (q_dim -> dim)
+    const WeightTensor* ffn_norm = nullptr;     // (dim)
+    const WeightTensor* ffn_gate = nullptr;     // W (dim -> hidden) (absent when fused_gate_up)
+    const WeightTensor* ffn_up = nullptr;       // W (dim -> hidden), or (dim -> 2*hidden) fused
+    const WeightTensor* ffn_down = nullptr;     // W (hidden -> dim)
+};
+
+struct Model {
+    std::unique_ptr<GgufReader> gguf;
+    ModelConfig config;
+    std::deque<WeightTensor> tensors;           // stable addresses
+    const WeightTensor* token_embd = nullptr;   // (n_vocab rows of dim)
+    const WeightTensor* output_norm = nullptr;  // (dim)
+    const WeightTensor* output = nullptr;       // (n_vocab rows of dim); == token_embd when tied
+    const WeightTensor* rope_freqs = nullptr;   // (n_rot/2) F32, Llama 3.1 frequency factors
+    std::vector<LayerWeights> layers;
+    std::vector<std::string> unused_tensors;    // in the file, claimed by no binding
+    uint64_t weight_bytes() const;
+    ~Model();
+};
+
+// Opens, validates and binds. Throws Error: unsupported architecture (lists supported ones),
+// missing tensor, wrong shape (expected vs found), unsupported type.
+std::unique_ptr<Model> load_model(const std::string& path);
+// Same, over an already opened reader.
+std::unique_ptr<Model> load_model(std::unique_ptr<GgufReader> g);
+
+// Binding helper used by model/arch/*.cpp.
+class WeightBinder {
+public:
+    WeightBinder(const GgufReader& g, Model& m) : g_(g), m_(m) {}
+    // Required tensor with ggml-order shape {cols, rows} (or {n} for vectors).
+    const WeightTensor* tensor(const std::string& name, std::vector<uint64_t> shape);
+    // Optional: nullptr when absent; shape-checked when present.
+    const WeightTensor* tensor_opt(const std::string& name, std::vector<uint64_t> shape);
+    // "blk.<i>.<stem>.weight"
+    static std::string blk(int i, const std::string& stem, const char* suffix = "weight");
+
+private:
+    const GgufReader& g_;
+    Model& m_;
+};
+
+std::vector<std::string> supported_architectures();
+
+}  // namespace jitllm

@@ -1,0 +1,152 @@
+// plan_build: the one block builder for the Llama family. Architectures differ only by the
+// ModelConfig flags (biases, fused tensors, QK-norm, scales), read here in one place.
+#include "plan/plan.h"
+
+#include "core/error.h"
+
+namespace jitllm {
+
+std::optional<TaskKind> task_kind_from_name(std::string_view name) {
+    for (int k = 0; k < int(TaskKind::Count); ++k)
+        if (task_kind_name(TaskKind(k)) == name) return TaskKind(k);
+    return std::nullopt;
+}
+
+const char* slot_name(Slot s) {
+    static const char* const kNames[] = {"token", "pos", "x", "xb", "q", "k", "v", "att", "tmp",
+                                         "hb", "hb2", "logits", "k_cache", "v_cache"};
+    static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Slot::Count));
+    return kNames[size_t(s)];
+}
+
+const char* phase_name(Phase p) { return p == Phase::Decode ? "decode" : "prefill"; }
+
+namespace {
+
+uint64_t wbytes(const std::vector<const WeightTensor*>& w) {
+    uint64_t b = 0;
+    for (auto* t : w)
+        if (t) b += t->n_bytes;
+    return b;
+}
+
+uint64_t mat_flops(const std::vector<const WeightTensor*>& w) {
+    uint64_t f = 0;
+    for (auto* t : w)
+        if (t && t->rows > 1) f += 2 * t->rows * t->cols;
+    return f;
+}
+
+class Builder {
+public:
+    explicit Builder(std::vector<Task>& out) : out_(out) {}
+    Task& add(TaskKind k, int layer, std::vector<Slot> in, std::vector<Slot> out,
+              std::vector<const WeightTensor*> w = {}) {
+        Task t;
+        t.kind = k;
+        t.layer = layer;
+        t.name = layer >= 0 ? fmt::format("blk.{}.{}", layer, task_kind_name(k))
+                            : std::string(task_kind_name(k));
+        t.in = std::move(in);
+        t.out = std::move(out);
+        t.w = std::move(w);
+        t.weight_bytes = wbytes(t.w);
+        t.flops = mat_flops(t.w);
+        out_.push_back(std::move(t));
+        return out_.back();
+    }
+
+private:
+    std::vector<Task>& out_;
+};
+
+void build_layer(Builder& b, const Model& m, int i) {
+    const ModelConfig& c = m.config;
+    const LayerWeights& w = m.layers[size_t(i)];
+    using S = Slot;
+    using K = TaskKind;
+    b.add(K::AttnNorm, i, {S::X}, {S::Xb}, {w.attn_norm}).eps = c.norm_eps;
+    if (c.fused_qkv)
+        b.add(K::AttnQkv, i, {S::Xb}, {S::Q, S::K, S::V}, {w.attn_qkv, nullptr, nullptr});
+    else
+        b.add(K::AttnQkv, i, {S::Xb}, {S::Q, S::K, S::V},
+              {w.attn_q, w.attn_k, w.attn_v, w.attn_q_bias, w.attn_k_bias, w.attn_v_bias});
+    if (c.qk_norm) b.add(K::AttnQkNorm, i, {S::Q, S::K}, {S::Q, S::K}, {w.attn_q_norm, w.attn_k_norm}).eps = c.norm_eps;
+    b.add(K::AttnRope, i, {S::Q, S::K, S::Pos}, {S::Q, S::K}, {m.rope_freqs});
+    b.add(K::AttnKvStore, i, {S::K, S::V, S::Pos}, {S::KCache, S::VCache});
+    b.add(K::Attn, i, {S::Q, S::KCache, S::VCache, S::Pos}, {S::Att}).scale = c.attn_scale();
+    b.add(K::AttnOutput, i, {S::Att}, {S::Tmp}, {w.attn_output});
+    b.add(K::AttnResidual, i, {S::X, S::Tmp}, {S::X}).scale = c.residual_scale;
+    b.add(K::FfnNorm, i, {S::X}, {S::Xb}, {w.ffn_norm}).eps = c.norm_eps;
+    b.add(K::FfnGateUp, i, {S::Xb}, {S::Hb, S::Hb2}, {w.ffn_gate, w.ffn_up});
+    b.add(K::FfnAct, i, {S::Hb, S::Hb2}, {S::Hb});
+    b.add(K::FfnDown, i, {S::Hb}, {S::Tmp}, {w.ffn_down});
+    b.add(K::FfnResidual, i, {S::X, S::Tmp}, {S::X}).scale = c.residual_scale;
+}
+
+}  // namespace
+
+Plan plan_build(const Model& m, int n_ctx) {
+    const ModelConfig& c = m.config;
+    JITLLM_CHECK(n_ctx > 0, "n_ctx {}", n_ctx);
+    Plan p;
+    p.model = &m;
+    p.config = &m.config;
+    p.n_ctx = n_ctx;
+    using S = Slot;
+    p.buffers = {
+        {S::Token, "i32", {1}},
+        {S::Pos, "i32", {1}},
+        {S::X, "f32", {c.dim}},
+        {S::Xb, "f32", {c.dim}},
+        {S::Q, "f32", {c.n_heads, c.head_dim}},
+        {S::K, "f32", {c.n_kv_heads, c.head_dim}},
+        {S::V, "f32", {c.n_kv_heads, c.head_dim}},
+        {S::Att, "f32", {c.n_heads, c.head_dim}},
+        {S::Tmp, "f32", {c.dim}},
+        {S::Hb, "f32", {c.hidden_dim}},
+        {S::Hb2, "f32", {c.hidden_dim}},
+        {S::Logits, "f32", {c.n_vocab}},
+        {S::KCache, "kv", {n_ctx, c.n_kv_heads, c.head_dim}, true},
+        {S::VCache, "kv", {n_ctx, c.n_kv_heads, c.head_dim}, true},
+    };
+    for (Phase ph : {Phase::Decode, Phase::Prefill}) {
+        std::vector<Task>& tasks = ph == Phase::Decode ? p.decode : p.prefill;
+        Builder b(tasks);
+        b.add(TaskKind::TokenEmbd, -1, {S::Token}, {S::X}, {m.token_embd}).scale = c.embedding_scale;
+        // token_embd reads one row, not the whole matrix
+        tasks.back().weight_bytes = m.token_embd->row_bytes;
+        tasks.back().flops = 0;
+        for (int i = 0; i < c.n_layers; ++i) build_layer(b, m, i);
+        if (ph == Phase::Prefill) continue;  // only the last prompt token needs logits
+        b.add(TaskKind::OutputNorm, -1, {S::X}, {S::Xb}, {m.output_norm}).eps = c.norm_eps;
+        b.add(TaskKind::Output, -1, {S::Xb}, {S::Logits}, {m.output}).scale = 1.0f / c.logit_scale;
+        b.add(TaskKind::Sample, -1, {S::Logits}, {S::Token});
+    }
+    return p;
+}
+
+std::string plan_describe(const Plan& p) {
+    std::string s = fmt::format("plan: {} (n_ctx {})\nbuffers:\n", describe_config(*p.config), p.n_ctx);
+    for (const auto& b : p.buffers) {
+        std::string shape;
+        for (size_t i = 0; i < b.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(b.shape[i]);
+        s += fmt::format("  {:<8} {:<4} [{}]{}\n", slot_name(b.slot), b.dtype, shape,
+                         b.per_layer ? " per layer" : "");
+    }
+    for (Phase ph : {Phase::Decode, Phase::Prefill}) {
+        const auto& tasks = p.phase(ph);
+        s += fmt::format("phase {} ({} tasks per token):\n", phase_name(ph), tasks.size());
+        for (const auto& t : tasks) {
+            std::string in, out, w;
+            for (auto x : t.in) in += (in.empty() ? "" : ",") + std::string(slot_name(x));
+            for (auto x : t.out) out += (out.empty() ? "" : ",") + std::string(slot_name(x));
+            for (auto* x : t.w)
+                if (x) w += (w.empty() ? "" : " ") + x->name + ":" + type_name(x->type);
+            s += fmt::format("  {:<22} {:<24} -> {:<14} {}\n", t.name, in, out, w);
+        }
+    }
+    return s;
+}
+
+}  // namespace jitllm

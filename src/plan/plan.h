@@ -1,0 +1,77 @@
+// Plan: the model lowered to named tasks per phase, with the buffers (slots) they read and write.
+// Pure data: no device code. Backends execute it (CPU: one reference implementation per task
+// kind) or lower it further into a schedule of kernels (CUDA: groups of consecutive tasks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "plan/task_kind.h"
+
+namespace jitllm {
+
+// Activation and state slots. Shapes come from the config (see plan_buffers()).
+enum class Slot : uint8_t {
+    Token,   // i32 (1)            next input token
+    Pos,     // i32 (1)            position of that token
+    X,       // f32 (dim)          residual stream
+    Xb,      // f32 (dim)          normed input of a matmul
+    Q,       // f32 (n_heads, head_dim)
+    K,       // f32 (n_kv_heads, head_dim)
+    V,       // f32 (n_kv_heads, head_dim)
+    Att,     // f32 (n_heads, head_dim)   attention output
+    Tmp,     // f32 (dim)          block output before the residual add
+    Hb,      // f32 (hidden)       gate, then activated
+    Hb2,     // f32 (hidden)       up
+    Logits,  // f32 (n_vocab)
+    KCache,  // kv (n_ctx, n_kv_heads, head_dim) per layer
+    VCache,  // kv (n_ctx, n_kv_heads, head_dim) per layer
+    Count,
+};
+const char* slot_name(Slot s);
+
+struct BufferDesc {
+    Slot slot;
+    const char* dtype;           // "f32" | "i32" | "kv" (KV-cache type chosen by the backend)
+    std::vector<int64_t> shape;  // elements per dimension
+    bool per_layer = false;
+};
+
+enum class Phase : uint8_t { Decode, Prefill };
+const char* phase_name(Phase p);
+
+struct Task {
+    TaskKind kind;
+    int layer = -1;                        // -1 for global tasks
+    std::string name;                      // "blk.3.attn_norm" | "output"
+    std::vector<Slot> in, out;
+    // Weights in kind-specific order (nullable entries), see plan_build():
+    //   attn_qkv: {attn_q, attn_k, attn_v, q_bias, k_bias, v_bias} or {attn_qkv, -, -, biases}
+    //   attn_qk_norm: {attn_q_norm, attn_k_norm};  ffn_gate_up: {ffn_gate | null, ffn_up}
+    //   norms: {weight}; matmuls: {matrix}; attn_rope: {rope_freqs | null}
+    std::vector<const WeightTensor*> w;
+    float eps = 0.0f;    // norms
+    float scale = 1.0f;  // token_embd, residuals, attn (softmax scale), output (1/logit_scale)
+    uint64_t weight_bytes = 0;  // bytes of weights read per execution
+    uint64_t flops = 0;         // per execution at position 0 (matmuls: 2*rows*cols)
+};
+
+struct Plan {
+    const Model* model = nullptr;
+    const ModelConfig* config = nullptr;
+    int n_ctx = 0;
+    std::vector<BufferDesc> buffers;
+    std::vector<Task> decode;   // one token through the whole model, ending in output + sample
+    std::vector<Task> prefill;  // --with-prefill-decode: decode minus output_norm/output/sample
+    const std::vector<Task>& phase(Phase p) const { return p == Phase::Decode ? decode : prefill; }
+};
+
+// Lowers the model into tasks (paper order, one layer after another).
+Plan plan_build(const Model& m, int n_ctx);
+
+// Human-readable plan: buffers, then each phase's tasks with inputs, outputs and weights.
+std::string plan_describe(const Plan& p);
+
+}  // namespace jitllm

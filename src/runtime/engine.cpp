@@ -1,0 +1,70 @@
+// Engine (see engine.h).
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf_reader.h"
+
+namespace jitllm {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Engine::Engine(EngineOptions opt) : opt_(std::move(opt)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model_ = load_model(opt_.model_path);
+    tok_ = Tokenizer::from_gguf(*model_->gguf);
+    if (tok_->n_vocab() != model_->config.n_vocab)
+        fail("{}: tokenizer has {} tokens but token_embd.weight has {} rows", opt_.model_path,
+             tok_->n_vocab(), model_->config.n_vocab);
+    const int model_ctx = model_->config.n_ctx_train;
+    int n_ctx = opt_.n_ctx > 0 ? opt_.n_ctx : std::min(model_ctx, 4096);
+    if (n_ctx > model_ctx)
+        fail_usage("--ctx-size {} exceeds the model's context length {} ({}.context_length); "
+                   "hint: lower --ctx-size", n_ctx, model_ctx, model_->config.arch);
+    plan_ = plan_build(*model_, n_ctx);
+    if (opt_.gpu) {
+        JITLLM_CHECK(bool(opt_.gpu_factory), "gpu requested without a factory");
+        backend_ = opt_.gpu_factory(plan_);
+    } else {
+        ThreadPool::set_global_threads(opt_.n_threads);
+        backend_ = std::make_unique<CpuBackend>(plan_, opt_.n_threads);
+    }
+    times_.load_ms = ms_since(t0);
+}
+
+Engine::~Engine() = default;
+
+const float* Engine::feed(const std::vector<int32_t>& ids) {
+    if (ids.empty()) return nullptr;
+    if (pos_ + int64_t(ids.size()) > n_ctx())
+        fail("context overflow: {} tokens at position {} need {} positions, the context holds {}; "
+             "hint: raise --ctx-size or shorten the prompt", ids.size(), pos_, pos_ + ids.size(), n_ctx());
+    for (int32_t id : ids)
+        if (id < 0 || id >= model_->config.n_vocab)
+            fail("token id {} is outside the vocabulary [0, {})", id, model_->config.n_vocab);
+    const float* logits = nullptr;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const bool last = i + 1 == ids.size();
+        if (!last && opt_.with_prefill_decode)
+            backend_->prefill(ids[i], pos_);
+        else
+            logits = backend_->decode(ids[i], pos_);
+        ++pos_;
+    }
+    return logits;
+}
+
+void Engine::reset() {
+    pos_ = 0;
+    backend_->reset();
+}
+
+}  // namespace jitllm

@@ -1,0 +1,64 @@
+// Engine: one loaded model with its tokenizer, plan and backend, and the position of the one
+// sequence it holds. Feeding tokens runs the plan; the caller samples from the logits.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "model/model.h"
+#include "plan/plan.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm {
+
+struct EngineOptions {
+    std::string model_path;
+    int n_ctx = 0;                     // 0: min(model context, 4096)
+    int n_threads = 1;
+    bool gpu = false;
+    bool with_prefill_decode = false;  // prompt tokens but the last through the prefill phase
+    // Backend factory hook for the GPU backend (set by the CLI when --gpu is given).
+    std::function<std::unique_ptr<Backend>(const Plan&)> gpu_factory;
+};
+
+struct EngineTimes {
+    double load_ms = 0;
+    double prompt_ms = 0;
+    int n_prompt = 0;
+    double decode_ms = 0;
+    int n_decode = 0;
+};
+
+class Engine {
+public:
+    explicit Engine(EngineOptions opt);
+    ~Engine();
+
+    Model& model() { return *model_; }
+    const Tokenizer& tokenizer() const { return *tok_; }
+    const Plan& plan() const { return plan_; }
+    Backend& backend() { return *backend_; }
+    int n_ctx() const { return plan_.n_ctx; }
+    int pos() const { return pos_; }
+    EngineTimes& times() { return times_; }
+
+    // Runs every token of `ids` at positions pos()..; the last one through the decode phase,
+    // earlier ones through decode (default) or prefill (with_prefill_decode). Returns the logits
+    // after the last token. Throws Error when the context would overflow.
+    const float* feed(const std::vector<int32_t>& ids);
+    void reset();
+
+private:
+    EngineOptions opt_;
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<Tokenizer> tok_;
+    Plan plan_;
+    std::unique_ptr<Backend> backend_;
+    int pos_ = 0;
+    EngineTimes times_;
+};
+
+}  // namespace jitllm

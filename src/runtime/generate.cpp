@@ -1,0 +1,76 @@
+// Generation loop (see generate.h).
+#include "runtime/generate.h"
+
+#include <chrono>
+
+namespace jitllm {
+
+namespace {
+// Length of the UTF-8 sequence a lead byte starts (0 for a continuation / invalid byte).
+int utf8_len(unsigned char c) {
+    if (c < 0x80) return 1;
+    if ((c & 0xE0) == 0xC0) return 2;
+    if ((c & 0xF0) == 0xE0) return 3;
+    if ((c & 0xF8) == 0xF0) return 4;
+    return 0;
+}
+}  // namespace
+
+std::string Utf8Stream::push(const std::string& bytes) {
+    pending_ += bytes;
+    // find the start of a trailing incomplete sequence, if any
+    size_t cut = pending_.size();
+    for (size_t back = 1; back <= 4 && back <= pending_.size(); ++back) {
+        const unsigned char c = static_cast<unsigned char>(pending_[pending_.size() - back]);
+        const int n = utf8_len(c);
+        if (n == 0) continue;  // continuation byte: keep looking for the lead
+        if (size_t(n) > back) cut = pending_.size() - back;
+        break;
+    }
+    std::string out = pending_.substr(0, cut);
+    pending_.erase(0, cut);
+    return out;
+}
+
+std::string Utf8Stream::flush() {
+    std::string out;
+    out.swap(pending_);
+    return out;
+}
+
+GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<int32_t>& history,
+                        int max_tokens, const std::function<bool(const std::string&)>& on_text) {
+    GenerateResult r;
+    Utf8Stream utf8;
+    const Tokenizer& tok = e.tokenizer();
+    const int n_vocab = e.model().config.n_vocab;
+    const auto t0 = std::chrono::steady_clock::now();
+    bool keep_going = true;
+    for (int i = 0; i < max_tokens && logits && keep_going; ++i) {
+        const int32_t id = s.plain_greedy() ? e.backend().sampled_token() : s.sample(logits, n_vocab, history);
+        if (tok.is_eog(id)) {
+            r.stopped_at_eog = true;
+            break;
+        }
+        r.ids.push_back(id);
+        history.push_back(id);
+        const std::string text = utf8.push(tok.token_to_piece(id, false));
+        r.text += text;
+        if (!text.empty() && on_text) keep_going = on_text(text);
+        if (i + 1 == max_tokens) break;
+        if (e.pos() >= e.n_ctx()) {
+            r.stopped_at_context = true;
+            break;
+        }
+        logits = e.feed({id});
+    }
+    const std::string rest = utf8.flush();
+    r.text += rest;
+    if (!rest.empty() && on_text) on_text(rest);
+    auto& t = e.times();
+    t.decode_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    t.n_decode += int(r.ids.size());
+    return r;
+}
+
+}  // namespace jitllm
