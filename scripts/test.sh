@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: install dependencies, configure, build everything, run ctest (unit +
+# golden + CLI + offline JIT checks). Used by the README and by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+BUILD=${JITLLM_BUILD_DIR:-build}
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DJITLLM_WERROR=ON >/dev/null
+cmake --build "$BUILD" -j "$(nproc)"
+ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" "$@"
