@@ -1,6 +1,6 @@
-// Tokenizer built from a GGUF's tokenizer.* keys: SentencePiece-style ("llama") and byte-level
-// BPE ("gpt2", with the pre-tokenizer named by tokenizer.ggml.pre). Matches llama.cpp's
-// llama-vocab behaviour (test-tokenizer-0 vectors in ../shared/testdata/vocab).
+// Tokenizer built from a GGUF's tokenizer.* keys: SentencePiece-style ("llama"), byte-level
+// BPE ("gpt2", with the pre-tokenizer named by tokenizer.ggml.pre) and WordPiece ("bert").
+// Matches llama.cpp's llama-vocab behaviour (test-tokenizer-0 vectors in ../shared/testdata/vocab).
 #pragma once
 
 #include <cstdint>
@@ -33,20 +33,26 @@ public:
     // their byte, BPE byte-level decoding). Control tokens render only when `special`.
     virtual std::string token_to_piece(int32_t id, bool special = true) const = 0;
     // llama_detokenize: pieces joined; remove_special drops BOS/EOS as llama.cpp does, and a
-    // leading space after BOS is removed for SentencePiece vocabs.
-    virtual std::string detokenize(const std::vector<int32_t>& ids, bool remove_special) const = 0;
+    // leading space after BOS is removed for SentencePiece vocabs. `special` renders control
+    // tokens (llama_detokenize's unparse_special). Vocabs with clean_spaces (e.g. gpt-2,
+    // llama-bpe, bert) also drop the space before , . ? ! and some apostrophes.
+    virtual std::string detokenize(const std::vector<int32_t>& ids, bool remove_special,
+                                   bool special = true) const = 0;
 
     virtual int32_t n_vocab() const = 0;
     virtual int32_t bos() const = 0;       // -1 if none
     virtual int32_t eos() const = 0;       // -1 if none
     virtual int32_t eot() const = 0;       // -1 if none
+    virtual int32_t unk() const = 0;       // -1 if none
+    virtual int32_t sep() const = 0;       // -1 if none (BERT's [SEP])
+    virtual int32_t pad() const = 0;       // -1 if none
     virtual bool add_bos() const = 0;
     virtual bool add_eos() const = 0;
     virtual bool is_eog(int32_t id) const = 0;  // end of generation: eos, eot, eom, ...
     virtual TokenType token_type(int32_t id) const = 0;
     virtual const std::string& token_text(int32_t id) const = 0;  // raw vocab text
     virtual std::optional<int32_t> find_token(std::string_view text) const = 0;
-    virtual std::string model_name() const = 0;  // "llama" | "gpt2"
+    virtual std::string model_name() const = 0;  // "llama" | "gpt2" | "bert"
     virtual std::string pre_name() const = 0;    // tokenizer.ggml.pre or "default"
 };
 

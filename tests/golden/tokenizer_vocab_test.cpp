@@ -1,0 +1,150 @@
+// llama.cpp test-tokenizer-0 over every vocab GGUF in ../shared/testdata/vocab that has .inp/.out
+// vectors beside it (plus vectors-only/ sets whose GGUF exists, and the 32k Llama-2 model file,
+// whose vocab is llama-spm's): encode with add_special=false, parse_special=false and compare ids
+// exactly. Also checks that detokenize gives the text back where llama.cpp's decoding is lossless
+// (see round_trip_expected) and that big vocabs load fast enough to notice regressions by eye.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "fixtures/test_support.h"
+#include "gguf/gguf_reader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct VectorSet {
+    std::string name;  // test name
+    std::string gguf, inp, out;
+};
+
+std::vector<VectorSet> vector_sets() {
+    std::vector<VectorSet> sets;
+    const fs::path dir = fs::path(test::shared_dir()) / "testdata" / "vocab";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const fs::path p = e.path();
+        if (p.extension() != ".gguf") continue;
+        const std::string inp = p.string() + ".inp", out = p.string() + ".out";
+        if (!test::file_exists(inp) || !test::file_exists(out)) continue;
+        sets.push_back({p.stem().string(), p.string(), inp, out});
+    }
+    // Vectors whose vocab file is too big to ship: used only if the GGUF is present.
+    for (const auto& e : fs::directory_iterator(dir / "vectors-only", ec)) {
+        const fs::path p = e.path();
+        if (p.extension() != ".inp") continue;
+        const fs::path gguf = dir / p.stem();  // strip ".inp" -> "<name>.gguf"
+        if (test::file_exists(gguf.string()) && !test::file_exists(gguf.string() + ".inp"))
+            sets.push_back({gguf.stem().string(), gguf.string(), p.string(),
+                            (dir / "vectors-only" / p.stem()).string() + ".out"});
+    }
+    // The testdata README: this model's tokens, scores and types equal llama-spm's.
+    const fs::path tiny = fs::path(test::shared_dir()) / "testdata/models/llama-2-tiny-random.gguf";
+    if (test::file_exists(tiny.string()))
+        sets.push_back({"llama_2_tiny_random", tiny.string(),
+                        (dir / "ggml-vocab-llama-spm.gguf.inp").string(),
+                        (dir / "ggml-vocab-llama-spm.gguf.out").string()});
+    std::sort(sets.begin(), sets.end(),
+              [](const VectorSet& a, const VectorSet& b) { return a.name < b.name; });
+    for (auto& s : sets)
+        for (char& c : s.name)
+            if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return sets;
+}
+
+// test-tokenizer-0's .inp: strings, each followed by "\n__ggml_vocab_test__\n".
+std::vector<std::string> read_inputs(const std::string& path) {
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    std::string text = test::read_file(path);
+    std::vector<std::string> out;
+    for (size_t pos; (pos = text.find(sep)) != std::string::npos; text.erase(0, pos + sep.size()))
+        out.push_back(text.substr(0, pos));
+    return out;
+}
+
+// .out: one line of space-separated ids per input string.
+std::vector<std::vector<int32_t>> read_outputs(const std::string& path) {
+    std::vector<std::vector<int32_t>> out;
+    std::istringstream lines(test::read_file(path));
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream ids(line);
+        out.emplace_back();
+        for (int32_t id; ids >> id;) out.back().push_back(id);
+    }
+    return out;
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+    std::string s;
+    for (int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+    return s;
+}
+
+// Whether llama.cpp's detokenize gives `text` back. WordPiece normalises (lowercase, accents,
+// spacing), so never; vocabs with clean_spaces drop the space in " ," " ." " ?" " !" " 's" etc.
+bool round_trip_expected(const Tokenizer& tok, const std::string& text) {
+    if (tok.model_name() == "bert") return false;
+    static const char* const kCleaning[] = {"gpt-2", "mpt", "falcon", "starcoder", "refact",
+                                            "llama-bpe", "default"};
+    bool cleans = false;
+    if (tok.model_name() == "gpt2")
+        for (const char* p : kCleaning) cleans |= tok.pre_name() == p;
+    if (!cleans) return true;
+    for (const char* pat : {" ?", " !", " .", " ,", " '"})
+        if (text.find(pat) != std::string::npos) return false;
+    return true;
+}
+
+class TokenizerVocab : public testing::TestWithParam<VectorSet> {};
+
+TEST_P(TokenizerVocab, matches_llama_cpp_vectors) {
+    const VectorSet& set = GetParam();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto g = GgufReader::open(set.gguf);
+    auto tok = Tokenizer::from_gguf(*g);
+    const double load_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    const auto inputs = read_inputs(set.inp);
+    const auto expected = read_outputs(set.out);
+    ASSERT_FALSE(inputs.empty()) << set.inp;
+    ASSERT_EQ(inputs.size(), expected.size()) << set.inp << " vs " << set.out;
+
+    size_t pass = 0, round_trips = 0, round_trip_checked = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const auto ids = tok->encode(inputs[i], /*add_special=*/false, /*parse_special=*/false);
+        if (ids == expected[i]) ++pass;
+        EXPECT_EQ(ids_text(ids), ids_text(expected[i])) << "string " << i << ": '" << inputs[i]
+                                                       << "'";
+        if (round_trip_expected(*tok, inputs[i])) {
+            ++round_trip_checked;
+            const std::string back = tok->detokenize(expected[i], false);
+            if (back == inputs[i]) ++round_trips;
+            EXPECT_EQ(back, inputs[i]) << "detokenize of string " << i;
+        }
+    }
+    std::printf("[ vocab    ] %-28s %s/%s: ids %zu/%zu, round trip %zu/%zu, load %.3f s\n",
+                set.name.c_str(), tok->model_name().c_str(), tok->pre_name().c_str(), pass,
+                inputs.size(), round_trips, round_trip_checked, load_s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vectors, TokenizerVocab, testing::ValuesIn(vector_sets()),
+                         [](const testing::TestParamInfo<VectorSet>& info) {
+                             return info.param.name;
+                         });
+
+TEST(TokenizerVocabFiles, every_vector_set_is_found) {
+    // 15 vocab files ship with .inp/.out (README); fewer means the data moved or the scan broke.
+    size_t n = 0;
+    for (const auto& s : vector_sets()) n += s.name != "llama_2_tiny_random";
+    EXPECT_GE(n, 15u);
+}
+
+}  // namespace
+}  // namespace jitllm
