@@ -13,12 +13,20 @@ namespace jitllm {
 // dst[0..n) = dequantized src row. PRECOND: n % block_size(t) == 0, t supported.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 
-// sum_i dequant(row)[i] * x[i], accumulated in float (double for nothing: same order as a
-// blocked loop). PRECOND as above.
+// sum_i dequant(row)[i] * x[i], accumulated in float: 8 lanes (element i in lane i % 8) summed
+// pairwise at the end (a plain-type row's last n % 32 products added after), so it equals an
+// exact dot of dequantize_row's output up to float rounding, not bit for bit. PRECOND as above.
 float dot_row(GgmlType t, const void* row, const float* x, int64_t n);
 
-// Quantize n floats into dst (row_bytes(t, n) bytes). Supported: F32, F16, BF16, Q8_0, Q4_0
-// (and more where implemented; see can_quantize). PRECOND: n % block_size(t) == 0.
+// y[r] = dot_row(row r, x, n) for r in [0, n_rows); row r starts at mat + r*row_stride_bytes.
+// The CPU matrix-vector product W (n_rows, n) @ x (n,) -> y (n_rows,). Single-threaded: the
+// caller splits rows across threads. PRECOND as dot_row.
+void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+              const float* x, int64_t n, float* y);
+
+// Quantize n floats into dst (row_bytes(t, n) bytes) exactly as ggml's reference quantizers
+// (quantize_row_*_ref, what llama-quantize uses without an imatrix) do. Supported: F32, F16,
+// BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (see can_quantize). PRECOND: n % block_size(t) == 0.
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 bool can_quantize(GgmlType t);
 

@@ -1,0 +1,343 @@
+// Dequantize and dot product for every supported tensor type: one block decoder per type, used
+// by both, so dot_row is exactly "decode a block, multiply with x". Block layouts as ggml's
+// (llama.cpp@1fd6dfe9 ggml-common.h; see blocks.h). Quantizers are in quantize.cpp.
+#include "quant/quant.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+
+namespace jitllm {
+namespace {
+
+// Blocks are read by memcpy into a local: rows may start at any byte offset of a mapped file,
+// so a block pointer need not be aligned for its uint16_t fields.
+template <class Block>
+inline Block load_block(const uint8_t* p) {
+    Block b;
+    std::memcpy(&b, p, sizeof b);
+    return b;
+}
+
+// acc[k] += a[i]*b[i] for every i = k (mod 8), len a multiple of 8. Eight independent float lanes
+// kept across a whole row, so g++ -O2 vectorizes it without -ffast-math (nothing reassociated).
+inline void lanes_accumulate(float* acc, const float* a, const float* b, int len) {
+    for (int i = 0; i < len; i += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+}
+
+inline float lanes_sum(const float* acc) {
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// Bulk half -> float, exact and equal to fp16_to_fp32 for every input (tested exhaustively) but
+// branch-free so it vectorizes: the half's exponent and mantissa moved into float position
+// give 2^-112 times the value for normals and subnormals alike (a float subnormal then); one
+// multiply by 2^112 rescales exactly (in the default FP mode; DAZ would zero subnormal halves).
+// Inf/NaN (exponent 31) are rebuilt by a select.
+inline void halves_to_floats(const uint8_t* p, float* y, int n) {
+    for (int i = 0; i < n; ++i) {
+        const uint32_t h = uint32_t(p[2 * i]) | uint32_t(p[2 * i + 1]) << 8;
+        const uint32_t sign = (h & 0x8000u) << 16;
+        const uint32_t em = (h & 0x7FFFu) << 13;
+        const uint32_t finite = fp32_to_bits(fp32_from_bits(em) * 0x1p112f);
+        const uint32_t special = 0u - uint32_t((h & 0x7C00u) == 0x7C00u);  // all ones or zero
+        y[i] = fp32_from_bits(sign | (special & (em | 0x7F800000u)) | (~special & finite));
+    }
+}
+
+// --- decoders: kN elements from kBytes bytes per step. Plain types decode chunks of 32 and
+// also decode a shorter tail (kPlain), since their rows need not be a multiple of 32. ---
+
+struct DecF32 {
+    static constexpr int kN = 32;
+    static constexpr size_t kBytes = 4 * kN;
+    static constexpr bool kPlain = true;
+    static void decode_n(const uint8_t* p, float* y, int n) { std::memcpy(y, p, 4 * size_t(n)); }
+    static void decode(const uint8_t* p, float* y) { decode_n(p, y, kN); }
+};
+
+struct DecF16 {
+    static constexpr int kN = 32;
+    static constexpr size_t kBytes = 2 * kN;
+    static constexpr bool kPlain = true;
+    static void decode_n(const uint8_t* p, float* y, int n) { halves_to_floats(p, y, n); }
+    static void decode(const uint8_t* p, float* y) { decode_n(p, y, kN); }
+};
+
+struct DecBF16 {
+    static constexpr int kN = 32;
+    static constexpr size_t kBytes = 2 * kN;
+    static constexpr bool kPlain = true;
+    static void decode_n(const uint8_t* p, float* y, int n) {
+        for (int i = 0; i < n; ++i)
+            y[i] = bf16_to_fp32(uint16_t(p[2 * i] | p[2 * i + 1] << 8));
+    }
+    static void decode(const uint8_t* p, float* y) { decode_n(p, y, kN); }
+};
+
+struct DecQ8_0 {
+    static constexpr int kN = kQK;
+    static constexpr size_t kBytes = sizeof(BlockQ8_0);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ8_0>(p);
+        const float d = fp16_to_fp32(b.d);
+        for (int j = 0; j < kQK; ++j) y[j] = d * float(b.qs[j]);
+    }
+};
+
+struct DecQ4_0 {
+    static constexpr int kN = kQK;
+    static constexpr size_t kBytes = sizeof(BlockQ4_0);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ4_0>(p);
+        const float d = fp16_to_fp32(b.d);
+        // element j in the low nibble of qs[j], element j + 16 in its high nibble
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = d * float(int(b.qs[j] & 0xF) - 8);
+            y[j + kQK / 2] = d * float(int(b.qs[j] >> 4) - 8);
+        }
+    }
+};
+
+struct DecQ4_1 {
+    static constexpr int kN = kQK;
+    static constexpr size_t kBytes = sizeof(BlockQ4_1);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ4_1>(p);
+        const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = d * float(b.qs[j] & 0xF) + m;
+            y[j + kQK / 2] = d * float(b.qs[j] >> 4) + m;
+        }
+    }
+};
+
+inline uint32_t load_u32_le(const uint8_t* p) {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+// Bit 4 of the 32 elements of a Q5_0/Q5_1 block, as 0 or 16: element i's is bit i of qh.
+inline void q5_high_bits(const uint8_t* qh_bytes, uint8_t* hi) {
+    const uint32_t qh = load_u32_le(qh_bytes);
+    for (int i = 0; i < kQK; ++i) hi[i] = uint8_t(((qh >> i) & 1) << 4);
+}
+
+struct DecQ5_0 {
+    static constexpr int kN = kQK;
+    static constexpr size_t kBytes = sizeof(BlockQ5_0);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ5_0>(p);
+        const float d = fp16_to_fp32(b.d);
+        uint8_t hi[kQK];
+        q5_high_bits(b.qh, hi);
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = d * float(((b.qs[j] & 0xF) | hi[j]) - 16);
+            y[j + kQK / 2] = d * float(((b.qs[j] >> 4) | hi[j + kQK / 2]) - 16);
+        }
+    }
+};
+
+struct DecQ5_1 {
+    static constexpr int kN = kQK;
+    static constexpr size_t kBytes = sizeof(BlockQ5_1);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ5_1>(p);
+        const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
+        uint8_t hi[kQK];
+        q5_high_bits(b.qh, hi);
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = d * float((b.qs[j] & 0xF) | hi[j]) + m;
+            y[j + kQK / 2] = d * float((b.qs[j] >> 4) | hi[j + kQK / 2]) + m;
+        }
+    }
+};
+
+struct DecQ4_K {
+    static constexpr int kN = kQK_K;
+    static constexpr size_t kBytes = sizeof(BlockQ4_K);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ4_K>(p);
+        const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
+        // chunk c of 64 elements: sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
+        for (int c = 0; c < 4; ++c) {
+            const uint8_t* q = b.qs + 32 * c;
+            uint8_t sc1, m1, sc2, m2;
+            k_scale_min(2 * c, b.scales, &sc1, &m1);
+            k_scale_min(2 * c + 1, b.scales, &sc2, &m2);
+            const float d1 = d * float(sc1), min1 = dmin * float(m1);
+            const float d2 = d * float(sc2), min2 = dmin * float(m2);
+            float* yc = y + 64 * c;
+            for (int l = 0; l < 32; ++l) yc[l] = d1 * float(q[l] & 0xF) - min1;
+            for (int l = 0; l < 32; ++l) yc[32 + l] = d2 * float(q[l] >> 4) - min2;
+        }
+    }
+};
+
+struct DecQ5_K {
+    static constexpr int kN = kQK_K;
+    static constexpr size_t kBytes = sizeof(BlockQ5_K);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ5_K>(p);
+        const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
+        for (int c = 0; c < 4; ++c) {
+            const uint8_t* q = b.qs + 32 * c;
+            const uint8_t u1 = uint8_t(1u << (2 * c)), u2 = uint8_t(2u << (2 * c));
+            uint8_t sc1, m1, sc2, m2;
+            k_scale_min(2 * c, b.scales, &sc1, &m1);
+            k_scale_min(2 * c + 1, b.scales, &sc2, &m2);
+            const float d1 = d * float(sc1), min1 = dmin * float(m1);
+            const float d2 = d * float(sc2), min2 = dmin * float(m2);
+            float* yc = y + 64 * c;
+            for (int l = 0; l < 32; ++l)
+                yc[l] = d1 * float((q[l] & 0xF) + ((b.qh[l] & u1) ? 16 : 0)) - min1;
+            for (int l = 0; l < 32; ++l)
+                yc[32 + l] = d2 * float((q[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - min2;
+        }
+    }
+};
+
+struct DecQ6_K {
+    static constexpr int kN = kQK_K;
+    static constexpr size_t kBytes = sizeof(BlockQ6_K);
+    static constexpr bool kPlain = false;
+    static void decode(const uint8_t* p, float* y) {
+        const auto b = load_block<BlockQ6_K>(p);
+        const float d = fp16_to_fp32(b.d);
+        // Two halves of 128. In half n (ql += 64n, qh += 32n), for l < 32:
+        //   element l      : low nibble of ql[l]      | bits 0-1 of qh[l] << 4
+        //   element l + 32 : low nibble of ql[l + 32] | bits 2-3 of qh[l] << 4
+        //   element l + 64 : high nibble of ql[l]     | bits 4-5 of qh[l] << 4
+        //   element l + 96 : high nibble of ql[l + 32]| bits 6-7 of qh[l] << 4
+        // minus 32. Element e's scale is scales[e / 16] (ggml: sc = scales + 8n, sc[l/16 + 2k]).
+        int8_t q[kQK_K];
+        for (int n = 0; n < 2; ++n) {
+            const uint8_t* ql = b.ql + 64 * n;
+            const uint8_t* qh = b.qh + 32 * n;
+            int8_t* qn = q + 128 * n;
+            for (int l = 0; l < 32; ++l)
+                qn[l] = int8_t(((ql[l] & 0xF) | (qh[l] & 3) << 4) - 32);
+            for (int l = 0; l < 32; ++l)
+                qn[l + 32] = int8_t(((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32);
+            for (int l = 0; l < 32; ++l)
+                qn[l + 64] = int8_t(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
+            for (int l = 0; l < 32; ++l)
+                qn[l + 96] = int8_t(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
+        }
+        for (int g = 0; g < kQK_K / 16; ++g) {
+            const float s = d * float(b.scales[g]);
+            for (int k = 0; k < 16; ++k) y[16 * g + k] = s * float(q[16 * g + k]);
+        }
+    }
+};
+
+// --- row loops over a decoder ---
+
+template <class D>
+void dequantize_impl(const uint8_t* src, float* dst, int64_t n) {
+    const int64_t nb = n / D::kN;
+    for (int64_t b = 0; b < nb; ++b) D::decode(src + b * D::kBytes, dst + b * D::kN);
+    if constexpr (D::kPlain) {
+        const int rest = int(n - nb * D::kN);
+        if (rest) D::decode_n(src + nb * D::kBytes, dst + nb * D::kN, rest);
+    }
+}
+
+// Decodes up to 256 elements at a time (several legacy blocks) into a buffer and accumulates
+// the products lane-wise; one horizontal sum per row.
+template <class D>
+float dot_impl(const uint8_t* row, const float* x, int64_t n) {
+    constexpr int kPer = D::kN >= 256 ? 1 : 256 / D::kN;  // blocks per buffer
+    constexpr int kChunk = kPer * D::kN;
+    float buf[kChunk];
+    float acc[8] = {};
+    const int64_t nb = n / D::kN;
+    int64_t b = 0;
+    for (; b + kPer <= nb; b += kPer) {
+        for (int k = 0; k < kPer; ++k) D::decode(row + (b + k) * D::kBytes, buf + k * D::kN);
+        lanes_accumulate(acc, buf, x + b * D::kN, kChunk);
+    }
+    const int rest_blocks = int(nb - b);
+    if (rest_blocks > 0) {
+        for (int k = 0; k < rest_blocks; ++k)
+            D::decode(row + (b + k) * D::kBytes, buf + k * D::kN);
+        lanes_accumulate(acc, buf, x + b * D::kN, rest_blocks * D::kN);
+    }
+    float sum = lanes_sum(acc);
+    if constexpr (D::kPlain) {
+        const int rest = int(n - nb * D::kN);
+        if (rest) {
+            D::decode_n(row + nb * D::kBytes, buf, rest);
+            for (int i = 0; i < rest; ++i) sum += buf[i] * x[nb * D::kN + i];
+        }
+    }
+    return sum;
+}
+
+template <class D>
+void dot_rows_impl(const uint8_t* mat, size_t stride, int64_t n_rows, const float* x, int64_t n,
+                   float* y) {
+    for (int64_t r = 0; r < n_rows; ++r) y[r] = dot_impl<D>(mat + size_t(r) * stride, x, n);
+}
+
+void check_row(GgmlType t, int64_t n) {
+    const auto& tt = type_traits(t);
+    JITLLM_CHECK(n >= 0 && n % tt.block_size == 0, "{} row of {} elements: not a multiple of {}",
+                 tt.name, n, tt.block_size);
+}
+
+// Calls f(Decoder{}) for the type's decoder.
+template <class F>
+decltype(auto) with_decoder(GgmlType t, F&& f) {
+    switch (t) {
+        case GgmlType::F32: return f(DecF32{});
+        case GgmlType::F16: return f(DecF16{});
+        case GgmlType::BF16: return f(DecBF16{});
+        case GgmlType::Q8_0: return f(DecQ8_0{});
+        case GgmlType::Q4_0: return f(DecQ4_0{});
+        case GgmlType::Q4_1: return f(DecQ4_1{});
+        case GgmlType::Q5_0: return f(DecQ5_0{});
+        case GgmlType::Q5_1: return f(DecQ5_1{});
+        case GgmlType::Q4_K: return f(DecQ4_K{});
+        case GgmlType::Q5_K: return f(DecQ5_K{});
+        case GgmlType::Q6_K: return f(DecQ6_K{});
+        default: break;
+    }
+    // unsupported types are refused when a model is loaded; reaching here is our bug
+    JITLLM_CHECK(false, "no CPU decoder for tensor type {}", type_name(t));
+    __builtin_unreachable();
+}
+
+}  // namespace
+
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
+    check_row(t, n);
+    const auto* p = static_cast<const uint8_t*>(src);
+    with_decoder(t, [&](auto dec) { dequantize_impl<decltype(dec)>(p, dst, n); });
+}
+
+float dot_row(GgmlType t, const void* row, const float* x, int64_t n) {
+    check_row(t, n);
+    const auto* p = static_cast<const uint8_t*>(row);
+    return with_decoder(t, [&](auto dec) { return dot_impl<decltype(dec)>(p, x, n); });
+}
+
+void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+              const float* x, int64_t n, float* y) {
+    check_row(t, n);
+    const auto* p = static_cast<const uint8_t*>(mat);
+    with_decoder(t, [&](auto dec) {
+        dot_rows_impl<decltype(dec)>(p, row_stride_bytes, n_rows, x, n, y);
+    });
+}
+
+}  // namespace jitllm
