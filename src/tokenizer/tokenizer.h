@@ -32,9 +32,10 @@ public:
     // llama_token_to_piece: the bytes of one token (SentencePiece "▁" -> " ", byte tokens ->
     // their byte, BPE byte-level decoding). Control tokens render only when `special`.
     virtual std::string token_to_piece(int32_t id, bool special = true) const = 0;
-    // llama_detokenize: pieces joined; remove_special drops BOS/EOS as llama.cpp does, and a
-    // leading space after BOS is removed for SentencePiece vocabs. `special` renders control
-    // tokens (llama_detokenize's unparse_special). Vocabs with clean_spaces (e.g. gpt-2,
+    // llama_detokenize: pieces joined; remove_special drops a leading BOS / trailing EOS when
+    // the vocab adds them. SentencePiece vocabs drop one leading space of the first piece,
+    // except after a dropped BOS (llama.cpp's rule). `special` renders control tokens
+    // (llama_detokenize's unparse_special). Vocabs with clean_spaces (e.g. gpt-2,
     // llama-bpe, bert) also drop the space before , . ? ! and some apostrophes.
     virtual std::string detokenize(const std::vector<int32_t>& ids, bool remove_special,
                                    bool special = true) const = 0;
