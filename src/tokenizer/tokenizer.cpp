@@ -54,12 +54,12 @@ public:
                 break;
             case VocabKind::Wpm:
                 // BERT input: [CLS] text [SEP] (llama.cpp adds both whenever add_special).
-                if (add_special) out.push_back(v.bos);
+                if (add_special && v.bos >= 0) out.push_back(v.bos);
                 for (const auto& f : frags) {
                     if (f.token >= 0) out.push_back(f.token);
                     else tok::wpm_encode(v, text.substr(f.offset, f.length), out);
                 }
-                if (add_special) out.push_back(v.sep);
+                if (add_special && v.sep >= 0) out.push_back(v.sep);
                 break;
         }
         return out;

@@ -5,6 +5,7 @@
 // (see round_trip_expected) and that big vocabs load fast enough to notice regressions by eye.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -138,6 +139,54 @@ INSTANTIATE_TEST_SUITE_P(Vectors, TokenizerVocab, testing::ValuesIn(vector_sets(
                          [](const testing::TestParamInfo<VectorSet>& info) {
                              return info.param.name;
                          });
+
+// End-of-generation sets and special ids that the testdata README records from llama.cpp
+// (June-2026 build) for the vocab files built from npm packages.
+std::vector<int32_t> eog_ids(const Tokenizer& tok) {
+    std::vector<int32_t> ids;
+    for (int32_t id = 0; id < tok.n_vocab(); ++id)
+        if (tok.is_eog(id)) ids.push_back(id);
+    return ids;
+}
+
+std::unique_ptr<Tokenizer> open_vocab(const std::string& name) {
+    auto g = GgufReader::open(test::shared_dir() + "/testdata/vocab/ggml-vocab-" + name + ".gguf");
+    return Tokenizer::from_gguf(*g);
+}
+
+TEST(TokenizerVocabFiles, llama3_eog_and_bos) {
+    auto tok = open_vocab("llama3-npm");
+    EXPECT_EQ(eog_ids(*tok), (std::vector<int32_t>{128001, 128009}));
+    EXPECT_EQ(tok->bos(), 128000);
+    EXPECT_TRUE(tok->add_bos());  // llama-bpe default; the file has no add_bos_token key
+}
+
+TEST(TokenizerVocabFiles, qwen_eog_and_bos) {
+    for (const char* name : {"qwen2-npm", "qwen2_5-npm", "qwen3-npm"}) {
+        auto tok = open_vocab(name);
+        std::vector<std::string> texts{"</s>", "<|endoftext|>", "<|im_end|>"};
+        if (std::string(name) != "qwen2-npm")
+            texts.insert(texts.end(), {"<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"});
+        std::vector<int32_t> want;
+        for (const auto& t : texts) {
+            auto id = tok->find_token(t);
+            ASSERT_TRUE(id.has_value()) << name << " " << t;
+            want.push_back(*id);
+        }
+        std::sort(want.begin(), want.end());
+        EXPECT_EQ(eog_ids(*tok), want) << name;
+        EXPECT_EQ(tok->bos(), 11) << name;  // no BOS key: llama.cpp's gpt2 default
+        EXPECT_FALSE(tok->add_bos()) << name;
+    }
+}
+
+TEST(TokenizerVocabFiles, tekken_specials) {
+    auto tok = open_vocab("tekken-npm");
+    EXPECT_EQ(tok->bos(), 1);
+    EXPECT_EQ(tok->eos(), 2);
+    EXPECT_TRUE(tok->add_bos());
+    EXPECT_EQ(tok->encode("Hi", true, false).front(), 1);
+}
 
 TEST(TokenizerVocabFiles, every_vector_set_is_found) {
     // 15 vocab files ship with .inp/.out (README); fewer means the data moved or the scan broke.
