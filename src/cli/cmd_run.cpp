@@ -4,6 +4,7 @@
 #include <random>
 
 #include "cli/cli_util.h"
+#include "cli/gpu_flags.h"
 #include "core/error.h"
 #include "runtime/chat_format.h"
 #include "runtime/engine.h"
@@ -34,6 +35,7 @@ struct RunFlags {
     bool gpu = false;
     bool with_prefill_decode = false;
     bool print_plan = false;
+    GpuFlags g;
 };
 
 void add_run_flags(CLI::App& app, RunFlags& f) {
@@ -57,7 +59,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     app.add_flag("--with-prefill-decode", f.with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");
-    app.add_flag("--print-plan", f.print_plan, "print the execution plan before running");
+    app.add_flag("--print-plan", f.print_plan, "print the execution plan (tasks, kernels, launches per token)");
+    f.g.add(app);
 }
 
 void print_metrics(Engine& e) {
@@ -127,13 +130,14 @@ int cmd_run(const Args& args) {
     if (f.seed < 0) f.seed = int64_t(std::random_device{}() & 0x7fffffff);
     f.sp.seed = uint64_t(f.seed);
     sampler_params_validate(f.sp);
-    if (f.gpu) fail_usage("--gpu: this build has no GPU backend wired yet");
 
     EngineOptions eo;
     eo.model_path = f.model;
     eo.n_ctx = f.ctx_size;
     eo.n_threads = f.threads;
     eo.with_prefill_decode = f.with_prefill_decode;
+    eo.gpu = f.gpu;
+    eo.cuda = f.g.cuda(f.print_plan);
     Engine e(eo);
     if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());
     Sampler sampler(f.sp);

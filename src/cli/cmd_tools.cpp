@@ -4,9 +4,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "cli/gpu_flags.h"
+#include "jit/jit_compiler.h"
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "runtime/engine.h"
@@ -104,18 +107,107 @@ int cmd_eval(const Args& args) {
     return 0;
 }
 
+namespace {
+std::vector<std::string> split_commas(const std::string& s) {
+    std::vector<std::string> v;
+    size_t a = 0;
+    while (a <= s.size()) {
+        size_t b = s.find(',', a);
+        if (b == std::string::npos) b = s.size();
+        if (b > a) v.push_back(s.substr(a, b - a));
+        a = b + 1;
+    }
+    return v;
+}
+}  // namespace
+
 int cmd_plan(const Args& args) {
-    CLI::App app{"jitllm plan: print a model's execution plan", "jitllm plan"};
-    std::string model = default_model_path();
+    CLI::App app{"jitllm plan: print a model's execution plan (tasks; kernels for a CUDA target)", "jitllm plan"};
+    std::string model = default_model_path(), target;
     int ctx = 0;
+    GpuFlags g;
     app.add_option("-m,--model", model, "GGUF model");
     app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
+    app.add_option("--target", target, "CUDA arch to plan for without a GPU (sm_75, sm_80, sm_86, sm_89, sm_90)");
+    g.add(app);
     if (!parse_args(app, args)) return 0;
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, n_ctx);
-    const std::string s = plan_describe(p);
+    std::string s = plan_describe(p);
+    if (!target.empty()) {
+        const Schedule sch = cuda_schedule_for_target(p, target, g.schedule());
+        const DeviceInfo dev = DeviceInfo::for_target(target);
+        s += fmt::format("cuda schedule for {} ({}):\n", target, dev.summary());
+        s += schedule_describe(p, sch, g.print_threads);
+        if (g.print_kernel)
+            for (const auto& v : schedule_variants(sch))
+                s += fmt::format("// ==== kernel {}\n// variant: {}\n{}\n", v.symbol, v.display_name(), expand_source(v));
+    }
     std::fwrite(s.data(), 1, s.size(), stdout);
+    return 0;
+}
+
+int cmd_kernels(const Args& args) {
+    CLI::App app{"jitllm kernels: list or compile (NVRTC, no GPU needed) every kernel variant of a model's schedule",
+                 "jitllm kernels"};
+    std::string model = default_model_path(), targets = "sm_90";
+    bool compile = false;
+    int ctx = 0;
+    GpuFlags g;
+    app.add_option("-m,--model", model, "GGUF model");
+    app.add_option("--target", targets, "comma-separated CUDA archs, e.g. sm_80,sm_90");
+    app.add_flag("--compile", compile, "compile every variant (fills the kernel cache)");
+    app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
+    g.add(app);
+    if (!parse_args(app, args)) return 0;
+    auto m = load_model(model);
+    const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
+    const Plan p = plan_build(*m, n_ctx);
+    int failures = 0;
+    for (const auto& target : split_commas(targets)) {
+        // both siblings of every gate, so every variant the model can get is listed / compiled
+        std::vector<Variant> all;
+        std::set<std::string> seen;
+        for (int alt = 0; alt < 2; ++alt) {
+            ScheduleOptions so = g.schedule();
+            if (alt == 1) so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}};
+            else if (so.force.empty()) so.force = {{"attn.algo", "split"}};
+            for (bool fuse : {true, false}) {
+                so.fuse = fuse;
+                for (const auto& v : schedule_variants(cuda_schedule_for_target(p, target, so)))
+                    if (seen.insert(v.display_name()).second) all.push_back(v);
+            }
+        }
+        std::printf("%s: %zu variants\n", target.c_str(), all.size());
+        if (!compile) {
+            for (const auto& v : all) std::printf("  %s\n", v.display_name().c_str());
+            continue;
+        }
+        JitOptions jo;
+        jo.cache.disk = !g.no_kernel_cache;
+        jo.cache.dir = g.kernel_cache;
+        JitCompiler jit(target, jo);
+        std::vector<CompiledKernel> done;
+        try {
+            done = jit.compile_all(all);  // parallel
+        } catch (const Error&) {
+            done.clear();  // find out which ones fail, one by one
+        }
+        for (size_t i = 0; i < all.size(); ++i) {
+            try {
+                const CompiledKernel ck = done.empty() ? jit.compile(all[i]) : done[i];
+                std::printf("  ok   %-50s regs %3d spill %d B\n", all[i].symbol.c_str(), ck.usage.registers,
+                            std::max(0, ck.usage.spill_stores) + std::max(0, ck.usage.spill_loads));
+            } catch (const Error& e) {
+                ++failures;
+                std::printf("  FAIL %s\n%s\n", all[i].display_name().c_str(), e.what());
+            }
+        }
+        const auto st = jit.stats();
+        std::printf("%s: %zu variants, %d compiled, %.0f ms wall\n", target.c_str(), all.size(), st.compiles, st.wall_ms);
+    }
+    if (failures) fail("{} kernel variant(s) failed to compile", failures);
     return 0;
 }
 

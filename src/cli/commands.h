@@ -14,6 +14,7 @@ int cmd_inspect(const Args& args);   // jitllm inspect FILE.gguf
 int cmd_tokenize(const Args& args);  // jitllm tokenize -m MODEL -p TEXT --ids
 int cmd_eval(const Args& args);      // jitllm eval -m MODEL --tokens "1 2 3" --dump-logits F
 int cmd_plan(const Args& args);      // jitllm plan -m MODEL [--target sm_90]
+int cmd_kernels(const Args& args);   // jitllm kernels [--compile] --target sm_80,sm_90
 int cmd_synth(const Args& args);     // jitllm synth --shape S --type T --vocab V --out F
 
 std::string default_model_path();

@@ -20,6 +20,7 @@ const Command kCommands[] = {
     {"tokenize", jitllm::cli::cmd_tokenize, "tokenize a prompt with a model's vocabulary"},
     {"eval", jitllm::cli::cmd_eval, "compute the logits of every position of a token list"},
     {"plan", jitllm::cli::cmd_plan, "print the execution plan of a model"},
+    {"kernels", jitllm::cli::cmd_kernels, "list or compile (NVRTC) every kernel variant of a model"},
     {"synth", jitllm::cli::cmd_synth, "write a random-weight model of a real shape (benchmarks)"},
 };
 

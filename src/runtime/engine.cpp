@@ -31,8 +31,7 @@ Engine::Engine(EngineOptions opt) : opt_(std::move(opt)) {
                    "hint: lower --ctx-size", n_ctx, model_ctx, model_->config.arch);
     plan_ = plan_build(*model_, n_ctx);
     if (opt_.gpu) {
-        JITLLM_CHECK(bool(opt_.gpu_factory), "gpu requested without a factory");
-        backend_ = opt_.gpu_factory(plan_);
+        backend_ = std::make_unique<CudaBackend>(plan_, opt_.cuda);
     } else {
         ThreadPool::set_global_threads(opt_.n_threads);
         backend_ = std::make_unique<CpuBackend>(plan_, opt_.n_threads);

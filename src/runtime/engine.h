@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cuda/cuda_backend.h"
 #include "model/model.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
@@ -20,8 +21,7 @@ struct EngineOptions {
     int n_threads = 1;
     bool gpu = false;
     bool with_prefill_decode = false;  // prompt tokens but the last through the prefill phase
-    // Backend factory hook for the GPU backend (set by the CLI when --gpu is given).
-    std::function<std::unique_ptr<Backend>(const Plan&)> gpu_factory;
+    CudaOptions cuda;                  // with gpu: schedule, JIT cache, printing options
 };
 
 struct EngineTimes {

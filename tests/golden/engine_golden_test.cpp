@@ -70,6 +70,11 @@ TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
         const std::string file = var["file"].get<std::string>();
         SCOPED_TRACE(file);
         const Tol tol = tol_for(file);
+        // The GPU host gets a subset of the files (transfer limit); CI always has all of them.
+        if (std::getenv("JITLLM_GOLDEN_ALLOW_MISSING") && !jitllm::test::file_exists(dir + file)) {
+            std::printf("[golden] %-22s absent here, skipped (JITLLM_GOLDEN_ALLOW_MISSING)\n", file.c_str());
+            continue;
+        }
         auto e = jitllm::test::make_engine(dir + file, 256);
         double max_abs = 0, kl_sum = 0;
         int top1_bad = 0, top1_agree = 0;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# GPU checks, run on the H200 host through the device tool (never in CI). Stages (args):
+#   smoke   : device info, bundled model greedy on the GPU, driver/JIT round trip test
+#   golden  : golden logits/greedy tests with JITLLM_TEST_BACKEND=cuda (+ both gate siblings)
+#   kernels : every kernel variant vs the CPU reference at odd shapes (tests/kernels)
+#   jit     : cold (empty cache) and warm JIT start for a Llama-3.2-1B-shaped model
+#   decode  : tg128 decode tok/s for 1B-shaped F16/Q8_0/Q4_0 synthetic files
+# Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
+# Results go to $OUT (or /tmp/gpu-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=$PWD/.gpu/bin
+export JITLLM_SHARED_DIR=$PWD/.gpu/shared JITLLM_SOURCE_DIR=$PWD JITLLM_GOLDEN_ALLOW_MISSING=1
+export JITLLM_CACHE_DIR=/tmp/jitllm-cache
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+VOCAB=$JITLLM_SHARED_DIR/testdata/vocab/ggml-vocab-llama3-npm.gguf
+synth() {  # shape type -> path
+    local f=/tmp/$1-$2.gguf
+    [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
+    echo "$f"
+}
+stages=${*:-smoke golden jit decode}
+for stage in $stages; do
+case $stage in
+smoke)
+    log "smoke"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee -a "$OUT/summary.txt"
+    "$B/backend_cuda_driver_test" 2>&1 | tail -5 | tee -a "$OUT/summary.txt"
+    "$B/jitllm" --gpu -p "Once upon a time" -n 48 --temperature 0 --verbose-init 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+golden)
+    log "golden (cuda, default gates)"
+    JITLLM_TEST_BACKEND=cuda "$B/engine_golden_test" 2>&1 | tee "$OUT/golden-default.txt" | grep -E "golden\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" | head -80 | tee -a "$OUT/summary.txt"
+    log "golden (cuda, sibling variants: tree reductions, one-pass attention, no fusion)"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_SIBLINGS=1 "$B/engine_golden_test" 2>&1 | tee "$OUT/golden-siblings.txt" | grep -E "OK|FAILED|PASSED|Failure" | head -40 | tee -a "$OUT/summary.txt"
+    ;;
+kernels)
+    log "kernels vs CPU reference"
+    for t in "$B"/backend_cuda_kernels_test; do [ -x "$t" ] && "$t" 2>&1 | tail -40 | tee -a "$OUT/summary.txt"; done
+    ;;
+jit)
+    f=$(synth llama3.2-1b f16)
+    log "jit cold / warm, $f"
+    rm -rf /tmp/jitllm-jit-probe
+    for run in cold warm; do
+        JITLLM_CACHE_DIR=/tmp/jitllm-jit-probe "$B/jitllm" --gpu -m "$f" -p "Hi" -n 1 --temperature 0 --verbose-init 2>&1 | grep -E "jit:|memory plan|device" | sed "s/^/$run: /" | tee -a "$OUT/summary.txt"
+    done
+    ;;
+decode)
+    for t in f16 q8_0 q4_0; do
+        f=$(synth llama3.2-1b "$t")
+        log "decode 1B $t"
+        "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 128 --temperature 0 2>&1 >/dev/null | grep "\[jitllm\]" | tee -a "$OUT/summary.txt"
+    done
+    ;;
+*) echo "unknown stage $stage"; exit 2 ;;
+esac
+done

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Prepares .gpu/ (ignored by git) with what a GPU run needs: the built binaries and a subset of
+# ../shared (the device transfer is limited to 64 MiB). Carry `.gpu` with the device call.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${JITLLM_BUILD_DIR:-build}
+SH=${JITLLM_SHARED_DIR:-../shared}
+rm -rf .gpu && mkdir -p .gpu/bin .gpu/shared/golden/synthetic .gpu/shared/testdata/vocab
+cp "$BUILD/jitllm" .gpu/bin/
+for t in engine_golden_test backend_cuda_driver_test backend_cuda_kernels_test; do
+    [ -f "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .gpu/bin/
+done
+strip .gpu/bin/* 2>/dev/null || true
+cp "$SH/golden/stories260K.golden.json" .gpu/shared/golden/
+cp "$SH"/golden/synthetic/*.logits.json .gpu/shared/golden/synthetic/
+for f in ${GPU_GOLDEN_FILES:-llama-f32 llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m llama-q5_k_s llama-q6_k qwen2-q4_0 qwen3-q8_0 phi3-q4_0 granite-q4_k_m}; do
+    cp "$SH/golden/synthetic/$f.gguf" .gpu/shared/golden/synthetic/
+done
+cp "$SH/testdata/vocab/ggml-vocab-llama3-npm.gguf" .gpu/shared/testdata/vocab/
+du -sh .gpu

@@ -1,0 +1,252 @@
+// CUDA backend (see cuda_backend.h): memory plan, JIT, argument binding, graph capture/replay.
+#include "backends/cuda/cuda_backend.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+
+namespace jitllm {
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(1ull << 30)); }
+
+}  // namespace
+
+Schedule cuda_schedule_for_target(const Plan& plan, const std::string& arch, const ScheduleOptions& opt) {
+    return schedule_build(plan, DeviceInfo::for_target(arch), opt);
+}
+
+CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan), opt_(opt) {
+    ctx_ = std::make_unique<CudaContext>(opt.device);
+    const DeviceInfo& dev = ctx_->device();
+    sched_ = schedule_build(plan, dev, opt.schedule);
+    if (opt.verbose_init) std::fprintf(stderr, "[jitllm] device: %s\n", dev.summary().c_str());
+    if (opt.print_plan || opt.print_threads)
+        std::fprintf(stderr, "%s", schedule_describe(plan, sched_, opt.print_threads).c_str());
+    compile_and_load();
+    allocate_buffers();
+    upload_weights();
+    bind(sched_.decode, decode_launches_);
+    bind(sched_.prefill, prefill_launches_);
+    logits_.resize(size_t(plan.config->n_vocab));
+    for (int ph = 0; ph < 2; ++ph)
+        for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
+    for (auto& [k, v] : counts_) v = 0;
+    if (opt.verbose_init) {
+        size_t free_b = 0, total_b = 0;
+        ctx_->mem_info(&free_b, &total_b);
+        std::fprintf(stderr,
+                     "[jitllm] gpu memory plan: weights %s, kv cache %s (%s, %d positions), scratch %s; "
+                     "%s free of %s\n",
+                     gib(init_.weight_bytes).c_str(), gib(init_.kv_bytes).c_str(), sched_.kv_type.c_str(),
+                     plan.n_ctx, gib(init_.scratch_bytes).c_str(), gib(free_b).c_str(), gib(total_b).c_str());
+        std::fprintf(stderr, "[jitllm] jit: %d variants compiled, %d from cache, %.1f ms; weights uploaded in %.1f ms\n",
+                     init_.jit_compiled, init_.jit_cached, init_.jit_wall_ms, init_.upload_ms);
+    }
+}
+
+CudaBackend::~CudaBackend() {
+    const CudaDriver& d = ctx_->driver();
+    ctx_->make_current();
+    for (auto& g : graph_)
+        if (g) d.cuGraphExecDestroy(g);
+    if (host_io_) d.cuMemFreeHost(host_io_);
+}
+
+void CudaBackend::compile_and_load() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<Variant> variants = schedule_variants(sched_);
+    JitOptions jo;
+    jo.cache = opt_.cache;
+    JitCompiler jit(ctx_->device().arch, jo);
+    const auto compiled = jit.compile_all(variants);
+    init_.jit_wall_ms = ms_since(t0);
+    std::set<std::string> printed;
+    for (const auto& ck : compiled) {
+        (ck.from_cache ? init_.jit_cached : init_.jit_compiled)++;
+        const std::string id = ck.variant.display_name();
+        CUmodule m = ctx_->load_module(ck.cubin, id);
+        functions_[id] = ctx_->function(m, ck.variant.symbol);
+        // entries beside the main one (attention split-KV reduce)
+        for (const auto& k : sched_.decode)
+            if (k.variant.display_name() == id && k.symbol != ck.variant.symbol)
+                functions_[id + "#" + k.symbol] = ctx_->function(m, k.symbol);
+        if (opt_.print_kernel && printed.insert(id).second) {
+            std::string tasks;
+            for (const auto& k : sched_.decode)
+                if (k.variant.display_name() == id && tasks.find(k.group) == std::string::npos)
+                    tasks += (tasks.empty() ? "" : ", ") + k.group;
+            std::string gates;
+            for (const auto& g : sched_.gates) gates += fmt::format("{}={} ", g.gate, g.chosen);
+            std::fprintf(stderr, "// ==== kernel %s\n// variant: %s\n// tasks: %s\n// gates: %s\n// cache: %s\n%s\n",
+                         ck.variant.symbol.c_str(), id.c_str(), tasks.c_str(), gates.c_str(),
+                         ck.source_path.empty() ? "(disabled)" : ck.source_path.c_str(),
+                         expand_source(ck.variant).c_str());
+        }
+    }
+}
+
+void CudaBackend::allocate_buffers() {
+    const ModelConfig& c = *plan_.config;
+    slots_.assign(size_t(Slot::Count), 0);
+    // token and pos share one allocation so one 8-byte copy sets both
+    const CUdeviceptr io = ctx_->alloc(kAlign, MemCategory::Scratch, "token/pos");
+    slots_[size_t(Slot::Token)] = io;
+    slots_[size_t(Slot::Pos)] = io + 4;
+    uint64_t scratch = kAlign;
+    for (const auto& b : plan_.buffers) {
+        if (b.per_layer || b.slot == Slot::Token || b.slot == Slot::Pos) continue;
+        size_t n = 4;
+        for (auto d : b.shape) n *= size_t(d);
+        slots_[size_t(b.slot)] = ctx_->alloc(align_up(n), MemCategory::Scratch, slot_name(b.slot));
+        ctx_->memset_async(slots_[size_t(b.slot)], 0, align_up(n));
+        scratch += align_up(n);
+    }
+    const size_t kv_elem = sched_.kv_type == "float" ? 4 : 2;
+    const size_t kv_bytes = size_t(plan_.n_ctx) * size_t(c.kv_dim()) * kv_elem;
+    for (int l = 0; l < c.n_layers; ++l) {
+        k_cache_.push_back(ctx_->alloc(align_up(kv_bytes), MemCategory::Kv, fmt::format("blk.{}.k_cache", l)));
+        v_cache_.push_back(ctx_->alloc(align_up(kv_bytes), MemCategory::Kv, fmt::format("blk.{}.v_cache", l)));
+        ctx_->memset_async(k_cache_.back(), 0, align_up(kv_bytes));
+        ctx_->memset_async(v_cache_.back(), 0, align_up(kv_bytes));
+    }
+    init_.kv_bytes = 2 * uint64_t(c.n_layers) * align_up(kv_bytes);
+    for (const auto& [name, bytes] : sched_.scratch) {
+        scratch_[name] = ctx_->alloc(align_up(bytes), MemCategory::Scratch, name);
+        ctx_->memset_async(scratch_[name], 0, align_up(bytes));
+        scratch += align_up(bytes);
+    }
+    init_.scratch_bytes = scratch;
+    JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
+    ctx_->synchronize();
+}
+
+void CudaBackend::upload_weights() {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<const WeightTensor*> ws;
+    std::set<const WeightTensor*> seen;
+    for (const auto* tasks : {&plan_.decode, &plan_.prefill})
+        for (const auto& t : *tasks)
+            for (auto* w : t.w)
+                if (w && seen.insert(w).second) ws.push_back(w);
+    size_t total = 0;
+    for (auto* w : ws) total += align_up(w->n_bytes);
+    weights_base_ = ctx_->alloc(total, MemCategory::Weights, "weights");
+    const bool tty = ::isatty(2);
+    size_t off = 0, done = 0;
+    int last_pct = -1;
+    for (auto* w : ws) {
+        weight_ptr_[w] = weights_base_ + off;
+        // upload in 64 MiB pieces so the progress bar moves on big tensors
+        for (size_t p = 0; p < w->n_bytes; p += (64u << 20)) {
+            const size_t n = std::min(w->n_bytes - p, size_t(64u << 20));
+            ctx_->upload(weights_base_ + off + p, w->data + p, n);
+            done += n;
+            const int pct = int(100.0 * double(done) / double(std::max<size_t>(total, 1)));
+            if (tty && total > (256u << 20) && pct != last_pct) {
+                std::fprintf(stderr, "\r[jitllm] uploading weights %3d%% (%s of %s)", pct, gib(done).c_str(),
+                             gib(total).c_str());
+                last_pct = pct;
+            }
+        }
+        off += align_up(w->n_bytes);
+    }
+    if (tty && total > (256u << 20)) std::fprintf(stderr, "\n");
+    init_.weight_bytes = total;
+    init_.upload_ms = ms_since(t0);
+}
+
+uint64_t CudaBackend::resolve(const KArg& a) const {
+    switch (a.kind) {
+        case KArg::Kind::Null: return 0;
+        case KArg::Kind::Slot: return slots_[size_t(a.slot)] + a.offset;
+        case KArg::Kind::Weight: return weight_ptr_.at(a.w) + a.offset;
+        case KArg::Kind::KCache: return k_cache_[size_t(a.layer)];
+        case KArg::Kind::VCache: return v_cache_[size_t(a.layer)];
+        case KArg::Kind::Scratch: return scratch_.at(a.scratch) + a.offset;
+        case KArg::Kind::F32: {
+            uint64_t v = 0;
+            std::memcpy(&v, &a.f, 4);
+            return v;
+        }
+        case KArg::Kind::I32: {
+            uint64_t v = 0;
+            std::memcpy(&v, &a.i, 4);
+            return v;
+        }
+    }
+    return 0;
+}
+
+void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>& out) {
+    out.resize(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const KernelStep& k = steps[i];
+        Launch& l = out[i];
+        l.step = &k;
+        const std::string id = k.variant.display_name();
+        auto it = functions_.find(k.symbol == k.variant.symbol ? id : id + "#" + k.symbol);
+        JITLLM_CHECK(it != functions_.end(), "no function for {}", k.symbol);
+        l.fn = it->second;
+        if (k.smem > 48 * 1024) ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
+        l.vals.resize(k.args.size());
+        for (size_t a = 0; a < k.args.size(); ++a) l.vals[a] = resolve(k.args[a]);
+        l.ptrs.resize(k.args.size());
+        for (size_t a = 0; a < k.args.size(); ++a) l.ptrs[a] = &l.vals[a];
+    }
+}
+
+void CudaBackend::run(Phase ph, int32_t token, int pos) {
+    JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
+    const CudaDriver& d = ctx_->driver();
+    const CUstream st = ctx_->stream();
+    host_io_[0] = token;
+    host_io_[1] = pos;
+    JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Token)], host_io_, 8, st));
+    auto& launches = ph == Phase::Decode ? decode_launches_ : prefill_launches_;
+    auto launch_all = [&] {
+        for (auto& l : launches)
+            ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, l.ptrs.data());
+    };
+    CUgraphExec& g = graph_[int(ph)];
+    if (!opt_.graphs) {
+        launch_all();
+    } else {
+        if (!g) {
+            CUgraph graph = nullptr;
+            JITLLM_CUDA_TRY(d, cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
+            launch_all();
+            JITLLM_CUDA_TRY(d, cuStreamEndCapture(st, &graph));
+            JITLLM_CUDA_TRY(d, cuGraphInstantiateWithFlags(&g, graph, 0));
+            d.cuGraphDestroy(graph);
+        }
+        JITLLM_CUDA_TRY(d, cuGraphLaunch(g, st));
+    }
+    if (ph == Phase::Decode) {
+        JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(logits_.data(), slots_[size_t(Slot::Logits)], logits_.size() * 4, st));
+        JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(host_io_ + 2, scratch_.at("token_out"), 4, st));
+    }
+    ctx_->synchronize();
+    if (ph == Phase::Decode) token_out_ = host_io_[2];
+    for (auto* c : count_ptrs_[int(ph)]) ++*c;
+}
+
+const float* CudaBackend::decode(int32_t token, int pos) {
+    run(Phase::Decode, token, pos);
+    return logits_.data();
+}
+
+void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, pos); }
+
+}  // namespace jitllm

@@ -1,0 +1,91 @@
+// CUDA backend: lowers the plan to a schedule (backends/cuda/schedule.h), JIT-compiles every
+// distinct kernel variant with NVRTC for the device's exact arch (in parallel, disk-cached),
+// uploads the weights once in their GGUF representation, and runs a token as the schedule's
+// launch sequence, captured once as a CUDA graph and replayed (position and token are read from
+// device memory, so the same graph serves every token).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/schedule.h"
+#include "jit/jit_compiler.h"
+
+namespace jitllm {
+
+struct CudaOptions {
+    int device = 0;
+    ScheduleOptions schedule;
+    CacheOptions cache;
+    bool graphs = true;          // --no-cuda-graphs: launch kernel by kernel
+    bool print_kernel = false;   // --print-kernel
+    bool print_threads = false;  // --print-threads
+    bool print_plan = false;     // --print-plan
+    bool verbose_init = false;   // --verbose-init: memory plan, JIT statistics
+};
+
+struct CudaInitStats {
+    double jit_wall_ms = 0;
+    int jit_compiled = 0, jit_cached = 0;
+    double upload_ms = 0;
+    uint64_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0;
+};
+
+class CudaBackend : public Backend {
+public:
+    CudaBackend(const Plan& plan, const CudaOptions& opt);
+    ~CudaBackend() override;
+    std::string name() const override { return "cuda"; }
+    const float* decode(int32_t token, int pos) override;
+    void prefill(int32_t token, int pos) override;
+    int32_t sampled_token() const override { return token_out_; }
+    void reset() override {}
+    const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
+
+    CudaContext& context() { return *ctx_; }
+    const Schedule& schedule() const { return sched_; }
+    const CudaInitStats& init_stats() const { return init_; }
+    // Device pointer of a slot (tests read activations through it).
+    CUdeviceptr slot_ptr(Slot s) const { return slots_[size_t(s)]; }
+
+private:
+    struct Launch {
+        CUfunction fn = nullptr;
+        const KernelStep* step = nullptr;
+        std::vector<uint64_t> vals;  // argument storage (pointers, floats, ints)
+        std::vector<void*> ptrs;
+    };
+    void upload_weights();
+    void allocate_buffers();
+    void compile_and_load();
+    void bind(const std::vector<KernelStep>& steps, std::vector<Launch>& out);
+    uint64_t resolve(const KArg& a) const;
+    void run(Phase ph, int32_t token, int pos);
+
+    const Plan& plan_;
+    CudaOptions opt_;
+    std::unique_ptr<CudaContext> ctx_;
+    Schedule sched_;
+    CudaInitStats init_;
+    CUdeviceptr weights_base_ = 0;
+    std::map<const WeightTensor*, CUdeviceptr> weight_ptr_;
+    std::vector<CUdeviceptr> slots_;
+    std::vector<CUdeviceptr> k_cache_, v_cache_;
+    std::map<std::string, CUdeviceptr> scratch_;
+    std::map<std::string, CUfunction> functions_;  // symbol -> function
+    std::vector<Launch> decode_launches_, prefill_launches_;
+    CUgraphExec graph_[2] = {nullptr, nullptr};
+    std::vector<float> logits_;
+    int32_t token_out_ = 0;
+    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]
+    std::map<std::string, uint64_t> counts_;
+    std::vector<uint64_t*> count_ptrs_[2];
+};
+
+// Offline: the schedule a device of `arch` would get (no GPU needed), for `jitllm plan --target`.
+Schedule cuda_schedule_for_target(const Plan& plan, const std::string& arch, const ScheduleOptions& opt);
+
+}  // namespace jitllm

@@ -1,0 +1,517 @@
+// Schedule building: fusion of consecutive tasks, capability gates, launch geometry, arguments.
+#include "backends/cuda/schedule.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+
+namespace jitllm {
+namespace {
+
+using K = TaskKind;
+
+std::string lowercase(std::string s) {
+    for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// kernel-side weight type names (quant_blocks.cuh)
+std::string wtype_define(GgmlType t) {
+    std::string n = type_name(t);
+    for (auto& c : n) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return n;  // F32 F16 BF16 Q8_0 Q4_0 ... Q4_K
+}
+
+// A float literal that round-trips: "0.125f", "1.0f", "1e-05f".
+std::string fstr(float f) {
+    std::string s = fmt::format("{:.9g}", f);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s + "f";
+}
+
+// attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act -> "ffn_norm_gate_up_act"
+std::string group_name(const std::vector<const Task*>& ts) {
+    std::string first(task_kind_name(ts[0]->kind));
+    const size_t us = first.find('_');
+    const std::string prefix = us == std::string::npos ? first + "_" : first.substr(0, us + 1);
+    std::string g = first;
+    for (size_t i = 1; i < ts.size(); ++i) {
+        std::string n(task_kind_name(ts[i]->kind));
+        if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
+        g += "_" + n;
+    }
+    return g;
+}
+
+struct Gates {
+    bool gemv_warp, norm_warp, attn_split, sample_warp;
+    int n_splits = 1;
+};
+
+class Lowering {
+public:
+    Lowering(const Plan& p, const DeviceInfo& d, const ScheduleOptions& o, Schedule& s)
+        : p_(p), c_(*p.config), d_(d), o_(o), s_(s) {}
+
+    void decide_gates() {
+        auto forced = [&](const std::string& gate, const std::string& a, const std::string& b,
+                          bool want_a, const std::string& reason) {
+            bool pick_a = want_a;
+            std::string why = reason;
+            if (auto it = o_.force.find(gate); it != o_.force.end()) {
+                if (it->second != a && it->second != b)
+                    fail_usage("--force-variant {}={}: expected {} or {}", gate, it->second, a, b);
+                pick_a = it->second == a;
+                why = "forced by --force-variant";
+            }
+            s_.gates.push_back({gate, pick_a ? a : b, pick_a ? b : a, why});
+            return pick_a;
+        };
+        const bool warp32 = d_.warp_size == 32;
+        const std::string wr = warp32 ? "warp size 32: lanes reduce with __shfl_xor_sync"
+                                      : fmt::format("warp size {} != 32: shared-memory tree", d_.warp_size);
+        g_.gemv_warp = forced("gemv.reduce", "warp", "tree", warp32, wr);
+        g_.norm_warp = forced("norm.reduce", "warp", "tree", warp32, wr);
+        g_.sample_warp = forced("sample.reduce", "warp", "tree", warp32, wr);
+        // Split-KV when one block per kv head leaves most SMs idle and the context is long
+        // enough for splits to carry work.
+        const bool split = c_.n_kv_heads * 4 < d_.sm_count && p_.n_ctx >= 256;
+        g_.attn_split = forced("attn.algo", "split", "onepass", split,
+                               fmt::format("{} kv heads on {} SMs, context {}: {}", c_.n_kv_heads,
+                                           d_.sm_count, p_.n_ctx,
+                                           split ? "split the context across blocks"
+                                                 : "one block per kv head fills the device"));
+        if (g_.attn_split) {
+            g_.n_splits = std::max(1, std::min((2 * d_.sm_count + c_.n_kv_heads - 1) / c_.n_kv_heads,
+                                               p_.n_ctx / 64));
+        }
+        s_.kv_type = o_.kv_f32 ? "float" : "half";
+        s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
+                            o_.kv_f32 ? "--kv-f32" : "half KV halves attention bytes"});
+    }
+
+    void lower(const std::vector<Task>& tasks, std::vector<KernelStep>& out) {
+        out_ = &out;
+        tasks_ = &tasks;
+        for (size_t i = 0; i < tasks.size();) i += lower_at(i);
+    }
+
+private:
+    const Task& t(size_t i) const { return (*tasks_)[i]; }
+    bool is(size_t i, K k) const { return i < tasks_->size() && t(i).kind == k; }
+
+    KernelStep& add(std::vector<size_t> idx, const std::string& algo, Variant v) {
+        std::vector<const Task*> ts;
+        for (size_t i : idx) ts.push_back(&t(i));
+        KernelStep k;
+        k.group = group_name(ts);
+        k.symbol = k.group + "__" + algo;
+        v.symbol = k.symbol;
+        k.variant = std::move(v);
+        for (size_t i : idx) {
+            k.tasks.push_back(int(i));
+            k.flops += t(i).flops;
+        }
+        k.layer = t(idx[0]).layer;
+        out_->push_back(std::move(k));
+        return out_->back();
+    }
+
+    static KArg slot(Slot s, uint64_t off = 0) { KArg a; a.kind = KArg::Kind::Slot; a.slot = s; a.offset = off; return a; }
+    static KArg weight(const WeightTensor* w, uint64_t off = 0) {
+        KArg a;
+        if (!w) return a;
+        a.kind = KArg::Kind::Weight; a.w = w; a.offset = off; return a;
+    }
+    static KArg f32(float f) { KArg a; a.kind = KArg::Kind::F32; a.f = f; return a; }
+    static KArg scratch(const std::string& n) { KArg a; a.kind = KArg::Kind::Scratch; a.scratch = n; return a; }
+    static KArg null() { return KArg{}; }
+
+    // --- rms_norm: rows of D floats, in place allowed ---
+    void rms_norm(size_t i, Slot in, Slot outs, int rows, int D, const WeightTensor* w, float eps, int tag) {
+        const int block = D >= 1024 ? 256 : 128;
+        Variant v("cuda/rms_norm.cu", "");
+        v.set("D", D).set("BLOCK", block).set("REDUCE", int(g_.norm_warp)).set("HAS_WEIGHT", int(w != nullptr));
+        auto& k = add({i}, std::string("rms_norm_") + (g_.norm_warp ? "warp" : "tree"), v);
+        k.grid = Dim3(unsigned(rows)); k.block = Dim3(unsigned(block));
+        k.args = {slot(in), weight(w), slot(outs), f32(eps)};
+        k.bytes = uint64_t(rows) * D * 8 + (w ? uint64_t(D) * 4 : 0);
+        (void)tag;
+    }
+
+    // --- gemv with fusions ---
+    struct Gemv {
+        std::vector<const WeightTensor*> w;     // matrices (may point into one tensor)
+        std::vector<uint64_t> w_off;            // byte offsets
+        std::vector<int> rows;                  // rows per matrix
+        std::vector<const WeightTensor*> bias;  // per matrix or null
+        std::vector<Slot> y;                    // outputs
+        Slot x = Slot::Xb;
+        const WeightTensor* norm_w = nullptr;   // NORM_IN
+        float eps = 0;
+        int epi = 0;                            // 0 plain, 1 residual, 2 swiglu, 3 scale
+        float scale = 1.0f;
+        int up_offset_rows = 0;
+    };
+    void gemv(std::vector<size_t> idx, const Gemv& g) {
+        const WeightTensor* w0 = g.w[0];
+        const int cols = int(w0->cols);
+        const int n_mat = int(g.w.size());
+        const bool warp = g_.gemv_warp;
+        const int block = 256;
+        // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0)
+        const int r = 2;
+        const int rpb = warp ? (block / 32) * r : r;
+        const bool x_smem = int64_t(cols) * 4 <= int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
+        const bool bias = !g.bias.empty() && g.bias[0];
+        Variant v("cuda/gemv.cu", "");
+        v.set("WTYPE", wtype_define(w0->type)).set("COLS", cols).set("N_MAT", n_mat);
+        v.set("ROWS0", g.rows[0]);
+        if (n_mat > 1) v.set("ROWS1", g.rows[1]);
+        if (n_mat > 2) v.set("ROWS2", g.rows[2]);
+        v.set("BLOCK", block).set("ROWS_PER_BLOCK", rpb).set("REDUCE", int(warp)).set("X_SMEM", int(x_smem));
+        v.set("NORM_IN", int(g.norm_w != nullptr)).set("HAS_BIAS", int(bias)).set("EPI", g.epi);
+        if (g.epi == 1) v.set("RES_SCALE", fstr(g.scale));
+        if (g.epi == 3) v.set("OUT_SCALE", fstr(g.scale));
+        if (g.up_offset_rows) v.set("UP_OFFSET_ROWS", g.up_offset_rows);
+        const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type));
+        auto& k = add(idx, algo, v);
+        const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
+        k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
+        k.block = Dim3(unsigned(block));
+        k.smem = x_smem ? unsigned(cols) * 4 : 0;
+        k.args.clear();
+        for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
+        for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());
+        for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? slot(g.y[size_t(m)]) : null());
+        k.args.push_back(slot(g.x));
+        k.args.push_back(weight(g.norm_w));
+        k.args.push_back(g.epi == 1 ? slot(g.y[0]) : null());
+        k.args.push_back(f32(g.eps));
+        uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
+        const int w_rows = g.epi == 2 && n_mat == 1 ? 2 * g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
+        b += uint64_t(w_rows) * w0->row_bytes;
+        if (g.norm_w) b += uint64_t(cols) * 4;
+        if (g.epi == 1 || bias) b += uint64_t(out_rows) * 4;
+        k.bytes = b;
+    }
+
+    // Emits the kernels starting at task i; returns the number of tasks consumed.
+    size_t lower_at(size_t i) {
+        const Task& a = t(i);
+        const bool fuse = o_.fuse;
+        switch (a.kind) {
+            case K::TokenEmbd: {
+                const WeightTensor* e = a.w[0];
+                Variant v("cuda/embed.cu", "");
+                v.set("WTYPE", wtype_define(e->type)).set("D", c_.dim).set("N_VOCAB", c_.n_vocab)
+                    .set("EMB_SCALE", fstr(a.scale)).set("BLOCK", 256);
+                auto& k = add({i}, "embed_" + lowercase(type_name(e->type)), v);
+                k.grid = Dim3(unsigned((c_.dim + 255) / 256)); k.block = Dim3(256);
+                k.args = {weight(e), slot(Slot::Token), slot(Slot::X)};
+                k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
+                return 1;
+            }
+            case K::AttnNorm:
+            case K::FfnNorm:
+            case K::OutputNorm: {
+                const K next = a.kind == K::AttnNorm ? K::AttnQkv : a.kind == K::FfnNorm ? K::FfnGateUp : K::Output;
+                if (fuse && is(i + 1, next)) return lower_norm_matmul(i);
+                rms_norm(i, Slot::X, Slot::Xb, 1, c_.dim, a.w[0], a.eps, 0);
+                return 1;
+            }
+            case K::AttnQkv: {
+                Gemv g;
+                fill_qkv(a, g);
+                lower_qkv(i, {i}, g);
+                return 1;
+            }
+            case K::AttnQkNorm:
+                rms_norm(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps, 0);
+                rms_norm(i, Slot::K, Slot::K, c_.n_kv_heads, c_.head_dim, a.w[1], a.eps, 1);
+                return 1;
+            case K::AttnRope: {
+                JITLLM_CHECK(is(i + 1, K::AttnKvStore), "attn_rope must precede attn_kv_store");
+                Variant v("cuda/rope.cu", "");
+                v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
+                    .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
+                    .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
+                auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm", v);
+                k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
+                KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
+                KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
+                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kc, vc, slot(Slot::Pos), weight(a.w[0]), f32(c_.rope_base)};
+                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+                k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
+                return 2;
+            }
+            case K::Attn: {
+                const int hd = c_.head_dim;
+                const int group = c_.n_heads / c_.n_kv_heads;
+                Variant v("cuda/attention_decode.cu", "");
+                v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+                    .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", g_.attn_split ? 2 : 1)
+                    .set("N_SPLITS", g_.attn_split ? g_.n_splits : 1).set("BLOCK", 128)
+                    .set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4);
+                const std::string kvt = o_.kv_f32 ? "f32" : "f16";
+                auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
+                k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(g_.attn_split ? g_.n_splits : 1));
+                k.block = Dim3(128);
+                KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
+                KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
+                k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null()};
+                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+                k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
+                k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
+                if (g_.attn_split) {
+                    const size_t sb = size_t(c_.n_heads) * size_t(g_.n_splits) * size_t(hd + 2) * 4;
+                    s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
+                    k.bytes += sb;
+                    // the reduce entry of the same module; reported under the same task
+                    KernelStep r = k;
+                    r.symbol = k.symbol + "_reduce";
+                    r.grid = Dim3(unsigned(c_.n_heads)); r.block = Dim3(unsigned(hd));
+                    r.args = {scratch("attn_split"), slot(Slot::Att)};
+                    r.bytes = sb + uint64_t(c_.n_heads) * hd * 4;
+                    r.bytes_per_pos = 0;
+                    r.flops = 0;
+                    out_->push_back(std::move(r));
+                }
+                return 1;
+            }
+            case K::AttnOutput:
+            case K::FfnDown: {
+                const K res = a.kind == K::AttnOutput ? K::AttnResidual : K::FfnResidual;
+                const Slot x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
+                Gemv g;
+                g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.x = x;
+                if (fuse && is(i + 1, res)) {
+                    g.y = {Slot::X}; g.epi = 1; g.scale = t(i + 1).scale;
+                    gemv({i, i + 1}, g);
+                    return 2;
+                }
+                g.y = {Slot::Tmp};
+                gemv({i}, g);
+                return 1;
+            }
+            case K::AttnResidual:
+            case K::FfnResidual: {
+                Variant v("cuda/add.cu", "");
+                v.set("N", c_.dim).set("BLOCK", 256);
+                auto& k = add({i}, "add", v);
+                k.grid = Dim3(unsigned((c_.dim + 1023) / 1024)); k.block = Dim3(256);
+                k.args = {slot(Slot::X), slot(Slot::Tmp), f32(a.scale)};
+                k.bytes = uint64_t(c_.dim) * 12;
+                return 1;
+            }
+            case K::FfnGateUp: {
+                Gemv g;
+                fill_gate_up(a, g);
+                g.y = {Slot::Hb, Slot::Hb2};
+                lower_gate_up_unfused(i, {i}, g);
+                return 1;
+            }
+            case K::FfnAct: {
+                Variant v("cuda/swiglu.cu", "");
+                v.set("N", c_.hidden_dim).set("BLOCK", 256);
+                auto& k = add({i}, "swiglu", v);
+                k.grid = Dim3(unsigned((c_.hidden_dim + 255) / 256)); k.block = Dim3(256);
+                k.args = {slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb)};
+                k.bytes = uint64_t(c_.hidden_dim) * 12;
+                return 1;
+            }
+            case K::Output: {
+                Gemv g;
+                g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.y = {Slot::Logits};
+                g.epi = a.scale != 1.0f ? 3 : 0; g.scale = a.scale;
+                gemv({i}, g);
+                return 1;
+            }
+            case K::Sample: {
+                const int parts = std::max(1, std::min(1024, d_.sm_count));
+                Variant v("cuda/argmax.cu", "");
+                v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
+                    .set("N_PARTS", parts).set("FUSE_ADVANCE", 0);
+                auto& k = add({i}, "argmax", v);
+                k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
+                k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
+                          scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token)};
+                s_.scratch["argmax_val"] = size_t(parts) * 4;
+                s_.scratch["argmax_idx"] = size_t(parts) * 4;
+                s_.scratch["argmax_counter"] = 16;
+                s_.scratch["token_out"] = 16;
+                k.bytes = uint64_t(c_.n_vocab) * 4 + 8 * uint64_t(parts);
+                return 1;
+            }
+            case K::AttnKvStore:
+            case K::Count:
+                break;
+        }
+        JITLLM_CHECK(false, "task {} has no CUDA lowering here", a.name);
+    }
+
+    void fill_qkv(const Task& a, Gemv& g) {
+        if (a.w[1] == nullptr) {  // fused attn_qkv: row ranges of one matrix
+            const WeightTensor* w = a.w[0];
+            g.w = {w, w, w};
+            g.w_off = {0, uint64_t(c_.q_dim()) * w->row_bytes, uint64_t(c_.q_dim() + c_.kv_dim()) * w->row_bytes};
+        } else {
+            g.w = {a.w[0], a.w[1], a.w[2]};
+            g.w_off = {0, 0, 0};
+        }
+        g.rows = {c_.q_dim(), c_.kv_dim(), c_.kv_dim()};
+        if (a.w.size() > 3 && a.w[3]) g.bias = {a.w[3], a.w[4], a.w[5]};
+        g.y = {Slot::Q, Slot::K, Slot::V};
+    }
+
+    // QKV: one launch when the three matrices share a type, else one per matrix.
+    void lower_qkv(size_t i, std::vector<size_t> idx, const Gemv& g) {
+        if (g.w[0]->type == g.w[1]->type && g.w[1]->type == g.w[2]->type) {
+            gemv(idx, g);
+            return;
+        }
+        for (size_t m = 0; m < 3; ++m) {
+            Gemv one = g;
+            one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
+            one.bias = g.bias.empty() ? std::vector<const WeightTensor*>{} : std::vector<const WeightTensor*>{g.bias[m]};
+            gemv(idx, one);
+        }
+        (void)i;
+    }
+
+    void fill_gate_up(const Task& a, Gemv& g) {
+        if (a.w[0] == nullptr) {  // phi3: ffn_up holds gate rows then up rows
+            const WeightTensor* w = a.w[1];
+            g.w = {w, w};
+            g.w_off = {0, uint64_t(c_.hidden_dim) * w->row_bytes};
+        } else {
+            g.w = {a.w[0], a.w[1]};
+            g.w_off = {0, 0};
+        }
+        g.rows = {c_.hidden_dim, c_.hidden_dim};
+    }
+
+    void lower_gate_up_unfused(size_t i, std::vector<size_t> idx, Gemv g) {
+        if (g.w[0]->type == g.w[1]->type) {
+            gemv(idx, g);
+            return;
+        }
+        for (size_t m = 0; m < 2; ++m) {
+            Gemv one = g;
+            one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
+            gemv(idx, one);
+        }
+        (void)i;
+    }
+
+    // norm + following matmul(s) in one kernel (NORM_IN), with SwiGLU for the FFN.
+    size_t lower_norm_matmul(size_t i) {
+        const Task& n = t(i);
+        const Task& m = t(i + 1);
+        Gemv g;
+        g.x = Slot::X;
+        g.norm_w = n.w[0];
+        g.eps = n.eps;
+        if (m.kind == K::AttnQkv) {
+            fill_qkv(m, g);
+            g.x = Slot::X;
+            lower_qkv(i, {i, i + 1}, g);
+            return 2;
+        }
+        if (m.kind == K::Output) {
+            g.w = {m.w[0]}; g.w_off = {0}; g.rows = {int(m.w[0]->rows)}; g.y = {Slot::Logits};
+            g.epi = m.scale != 1.0f ? 3 : 0; g.scale = m.scale;
+            gemv({i, i + 1}, g);
+            return 2;
+        }
+        // ffn_norm + ffn_gate_up (+ ffn_act)
+        fill_gate_up(m, g);
+        if (is(i + 2, K::FfnAct) && g.w[0]->type == g.w[1]->type) {
+            g.epi = 2;
+            g.y = {Slot::Hb};
+            if (g.w[0] == g.w[1]) {  // one matrix: up rows follow the gate rows
+                g.w = {g.w[0]}; g.w_off = {0}; g.rows = {c_.hidden_dim};
+                g.up_offset_rows = c_.hidden_dim;
+            }
+            gemv({i, i + 1, i + 2}, g);
+            return 3;
+        }
+        g.y = {Slot::Hb, Slot::Hb2};
+        lower_gate_up_unfused(i, {i, i + 1}, g);
+        return 2;
+    }
+
+    const Plan& p_;
+    const ModelConfig& c_;
+    const DeviceInfo& d_;
+    const ScheduleOptions& o_;
+    Schedule& s_;
+    Gates g_{};
+    std::vector<KernelStep>* out_ = nullptr;
+    const std::vector<Task>* tasks_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<std::string> schedule_gate_names() {
+    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce"};
+}
+
+Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
+    for (const auto& [gate, v] : opt.force) {
+        const auto names = schedule_gate_names();
+        if (std::find(names.begin(), names.end(), gate) == names.end())
+            fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
+                       "attn.algo, sample.reduce", gate, v, gate);
+    }
+    Schedule s;
+    Lowering l(plan, dev, opt, s);
+    l.decide_gates();
+    l.lower(plan.decode, s.decode);
+    l.lower(plan.prefill, s.prefill);
+    return s;
+}
+
+std::vector<Variant> schedule_variants(const Schedule& s) {
+    std::vector<Variant> v;
+    std::set<std::string> seen;
+    for (const auto* ph : {&s.decode, &s.prefill})
+        for (const auto& k : *ph) {
+            if (k.symbol.size() > 7 && k.symbol.compare(k.symbol.size() - 7, 7, "_reduce") == 0) continue;
+            const std::string id = k.variant.display_name();
+            if (seen.insert(id).second) v.push_back(k.variant);
+        }
+    return v;
+}
+
+std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads) {
+    std::string out = "capability gates:\n";
+    for (const auto& g : s.gates)
+        out += fmt::format("  {:<14} {:<8} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
+    for (Phase ph : {Phase::Decode, Phase::Prefill}) {
+        const auto& ks = s.phase(ph);
+        const auto& tasks = plan.phase(ph);
+        // launches per token by kernel symbol
+        std::map<std::string, int> per_token;
+        for (const auto& k : ks) per_token[k.symbol]++;
+        out += fmt::format("phase {}: {} tasks -> {} kernel launches per token\n", phase_name(ph),
+                           tasks.size(), ks.size());
+        for (const auto& k : ks) {
+            if (k.layer > 0) continue;  // layers repeat: show the first one and the globals
+            std::string tn;
+            for (int ti : k.tasks) tn += (tn.empty() ? "" : " + ") + tasks[size_t(ti)].name;
+            out += fmt::format("  {:<44} {}", k.symbol, tn);
+            if (threads) out += fmt::format("  grid ({},{},{}) block ({},{},{}) smem {}", k.grid.x, k.grid.y,
+                                            k.grid.z, k.block.x, k.block.y, k.block.z, k.smem);
+            out += "\n";
+        }
+        if (plan.config->n_layers > 1)
+            out += fmt::format("  (blk.1 .. blk.{} repeat blk.0's kernels)\n", plan.config->n_layers - 1);
+        out += "  launches per token by kernel:\n";
+        for (const auto& [sym, n] : per_token) out += fmt::format("    {:>5}  {}\n", n, sym);
+    }
+    return out;
+}
+
+}  // namespace jitllm

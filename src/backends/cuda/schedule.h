@@ -1,0 +1,79 @@
+// Schedule: the CUDA lowering of a Plan. Consecutive tasks are grouped into kernels (fusion),
+// each kernel gets a JIT variant (source + defines), a launch geometry and symbolic arguments,
+// and every capability gate records what it chose and why. Pure host data, so it can be built
+// for a target arch without a GPU (`jitllm plan --target sm_90`).
+//
+// Kernel naming rule (docs/jit.md): symbol = <task group>__<algorithm>[_<type>], where the task
+// group is the first task's name followed by the later tasks' names with the shared prefix
+// dropped (attn_norm + attn_qkv -> attn_norm_qkv), e.g. attn_norm_qkv__gemv_warp_q8_0.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_device.h"
+#include "jit/variant.h"
+#include "plan/plan.h"
+
+namespace jitllm {
+
+// A kernel argument, resolved to a device pointer or value by the backend.
+struct KArg {
+    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32 } kind = Kind::Null;
+    Slot slot = Slot::X;
+    int layer = -1;
+    const WeightTensor* w = nullptr;
+    uint64_t offset = 0;  // bytes into the slot / weight / scratch
+    std::string scratch;  // Scratch: buffer name (sizes in Schedule::scratch)
+    float f = 0.0f;
+    int i = 0;
+};
+
+struct KernelStep {
+    std::string symbol;       // the kernel's name in profilers (see the naming rule)
+    std::string group;        // task group, e.g. "attn_norm_qkv"
+    Variant variant;
+    std::vector<int> tasks;   // indices into the phase's task list covered by this launch
+    int layer = -1;
+    Dim3 grid, block;
+    unsigned smem = 0;
+    std::vector<KArg> args;
+    uint64_t bytes = 0;          // bytes moved per launch at position 0
+    uint64_t bytes_per_pos = 0;  // plus this many per cached position (attention)
+    uint64_t flops = 0;
+};
+
+struct GateDecision {
+    std::string gate;     // e.g. "gemv.reduce"
+    std::string chosen;   // e.g. "warp"
+    std::string sibling;  // e.g. "tree"
+    std::string reason;
+};
+
+struct ScheduleOptions {
+    bool fuse = true;                            // --no-fuse: one kernel per task
+    std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
+    bool kv_f32 = false;                         // KV cache in float instead of half
+};
+
+struct Schedule {
+    std::vector<KernelStep> decode, prefill;
+    std::vector<GateDecision> gates;
+    std::map<std::string, size_t> scratch;  // name -> bytes
+    std::string kv_type;                    // "half" | "float"
+    const std::vector<KernelStep>& phase(Phase p) const { return p == Phase::Decode ? decode : prefill; }
+};
+
+// Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
+// attn.algo=split|onepass, sample.reduce=warp|tree.
+std::vector<std::string> schedule_gate_names();
+
+Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);
+
+// --print-plan (kernels with tasks and launches per token), --print-threads (grid/block).
+std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads);
+// Every distinct variant of the schedule (both phases), in first-use order.
+std::vector<Variant> schedule_variants(const Schedule& s);
+
+}  // namespace jitllm

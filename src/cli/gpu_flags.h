@@ -1,0 +1,64 @@
+// The GPU flags shared by `run`, `plan`, `kernels` and `bench`: declared once here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_backend.h"
+#include "core/error.h"
+
+namespace jitllm::cli {
+
+struct GpuFlags {
+    std::vector<std::string> force;  // GATE=VARIANT
+    bool no_fuse = false;
+    bool kv_f32 = false;
+    std::string kernel_cache;
+    bool no_kernel_cache = false;
+    bool no_graphs = false;
+    bool print_kernel = false, print_threads = false, verbose_init = false;
+
+    void add(CLI::App& app) {
+        app.add_option("--force-variant", force,
+                       "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
+                       "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree); repeatable");
+        app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
+        app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
+        app.add_option("--kernel-cache", kernel_cache, "JIT cache directory (default $XDG_CACHE_HOME/jitllm)");
+        app.add_flag("--no-kernel-cache", no_kernel_cache, "compile every kernel, read and write no cache");
+        app.add_flag("--no-cuda-graphs", no_graphs, "launch kernel by kernel instead of replaying a graph");
+        app.add_flag("--print-kernel", print_kernel, "print each generated kernel's source, tasks and gates");
+        app.add_flag("--print-threads", print_threads, "print the grid and block of every kernel");
+        app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics");
+    }
+
+    ScheduleOptions schedule() const {
+        ScheduleOptions s;
+        s.fuse = !no_fuse;
+        s.kv_f32 = kv_f32;
+        for (const auto& f : force) {
+            const auto eq = f.find('=');
+            if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
+                fail_usage("--force-variant: expected GATE=VARIANT, found '{}'", f);
+            s.force[f.substr(0, eq)] = f.substr(eq + 1);
+        }
+        return s;
+    }
+
+    CudaOptions cuda(bool print_plan) const {
+        CudaOptions o;
+        o.schedule = schedule();
+        o.cache.disk = !no_kernel_cache;
+        o.cache.dir = kernel_cache;
+        o.graphs = !no_graphs;
+        o.print_kernel = print_kernel;
+        o.print_threads = print_threads;
+        o.print_plan = print_plan;
+        o.verbose_init = verbose_init;
+        return o;
+    }
+};
+
+}  // namespace jitllm::cli
