@@ -52,7 +52,7 @@ decode)
     for t in f16 q8_0 q4_0; do
         f=$(synth llama3.2-1b "$t")
         log "decode 1B $t"
-        "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 128 --temperature 0 2>&1 >/dev/null | grep "\[jitllm\]" | tee -a "$OUT/summary.txt"
+        "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 128 --temperature 0 2>&1 >/dev/null | grep -E "\[jitllm\]|error" | tee -a "$OUT/summary.txt"
     done
     ;;
 *) echo "unknown stage $stage"; exit 2 ;;

@@ -199,7 +199,15 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
         auto it = functions_.find(k.symbol == k.variant.symbol ? id : id + "#" + k.symbol);
         JITLLM_CHECK(it != functions_.end(), "no function for {}", k.symbol);
         l.fn = it->second;
-        if (k.smem > 48 * 1024) ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
+        // static (staging) + dynamic shared memory above 48 KiB needs the per-function opt-in
+        const int static_smem = ctx_->attributes(l.fn).static_shared;
+        if (k.smem > 0 && static_smem + int(k.smem) > 48 * 1024) {
+            const int optin = ctx_->device().max_shared_per_block_optin;
+            if (static_smem + int(k.smem) > optin)
+                fail_device("cuda: kernel {} needs {} bytes of shared memory, the device allows {}",
+                            k.symbol, static_smem + int(k.smem), optin);
+            ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
+        }
         l.vals.resize(k.args.size());
         for (size_t a = 0; a < k.args.size(); ++a) l.vals[a] = resolve(k.args[a]);
         l.ptrs.resize(k.args.size());
