@@ -163,7 +163,9 @@ private:
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0)
         const int r = 2;
         const int rpb = warp ? (block / 32) * r : r;
-        const bool x_smem = int64_t(cols) * 4 <= int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
+        // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
+        const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
+                            int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
         const bool bias = !g.bias.empty() && g.bias[0];
         Variant v("cuda/gemv.cu", "");
         v.set("WTYPE", wtype_define(w0->type)).set("COLS", cols).set("N_MAT", n_mat);
