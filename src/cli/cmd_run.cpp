@@ -9,6 +9,8 @@
 #include "runtime/chat_format.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
+#include "backends/cuda/cuda_backend.h"
+#include "profile/profiler.h"
 
 namespace jitllm::cli {
 
@@ -36,6 +38,8 @@ struct RunFlags {
     bool with_prefill_decode = false;
     bool print_plan = false;
     GpuFlags g;
+    std::string metrics;  // "" | "json"
+    int launch_skip_warmup = 2;
 };
 
 void add_run_flags(CLI::App& app, RunFlags& f) {
@@ -61,14 +65,42 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                  "prompt tokens skip the output projection until the last one");
     app.add_flag("--print-plan", f.print_plan, "print the execution plan (tasks, kernels, launches per token)");
     f.g.add(app);
+    app.add_option("--launch-skip-warmup", f.launch_skip_warmup,
+                   "generated tokens counted as warm-up in --print-plan's --launch-skip")->check(CLI::Range(0, 1 << 20));
+    app.add_option("--metrics", f.metrics, "end-of-run metrics format: human (default) or json")
+        ->check(CLI::IsMember({"human", "json"}));
 }
 
-void print_metrics(Engine& e) {
+void print_metrics(Engine& e, const std::string& format) {
     const auto& t = e.times();
-    std::fprintf(stderr, "\n[jitllm] backend %s | load %.1f ms | prompt %d tok, %.1f tok/s | decode %d tok, %.1f tok/s\n",
-                 e.backend().name().c_str(), t.load_ms, t.n_prompt,
-                 t.prompt_ms > 0 ? 1000.0 * t.n_prompt / t.prompt_ms : 0.0, t.n_decode,
-                 t.decode_ms > 0 ? 1000.0 * t.n_decode / t.decode_ms : 0.0);
+    const double prompt_tps = t.prompt_ms > 0 ? 1000.0 * t.n_prompt / t.prompt_ms : 0.0;
+    const double decode_tps = t.decode_ms > 0 ? 1000.0 * t.n_decode / t.decode_ms : 0.0;
+    auto* cuda = dynamic_cast<CudaBackend*>(&e.backend());
+    const double peak_gib = cuda ? double(cuda->device_bytes()) / double(1ull << 30) : 0.0;
+    if (format == "json") {
+        std::string j = fmt::format(
+            "{{\"backend\": \"{}\", \"load_ms\": {:.3f}, \"ttft_ms\": {:.3f}, \"n_prompt\": {}, "
+            "\"prefill_tok_s\": {:.3f}, \"n_decode\": {}, \"decode_tok_s\": {:.3f}, \"decode_ms_per_tok\": {:.4f}",
+            e.backend().name(), t.load_ms, t.prompt_ms, t.n_prompt, prompt_tps, t.n_decode, decode_tps,
+            t.n_decode ? t.decode_ms / t.n_decode : 0.0);
+        if (cuda) {
+            const auto& is = cuda->init_stats();
+            j += fmt::format(", \"jit_ms\": {:.3f}, \"jit_compiled\": {}, \"jit_cached\": {}, \"jit_cache\": \"{}\", "
+                             "\"peak_gpu_mem_bytes\": {}",
+                             is.jit_wall_ms, is.jit_compiled, is.jit_cached,
+                             is.jit_compiled == 0 ? "warm" : "cold", cuda->device_bytes());
+        }
+        std::fprintf(stderr, "%s}\n", j.c_str());
+        return;
+    }
+    std::fprintf(stderr, "\n[jitllm] backend %s | load %.1f ms | ttft %.1f ms | prompt %d tok, %.1f tok/s | decode %d tok, %.1f tok/s",
+                 e.backend().name().c_str(), t.load_ms, t.prompt_ms, t.n_prompt, prompt_tps, t.n_decode, decode_tps);
+    if (cuda) {
+        const auto& is = cuda->init_stats();
+        std::fprintf(stderr, " | jit %.1f ms (%s: %d compiled, %d cached) | gpu mem %.2f GiB", is.jit_wall_ms,
+                     is.jit_compiled == 0 ? "warm" : "cold", is.jit_compiled, is.jit_cached, peak_gib);
+    }
+    std::fprintf(stderr, "\n");
 }
 
 // Feeds ids and records prompt timing.
@@ -116,7 +148,7 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
         // the generated tokens are in the cache; the end token is re-rendered by the template
         fed.insert(fed.end(), r.ids.begin(), r.ids.end());
     }
-    print_metrics(e);
+    print_metrics(e, f.metrics);
     return 0;
 }
 
@@ -137,7 +169,8 @@ int cmd_run(const Args& args) {
     eo.n_threads = f.threads;
     eo.with_prefill_decode = f.with_prefill_decode;
     eo.gpu = f.gpu;
-    eo.cuda = f.g.cuda(f.print_plan);
+    Profiler profiler;
+    eo.cuda = f.g.cuda(f.print_plan, &profiler);
     Engine e(eo);
     if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());
     Sampler sampler(f.sp);
@@ -162,6 +195,14 @@ int cmd_run(const Args& args) {
         std::fwrite(p.data(), 1, p.size(), stdout);
         std::fflush(stdout);
     }
+    if (f.print_plan) {
+        RunShape rs{int(ids.size()), f.max_tokens, f.with_prefill_decode};
+        if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend()))
+            std::fprintf(stderr, "%s", schedule_describe_launches(cuda->schedule(), rs, f.launch_skip_warmup).c_str());
+        const PhaseRuns pr = plan_phase_runs(rs);
+        std::fprintf(stderr, "task executions: decode phase %lld runs x %zu tasks, prefill phase %lld runs x %zu tasks\n",
+                     (long long)pr.decode, e.plan().decode.size(), (long long)pr.prefill, e.plan().prefill.size());
+    }
     const float* logits = feed_prompt(e, ids);
     int budget = f.max_tokens;
     if (ids.size() + size_t(budget) > size_t(e.n_ctx())) {
@@ -181,7 +222,14 @@ int cmd_run(const Args& args) {
     if (!f.stream) std::fwrite(r.text.data(), 1, r.text.size(), stdout);
     std::printf("\n");
     std::fflush(stdout);
-    print_metrics(e);
+    print_metrics(e, f.metrics);
+    if (!profiler.records().empty()) {
+        std::fprintf(stderr, "%s", profiler.table().c_str());
+        if (!f.g.profiler_dump_dir.empty()) {
+            profiler.dump(f.g.profiler_dump_dir);
+            std::fprintf(stderr, "[jitllm] profile written to %s/profile.json and trace.json\n", f.g.profiler_dump_dir.c_str());
+        }
+    }
     return 0;
 }
 

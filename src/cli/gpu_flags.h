@@ -19,6 +19,8 @@ struct GpuFlags {
     bool no_kernel_cache = false;
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
+    bool profiler = false, nvtx_tasks = false;
+    std::string profiler_dump_dir;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -32,6 +34,9 @@ struct GpuFlags {
         app.add_flag("--print-kernel", print_kernel, "print each generated kernel's source, tasks and gates");
         app.add_flag("--print-threads", print_threads, "print the grid and block of every kernel");
         app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics");
+        app.add_flag("--profiler", profiler, "time every kernel launch; print a per-kernel table at the end");
+        app.add_option("--profiler-dump-dir", profiler_dump_dir, "write profile.json and trace.json (Chrome trace) here");
+        app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
     ScheduleOptions schedule() const {
@@ -47,8 +52,10 @@ struct GpuFlags {
         return s;
     }
 
-    CudaOptions cuda(bool print_plan) const {
+    CudaOptions cuda(bool print_plan, Profiler* prof = nullptr) const {
         CudaOptions o;
+        o.profiler = (profiler || !profiler_dump_dir.empty()) ? prof : nullptr;
+        o.nvtx_tasks = nvtx_tasks;
         o.schedule = schedule();
         o.cache.disk = !no_kernel_cache;
         o.cache.dir = kernel_cache;

@@ -2,6 +2,8 @@
 // ModelConfig flags (biases, fused tensors, QK-norm, scales), read here in one place.
 #include "plan/plan.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace jitllm {
@@ -124,6 +126,28 @@ Plan plan_build(const Model& m, int n_ctx) {
         b.add(TaskKind::Sample, -1, {S::Logits}, {S::Token});
     }
     return p;
+}
+
+PhaseRuns plan_phase_runs(const RunShape& r) {
+    PhaseRuns pr;
+    const int64_t gen_fed = std::max(0, r.n_gen - 1);
+    if (r.n_prompt <= 0) return pr;
+    if (r.prefill_decode) {
+        pr.prefill = r.n_prompt - 1;
+        pr.decode_in_prompt = 1;
+    } else {
+        pr.decode_in_prompt = r.n_prompt;
+    }
+    pr.decode = pr.decode_in_prompt + gen_fed;
+    return pr;
+}
+
+std::map<std::string, uint64_t> plan_task_executions(const Plan& p, const RunShape& r) {
+    const PhaseRuns pr = plan_phase_runs(r);
+    std::map<std::string, uint64_t> m;
+    for (const auto& t : p.decode) m[t.name] += uint64_t(pr.decode);
+    for (const auto& t : p.prefill) m[t.name] += uint64_t(pr.prefill);
+    return m;
 }
 
 std::string plan_describe(const Plan& p) {

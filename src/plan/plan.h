@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,26 @@ struct Plan {
     std::vector<Task> prefill;  // --with-prefill-decode: decode minus output_norm/output/sample
     const std::vector<Task>& phase(Phase p) const { return p == Phase::Decode ? decode : prefill; }
 };
+
+// The shape of a run, for launch accounting: prompt length, tokens generated, mode.
+struct RunShape {
+    int n_prompt = 0;
+    int n_gen = 0;                // tokens generated (the last one is never fed back)
+    bool prefill_decode = false;  // --with-prefill-decode
+};
+
+// How many times each phase runs for a run of that shape (no early stop at end-of-generation):
+// default mode: decode = n_prompt + n_gen - 1; --with-prefill-decode: prefill = n_prompt - 1,
+// decode = n_gen (the last prompt token, then n_gen - 1 generated tokens).
+struct PhaseRuns {
+    int64_t decode = 0;
+    int64_t prefill = 0;
+    int64_t decode_in_prompt = 0;  // decode runs spent on prompt tokens
+};
+PhaseRuns plan_phase_runs(const RunShape& r);
+
+// Executions of every task name over such a run (what the CPU backend counts).
+std::map<std::string, uint64_t> plan_task_executions(const Plan& p, const RunShape& r);
 
 // Lowers the model into tasks (paper order, one layer after another).
 Plan plan_build(const Model& m, int n_ctx);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_reader.h"
+#include "profile/nvtx.h"
 
 namespace jitllm {
 
@@ -19,6 +20,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 Engine::Engine(EngineOptions opt) : opt_(std::move(opt)) {
     const auto t0 = std::chrono::steady_clock::now();
+    NvtxRange load_range("load", NvtxColor::Load);
     model_ = load_model(opt_.model_path);
     tok_ = Tokenizer::from_gguf(*model_->gguf);
     if (tok_->n_vocab() != model_->config.n_vocab)

@@ -8,6 +8,12 @@
 #include <set>
 
 #include "core/error.h"
+#include "jit/disk_cache.h"
+#include "profile/nvtx.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sys/stat.h>
 
 namespace jitllm {
 namespace {
@@ -34,7 +40,10 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     if (opt.verbose_init) std::fprintf(stderr, "[jitllm] device: %s\n", dev.summary().c_str());
     if (opt.print_plan || opt.print_threads)
         std::fprintf(stderr, "%s", schedule_describe(plan, sched_, opt.print_threads).c_str());
-    compile_and_load();
+    {
+        NvtxRange r("jit compile", NvtxColor::Jit);
+        compile_and_load();
+    }
     allocate_buffers();
     upload_weights();
     bind(sched_.decode, decode_launches_);
@@ -43,6 +52,21 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     for (int ph = 0; ph < 2; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
+    for (int ph = 0; ph < 2; ++ph) {
+        const auto& tasks = plan.phase(Phase(ph));
+        for (const auto& k : sched_.phase(Phase(ph))) {
+            std::string tn;
+            for (int ti : k.tasks) tn += (tn.empty() ? "" : "+") + tasks[size_t(ti)].name;
+            launch_tasks_[ph].push_back(tn);
+        }
+    }
+    if (opt.profiler) {
+        const double bw = measure_copy_bandwidth_gb_s(*ctx_, opt.cache.dir.empty() ? default_cache_dir() : opt.cache.dir);
+        opt.profiler->set_copy_bandwidth(bw, dev.name);
+        const size_t n = std::max(sched_.decode.size(), sched_.prefill.size()) + 1;
+        events_.resize(n);
+        for (auto& e : events_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DEFAULT));
+    }
     if (opt.verbose_init) {
         size_t free_b = 0, total_b = 0;
         ctx_->mem_info(&free_b, &total_b);
@@ -61,6 +85,8 @@ CudaBackend::~CudaBackend() {
     ctx_->make_current();
     for (auto& g : graph_)
         if (g) d.cuGraphExecDestroy(g);
+    for (auto& e : events_) d.cuEventDestroy(e);
+    if (origin_) d.cuEventDestroy(origin_);
     if (host_io_) d.cuMemFreeHost(host_io_);
 }
 
@@ -223,12 +249,29 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     host_io_[1] = pos;
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Token)], host_io_, 8, st));
     auto& launches = ph == Phase::Decode ? decode_launches_ : prefill_launches_;
+    const int iph = int(ph);
+    NvtxRange range(fmt::format("{} {}", phase_name(ph), steps_[iph]),
+                    ph == Phase::Decode ? NvtxColor::Decode : NvtxColor::Prefill);
+    Profiler* prof = opt_.profiler;
     auto launch_all = [&] {
-        for (auto& l : launches)
-            ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, l.ptrs.data());
+        for (size_t i = 0; i < launches.size(); ++i) {
+            const Launch& l = launches[i];
+            if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[i], st));
+            if (opt_.nvtx_tasks) {
+                NvtxRange t(l.step->symbol, NvtxColor::Task);
+                ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()));
+            } else {
+                ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()));
+            }
+        }
+        if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[launches.size()], st));
     };
-    CUgraphExec& g = graph_[int(ph)];
-    if (!opt_.graphs) {
+    CUgraphExec& g = graph_[iph];
+    if (prof && !origin_) {
+        JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
+        JITLLM_CUDA_TRY(d, cuEventRecord(origin_, st));
+    }
+    if (!opt_.graphs || prof || opt_.nvtx_tasks) {  // the same kernels, launched one by one
         launch_all();
     } else {
         if (!g) {
@@ -247,7 +290,71 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     }
     ctx_->synchronize();
     if (ph == Phase::Decode) token_out_ = host_io_[2];
-    for (auto* c : count_ptrs_[int(ph)]) ++*c;
+    for (auto* c : count_ptrs_[iph]) ++*c;
+    if (prof) {
+        for (size_t i = 0; i < launches.size(); ++i) {
+            float t0 = 0, dur = 0;
+            JITLLM_CUDA_TRY(d, cuEventElapsedTime(&t0, origin_, events_[i]));
+            JITLLM_CUDA_TRY(d, cuEventElapsedTime(&dur, events_[i], events_[i + 1]));
+            const KernelStep& k = *launches[i].step;
+            LaunchRecord r;
+            r.kernel = k.symbol;
+            r.tasks = launch_tasks_[iph][i];
+            r.phase = phase_name(ph);
+            r.token = steps_[iph];
+            r.layer = k.layer;
+            r.start_us = double(t0) * 1e3;
+            r.dur_us = double(dur) * 1e3;
+            r.bytes = k.bytes + k.bytes_per_pos * uint64_t(pos + 1);
+            r.flops = k.flops;
+            prof->add(std::move(r));
+        }
+    }
+    steps_[iph]++;
+}
+
+uint64_t CudaBackend::device_bytes() const {
+    return ctx_->allocated(MemCategory::Weights) + ctx_->allocated(MemCategory::Kv) +
+           ctx_->allocated(MemCategory::Scratch) + ctx_->allocated(MemCategory::Other);
+}
+
+double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_dir) {
+    std::string name = ctx.device().name;
+    for (auto& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    const std::string path = cache_dir + "/copy_bw_" + name + ".txt";
+    {
+        std::ifstream f(path);
+        double v = 0;
+        if (f >> v && v > 0) return v;
+    }
+    const CudaDriver& d = ctx.driver();
+    const size_t bytes = size_t(1) << 30;
+    CUdeviceptr a = ctx.alloc(bytes, MemCategory::Other, "bandwidth probe");
+    CUdeviceptr b = ctx.alloc(bytes, MemCategory::Other, "bandwidth probe");
+    ctx.memset_async(a, 1, bytes);
+    CUevent e0, e1;
+    JITLLM_CUDA_TRY(d, cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    JITLLM_CUDA_TRY(d, cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    std::vector<double> gbs;
+    for (int i = 0; i < 6; ++i) {
+        JITLLM_CUDA_TRY(d, cuEventRecord(e0, ctx.stream()));
+        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(b, a, bytes, ctx.stream()));
+        JITLLM_CUDA_TRY(d, cuEventRecord(e1, ctx.stream()));
+        JITLLM_CUDA_TRY(d, cuEventSynchronize(e1));
+        float ms = 0;
+        JITLLM_CUDA_TRY(d, cuEventElapsedTime(&ms, e0, e1));
+        if (i > 0) gbs.push_back(2.0 * double(bytes) / (double(ms) * 1e6));  // first is warm-up
+    }
+    d.cuEventDestroy(e0);
+    d.cuEventDestroy(e1);
+    ctx.free(a);
+    ctx.free(b);
+    std::sort(gbs.begin(), gbs.end());
+    const double v = gbs[gbs.size() / 2];
+    ::mkdir(cache_dir.c_str(), 0755);
+    std::ofstream(path) << v << "\n";
+    return v;
 }
 
 const float* CudaBackend::decode(int32_t token, int pos) {

@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/schedule.h"
 #include "jit/jit_compiler.h"
+#include "profile/profiler.h"
 
 namespace jitllm {
 
@@ -25,6 +26,8 @@ struct CudaOptions {
     bool print_threads = false;  // --print-threads
     bool print_plan = false;     // --print-plan
     bool verbose_init = false;   // --verbose-init: memory plan, JIT statistics
+    Profiler* profiler = nullptr;  // --profiler: time every launch with events (no graph replay)
+    bool nvtx_tasks = false;       // --nvtx-tasks: one NVTX range per kernel launch
 };
 
 struct CudaInitStats {
@@ -50,6 +53,8 @@ public:
     const CudaInitStats& init_stats() const { return init_; }
     // Device pointer of a slot (tests read activations through it).
     CUdeviceptr slot_ptr(Slot s) const { return slots_[size_t(s)]; }
+    // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
+    uint64_t device_bytes() const;
 
 private:
     struct Launch {
@@ -83,7 +88,16 @@ private:
     int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[2];
+    // profiling: one event per launch + 1, the run's origin, step counters per phase
+    std::vector<CUevent> events_;
+    CUevent origin_ = nullptr;
+    int steps_[2] = {0, 0};
+    std::vector<std::string> launch_tasks_[2];
 };
+
+// Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies
+// of 1 GiB), measured once per device and cached in the JIT cache directory.
+double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_dir);
 
 // Offline: the schedule a device of `arch` would get (no GPU needed), for `jitllm plan --target`.
 Schedule cuda_schedule_for_target(const Plan& plan, const std::string& arch, const ScheduleOptions& opt);

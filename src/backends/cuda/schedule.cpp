@@ -475,6 +475,42 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     return s;
 }
 
+std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup) {
+    const PhaseRuns pr = plan_phase_runs(r);
+    std::map<std::string, KernelLaunchCount> m;
+    for (const auto& k : s.decode) m[k.symbol].per_decode++;
+    for (const auto& k : s.prefill) m[k.symbol].per_prefill++;
+    std::vector<KernelLaunchCount> out;
+    for (auto& [sym, c] : m) {
+        c.kernel = sym;
+        c.total = int64_t(c.per_decode) * pr.decode + int64_t(c.per_prefill) * pr.prefill;
+        // prefill runs first (every prompt token but the last), then decode runs
+        c.skip_prefill = int64_t(c.per_prefill) * std::min<int64_t>(warmup, pr.prefill);
+        c.skip_decode = int64_t(c.per_prefill) * pr.prefill +
+                        int64_t(c.per_decode) * (pr.decode_in_prompt + warmup);
+        out.push_back(c);
+    }
+    return out;
+}
+
+std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int warmup) {
+    const PhaseRuns pr = plan_phase_runs(r);
+    std::string o = fmt::format(
+        "launch accounting: prompt {} tokens, -n {}, mode {}: prefill runs {}, decode runs {} ({} on prompt tokens); "
+        "warm-up launches: 0 (JIT and upload launch nothing; the CUDA graph is captured, not run, on first use)\n",
+        r.n_prompt, r.n_gen, r.prefill_decode ? "--with-prefill-decode" : "single-token", pr.prefill, pr.decode,
+        pr.decode_in_prompt);
+    o += fmt::format("  {:<46} {:>10} {:>11} {:>7} {:>8} {:>24} {:>24}\n", "kernel", "per decode", "per prefill",
+                     "warm-up", "total", "--launch-skip (decode)", "--launch-skip (prefill)");
+    for (const auto& c : schedule_launch_accounting(s, r, warmup))
+        o += fmt::format("  {:<46} {:>10} {:>11} {:>7} {:>8} {:>24} {:>24}\n", c.kernel, c.per_decode, c.per_prefill,
+                         c.warmup, c.total, c.per_decode ? std::to_string(c.skip_decode) : "-",
+                         c.per_prefill ? std::to_string(c.skip_prefill) : "-");
+    o += fmt::format("  (steady state = after the prompt and {} generated tokens; ncu counts launches of the kernels its "
+                     "--kernel-name filter matches)\n", warmup);
+    return o;
+}
+
 std::vector<Variant> schedule_variants(const Schedule& s) {
     std::vector<Variant> v;
     std::set<std::string> seen;

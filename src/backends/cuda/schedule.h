@@ -73,6 +73,17 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
 
 // --print-plan (kernels with tasks and launches per token), --print-threads (grid/block).
 std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads);
+// Launch accounting for ncu: per kernel symbol, launches per decode token, per prefill step and
+// in warm-up, and the --launch-skip that reaches the steady state of decode (after the prompt and
+// `warmup_tokens` generated tokens) and of prefill (after `warmup_tokens` prefill steps).
+struct KernelLaunchCount {
+    std::string kernel;
+    int per_decode = 0, per_prefill = 0, warmup = 0;  // warm-up: JIT and first touch launch nothing
+    int64_t total = 0, skip_decode = 0, skip_prefill = 0;
+};
+std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup_tokens);
+std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int warmup_tokens);
+
 // Every distinct variant of the schedule (both phases), in first-use order.
 std::vector<Variant> schedule_variants(const Schedule& s);
 

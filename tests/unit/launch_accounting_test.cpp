@@ -1,0 +1,54 @@
+// Launch accounting: the plan's predicted task executions (plan_task_executions, which
+// --print-plan's --launch-skip arithmetic is built on) must equal what the CPU backend actually
+// executes, for several prompt lengths, generation lengths and modes.
+#include <gtest/gtest.h>
+
+#include "backends/cuda/schedule.h"
+#include "fixtures/test_support.h"
+#include "runtime/engine.h"
+
+namespace {
+
+struct Case {
+    int n_prompt, n_gen;
+    bool prefill_decode;
+};
+
+class LaunchAccounting : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
+    const Case c = GetParam();
+    jitllm::EngineOptions o;
+    o.model_path = jitllm::test::source_dir() + "/models/stories260K.gguf";
+    o.n_ctx = 128;
+    o.with_prefill_decode = c.prefill_decode;
+    jitllm::Engine e(o);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < c.n_prompt; ++i) prompt.push_back(1 + (i * 37) % 500);
+    e.feed(prompt);
+    // generate n_gen tokens: the last one is sampled but never fed back
+    for (int i = 1; i < c.n_gen; ++i) e.feed({e.backend().sampled_token()});
+    const jitllm::RunShape rs{c.n_prompt, c.n_gen, c.prefill_decode};
+    const auto expected = jitllm::plan_task_executions(e.plan(), rs);
+    const auto& counted = e.backend().task_counts();
+    ASSERT_EQ(expected.size(), counted.size());
+    for (const auto& [name, n] : expected) {
+        ASSERT_TRUE(counted.count(name)) << name;
+        EXPECT_EQ(counted.at(name), n) << name;
+    }
+    // Kernel-level accounting for a CUDA target sums to the schedule's launches per phase run.
+    const auto sched = jitllm::schedule_build(e.plan(), jitllm::DeviceInfo::for_target("sm_90"), {});
+    const auto pr = jitllm::plan_phase_runs(rs);
+    int64_t total = 0;
+    for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) {
+        total += k.total;
+        EXPECT_EQ(k.skip_decode, int64_t(k.per_prefill) * pr.prefill + int64_t(k.per_decode) * (pr.decode_in_prompt + 2));
+    }
+    EXPECT_EQ(total, int64_t(sched.decode.size()) * pr.decode + int64_t(sched.prefill.size()) * pr.prefill);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, LaunchAccounting,
+                         ::testing::Values(Case{1, 1, false}, Case{5, 8, false}, Case{5, 8, true},
+                                           Case{17, 3, true}, Case{9, 1, true}, Case{3, 20, false}));
+
+}  // namespace
