@@ -9,13 +9,46 @@
 namespace jitllm {
 
 float ModelConfig::attn_scale() const {
-    return attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(float(head_dim));
+    const float base = attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(float(head_dim));
+    return base * rope_attn_factor * rope_attn_factor;
 }
 
 namespace {
 
+// "<file>: missing key 'qwen2.block_count' required by architecture 'qwen2'", with a hint when
+// the file has the same key under another prefix (a file whose architecture key is wrong).
+[[noreturn]] void fail_missing_key(const GgufReader& g, const std::string& key) {
+    const size_t dot = key.find('.');
+    const std::string arch = key.substr(0, dot), suffix = key.substr(dot);
+    for (const auto& kv : g.kvs()) {
+        if (kv.key.size() > suffix.size() && kv.key.compare(kv.key.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+            kv.key.find('.') == kv.key.size() - suffix.size())
+            fail("{}: missing key '{}' required by architecture '{}': expected it, found '{}' "
+                 "instead; hint: general.architecture may not match the rest of the file",
+                 g.path(), key, arch, kv.key);
+    }
+    fail("{}: missing key '{}' required by architecture '{}'", g.path(), key, arch);
+}
+
+// One integer; a per-layer array (Granite 4.0 writes head_count_kv so) is accepted when all its
+// values agree, since every layer here has the same shape.
+int64_t get_uniform_int(const GgufReader& g, const std::string& key) {
+    const GgufKv* kv = g.find_kv(key);
+    if (!kv) fail_missing_key(g, key);
+    if (kv->value.type == GgufValueType::ARRAY) {
+        const auto arr = g.get_int_array_opt(key);
+        if (arr->empty()) fail("{}: key '{}': expected a value, found an empty array", g.path(), key);
+        for (int64_t x : *arr)
+            if (x != arr->front())
+                fail("{}: key '{}': per-layer values that differ are not supported: expected one "
+                     "value for all layers, found {} and {}", g.path(), key, arr->front(), x);
+        return arr->front();
+    }
+    return g.get_int(key);
+}
+
 int get_positive(const GgufReader& g, const std::string& key, int64_t max_value) {
-    const int64_t v = g.get_int(key);
+    const int64_t v = get_uniform_int(g, key);
     if (v <= 0 || v > max_value)
         fail("{}: key '{}': expected an integer in [1, {}], found {}", g.path(), key, max_value, v);
     return int(v);
@@ -31,6 +64,33 @@ float get_float_or(const GgufReader& g, const std::string& key, float fallback) 
     if (!v) return fallback;
     if (!std::isfinite(*v)) fail("{}: key '{}': expected a finite number, found {}", g.path(), key, *v);
     return float(*v);
+}
+
+// RoPE scaling keys. LongRoPE (phi3) is factors tensors plus two keys and is supported; linear
+// and YaRN scaling change every angle and are refused rather than run wrong. Matches llama.cpp's
+// reading: original_context_length defaults to the training context, attn_factor to 1, and a
+// missing scaling type means linear with rope.scaling.factor (0 or 1 = none).
+void parse_rope_scaling(const GgufReader& g, const std::string& a, ModelConfig& c) {
+    c.n_ctx_orig = get_positive_or(g, a + ".rope.scaling.original_context_length", c.n_ctx_train, 1 << 24);
+    c.rope_attn_factor = get_float_or(g, a + ".rope.scaling.attn_factor", 1.0f);
+    if (!(c.rope_attn_factor > 0.0f))
+        fail("{}: key '{}.rope.scaling.attn_factor': expected a value > 0, found {}", g.path(), a,
+             c.rope_attn_factor);
+    if (c.rope_attn_factor != 1.0f && c.n_rot != c.head_dim)
+        fail("{}: key '{}.rope.scaling.attn_factor' = {} with partial rotation is not supported: "
+             "expected rope.dimension_count = head dim {}, found {}", g.path(), a,
+             c.rope_attn_factor, c.head_dim, c.n_rot);
+    const std::string type = g.get_string_opt(a + ".rope.scaling.type").value_or("linear");
+    float factor = get_float_or(g, a + ".rope.scaling.factor", 0.0f);
+    if (factor == 0.0f) factor = get_float_or(g, a + ".rope.scale_linear", 0.0f);
+    const bool scaled = factor != 0.0f && factor != 1.0f;
+    if (type == "none" || type == "longrope" || ((type == "linear" || type == "yarn") && !scaled))
+        return;
+    if (type == "linear" || type == "yarn")
+        fail("{}: key '{}.rope.scaling.factor': {} RoPE scaling is not supported: expected no "
+             "scaling (factor 1), found factor {}", g.path(), a, type, factor);
+    fail("{}: key '{}.rope.scaling.type': expected none, linear, yarn or longrope, found '{}'",
+         g.path(), a, type);
 }
 
 }  // namespace
@@ -69,6 +129,7 @@ ModelConfig parse_common_config(const GgufReader& g, const std::string& a) {
     if (!(c.rope_base > 1.0f))
         fail("{}: key '{}.rope.freq_base': expected a value > 1, found {}", g.path(), a, c.rope_base);
     c.sliding_window = get_positive_or(g, a + ".attention.sliding_window", 0, 1 << 24);
+    parse_rope_scaling(g, a, c);
     c.embedding_scale = get_float_or(g, a + ".embedding_scale", 1.0f);
     c.residual_scale = get_float_or(g, a + ".residual_scale", 1.0f);
     c.attention_scale = get_float_or(g, a + ".attention.scale", 0.0f);

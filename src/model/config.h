@@ -27,6 +27,9 @@ struct ModelConfig {
     float norm_eps = 1e-5f;  // RMSNorm epsilon                       <arch>.attention.layer_norm_rms_epsilon
     float rope_base = 10000; // RoPE base                             <arch>.rope.freq_base
     RopeStyle rope_style = RopeStyle::Norm;  // per architecture (llama: norm; qwen2/3, phi3: neox)
+    // LongRoPE (phi3): short factors while n_ctx <= n_ctx_orig      <arch>.rope.scaling.original_context_length
+    int n_ctx_orig = 0;      //   (default n_ctx_train)
+    float rope_attn_factor = 1.0f;  // scales RoPE's cos and sin      <arch>.rope.scaling.attn_factor
     int sliding_window = 0;  // 0 = none                              <arch>.attention.sliding_window
 
     // Architecture flags (set by model/arch/<arch>.cpp).
@@ -36,6 +39,7 @@ struct ModelConfig {
     bool qk_norm = false;        // per-head RMSNorm attn_q_norm/attn_k_norm      qwen3
     bool tied_output = false;    // no output.weight: logits use token_embd       (file decides)
     bool has_rope_freqs = false; // rope_freqs.weight present (Llama 3.1)         (file decides)
+    bool has_long_rope = false;  // rope_factors_short/long.weight present (phi3 LongRoPE)
 
     // Scales (granite); neutral values elsewhere.
     float embedding_scale = 1.0f;  // x = embd * s                      <arch>.embedding_scale
@@ -46,6 +50,9 @@ struct ModelConfig {
     int q_dim() const { return n_heads * head_dim; }
     int kv_dim() const { return n_kv_heads * head_dim; }
     int v_dim() const { return n_kv_heads * head_dim_v; }
+    // Softmax scale of q.k: attention.scale or 1/sqrt(head_dim), times rope_attn_factor^2.
+    // llama.cpp multiplies RoPE's cos and sin (so the rotated q and k) by rope_attn_factor; with
+    // every dimension rotated (checked at load) that scales q.k by its square, applied here once.
     float attn_scale() const;
 };
 

@@ -2,6 +2,7 @@
 // checks, unused-tensor report.
 #include "model/model.h"
 
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
@@ -40,6 +41,11 @@ uint64_t Model::weight_bytes() const {
     uint64_t b = 0;
     for (const auto& t : tensors) b += t.n_bytes;
     return b;
+}
+
+const WeightTensor* Model::rope_factors(int n_ctx) const {
+    if (rope_freqs) return rope_freqs;
+    return n_ctx > config.n_ctx_orig ? rope_factors_long : rope_factors_short;
 }
 
 std::string WeightBinder::blk(int i, const std::string& stem, const char* suffix) {
@@ -119,9 +125,17 @@ std::unique_ptr<Model> load_model(std::unique_ptr<GgufReader> g) {
     if (c.tied_output) m->output = m->token_embd;
     m->rope_freqs = b.tensor_opt("rope_freqs.weight", {uint64_t(c.n_rot / 2)});
     c.has_rope_freqs = m->rope_freqs != nullptr;
-    if (m->rope_freqs && m->rope_freqs->type != GgmlType::F32)
-        fail("{}: tensor 'rope_freqs.weight': expected type f32, found {}", g->path(),
-             type_name(m->rope_freqs->type));
+    m->rope_factors_short = b.tensor_opt("rope_factors_short.weight", {uint64_t(c.n_rot / 2)});
+    m->rope_factors_long = b.tensor_opt("rope_factors_long.weight", {uint64_t(c.n_rot / 2)});
+    if ((m->rope_factors_short == nullptr) != (m->rope_factors_long == nullptr))
+        fail("{}: tensor '{}' is missing: LongRoPE expects both rope_factors_short.weight and "
+             "rope_factors_long.weight, found only '{}'", g->path(),
+             m->rope_factors_short ? "rope_factors_long.weight" : "rope_factors_short.weight",
+             m->rope_factors_short ? "rope_factors_short.weight" : "rope_factors_long.weight");
+    c.has_long_rope = m->rope_factors_short != nullptr;
+    if (c.has_rope_freqs && c.has_long_rope)
+        fail("{}: tensor 'rope_freqs.weight': expected either it or the LongRoPE factors "
+             "(rope_factors_short/long.weight), found both", g->path());
 
     m->layers.resize(size_t(c.n_layers));
     for (int i = 0; i < c.n_layers; ++i) entry->bind_layer(b, c, i, m->layers[size_t(i)]);
@@ -131,7 +145,15 @@ std::unique_ptr<Model> load_model(std::unique_ptr<GgufReader> g) {
         if (t && t->type != GgmlType::F32)
             fail("{}: tensor '{}': expected type f32, found {}", g->path(), t->name, type_name(t->type));
     };
-    need_f32(m->output_norm);
+    for (auto* t : {m->output_norm, m->rope_freqs, m->rope_factors_short, m->rope_factors_long})
+        need_f32(t);
+    // RoPE divides each angle by its factor
+    for (auto* t : {m->rope_freqs, m->rope_factors_short, m->rope_factors_long}) {
+        for (uint64_t j = 0; t && j < t->cols; ++j)
+            if (!(t->f32()[j] > 0.0f) || !std::isfinite(t->f32()[j]))
+                fail("{}: tensor '{}': expected positive finite factors, found {} at index {}",
+                     g->path(), t->name, t->f32()[j], j);
+    }
     for (const auto& l : m->layers) {
         for (auto* t : {l.attn_norm, l.ffn_norm, l.attn_q_bias, l.attn_k_bias, l.attn_v_bias,
                         l.attn_q_norm, l.attn_k_norm})

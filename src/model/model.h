@@ -52,9 +52,16 @@ struct Model {
     const WeightTensor* output_norm = nullptr;  // (dim)
     const WeightTensor* output = nullptr;       // (n_vocab rows of dim); == token_embd when tied
     const WeightTensor* rope_freqs = nullptr;   // (n_rot/2) F32, Llama 3.1 frequency factors
+    const WeightTensor* rope_factors_short = nullptr;  // (n_rot/2) F32, phi3 LongRoPE, n_ctx <= n_ctx_orig
+    const WeightTensor* rope_factors_long = nullptr;   // (n_rot/2) F32, phi3 LongRoPE, n_ctx > n_ctx_orig
     std::vector<LayerWeights> layers;
     std::vector<std::string> unused_tensors;    // in the file, claimed by no binding
     uint64_t weight_bytes() const;
+    // The RoPE frequency factors for a context of n_ctx tokens (null: none): rope_freqs when
+    // present, else LongRoPE's long factors when n_ctx exceeds rope.scaling.original_context_length
+    // and its short ones otherwise (matches llama.cpp llama_model::get_rope_factors, which decides
+    // by the context size, not by the position).
+    const WeightTensor* rope_factors(int n_ctx) const;
     ~Model();
 };
 

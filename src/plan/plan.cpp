@@ -62,7 +62,7 @@ private:
     std::vector<Task>& out_;
 };
 
-void build_layer(Builder& b, const Model& m, int i) {
+void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_factors) {
     const ModelConfig& c = m.config;
     const LayerWeights& w = m.layers[size_t(i)];
     using S = Slot;
@@ -74,7 +74,7 @@ void build_layer(Builder& b, const Model& m, int i) {
         b.add(K::AttnQkv, i, {S::Xb}, {S::Q, S::K, S::V},
               {w.attn_q, w.attn_k, w.attn_v, w.attn_q_bias, w.attn_k_bias, w.attn_v_bias});
     if (c.qk_norm) b.add(K::AttnQkNorm, i, {S::Q, S::K}, {S::Q, S::K}, {w.attn_q_norm, w.attn_k_norm}).eps = c.norm_eps;
-    b.add(K::AttnRope, i, {S::Q, S::K, S::Pos}, {S::Q, S::K}, {m.rope_freqs});
+    b.add(K::AttnRope, i, {S::Q, S::K, S::Pos}, {S::Q, S::K}, {rope_factors});
     b.add(K::AttnKvStore, i, {S::K, S::V, S::Pos}, {S::KCache, S::VCache});
     b.add(K::Attn, i, {S::Q, S::KCache, S::VCache, S::Pos}, {S::Att}).scale = c.attn_scale();
     b.add(K::AttnOutput, i, {S::Att}, {S::Tmp}, {w.attn_output});
@@ -119,7 +119,7 @@ Plan plan_build(const Model& m, int n_ctx) {
         // token_embd reads one row, not the whole matrix
         tasks.back().weight_bytes = m.token_embd->row_bytes;
         tasks.back().flops = 0;
-        for (int i = 0; i < c.n_layers; ++i) build_layer(b, m, i);
+        for (int i = 0; i < c.n_layers; ++i) build_layer(b, m, i, m.rope_factors(n_ctx));
         if (ph == Phase::Prefill) continue;  // only the last prompt token needs logits
         b.add(TaskKind::OutputNorm, -1, {S::X}, {S::Xb}, {m.output_norm}).eps = c.norm_eps;
         b.add(TaskKind::Output, -1, {S::Xb}, {S::Logits}, {m.output}).scale = 1.0f / c.logit_scale;

@@ -51,7 +51,7 @@ struct Task {
     // Weights in kind-specific order (nullable entries), see plan_build():
     //   attn_qkv: {attn_q, attn_k, attn_v, q_bias, k_bias, v_bias} or {attn_qkv, -, -, biases}
     //   attn_qk_norm: {attn_q_norm, attn_k_norm};  ffn_gate_up: {ffn_gate | null, ffn_up}
-    //   norms: {weight}; matmuls: {matrix}; attn_rope: {rope_freqs | null}
+    //   norms: {weight}; matmuls: {matrix}; attn_rope: {Model::rope_factors(n_ctx) | null}
     std::vector<const WeightTensor*> w;
     float eps = 0.0f;    // norms
     float scale = 1.0f;  // token_embd, residuals, attn (softmax scale), output (1/logit_scale)
