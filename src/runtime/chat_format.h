@@ -38,8 +38,8 @@ struct ChatMessage {
 // A format plus the details one family's template varies within it.
 struct ChatTemplate {
     ChatFormat format = ChatFormat::None;
-    // System text the template inserts when the conversation has none (Qwen2: "You are a helpful
-    // assistant."; Qwen2.5: "You are Qwen, created by Alibaba Cloud. ..."); read from the file's
+    // System text the template inserts when the conversation has none (Qwen1.5: "You are a
+    // helpful assistant"; Qwen2.5: "You are Qwen, created by Alibaba Cloud. ..."); read from the file's
     // tokenizer.chat_template. Empty: no default (Qwen3, generic ChatML).
     std::string default_system;
     // Earlier assistant turns keep only the text after their last </think> (Qwen3, QwQ;
