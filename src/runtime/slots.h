@@ -1,0 +1,69 @@
+// SequenceBatch: one model (weights, tokenizer, plan) loaded once and shared by N independent
+// sequences, each with its own backend state and KV cache. run() is one scheduler step: every
+// listed sequence consumes its tokens. On the CPU that is a loop over per-sequence backends (they
+// only read the plan and the weights); a batched backend can replace the loop behind the same
+// interface. Not thread-safe: one thread (the scheduler) drives it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_backend.h"
+#include "model/model.h"
+#include "plan/plan.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm {
+
+struct SequenceBatchOptions {
+    std::string model_path;
+    int n_seq = 1;        // sequences (server slots)
+    int n_ctx = 0;        // per sequence; 0: min(model context, 4096)
+    int n_threads = 1;    // CPU threads (shared by the sequences, which run one after another)
+    bool gpu = false;     // one CUDA backend per sequence until a batched backend exists
+    CudaOptions cuda;
+};
+
+// One sequence's share of a step.
+struct SeqStep {
+    int seq = 0;
+    std::vector<int32_t> tokens;  // consumed at positions pos, pos+1, ...
+    int pos = 0;
+    bool want_logits = true;      // logits after the last token (otherwise prefill may skip them)
+    // outputs (valid until the next run() or reset of this sequence)
+    const float* logits = nullptr;
+    int32_t argmax = -1;          // the backend's greedy pick after the last token
+};
+
+class SequenceBatch {
+public:
+    explicit SequenceBatch(const SequenceBatchOptions& opt);
+    ~SequenceBatch();
+
+    const Model& model() const { return *model_; }
+    const Tokenizer& tokenizer() const { return *tok_; }
+    const Plan& plan() const { return plan_; }
+    int n_ctx() const { return plan_.n_ctx; }
+    int n_seq() const { return int(backends_.size()); }
+    int n_vocab() const { return model_->config.n_vocab; }
+    std::string backend_name() const;
+    double load_ms() const { return load_ms_; }
+
+    // Runs one step. Every sequence appears at most once; tokens are in [0, n_vocab) and
+    // pos + tokens.size() <= n_ctx (checked: these are our invariants, not user input).
+    void run(std::vector<SeqStep>& steps);
+    // Forgets a sequence's KV cache (its next step starts at position 0).
+    void reset(int seq);
+
+private:
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<Tokenizer> tok_;
+    Plan plan_;
+    std::vector<std::unique_ptr<Backend>> backends_;
+    double load_ms_ = 0;
+};
+
+}  // namespace jitllm
