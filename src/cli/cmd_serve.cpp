@@ -1,0 +1,101 @@
+// `jitllm serve`: the OpenAI-compatible HTTP server (src/serve/, docs/server.md). Flags, signal
+// handling and the process lifetime live here: SIGINT/SIGTERM start a graceful shutdown (running
+// streams get their final chunk), a second signal exits at once. Logs go to stderr.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/cli_util.h"
+#include "cli/gpu_flags.h"
+#include "core/error.h"
+#include "serve/server.h"
+
+namespace jitllm::cli {
+
+namespace {
+
+bool is_loopback(const std::string& host) {
+    return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+int cmd_serve(const Args& args) {
+    CLI::App app{"jitllm serve: OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, "
+                 "/v1/models, /health, /metrics, /tokenize, /detokenize)", "jitllm serve"};
+    serve::ServerOptions o;
+    o.model.model_path = default_model_path();
+    GpuFlags g;
+    app.add_option("-m,--model", o.model.model_path, "GGUF model file (default: bundled stories260K)");
+    app.add_option("-a,--alias", o.alias, "model id in /v1/models (default: the file name without .gguf)");
+    app.add_option("--host", o.host, "address to bind (default 127.0.0.1; anything wider needs a proxy, "
+                                     "see docs/server.md)");
+    app.add_option("--port", o.port, "port (default 8080; 0 = any free port)")->check(CLI::Range(0, 65535));
+    app.add_option("--parallel", o.model.n_seq, "slots: requests generated at the same time, each with its "
+                                                "own KV cache (default 1)")->check(CLI::Range(1, 256));
+    app.add_option("-c,--ctx-size", o.model.n_ctx, "context length of each slot (default: min(model, 4096))")
+        ->check(CLI::Range(0, 1 << 24));
+    app.add_option("-t,--threads", o.model.n_threads, "CPU threads (default 1)")->check(CLI::Range(1, 1024));
+    app.add_option("--api-key", o.api_key, "require \"Authorization: Bearer KEY\" (except /health and "
+                                           "/v1/models); also $JITLLM_API_KEY")->envname("JITLLM_API_KEY");
+    app.add_option("--queue-size", o.queue_size, "requests that may wait for a slot before 503 (default 64)")
+        ->check(CLI::Range(0, 100000));
+    app.add_option("--threads-http", o.http_threads, "HTTP worker threads (default: parallel + queue + 8)")
+        ->check(CLI::Range(0, 100000));
+    app.add_option("--max-body", o.max_body_bytes, "largest request body in bytes (default 8 MiB)")
+        ->check(CLI::Range(size_t(1024), size_t(1) << 30));
+    app.add_option("--timeout", o.read_timeout_s, "seconds a client may take to send a request (default 15)")
+        ->check(CLI::Range(1, 3600));
+    app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens a slot consumes per scheduler step "
+                                                       "(default 16)")->check(CLI::Range(1, 1 << 16));
+    app.add_flag("--gpu", o.model.gpu, "run on the GPU (one CUDA backend per slot for now)");
+    // test aid, not listed in --help: makes busy, queued and shutdown states observable
+    app.add_option("--debug-step-delay-ms", o.step_delay_ms)->group("")->check(CLI::Range(0, 10000));
+    g.add(app);
+    if (!parse_args(app, args)) return 0;
+    o.model.cuda = g.cuda(false);
+    if (!is_loopback(o.host))
+        std::fprintf(stderr, "[jitllm] serve: warning: binding %s, not loopback; the server has no TLS and only "
+                             "basic limits, put a reverse proxy in front (docs/server.md)\n", o.host.c_str());
+
+    // Signals are taken by sigwait below: block them before any thread exists so every thread
+    // inherits the mask. A client that vanishes mid-write must not kill the process (SIGPIPE).
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    serve::Server server(o);
+    const int port = server.bind();
+    server.start();
+    std::fprintf(stderr, "[jitllm] serve: listening on http://%s:%d (loading %s)\n", o.host.c_str(), port,
+                 o.model.model_path.c_str());
+    const double t0 = now_ms();
+    try {
+        server.load();
+    } catch (...) {
+        server.shutdown();
+        throw;
+    }
+    std::fprintf(stderr, "[jitllm] serve: ready: model \"%s\", %d slot(s), queue %d, load %.0f ms; "
+                         "http://%s:%d/v1\n", server.model_id().c_str(), o.model.n_seq, o.queue_size,
+                 now_ms() - t0, o.host.c_str(), port);
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::fprintf(stderr, "[jitllm] serve: %s: shutting down (running requests get their final chunk; "
+                         "a second signal exits now)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::thread([set] {
+        int again = 0;
+        sigwait(&set, &again);
+        _exit(128 + again);
+    }).detach();
+    server.shutdown();
+    std::fprintf(stderr, "[jitllm] serve: stopped\n");
+    return 0;
+}
+
+}  // namespace jitllm::cli

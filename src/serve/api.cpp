@@ -1,0 +1,385 @@
+// Request validation (see api.h). Every numeric field: type check, then range check on int64 /
+// double, then the cast; a negative or huge number never wraps (the bug class behind llama-server's
+// CVE-2026-21869). Field ranges follow OpenAI's API reference; extensions follow llama-server.
+#include "serve/api.h"
+
+#include <cmath>
+#include <limits>
+
+#define FMT_HEADER_ONLY 1
+#include <fmt/format.h>
+
+namespace jitllm::serve {
+
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr size_t kMaxStops = 4;
+constexpr size_t kMaxStopBytes = 1024;
+constexpr size_t kMaxLogitBias = 1024;
+
+struct DepthExceeded {};
+
+std::string found(const json& v) {
+    if (v.is_string()) {
+        std::string s = v.get<std::string>();
+        if (s.size() > 40) s = s.substr(0, 40) + "...";
+        return fmt::format("the string \"{}\"", s);
+    }
+    if (v.is_number()) return v.dump();
+    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+    return fmt::format("a{} {}", v.is_array() || v.is_object() ? "n" : "", v.type_name());
+}
+
+// The field's value, or nullptr when absent or null (OpenAI treats null as "not given").
+const json* field(const json& b, const char* name) {
+    const auto it = b.find(name);
+    if (it == b.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+int64_t as_int(const json& v, const std::string& param, int64_t lo, int64_t hi) {
+    if (!v.is_number_integer())
+        invalid(param, fmt::format("{}: expected an integer in [{}, {}], found {}", param, lo, hi, found(v)));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        invalid(param, fmt::format("{}: out of range: expected an integer in [{}, {}], found {}", param,
+                                   lo, hi, v.dump()));
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+        invalid(param, fmt::format("{}: out of range: expected an integer in [{}, {}], found {}", param,
+                                   lo, hi, x));
+    return x;
+}
+
+// lo_open: the lower bound itself is excluded.
+double as_number(const json& v, const std::string& param, double lo, double hi, bool lo_open = false) {
+    const std::string range = fmt::format("{}{}, {}]", lo_open ? "(" : "[", lo, hi);
+    if (!v.is_number())
+        invalid(param, fmt::format("{}: expected a number in {}, found {}", param, range, found(v)));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+        invalid(param, fmt::format("{}: out of range: expected a number in {}, found {}", param, range,
+                                   v.dump()));
+    return x;
+}
+
+bool as_bool(const json& v, const std::string& param) {
+    if (!v.is_boolean()) invalid(param, fmt::format("{}: expected true or false, found {}", param, found(v)));
+    return v.get<bool>();
+}
+
+const std::string& as_string(const json& v, const std::string& param) {
+    if (!v.is_string()) invalid(param, fmt::format("{}: expected a string, found {}", param, found(v)));
+    return v.get_ref<const std::string&>();
+}
+
+int32_t as_token(const json& v, const std::string& param, int n_vocab) {
+    return int32_t(as_int(v, param, 0, int64_t(n_vocab) - 1));
+}
+
+[[noreturn]] void unsupported(const std::string& param, const std::string& what) {
+    invalid(param, fmt::format("{}: {} is not supported by this server", param, what));
+}
+
+std::string message_content(const json& m, const std::string& p, const std::string& role) {
+    const json* c = field(m, "content");
+    if (!c) {
+        if (role == "assistant") return {};
+        invalid(p + ".content", fmt::format("{}.content: expected a string or an array of text parts, "
+                                            "found nothing", p));
+    }
+    if (c->is_string()) return c->get<std::string>();
+    if (!c->is_array())
+        invalid(p + ".content", fmt::format("{}.content: expected a string or an array of text parts, "
+                                            "found {}", p, found(*c)));
+    std::string text;
+    for (size_t j = 0; j < c->size(); ++j) {
+        const json& part = (*c)[j];
+        const std::string pp = fmt::format("{}.content[{}]", p, j);
+        if (!part.is_object()) invalid(pp, fmt::format("{}: expected an object, found {}", pp, found(part)));
+        const json* type = field(part, "type");
+        if (!type) invalid(pp + ".type", fmt::format("{}.type: missing: expected \"text\"", pp));
+        const std::string& t = as_string(*type, pp + ".type");
+        if (t != "text") unsupported(pp + ".type", fmt::format("content part type \"{}\"", t));
+        const json* tx = field(part, "text");
+        if (!tx) invalid(pp + ".text", fmt::format("{}.text: missing: expected a string", pp));
+        text += as_string(*tx, pp + ".text");
+    }
+    return text;
+}
+
+void parse_messages(const json& b, CompletionParams& p) {
+    const json* ms = field(b, "messages");
+    if (!ms) invalid("messages", "messages: missing: expected a non-empty array of messages");
+    if (!ms->is_array()) invalid("messages", fmt::format("messages: expected an array, found {}", found(*ms)));
+    if (ms->empty()) invalid("messages", "messages: empty: expected at least one message");
+    for (size_t i = 0; i < ms->size(); ++i) {
+        const json& m = (*ms)[i];
+        const std::string pm = fmt::format("messages[{}]", i);
+        if (!m.is_object()) invalid(pm, fmt::format("{}: expected an object, found {}", pm, found(m)));
+        const json* r = field(m, "role");
+        if (!r) invalid(pm + ".role", fmt::format("{}.role: missing: expected system, developer, user or "
+                                                  "assistant", pm));
+        std::string role = as_string(*r, pm + ".role");
+        if (role == "tool" || role == "function")
+            unsupported(pm + ".role", fmt::format("role \"{}\" (tool calling)", role));
+        if (role != "system" && role != "developer" && role != "user" && role != "assistant")
+            invalid(pm + ".role", fmt::format("{}.role: unknown role: expected system, developer, user or "
+                                              "assistant, found \"{}\"", pm, role));
+        if (role == "developer") role = "system";  // OpenAI's newer name for the system role
+        if (const json* tc = field(m, "tool_calls"); tc && !(tc->is_array() && tc->empty()))
+            unsupported(pm + ".tool_calls", "tool_calls (tool calling)");
+        p.messages.push_back({role, message_content(m, pm, role)});
+    }
+}
+
+void parse_prompt(const json& b, CompletionParams& p, int n_vocab) {
+    const json* pr = field(b, "prompt");
+    if (!pr) invalid("prompt", "prompt: missing: expected a string or an array of token ids");
+    auto token_array = [&](const json& a, const std::string& param) {
+        if (a.empty()) invalid(param, fmt::format("{}: empty: expected at least one token id", param));
+        p.prompt_is_ids = true;
+        for (size_t i = 0; i < a.size(); ++i)
+            p.prompt_ids.push_back(as_token(a[i], fmt::format("{}[{}]", param, i), n_vocab));
+    };
+    if (pr->is_string()) {
+        p.prompt_text = pr->get<std::string>();
+    } else if (pr->is_array()) {
+        if (pr->empty()) invalid("prompt", "prompt: empty: expected a string or at least one token id");
+        const json& first = (*pr)[0];
+        if (first.is_number()) {
+            token_array(*pr, "prompt");
+        } else {
+            if (pr->size() > 1)
+                invalid("prompt", fmt::format("prompt: {} prompts: expected one (this server answers "
+                                              "n = 1)", pr->size()));
+            if (first.is_string())
+                p.prompt_text = first.get<std::string>();
+            else if (first.is_array())
+                token_array(first, "prompt[0]");
+            else
+                invalid("prompt[0]", fmt::format("prompt[0]: expected a string or an array of token ids, "
+                                                 "found {}", found(first)));
+        }
+    } else {
+        invalid("prompt", fmt::format("prompt: expected a string or an array of token ids, found {}",
+                                      found(*pr)));
+    }
+    if (!p.prompt_is_ids && p.prompt_text.empty())
+        invalid("prompt", "prompt: empty: expected at least one character");
+}
+
+void parse_stop(const json& b, CompletionParams& p) {
+    const json* s = field(b, "stop");
+    if (!s) return;
+    auto one = [&](const json& v, const std::string& param) {
+        const std::string& t = as_string(v, param);
+        if (t.empty()) invalid(param, fmt::format("{}: empty: expected a non-empty string", param));
+        if (t.size() > kMaxStopBytes)
+            invalid(param, fmt::format("{}: too long: expected at most {} bytes, found {}", param,
+                                       kMaxStopBytes, t.size()));
+        p.stop.push_back(t);
+    };
+    if (s->is_string()) {
+        one(*s, "stop");
+    } else if (s->is_array()) {
+        if (s->size() > kMaxStops)
+            invalid("stop", fmt::format("stop: too many: expected at most {} strings, found {}", kMaxStops,
+                                        s->size()));
+        for (size_t i = 0; i < s->size(); ++i) one((*s)[i], fmt::format("stop[{}]", i));
+    } else {
+        invalid("stop", fmt::format("stop: expected a string or an array of strings, found {}", found(*s)));
+    }
+}
+
+void parse_logit_bias(const json& b, CompletionParams& p, int n_vocab) {
+    const json* lb = field(b, "logit_bias");
+    if (!lb) return;
+    if (!lb->is_object())
+        invalid("logit_bias", fmt::format("logit_bias: expected an object of token id -> bias, found {}",
+                                          found(*lb)));
+    if (lb->size() > kMaxLogitBias)
+        invalid("logit_bias", fmt::format("logit_bias: too many entries: expected at most {}, found {}",
+                                          kMaxLogitBias, lb->size()));
+    for (const auto& [k, v] : lb->items()) {
+        const std::string param = "logit_bias." + k;
+        int64_t id = -1;
+        bool ok = !k.empty() && k.size() <= 10;
+        for (char c : k) ok = ok && c >= '0' && c <= '9';
+        if (ok) id = std::stoll(k);
+        if (!ok || id >= n_vocab)
+            invalid(param, fmt::format("logit_bias: key \"{}\": expected a token id in [0, {}]", k, n_vocab - 1));
+        p.logit_bias.push_back({int32_t(id), float(as_number(v, param, -100, 100))});
+    }
+}
+
+}  // namespace
+
+void invalid(const std::string& param, const std::string& message) {
+    throw ApiError(400, "invalid_request_error", message, param);
+}
+
+std::string error_body(const ApiError& e) {
+    ojson err;
+    err["message"] = e.message;
+    err["type"] = e.type;
+    err["param"] = e.param ? ojson(*e.param) : ojson(nullptr);
+    err["code"] = e.status;
+    for (const auto& [k, v] : e.extra.items()) err[k] = v;
+    ojson body;
+    body["error"] = std::move(err);
+    return body.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+json parse_body(std::string_view body) {
+    if (body.empty()) invalid("body", "request body: empty: expected a JSON object");
+    json j;
+    try {
+        j = json::parse(body.begin(), body.end(), [](int depth, json::parse_event_t, json&) {
+            if (depth > kMaxJsonDepth) throw DepthExceeded{};
+            return true;
+        });
+    } catch (const DepthExceeded&) {
+        invalid("body", fmt::format("request body: nested too deeply: expected at most {} levels",
+                                    kMaxJsonDepth));
+    } catch (const json::exception& e) {
+        // nlohmann's message names the byte offset and the problem (syntax, invalid UTF-8, 1e400)
+        invalid("body", fmt::format("request body: not valid JSON: {}", e.what()));
+    }
+    if (!j.is_object())
+        invalid("body", fmt::format("request body: expected a JSON object, found {}", found(j)));
+    return j;
+}
+
+SamplerParams default_sampler_params() {
+    SamplerParams sp;
+    sp.temperature = 0.8f;
+    sp.top_k = 40;
+    sp.top_p = 0.95f;
+    sp.min_p = 0.05f;
+    sp.repeat_penalty = 1.0f;
+    sp.repeat_last_n = 64;
+    return sp;
+}
+
+CompletionParams parse_completion(const json& b, Endpoint kind, int n_vocab) {
+    CompletionParams p;
+    p.kind = kind;
+    p.sp = default_sampler_params();
+    if (const json* v = field(b, "model")) p.model = as_string(*v, "model");
+    if (kind == Endpoint::Chat)
+        parse_messages(b, p);
+    else
+        parse_prompt(b, p, n_vocab);
+
+    if (const json* v = field(b, "max_tokens")) p.max_tokens = as_int(*v, "max_tokens", 1, kInt32Max);
+    if (const json* v = field(b, "max_completion_tokens"))
+        p.max_tokens = as_int(*v, "max_completion_tokens", 1, kInt32Max);
+    if (const json* v = field(b, "n")) {
+        const int64_t n = as_int(*v, "n", 1, 128);
+        if (n != 1) invalid("n", fmt::format("n: expected 1 (one choice per request), found {}", n));
+    }
+    if (const json* v = field(b, "temperature")) p.sp.temperature = float(as_number(*v, "temperature", 0, 2));
+    if (const json* v = field(b, "top_p")) {
+        const double tp = as_number(*v, "top_p", 0, 1);
+        p.sp.top_p = tp == 0 ? 1e-9f : float(tp);  // 0: keep the most likely token only
+    }
+    if (const json* v = field(b, "top_k")) {
+        const int64_t k = as_int(*v, "top_k", -1, kInt32Max);
+        p.sp.top_k = k < 0 ? 0 : int(k);  // llama-server: <= 0 means off
+    }
+    if (const json* v = field(b, "min_p")) p.sp.min_p = float(as_number(*v, "min_p", 0, 1));
+    if (const json* v = field(b, "presence_penalty"))
+        p.sp.presence_penalty = float(as_number(*v, "presence_penalty", -2, 2));
+    if (const json* v = field(b, "frequency_penalty"))
+        p.sp.frequency_penalty = float(as_number(*v, "frequency_penalty", -2, 2));
+    if (const json* v = field(b, "repeat_penalty"))
+        p.sp.repeat_penalty = float(as_number(*v, "repeat_penalty", 0, 10, true));
+    if (const json* v = field(b, "repeat_last_n"))
+        p.sp.repeat_last_n = int(as_int(*v, "repeat_last_n", 0, 1 << 20));
+    if (const json* v = field(b, "seed")) {
+        if (!v->is_number_integer())
+            invalid("seed", fmt::format("seed: expected an integer, found {}", found(*v)));
+        p.sp.seed = v->is_number_unsigned() ? v->get<uint64_t>() : uint64_t(v->get<int64_t>());
+        p.has_seed = true;
+    }
+    parse_stop(b, p);
+    if (const json* v = field(b, "stream")) p.stream = as_bool(*v, "stream");
+    if (const json* v = field(b, "stream_options")) {
+        if (!v->is_object())
+            invalid("stream_options", fmt::format("stream_options: expected an object, found {}", found(*v)));
+        if (const json* u = field(*v, "include_usage")) p.include_usage = as_bool(*u, "stream_options.include_usage");
+    }
+    if (kind == Endpoint::Chat) {
+        if (const json* v = field(b, "logprobs")) p.logprobs = as_bool(*v, "logprobs");
+        if (const json* v = field(b, "top_logprobs")) {
+            p.top_logprobs = int(as_int(*v, "top_logprobs", 0, 20));
+            if (!p.logprobs)
+                invalid("top_logprobs", "top_logprobs: needs logprobs: expected \"logprobs\": true");
+        }
+    } else {
+        if (const json* v = field(b, "logprobs")) {
+            p.logprobs = true;
+            p.top_logprobs = int(as_int(*v, "logprobs", 0, 5));
+        }
+        if (const json* v = field(b, "echo"); v && as_bool(*v, "echo")) unsupported("echo", "echo = true");
+        if (const json* v = field(b, "best_of"); v && as_int(*v, "best_of", 1, 128) != 1)
+            unsupported("best_of", "best_of other than 1");
+        if (const json* v = field(b, "suffix"); v && !as_string(*v, "suffix").empty())
+            unsupported("suffix", "suffix (insertion)");
+    }
+    if (const json* v = field(b, "ignore_eos")) p.ignore_eos = as_bool(*v, "ignore_eos");
+    parse_logit_bias(b, p, n_vocab);
+
+    if (const json* v = field(b, "tools"); v && !(v->is_array() && v->empty()))
+        unsupported("tools", "tool calling");
+    if (const json* v = field(b, "functions"); v && !(v->is_array() && v->empty()))
+        unsupported("functions", "function calling");
+    if (field(b, "function_call")) unsupported("function_call", "function calling");
+    if (const json* v = field(b, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "none"))
+        unsupported("tool_choice", "tool calling");
+    if (const json* v = field(b, "response_format")) {
+        if (!v->is_object())
+            invalid("response_format", fmt::format("response_format: expected an object, found {}", found(*v)));
+        const json* t = field(*v, "type");
+        const std::string type = t ? as_string(*t, "response_format.type") : "";
+        if (type != "text") unsupported("response_format.type", fmt::format("response format \"{}\"", type));
+    }
+    return p;
+}
+
+TokenizeParams parse_tokenize(const json& b) {
+    TokenizeParams p;
+    const json* c = field(b, "content");
+    if (!c) invalid("content", "content: missing: expected a string");
+    p.content = as_string(*c, "content");
+    if (const json* v = field(b, "add_special")) p.add_special = as_bool(*v, "add_special");
+    if (const json* v = field(b, "parse_special")) p.parse_special = as_bool(*v, "parse_special");
+    if (const json* v = field(b, "with_pieces")) p.with_pieces = as_bool(*v, "with_pieces");
+    return p;
+}
+
+std::vector<int32_t> parse_detokenize(const json& b, int n_vocab) {
+    const json* t = field(b, "tokens");
+    if (!t) invalid("tokens", "tokens: missing: expected an array of token ids");
+    if (!t->is_array()) invalid("tokens", fmt::format("tokens: expected an array of token ids, found {}", found(*t)));
+    std::vector<int32_t> ids;
+    ids.reserve(t->size());
+    for (size_t i = 0; i < t->size(); ++i) ids.push_back(as_token((*t)[i], fmt::format("tokens[{}]", i), n_vocab));
+    return ids;
+}
+
+bool valid_utf8(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (n == 0 || (n == 2 && c < 0xC2) || i + size_t(n) > s.size()) return false;
+        for (int k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + size_t(k)]) & 0xC0) != 0x80) return false;
+        i += size_t(n);
+    }
+    return true;
+}
+
+}  // namespace jitllm::serve

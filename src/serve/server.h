@@ -1,0 +1,60 @@
+// The OpenAI-compatible server behind `jitllm serve`: routes, the pre-routing guard (transport
+// limits, API key), request handlers, response and SSE framing, and graceful shutdown. The model
+// is loaded after the port is bound, so /health answers 503 "Loading model" meanwhile, as
+// llama-server does. Binds 127.0.0.1 unless told otherwise.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "runtime/slots.h"
+#include "serve/http_transport.h"
+#include "serve/metrics.h"
+#include "serve/scheduler.h"
+
+namespace jitllm::serve {
+
+struct ServerOptions {
+    SequenceBatchOptions model;   // model path, slots (n_seq), per-slot context, threads, gpu
+    std::string alias;            // model id in /v1/models (default: file name without .gguf)
+    std::string host = "127.0.0.1";
+    int port = 8080;              // 0: any free port
+    std::string api_key;          // empty: no authentication
+    int queue_size = 64;          // requests waiting for a slot before 503
+    int http_threads = 0;         // 0: slots + queue + 8 (each open connection holds one)
+    size_t max_body_bytes = 8u << 20;
+    int read_timeout_s = 15;
+    int write_timeout_s = 30;
+    int keep_alive_timeout_s = 5;
+    int prefill_chunk = 16;
+    int step_delay_ms = 0;        // test aid (hidden flag)
+    int shutdown_grace_s = 10;    // how long shutdown waits for responses to finish writing
+};
+
+class Server {
+public:
+    explicit Server(ServerOptions opt);
+    ~Server();
+
+    // Creates the HTTP server and binds; returns the port. Throws Error.
+    int bind();
+    // Serves on a background thread (503 for completions until load() is done).
+    void start();
+    // Loads the model and starts the scheduler. Throws Error (the caller then calls shutdown()).
+    void load();
+    // Refuses new requests, ends running ones (streams get their final chunk and [DONE]), waits
+    // for responses to be written (at most shutdown_grace_s), stops the HTTP server. Idempotent.
+    void shutdown();
+    const std::string& model_id() const { return alias_; }
+
+private:
+    struct Ctx;
+    ServerOptions opt_;
+    std::string alias_;
+    std::unique_ptr<Ctx> ctx_;
+};
+
+}  // namespace jitllm::serve
