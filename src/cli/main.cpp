@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"plan", jitllm::cli::cmd_plan, "print the execution plan of a model"},
     {"kernels", jitllm::cli::cmd_kernels, "list or compile (NVRTC) every kernel variant of a model"},
     {"synth", jitllm::cli::cmd_synth, "write a random-weight model of a real shape (benchmarks)"},
+    {"serve", jitllm::cli::cmd_serve, "OpenAI-compatible HTTP server (docs/server.md)"},
 };
 
 void print_usage() {
