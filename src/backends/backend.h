@@ -21,6 +21,9 @@ public:
     virtual void prefill(int32_t token, int pos) = 0;
     // The token chosen by the plan's `sample` task in the last decode (greedy argmax).
     virtual int32_t sampled_token() const = 0;
+    // Whether decode() must return logits. With greedy sampling on the device (`sample` task)
+    // the caller only needs sampled_token(), and a GPU backend then skips the logits copy.
+    virtual void set_logits_needed(bool needed) { (void)needed; }
     // Forget the KV cache (a new sequence starts at position 0).
     virtual void reset() = 0;
     // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).

@@ -6,6 +6,7 @@
 #include "cli/cli_util.h"
 #include "cli/gpu_flags.h"
 #include "core/error.h"
+#include "gguf/gguf_reader.h"
 #include "runtime/chat_format.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
@@ -113,9 +114,9 @@ const float* feed_prompt(Engine& e, const std::vector<int32_t>& ids) {
 }
 
 int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
-    const ChatFormat fmt_ = chat_format_detect(e.tokenizer(), e.model().config.arch);
+    const ChatTemplate ct = chat_template_for(e.tokenizer(), *e.model().gguf);
     std::fprintf(stderr, "[jitllm] chat format: %s; type a message, an empty line or EOF ends\n",
-                 chat_format_name(fmt_));
+                 chat_format_name(ct.format));
     std::vector<ChatMessage> msgs;
     if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
     std::vector<int32_t> fed;  // tokens in the KV cache
@@ -124,8 +125,8 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
         std::fprintf(stderr, "> ");
         if (!std::getline(std::cin, line) || line.empty()) break;
         msgs.push_back({"user", line});
-        std::vector<int32_t> ids = e.tokenizer().encode(chat_render(fmt_, msgs, true),
-                                                        !chat_format_has_bos(fmt_), true);
+        std::vector<int32_t> ids = e.tokenizer().encode(chat_render(ct, msgs, true),
+                                                        !chat_format_has_bos(ct.format), true);
         size_t common = 0;
         while (common < fed.size() && common < ids.size() && fed[common] == ids[common]) ++common;
         if (common < fed.size()) {  // the rendering diverged from what is cached: start over
@@ -174,15 +175,17 @@ int cmd_run(const Args& args) {
     Engine e(eo);
     if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());
     Sampler sampler(f.sp);
+    // greedy without penalties: the device's argmax picks the token, logits stay on the device
+    e.backend().set_logits_needed(!sampler.plain_greedy());
     if (f.interactive) return run_chat(e, f, sampler);
 
     std::vector<int32_t> ids;
     if (f.instruct) {
-        const ChatFormat cf = chat_format_detect(e.tokenizer(), e.model().config.arch);
+        const ChatTemplate ct = chat_template_for(e.tokenizer(), *e.model().gguf);
         std::vector<ChatMessage> msgs;
         if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
         msgs.push_back({"user", f.prompt});
-        ids = e.tokenizer().encode(chat_render(cf, msgs, true), !chat_format_has_bos(cf), true);
+        ids = e.tokenizer().encode(chat_render(ct, msgs, true), !chat_format_has_bos(ct.format), true);
     } else {
         ids = e.tokenizer().encode(f.prompt, true, false);
     }

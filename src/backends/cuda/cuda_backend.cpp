@@ -285,7 +285,8 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuGraphLaunch(g, st));
     }
     if (ph == Phase::Decode) {
-        JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(logits_.data(), slots_[size_t(Slot::Logits)], logits_.size() * 4, st));
+        if (logits_needed_)
+            JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(logits_.data(), slots_[size_t(Slot::Logits)], logits_.size() * 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(host_io_ + 2, scratch_.at("token_out"), 4, st));
     }
     ctx_->synchronize();

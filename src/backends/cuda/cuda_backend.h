@@ -47,6 +47,7 @@ public:
     int32_t sampled_token() const override { return token_out_; }
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
+    void set_logits_needed(bool needed) override { logits_needed_ = needed; }
 
     CudaContext& context() { return *ctx_; }
     const Schedule& schedule() const { return sched_; }
@@ -85,6 +86,7 @@ private:
     CUgraphExec graph_[2] = {nullptr, nullptr};
     std::vector<float> logits_;
     int32_t token_out_ = 0;
+    bool logits_needed_ = true;
     int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[2];
