@@ -16,4 +16,18 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: ok (${#missing[@]} packages installed)"
+
+# Node.js + the real `openai` client (v6, pinned by tests/server/package-lock.json) for the server
+# tests; installed into tests/server/node_modules (repo-local, ignored by git).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -f "$root/tests/server/node_modules/openai/package.json" ] ||
+   [ "$root/tests/server/package-lock.json" -nt "$root/tests/server/node_modules/.package-lock.json" ]; then
+    (cd "$root/tests/server" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+echo "install-deps: ok (${#missing[@]} packages installed; node $(node --version), openai $(node -p \
+    "require('$root/tests/server/node_modules/openai/package.json').version" 2>/dev/null || echo '?'))"
