@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace jitllm {
 
@@ -26,13 +27,30 @@ namespace {
 constexpr uint64_t kMaxNameBytes = 65535;     // keys and tensor names
 constexpr int kMaxArrayDepth = 8;             // nested arrays deeper than this are refused
 constexpr uint32_t kMaxDims = 4;              // ggml's GGML_MAX_DIMS
-// Every array element becomes a GgufValue (~100 bytes), so cap the total to bound memory on a
-// hostile file; real vocabularies use a few million elements at most.
-constexpr uint64_t kMaxArrayElements = uint64_t(1) << 26;
+// Every array element becomes a GgufValue (~100 bytes) however small it is in the file (a u8),
+// so cap the total to bound memory on a hostile file (2^23 elements: under 1 GiB). The largest
+// real vocabularies (262K tokens with scores, types and ~500K merges) use about 1.3 million.
+constexpr uint64_t kMaxArrayElements = uint64_t(1) << 23;
+// Larger alignments only pad files; 1 MiB is far above any writer's choice (ggml uses 32).
+constexpr uint64_t kMaxAlignment = uint64_t(1) << 20;
 constexpr uint64_t kMinKvBytes = 8 + 4;             // key length + value type
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 
 bool is_valid_type(uint32_t t) { return t <= uint32_t(GgufValueType::F64); }
+
+// Keys and tensor names: non-empty UTF-8 without control bytes (they appear in messages and are
+// compared as text). `what` is "key" or "name"; the cursor's context names the item.
+void check_name(const std::string& file, const std::string& context, const char* what,
+                const std::string& s) {
+    if (s.empty())
+        fail("{}: {}: empty {}: expected 1 to {} bytes", file, context, what, kMaxNameBytes);
+    size_t bad = utf8_invalid_at(s);
+    for (size_t i = 0; i < s.size() && i < bad; ++i)
+        if (uint8_t(s[i]) < 0x20 || s[i] == 0x7f) bad = i;
+    if (bad != std::string::npos)
+        fail("{}: {}: {} '{}' is not printable UTF-8 text: invalid byte 0x{:02x} at offset {}",
+             file, context, what, escape_text(s), uint8_t(s[bad]), bad);
+}
 
 // Bytes one element of `t` needs at least (strings: the length; arrays: type + count).
 uint64_t min_value_bytes(GgufValueType t) {
@@ -306,6 +324,7 @@ void GgufReader::parse() {
     for (uint64_t k = 0; k < n_kv; ++k) {
         c.set_context(fmt::format("KV #{}", k));
         std::string key = c.read_string("key", kMaxNameBytes);
+        check_name(name, c.context(), "key", key);
         if (!keys.insert(key).second)
             fail("{}: duplicate key '{}': expected each key once, found it again at KV #{}", name,
                  key, k);
@@ -322,6 +341,9 @@ void GgufReader::parse() {
         if (a->value.u == 0 || (a->value.u & (a->value.u - 1)) != 0)
             fail("{}: key 'general.alignment': expected a nonzero power of two, found {}", name,
                  a->value.u);
+        if (a->value.u > kMaxAlignment)
+            fail("{}: key 'general.alignment': expected at most {}, found {}", name, kMaxAlignment,
+                 a->value.u);
         alignment_ = a->value.u;
     }
 
@@ -334,6 +356,7 @@ void GgufReader::parse() {
         GgufTensorInfo ti;
         c.set_context(fmt::format("tensor #{}", k));
         ti.name = c.read_string("name", kMaxNameBytes);
+        check_name(name, c.context(), "name", ti.name);
         std::string subj = fmt::format("tensor '{}'", ti.name);
         c.set_context(subj);
         if (!names.insert(ti.name).second)

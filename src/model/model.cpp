@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "gguf/gguf_reader.h"
 #include "model/arch/arch.h"
 
@@ -101,7 +102,8 @@ std::unique_ptr<Model> load_model(std::unique_ptr<GgufReader> g) {
     if (!entry) {
         std::string list;
         for (const auto& a : kArchs) list += (list.empty() ? "" : ", ") + std::string(a.name);
-        fail("{}: unsupported architecture '{}'; supported: {}", g->path(), arch, list);
+        fail("{}: unsupported architecture '{}'; supported: {}", g->path(), escape_text(arch),
+             list);
     }
     m->config = entry->parse_config(*g);
     ModelConfig& c = m->config;

@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "gguf/gguf_reader.h"
 #include "tokenizer/unicode.h"
 
@@ -57,6 +58,24 @@ void load_merges(const GgufReader& g, Vocab& v) {
     }
 }
 
+// After load_tokens: every merge must be "left right" with both sides tokens of the vocab (true
+// of every real vocabulary; llama.cpp would silently keep a merge that can never apply).
+void check_merges(const Vocab& v) {
+    for (size_t i = 0; i < v.merges.size(); ++i) {
+        const std::string& m = v.merges[i];
+        const size_t sp = m.find(' ', 1);
+        if (sp == std::string::npos)
+            fail("{}: key 'tokenizer.ggml.merges': merge {} '{}': expected two tokens separated "
+                 "by a space",
+                 v.file, i, escape_text(m));
+        for (std::string_view side : {std::string_view(m).substr(0, sp),
+                                      std::string_view(m).substr(sp + 1)})
+            if (v.find(side) < 0)
+                fail("{}: key 'tokenizer.ggml.merges': merge {} '{}' names unknown token '{}'",
+                     v.file, i, escape_text(m), escape_text(side));
+    }
+}
+
 void load_tokens(const GgufReader& g, Vocab& v) {
     auto texts = g.get_string_array_opt("tokenizer.ggml.tokens");
     if (!texts) fail("{}: missing key 'tokenizer.ggml.tokens'", v.file);
@@ -77,10 +96,16 @@ void load_tokens(const GgufReader& g, Vocab& v) {
     for (size_t i = 0; i < n; ++i) {
         TokenData& t = v.tokens[i];
         t.text = std::move((*texts)[i]);
+        // Every known vocabulary spells its tokens in UTF-8 (raw bytes are <0xNN> tokens or
+        // GPT-2 alphabet characters); anything else is a corrupt file.
+        if (size_t bad = utf8_invalid_at(t.text); bad != std::string::npos)
+            fail("{}: key 'tokenizer.ggml.tokens': token {} '{}' is not valid UTF-8: invalid "
+                 "byte 0x{:02x} at offset {}",
+                 v.file, i, escape_text(t.text), uint8_t(t.text[bad]), bad);
         if (t.text.empty()) t.text = "[EMPTY_" + std::to_string(i) + "]";
         if (!v.token_to_id.insert(t.text, int32_t(i)))
             fail("{}: key 'tokenizer.ggml.tokens': duplicate token '{}' at ids {} and {}",
-                 v.file, t.text, v.token_to_id.find(t.text), i);
+                 v.file, escape_text(t.text), v.token_to_id.find(t.text), i);
         v.max_token_len = std::max(v.max_token_len, t.text.size());
         t.score = scores ? (*scores)[i] : 0.0f;
         if (types) {
@@ -111,12 +136,22 @@ void load_special_ids(const GgufReader& g, Vocab& v) {
         {"tokenizer.ggml.suffix_token_id", &v.fim_suf},
         {"tokenizer.ggml.middle_token_id", &v.fim_mid},
     };
+    // The ids generation depends on must be in the vocab; -1 (i32) or 0xFFFFFFFF (u32) mark
+    // "none" and keep the default. For the others an id outside the vocab keeps the default,
+    // as llama.cpp does (e.g. a pad id one past the vocab in some conversions).
+    const int32_t* const strict[] = {&v.bos, &v.eos, &v.eot, &v.eom, &v.unk};
     for (auto [key, id] : keys) {
         if (*id >= v.n_tokens()) *id = -1;  // a default outside the vocab means none
-        // An id outside the vocab (0xFFFFFFFF marks "none" in many files) keeps the default,
-        // as llama.cpp does.
-        if (auto val = g.get_int_opt(key); val && *val >= 0 && *val < v.n_tokens())
+        auto val = g.get_int_opt(key);
+        if (!val) continue;
+        if (*val >= 0 && *val < v.n_tokens()) {
             *id = int32_t(*val);
+            continue;
+        }
+        const bool none = *val < 0 || *val == int64_t(UINT32_MAX);
+        if (!none && std::find(std::begin(strict), std::end(strict), id) != std::end(strict))
+            fail("{}: key '{}': expected a token id in [0, {}) (or -1 for none), found {}",
+                 v.file, key, v.n_tokens(), *val);
     }
 }
 
@@ -267,7 +302,7 @@ std::unique_ptr<Vocab> load_vocab(const GgufReader& g) {
         auto spec = pre_tokenizer_spec(v.pre);
         if (!spec)
             fail("{}: key 'tokenizer.ggml.pre': unsupported pre-tokenizer '{}'; supported: {}",
-                 v.file, v.pre, pre_tokenizer_names());
+                 v.file, escape_text(v.pre), pre_tokenizer_names());
         v.ignore_merges = spec->ignore_merges;
         v.add_bos = spec->add_bos;
         v.clean_spaces = spec->clean_spaces;
@@ -276,12 +311,13 @@ std::unique_ptr<Vocab> load_vocab(const GgufReader& g) {
     } else {
         fail("{}: key 'tokenizer.ggml.model': unsupported tokenizer '{}'; supported: llama "
              "(SentencePiece), gpt2 (byte-level BPE), bert (WordPiece)",
-             v.file, v.model);
+             v.file, escape_text(v.model));
     }
     v.add_space_prefix =
         g.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(v.add_space_prefix);
 
     load_tokens(g, v);
+    if (v.kind == VocabKind::Bpe) check_merges(v);
     load_special_ids(g, v);
     v.add_bos = g.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(v.add_bos);
     v.add_eos = g.get_bool_opt("tokenizer.ggml.add_eos_token").value_or(v.add_eos);

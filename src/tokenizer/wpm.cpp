@@ -64,7 +64,9 @@ void wpm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out
             out.push_back(id);
             i = end;
         }
-        if (out.size() == start) out.push_back(v.unk);
+        // A word the vocab cannot spell becomes [UNK]; without one it is dropped (llama.cpp
+        // would emit the invalid id -1).
+        if (out.size() == start && v.unk >= 0) out.push_back(v.unk);
     }
 }
 
