@@ -42,7 +42,7 @@ int cmd_serve(const Args& args) {
                                            "/v1/models); also $JITLLM_API_KEY")->envname("JITLLM_API_KEY");
     app.add_option("--queue-size", o.queue_size, "requests that may wait for a slot before 503 (default 64)")
         ->check(CLI::Range(0, 100000));
-    app.add_option("--threads-http", o.http_threads, "HTTP worker threads (default: parallel + queue + 8)")
+    app.add_option("--threads-http", o.http_threads, "HTTP worker threads (default: 2 x (parallel + queue) + 16)")
         ->check(CLI::Range(0, 100000));
     app.add_option("--max-body", o.max_body_bytes, "largest request body in bytes (default 8 MiB)")
         ->check(CLI::Range(size_t(1024), size_t(1) << 30));

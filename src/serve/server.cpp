@@ -596,8 +596,11 @@ int Server::bind() {
     lim.write_timeout_s = opt_.write_timeout_s;
     lim.keep_alive_timeout_s = opt_.keep_alive_timeout_s;
     lim.keep_alive_max_count = 1000;
-    // every streaming or waiting request holds a worker thread; keep spares for /health
-    lim.threads = opt_.http_threads > 0 ? opt_.http_threads : opt_.model.n_seq + opt_.queue_size + 8;
+    // Every streaming or waiting request holds a worker thread, and so does every idle kept-alive
+    // connection until keep_alive_timeout; cpp-httplib 0.11 cannot answer /health outside the pool
+    // (llama.cpp PR #20799), so keep it well above slots + queue.
+    const int admitted = opt_.model.n_seq + opt_.queue_size;
+    lim.threads = opt_.http_threads > 0 ? opt_.http_threads : 2 * admitted + 16;
     Ctx* c = ctx_.get();
     c->http = std::make_unique<HttpServer>(lim);
     c->http->set_handlers([c](const HttpRequest& q, HttpResponse& r) { c->handle(q, r); },

@@ -24,7 +24,7 @@ struct ServerOptions {
     int port = 8080;              // 0: any free port
     std::string api_key;          // empty: no authentication
     int queue_size = 64;          // requests waiting for a slot before 503
-    int http_threads = 0;         // 0: slots + queue + 8 (each open connection holds one)
+    int http_threads = 0;         // 0: 2 x (slots + queue) + 16 (each open connection holds one)
     size_t max_body_bytes = 8u << 20;
     int read_timeout_s = 15;
     int write_timeout_s = 30;
