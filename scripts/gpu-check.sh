@@ -38,7 +38,7 @@ golden)
     ;;
 kernels)
     log "kernels vs CPU reference"
-    for t in "$B"/backend_cuda_kernels_test; do [ -x "$t" ] && "$t" 2>&1 | tail -40 | tee -a "$OUT/summary.txt"; done
+    "$B/kernels_vs_cpu_test" 2>&1 | tee "$OUT/kernels.txt" | grep -E "OK|FAILED|PASSED|Failure|Expected|Which|rel|slot" | head -60 | tee -a "$OUT/summary.txt"
     ;;
 jit)
     f=$(synth llama3.2-1b f16)
@@ -53,6 +53,30 @@ decode)
         f=$(synth llama3.2-1b "$t")
         log "decode 1B $t"
         "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 128 --temperature 0 2>&1 >/dev/null | grep -E "\[jitllm\]|error" | tee -a "$OUT/summary.txt"
+    done
+    ;;
+profile)
+    for t in ${PROFILE_TYPES:-f16 q4_0}; do
+        f=$(synth llama3.2-1b "$t")
+        log "profile 1B $t (per-kernel table, JSON + trace in $OUT/prof-$t)"
+        "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --temperature 0 --profiler \
+            --profiler-dump-dir "$OUT/prof-$t" 2>&1 >/dev/null | grep -vE "^\s*$" | tail -30 | tee -a "$OUT/summary.txt"
+    done
+    ;;
+ncu)
+    # The docs/profiling.md workflow: find the launch skip with --print-plan, then ncu one kernel.
+    f=$(synth llama3.2-1b f16)
+    J="$B/jitllm --gpu -m $f -p 'Once upon a time' -n 64 --seed 42 --temperature 0"
+    log "launch accounting: $J --print-plan"
+    eval "$J --print-plan" 2>&1 >/dev/null | grep -A40 "launch accounting" | tee "$OUT/launch-accounting.txt" | head -30 | tee -a "$OUT/summary.txt"
+    for k in ${NCU_KERNELS:-ffn_norm_gate_up_act__gemv_warp_f16 attn__split_kv_f16}; do
+        skip=$(awk -v k="$k" '$1 == k {print $6}' "$OUT/launch-accounting.txt")
+        log "ncu $k --launch-skip $skip"
+        eval "ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --csv --kernel-name regex:\"^$k\$\" --launch-skip $skip --launch-count 4 -- $J" \
+            > "$OUT/ncu-$k.csv" 2> "$OUT/ncu-$k.err"
+        echo "rc=$? $(wc -l < "$OUT/ncu-$k.csv") lines" | tee -a "$OUT/summary.txt"
+        grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Shared Memory Config|Dynamic Shared|Static Shared" "$OUT/ncu-$k.csv" | head -20 | tee -a "$OUT/summary.txt"
+        tail -3 "$OUT/ncu-$k.err" | tee -a "$OUT/summary.txt"
     done
     ;;
 *) echo "unknown stage $stage"; exit 2 ;;

@@ -43,6 +43,13 @@ void CpuBackend::run_phase(const std::vector<Task>& tasks, int32_t token, int po
     }
 }
 
+void CpuBackend::run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token,
+                              int pos) {
+    token_ = token;
+    pos_ = pos;
+    for (int i : indices) run_task(tasks[size_t(i)]);
+}
+
 const float* CpuBackend::decode(int32_t token, int pos) {
     run_phase(plan_.decode, token, pos);
     return slot(Slot::Logits);

@@ -22,6 +22,8 @@ public:
 
     // Executes one task (the reference for the GPU kernel of the same kind).
     void run_task(const Task& t);
+    // Executes tasks[i] for i in `indices` with the given token and position (kernel tests).
+    void run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token, int pos);
     float* slot(Slot s, int layer = 0);
 
 private:

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "jit/disk_cache.h"
 #include "profile/nvtx.h"
 
@@ -312,6 +313,44 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         }
     }
     steps_[iph]++;
+}
+
+void CudaBackend::upload_slot(Slot s, const float* src, size_t n) { ctx_->upload(slots_[size_t(s)], src, n * 4); }
+
+void CudaBackend::download_slot(Slot s, float* dst, size_t n) { ctx_->download(dst, slots_[size_t(s)], n * 4); }
+
+void CudaBackend::upload_kv(int layer, const float* k, const float* v, int n_pos) {
+    const size_t n = size_t(n_pos) * size_t(plan_.config->kv_dim());
+    if (sched_.kv_type == "float") {
+        ctx_->upload(k_cache_[size_t(layer)], k, n * 4);
+        ctx_->upload(v_cache_[size_t(layer)], v, n * 4);
+        return;
+    }
+    std::vector<uint16_t> hk(n), hv(n);
+    for (size_t i = 0; i < n; ++i) {
+        hk[i] = fp32_to_fp16(k[i]);
+        hv[i] = fp32_to_fp16(v[i]);
+    }
+    ctx_->upload(k_cache_[size_t(layer)], hk.data(), n * 2);
+    ctx_->upload(v_cache_[size_t(layer)], hv.data(), n * 2);
+}
+
+void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
+    host_io_[0] = token;
+    host_io_[1] = pos;
+    ctx_->upload(slots_[size_t(Slot::Token)], host_io_, 8);
+    auto& launches = ph == Phase::Decode ? decode_launches_ : prefill_launches_;
+    JITLLM_CHECK(index < launches.size(), "step {} of {}", index, launches.size());
+    const Launch& l = launches[index];
+    ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()));
+    // the attention split-KV main kernel's partial results are combined by the next launch
+    ctx_->synchronize();
+}
+
+int32_t CudaBackend::device_token_out() {
+    int32_t t = -1;
+    ctx_->download(&t, scratch_.at("token_out"), 4);
+    return t;
 }
 
 uint64_t CudaBackend::device_bytes() const {

@@ -54,6 +54,13 @@ public:
     const CudaInitStats& init_stats() const { return init_; }
     // Device pointer of a slot (tests read activations through it).
     CUdeviceptr slot_ptr(Slot s) const { return slots_[size_t(s)]; }
+    // Test hooks (tests/unit/backend_cuda_kernels_test.cpp): move one slot's floats or a layer's
+    // KV rows between host and device, and run a single kernel of a phase's schedule.
+    void upload_slot(Slot s, const float* src, size_t n);
+    void download_slot(Slot s, float* dst, size_t n);
+    void upload_kv(int layer, const float* k, const float* v, int n_pos);  // rows [0, n_pos)
+    void run_step(Phase ph, size_t index, int32_t token, int pos);
+    int32_t device_token_out();  // what the `sample` kernel wrote
     // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
     uint64_t device_bytes() const;
 
