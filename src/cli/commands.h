@@ -17,6 +17,7 @@ int cmd_plan(const Args& args);      // jitllm plan -m MODEL [--target sm_90]
 int cmd_kernels(const Args& args);   // jitllm kernels [--compile] --target sm_80,sm_90
 int cmd_synth(const Args& args);     // jitllm synth --shape S --type T --vocab V --out F
 int cmd_serve(const Args& args);     // jitllm serve -m MODEL --port 8080 --parallel N
+int cmd_bench(const Args& args);     // jitllm bench -m MODEL -p 512 -n 128 -r 5 -o md
 
 std::string default_model_path();
 // Parses args with a CLI11 app; handles --help (prints, returns true => caller exits 0).

@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"kernels", jitllm::cli::cmd_kernels, "list or compile (NVRTC) every kernel variant of a model"},
     {"synth", jitllm::cli::cmd_synth, "write a random-weight model of a real shape (benchmarks)"},
     {"serve", jitllm::cli::cmd_serve, "OpenAI-compatible HTTP server (docs/server.md)"},
+    {"bench", jitllm::cli::cmd_bench, "llama-bench-style pp/tg speed with GB/s and % of copy bandwidth"},
 };
 
 void print_usage() {
