@@ -50,12 +50,17 @@ gemv_cfgs=(
     "COLS=3072 ROWS0=8192 N_MAT=1 UP_OFFSET_ROWS=8192 HAS_BIAS=0 X_SMEM=1 NORM_IN=1 EPI=2"
 )
 [[ $QUICK == 1 ]] && gemv_cfgs=("${gemv_cfgs[0]}")
+# Rows per group: 2 weight rows per warp (REDUCE=1) or per block (REDUCE=0), the recommended
+# setting (docs/kernels.md): ROWS_PER_BLOCK = 8 warps x 2 (EPI=2: x 1 output = 2 weight rows).
 for t in $GEMV_TYPES; do
     for cfg in "${gemv_cfgs[@]}"; do
         # K-quants need COLS % 256 == 0: all configurations above satisfy it
-        add gemv "WTYPE=$t $cfg BLOCK=256 REDUCE=1 ROWS_PER_BLOCK=16"
-        add gemv "WTYPE=$t $cfg BLOCK=256 REDUCE=0 ROWS_PER_BLOCK=2"
+        if [[ $cfg == *EPI=2* ]]; then r1=8; r0=1; else r1=16; r0=2; fi
+        add gemv "WTYPE=$t $cfg BLOCK=256 REDUCE=1 ROWS_PER_BLOCK=$r1"
+        add gemv "WTYPE=$t $cfg BLOCK=256 REDUCE=0 ROWS_PER_BLOCK=$r0"
     done
+    # 4 weight rows per warp (the most the staging budget allows for Q8_0) and a 128-thread block
+    [[ $QUICK == 1 ]] || add gemv "WTYPE=$t ${gemv_cfgs[0]} BLOCK=128 REDUCE=1 ROWS_PER_BLOCK=16"
 done
 for t in F32 F16 BF16; do  # odd row length: the unaligned scalar path
     add gemv "WTYPE=$t COLS=4099 ROWS0=37 N_MAT=1 HAS_BIAS=0 X_SMEM=1 NORM_IN=1 EPI=0 BLOCK=128 REDUCE=1 ROWS_PER_BLOCK=8"

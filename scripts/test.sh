@@ -8,3 +8,8 @@ BUILD=${JITLLM_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DJITLLM_WERROR=ON >/dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" "$@"
+# Fuzz smoke run (issue 8; .ci/run sets JITLLM_FUZZ_SMOKE=1): clang ASan+UBSan build of the
+# libFuzzer targets in build-fuzz, then each target for 60 s (JITLLM_FUZZ_SECONDS).
+if [ "${JITLLM_FUZZ_SMOKE:-0}" = 1 ]; then
+    scripts/fuzz-smoke.sh
+fi

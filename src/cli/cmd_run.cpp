@@ -6,6 +6,7 @@
 #include "cli/cli_util.h"
 #include "cli/gpu_flags.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "gguf/gguf_reader.h"
 #include "runtime/chat_format.h"
 #include "runtime/engine.h"
@@ -104,6 +105,14 @@ void print_metrics(Engine& e, const std::string& format) {
     std::fprintf(stderr, "\n");
 }
 
+// Prompts are text: invalid UTF-8 is refused rather than tokenized differently by each vocab
+// (byte tokens in SentencePiece, U+FFFD in byte-level BPE).
+void check_utf8(const char* what, const std::string& text) {
+    if (size_t bad = utf8_invalid_at(text); bad != std::string::npos)
+        fail_usage("{}: expected UTF-8 text, found invalid byte 0x{:02x} at offset {}", what,
+                   uint8_t(text[bad]), bad);
+}
+
 // Feeds ids and records prompt timing.
 const float* feed_prompt(Engine& e, const std::vector<int32_t>& ids) {
     const double t0 = now_ms();
@@ -124,6 +133,7 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
     for (;;) {
         std::fprintf(stderr, "> ");
         if (!std::getline(std::cin, line) || line.empty()) break;
+        check_utf8("input line", line);
         msgs.push_back({"user", line});
         std::vector<int32_t> ids = e.tokenizer().encode(chat_render(ct, msgs, true),
                                                         !chat_format_has_bos(ct.format), true);
@@ -163,6 +173,8 @@ int cmd_run(const Args& args) {
     if (f.seed < 0) f.seed = int64_t(std::random_device{}() & 0x7fffffff);
     f.sp.seed = uint64_t(f.seed);
     sampler_params_validate(f.sp);
+    check_utf8("--prompt", f.prompt);
+    check_utf8("--system-prompt", f.system_prompt);
 
     EngineOptions eo;
     eo.model_path = f.model;
@@ -191,8 +203,8 @@ int cmd_run(const Args& args) {
     }
     if (ids.empty()) fail_usage("--prompt: expected at least one token, found an empty prompt");
     if (int(ids.size()) > e.n_ctx())
-        fail("prompt of {} tokens exceeds the context of {} tokens; hint: raise --ctx-size or "
-             "shorten the prompt", ids.size(), e.n_ctx());
+        fail_usage("prompt of {} tokens exceeds the context of {} tokens; hint: raise --ctx-size "
+                   "or shorten the prompt", ids.size(), e.n_ctx());
     if (f.echo) {
         std::string p = e.tokenizer().detokenize(ids, true);
         std::fwrite(p.data(), 1, p.size(), stdout);

@@ -204,7 +204,9 @@ private:
             fail("{}: {}: too many array elements in the metadata: expected at most {} in all, "
                  "found {}",
                  c_.name(), c_.context(), kMaxArrayElements, total_elements_);
-        v.arr.reserve(size_t(std::min<uint64_t>(n, 1 << 16)));
+        // n is bounded by the bytes left and the element cap above: reserving it exactly avoids
+        // the transient doubling of a growing vector on the largest arrays.
+        v.arr.reserve(size_t(n));
         for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(v.elem_type, depth + 1));
     }
 

@@ -139,8 +139,9 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
                 const Task& t = plan.decode[size_t(ti)];
                 outs.insert(outs.end(), t.out.begin(), t.out.end());
             }
-            if (si + 1 < steps.size() && steps[si + 1].symbol == k.symbol + "_reduce") {
-                // split-KV: run the partial kernel now, compare after the reduce
+            if (si + 1 < steps.size() && steps[si + 1].tasks == k.tasks) {
+                // several launches for one task group (split-KV partial + reduce; q-norm then
+                // k-norm): run this one now, compare after the group's last launch
                 gpu.run_step(Phase::Decode, si, token, pos);
                 continue;
             }

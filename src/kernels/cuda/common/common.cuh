@@ -38,6 +38,26 @@ struct __align__(2) half {
 #define JITLLM_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 #endif
 
+// Programmatic dependent launch (sm_90+, PDL=1): when the host launches a kernel with the
+// programmatic-stream-serialization attribute it may start before its predecessor finishes;
+// pdl_wait() then blocks until the predecessor's writes are visible (call it before reading
+// anything a previous kernel wrote and before any global write), and
+// pdl_launch_dependents() lets the successor start early. Without the attribute, or with
+// PDL=0, or below sm_90, both do nothing.
+#ifndef PDL
+#define PDL 0
+#endif
+__device__ __forceinline__ void pdl_wait() {
+#if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // --- conversions (exact; round-to-nearest-even where rounding happens) ---
 #ifndef JITLLM_EMU
 __device__ __forceinline__ float f16_to_f32(uint16_t h) {
@@ -58,6 +78,15 @@ __device__ __forceinline__ uint4 ldg_stream16(const void* p) {
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p));
     return v;
+}
+__device__ __forceinline__ uint2 ldg_stream8(const void* p) {  // PRECOND: 8-byte aligned
+    uint2 v;
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+// Asks L2 to fetch the line holding p (no register, no wait): weights a kernel will read soon.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 #endif
 
