@@ -505,7 +505,7 @@ std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int
     for (const auto& c : schedule_launch_accounting(s, r, warmup))
         o += fmt::format("  {:<46} {:>10} {:>11} {:>7} {:>8} {:>24} {:>24}\n", c.kernel, c.per_decode, c.per_prefill,
                          c.warmup, c.total, c.per_decode ? std::to_string(c.skip_decode) : "-",
-                         c.per_prefill ? std::to_string(c.skip_prefill) : "-");
+                         c.per_prefill && pr.prefill > 0 ? std::to_string(c.skip_prefill) : "-");
     o += fmt::format("  (steady state = after the prompt and {} generated tokens; ncu counts launches of the kernels its "
                      "--kernel-name filter matches)\n", warmup);
     return o;
