@@ -285,8 +285,8 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
             e.backend().set_logits_needed(false);
             BenchResult base = describe(e, o, model, threads);
             const DecodeBytes db = decode_bytes(e);
-            say(0, fmt::format("{}: {} backend, {} threads, n_ctx {}, load {:.0f} ms{}, copy bandwidth {:.1f} GB/s",
-                            model, base.backends, threads, n_ctx, e.times().load_ms,
+            say(0, fmt::format("{}: {} backend, {} thread{}, n_ctx {}, load {:.0f} ms{}, copy bandwidth {:.1f} GB/s",
+                            model, base.backends, threads, threads == 1 ? "" : "s", n_ctx, e.times().load_ms,
                             base.backends == "CUDA" ? fmt::format(" (JIT {:.0f} ms, cache {})",
                                                                   base.jit_compile_ms, base.kernel_cache)
                                                     : std::string(),

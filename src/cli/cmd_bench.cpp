@@ -11,6 +11,7 @@
 #include "cli/cli_util.h"
 #include "cli/gpu_flags.h"
 #include "core/error.h"
+#include "profile/profiler.h"
 
 namespace jitllm::cli {
 
@@ -142,7 +143,8 @@ int cmd_bench(const Args& args_in) {
     o.n_ctx = f.ctx_size;
     o.gpu = f.gpu;
     o.with_prefill_decode = f.with_prefill_decode;
-    o.cuda = f.g.cuda(false);
+    Profiler profiler;  // --profiler: per-kernel table of every timed and warm-up run (no graphs)
+    o.cuda = f.g.cuda(false, &profiler);
     o.seed = f.seed;
 
     const BenchFormat out_fmt = bench_format_from_name(f.output, "-o");
@@ -175,6 +177,14 @@ int cmd_bench(const Args& args_in) {
         });
     emit(stdout, printer->end());
     if (err_printer) emit(stderr, err_printer->end());
+    if (!profiler.records().empty()) {
+        std::fprintf(stderr, "%s", profiler.table().c_str());
+        if (!f.g.profiler_dump_dir.empty()) {
+            profiler.dump(f.g.profiler_dump_dir);
+            std::fprintf(stderr, "[jitllm] profile written to %s/profile.json and trace.json\n",
+                         f.g.profiler_dump_dir.c_str());
+        }
+    }
     return 0;
 }
 
