@@ -1,0 +1,269 @@
+// gemv: y[r] = sum_k W[r,k] * x[k] for one activation vector (decode), with fusions:
+//   NORM_IN  x -> x * rsqrt(mean(x^2) + eps) * nw  first (attn_norm + attn_qkv in one kernel)
+//   N_MAT    up to 3 matrices of the same WTYPE and COLS in one launch (Q, K, V), row ranges
+//            [0,ROWS0), [ROWS0,+ROWS1), [..,+ROWS2) with separate W, bias and y pointers
+//   EPI      0: y = acc (+bias)   1: y = resid + RES_SCALE * acc (y may alias resid; N_MAT=1)
+//            2: y = silu(gate.x) * (up.x), gate = W0 rows, up = W1 rows (N_MAT=2) or W0 rows
+//               + UP_OFFSET_ROWS (N_MAT=1, phi3's fused ffn_up); ROWS0 = output rows
+//            3: y = acc * OUT_SCALE (granite's 1/logit_scale)
+//
+// params:
+//   WTYPE           F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K (quant_blocks.cuh)
+//   COLS            K, the length of x. PRECOND: multiple of the block size (32 / 256)
+//   ROWS0..2, N_MAT rows per matrix (ROWS1/ROWS2 only for N_MAT >= 2/3); ROWS = ROWS0 alias
+//   BLOCK           threads per block (multiple of 32; power of two when REDUCE=0)
+//   ROWS_PER_BLOCK  output rows a block handles per pass: (BLOCK/32) warps x R rows each
+//                   (REDUCE=1; R = ROWS_PER_BLOCK / (BLOCK/32)), or all R by the whole block
+//                   (REDUCE=0). A warp reads R (2R for EPI=2) rows at once, sharing x loads.
+//   REDUCE          1: a warp per R rows, shuffle reduction. 0: the block per R rows, shared-
+//                   memory tree (no shuffles). Both correct for any shape.
+//   X_SMEM          1: x (normalised) staged in dynamic shared memory (COLS * 4 bytes).
+//                   0: x read through L1 (__ldg), normalised on the fly. Any COLS.
+//   NORM_IN, HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as above (0 when unused)
+//   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
+//                   x prologue (and before the PDL wait); 0 = off (default)
+//   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
+//   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
+//                   by default (setting it, even to 1, changes ptxas's register heuristics)
+// launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop),
+//          block = BLOCK, dynamic smem = X_SMEM ? COLS * 4 : 0 bytes (the host raises
+//          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES above 48 KiB);
+//          OUT_ROWS = ROWS0 (EPI=2) or ROWS0 + ROWS1 + ROWS2.
+// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, norm_w, resid, eps); unused ones = null.
+//          PRECOND: W pointers, x and norm_w 16-byte aligned; y and x do not overlap.
+// bytes:   sum over matrices of ROWS_m * row_bytes(WTYPE, COLS) + COLS * 4 (x) + OUT_ROWS * 4
+//          (+ COLS * 4 norm weight, + OUT_ROWS * 4 resid / bias each)
+// reference: cpu::matvec (+ cpu::rms_norm before, cpu::swiglu / add_scaled after)
+//            test: tests/kernels/gemv_test.cpp
+//
+// ALGO history: one algorithm (warp per rows, see gemv_dot.cuh); a persistent multi-stage
+// kernel would be the next one.
+
+#ifndef JITLLM_JIT  // defaults for a standalone syntax check only
+#define KERNEL_NAME gemv
+#define WTYPE Q8_0
+#define COLS 4096
+#define ROWS0 4096
+#define N_MAT 1
+#define BLOCK 256
+#define ROWS_PER_BLOCK 16
+#define REDUCE 1
+#define X_SMEM 1
+#define NORM_IN 1
+#define HAS_BIAS 0
+#define EPI 0
+#endif
+
+#if !defined(ROWS0) && defined(ROWS)
+#define ROWS0 ROWS
+#endif
+#ifndef ROWS1
+#define ROWS1 0
+#endif
+#ifndef ROWS2
+#define ROWS2 0
+#endif
+#ifndef RES_SCALE
+#define RES_SCALE 1.0f
+#endif
+#ifndef OUT_SCALE
+#define OUT_SCALE 1.0f
+#endif
+#ifndef UP_OFFSET_ROWS
+#define UP_OFFSET_ROWS 0
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
+#ifdef MIN_BLOCKS  // only when asked: a minimum changes ptxas's register heuristics
+#define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
+#else
+#define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK)
+#endif
+
+#define GROUP (REDUCE ? 32 : BLOCK)
+
+#include "common/gemv_dot.cuh"
+
+#define GEMV_GPB (BLOCK / GROUP)                   // groups per block
+#define GEMV_OPG (ROWS_PER_BLOCK / GEMV_GPB)       // output rows per group pass
+#define GEMV_DR (EPI == 2 ? 2 * GEMV_OPG : GEMV_OPG)  // weight rows per group pass
+#define GEMV_OUT_ROWS (EPI == 2 ? ROWS0 : ROWS0 + (N_MAT > 1 ? ROWS1 : 0) + (N_MAT > 2 ? ROWS2 : 0))
+
+static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: whole warps");
+static_assert(ROWS_PER_BLOCK % GEMV_GPB == 0 && GEMV_OPG >= 1, "ROWS_PER_BLOCK: R rows per group");
+static_assert(N_MAT >= 1 && N_MAT <= 3, "N_MAT: 1..3");
+static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
+static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
+static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
+#if GEMV_STAGED
+static_assert(GEMV_GPB * GEMV_DR * GEMV_STAGE_BYTES <= 40 * 1024, "staging smem: lower ROWS_PER_BLOCK");
+#endif
+
+#define GEMV_ROW_BYTES ((unsigned long long)(COLS / QK_ELEMS(WTYPE)) * QK_BYTES(WTYPE))
+
+// Weight row `o` of the stacked matrices [W0; W1; W2] (o < ROWS0 + ROWS1 + ROWS2).
+__device__ __forceinline__ const uint8_t* mat_row(const uint8_t* w0, const uint8_t* w1,
+                                                  const uint8_t* w2, int o) {
+    if (N_MAT == 1 || o < ROWS0) return w0 + (unsigned long long)o * GEMV_ROW_BYTES;
+    if (N_MAT == 2 || o < ROWS0 + ROWS1) return w1 + (unsigned long long)(o - ROWS0) * GEMV_ROW_BYTES;
+    return w2 + (unsigned long long)(o - ROWS0 - ROWS1) * GEMV_ROW_BYTES;
+}
+
+extern "C" __global__ void GEMV_LAUNCH_BOUNDS
+KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
+            const float* b2, float* y0, float* y1, float* y2, const float* x,
+            const float* norm_w, const float* resid, float eps) {
+#if REDUCE
+    __shared__ float red[32];
+#else
+    __shared__ float red[GEMV_DR > 1 ? GEMV_DR * BLOCK : BLOCK];
+#endif
+#if GEMV_STAGED
+    __shared__ __align__(16) uint8_t stage_all[GEMV_GPB * GEMV_DR * GEMV_STAGE_BYTES];
+#else
+    uint8_t* stage_all = nullptr;
+#endif
+    const int tid = threadIdx.x;
+    const uint8_t* W0 = static_cast<const uint8_t*>(w0);
+    const uint8_t* W1 = static_cast<const uint8_t*>(w1);
+    const uint8_t* W2 = static_cast<const uint8_t*>(w2);
+#if PREFETCH > 0
+    {
+        // weights do not depend on the previous kernel: start their first lines now
+        constexpr int LINES = ((PREFETCH < GEMV_ROW_BYTES ? PREFETCH : GEMV_ROW_BYTES) + 127) / 128;
+        constexpr int RM = EPI == 2 ? 2 : 1;  // weight rows per output row
+        for (int idx = tid; idx < ROWS_PER_BLOCK * RM * LINES; idx += BLOCK) {
+            const int line = idx % LINES, rr = idx / LINES;
+            const int o = blockIdx.x * ROWS_PER_BLOCK + rr / RM;
+            if (o >= GEMV_OUT_ROWS) continue;
+#if EPI == 2
+            const uint8_t* row = (rr % RM == 0 || N_MAT == 1)
+                ? W0 + (unsigned long long)(o + (rr % RM ? UP_OFFSET_ROWS : 0)) * GEMV_ROW_BYTES
+                : W1 + (unsigned long long)o * GEMV_ROW_BYTES;
+#else
+            const uint8_t* row = mat_row(W0, W1, W2, o);
+#endif
+            prefetch_l2(row + 128 * line);
+        }
+    }
+#endif
+    pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
+    XSrc xs;
+    xs.nw = norm_w;
+    xs.inv = 1.0f;
+    // --- prologue: x into shared memory and/or the rms of x (every block does it: x is small)
+#if X_SMEM
+    JITLLM_DYN_SMEM(float, xsm);
+    xs.p = xsm;
+    float ss = 0.0f;
+    if (COLS % 4 == 0) {
+        for (int k = 4 * tid; k < COLS; k += 4 * BLOCK) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
+            *reinterpret_cast<float4*>(xsm + k) = v;
+            ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+        }
+    } else {
+        for (int k = tid; k < COLS; k += BLOCK) {
+            const float v = __ldg(x + k);
+            xsm[k] = v;
+            ss += v * v;
+        }
+    }
+#if NORM_IN
+    // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
+    const float inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
+    for (int k = tid; k < COLS; k += BLOCK) xsm[k] = xsm[k] * inv * __ldg(norm_w + k);
+#else
+    (void)ss;
+#endif
+    __syncthreads();
+#else
+    xs.p = x;
+#if NORM_IN
+    float ss = 0.0f;
+    for (int k = tid; k < COLS; k += BLOCK) {
+        const float v = __ldg(x + k);
+        ss += v * v;
+    }
+    xs.inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
+#endif
+#endif
+    (void)eps;
+
+    // --- groups walk over passes of GEMV_OPG output rows
+    const int g = tid / GROUP, gt = tid % GROUP;
+    uint8_t* stage = stage_all ? stage_all + g * GEMV_DR * GEMV_STAGE_BYTES : nullptr;
+    for (int o0 = (blockIdx.x * GEMV_GPB + g) * GEMV_OPG; o0 < GEMV_OUT_ROWS;
+         o0 += gridDim.x * GEMV_GPB * GEMV_OPG) {
+        const uint8_t* rows[GEMV_DR];
+#pragma unroll
+        for (int i = 0; i < GEMV_OPG; ++i) {
+            const int o = min(o0 + i, GEMV_OUT_ROWS - 1);  // past the end: recompute the last row
+#if EPI == 2
+            rows[2 * i] = W0 + (unsigned long long)o * GEMV_ROW_BYTES;
+            rows[2 * i + 1] = N_MAT == 2 ? W1 + (unsigned long long)o * GEMV_ROW_BYTES
+                                         : W0 + (unsigned long long)(o + UP_OFFSET_ROWS) * GEMV_ROW_BYTES;
+#else
+            rows[i] = mat_row(W0, W1, W2, o);
+#endif
+        }
+        float acc[GEMV_DR];
+#pragma unroll
+        for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
+        rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
+        if (o0 + gridDim.x * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
+
+        // --- reduce each row's partial sums over the group
+#if REDUCE
+#pragma unroll
+        for (int i = 0; i < GEMV_DR; ++i) acc[i] = warp_sum(acc[i]);
+#else
+#pragma unroll
+        for (int i = 0; i < GEMV_DR; ++i) red[i * BLOCK + gt] = acc[i];
+        __syncthreads();
+        for (int s = BLOCK / 2; s > 0; s >>= 1) {
+            if (gt < s) {
+#pragma unroll
+                for (int i = 0; i < GEMV_DR; ++i) red[i * BLOCK + gt] += red[i * BLOCK + gt + s];
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int i = 0; i < GEMV_DR; ++i) acc[i] = red[i * BLOCK];
+        __syncthreads();  // red is rewritten by the next pass
+#endif
+
+        // --- epilogue: thread i of the group writes output row o0 + i
+#pragma unroll
+        for (int i = 0; i < GEMV_OPG; ++i) {
+            const int o = o0 + i;
+            if (gt != i || o >= GEMV_OUT_ROWS) continue;
+#if EPI == 2
+            float gate = acc[2 * i], up = acc[2 * i + 1];
+#if HAS_BIAS
+            gate += b0[o];
+            up += N_MAT == 2 ? b1[o] : b0[o + UP_OFFSET_ROWS];
+#endif
+            y0[o] = gate / (1.0f + expf(-gate)) * up;  // as cpu::swiglu
+#else
+            float v = acc[i];
+            // which matrix: o in [0,ROWS0) -> 0, then 1, then 2
+            const int m = (N_MAT == 1 || o < ROWS0) ? 0 : (N_MAT == 2 || o < ROWS0 + ROWS1) ? 1 : 2;
+            const int r = m == 0 ? o : m == 1 ? o - ROWS0 : o - ROWS0 - ROWS1;
+#if HAS_BIAS
+            v += (m == 0 ? b0 : m == 1 ? b1 : b2)[r];
+#endif
+            float* y = m == 0 ? y0 : m == 1 ? y1 : y2;
+#if EPI == 1
+            y[r] = resid[r] + (float)(RES_SCALE) * v;
+#elif EPI == 3
+            y[r] = v * (float)(OUT_SCALE);
+#else
+            y[r] = v;
+#endif
+#endif
+        }
+    }
+    (void)b0; (void)b1; (void)b2; (void)y1; (void)y2; (void)resid; (void)W1; (void)W2;
+}

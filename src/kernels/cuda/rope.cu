@@ -1,0 +1,87 @@
+// rope: rotates q (N_HEADS heads) and k (N_KV_HEADS heads) at position *pos_ptr, writes q back
+// and k, v into the KV cache row *pos_ptr (fused attn_rope + attn_kv_store). Rotated k is also
+// written back to its float buffer.
+//   theta_i = pos * base^(-2i/N_ROT) / freq_factor[i],  i < N_ROT/2
+//   PAIRING 0 (norm): (x[2i], x[2i+1]);  1 (neox): (x[i], x[i + N_ROT/2])
+//   (a, b) -> (a cos - b sin, a sin + b cos); dims >= N_ROT pass through
+// The angle is computed as the CPU does (float exponent, float pos * base^e, float division by
+// the factor) but with pow/sin/cos in double then rounded, i.e. correctly rounded, which is
+// what glibc's powf/sinf/cosf return in all but rare cases; no fast-math intrinsics.
+//
+// params:
+//   N_HEADS, N_KV_HEADS, HEAD_DIM, N_ROT (even, <= HEAD_DIM), PAIRING, HAS_FREQ_FACTORS
+//   KV_T        cache element type: half | float
+// PDL:     PDL=1 enables griddepcontrol (common.cuh); default 0
+// launch:  grid = N_HEADS + N_KV_HEADS (block h < N_HEADS: q head h; else kv head h - N_HEADS),
+//          block = HEAD_DIM / 2, smem = 0
+// args:    (q, k, v, k_cache, v_cache, pos_ptr, freq_factors, freq_base)
+//          q: (N_HEADS, HEAD_DIM) in/out; k: (N_KV_HEADS, HEAD_DIM) in/out; v: same, in;
+//          caches: [n_ctx][N_KV_HEADS * HEAD_DIM] of KV_T (this layer's base); freq_factors:
+//          N_ROT/2 floats or null. PRECOND: 0 <= *pos_ptr < n_ctx (not checked here).
+// bytes:   4 * HEAD_DIM * (2 * N_HEADS + 3 * N_KV_HEADS)   (q, k read and written; v read)
+//          + 2 * N_KV_HEADS * HEAD_DIM * sizeof(KV_T)       (k, v cache rows written)
+// reference: cpu::rope (q and k) + the cache copy   test: tests/kernels/rope_test.cpp
+
+#ifndef JITLLM_JIT  // defaults for a standalone syntax check only
+#define KERNEL_NAME rope
+#define N_HEADS 32
+#define N_KV_HEADS 8
+#define HEAD_DIM 128
+#define N_ROT 128
+#define PAIRING 0
+#define HAS_FREQ_FACTORS 1
+#define KV_T half
+#endif
+
+#include "common/common.cuh"
+
+static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && HEAD_DIM % 2 == 0, "rope dims");
+
+__device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_kv(half* p, float v) {
+    *reinterpret_cast<uint16_t*>(p) = f32_to_f16(v);
+}
+
+extern "C" __global__ void __launch_bounds__(HEAD_DIM / 2)
+KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
+            const int* pos_ptr, const float* freq_factors, float freq_base) {
+    constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
+    pdl_launch_dependents();
+    pdl_wait();
+    const int pos = *pos_ptr;
+    const int t = threadIdx.x;
+    const bool is_q = blockIdx.x < N_HEADS;
+    const int head = is_q ? blockIdx.x : blockIdx.x - N_HEADS;
+    float* hv = (is_q ? q : k) + head * HEAD_DIM;
+    KV_T* kc = k_cache + (unsigned long long)pos * KV_DIM + head * HEAD_DIM;
+    if (t < N_ROT / 2) {
+        const int i = t;
+        // exactly the CPU's float steps; pow, sin, cos correctly rounded via double
+        const float e = -2.0f * float(i) / float(N_ROT);
+        float theta = float(pos) * float(pow(double(freq_base), double(e)));
+#if HAS_FREQ_FACTORS
+        theta = theta / freq_factors[i];
+#endif
+        double sd, cd;
+        sincos(double(theta), &sd, &cd);
+        const float c = float(cd), s = float(sd);
+        const int a = PAIRING == 0 ? 2 * i : i;
+        const int b = PAIRING == 0 ? 2 * i + 1 : i + N_ROT / 2;
+        const float x0 = hv[a], x1 = hv[b];
+        // no FMA contraction: the same two roundings as the CPU's x0 * c - x1 * s
+        const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+        const float r1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        hv[a] = r0;
+        hv[b] = r1;
+        if (!is_q) {
+            store_kv(kc + a, r0);
+            store_kv(kc + b, r1);
+        }
+    }
+    if (is_q) return;
+    for (int d = N_ROT + t; d < HEAD_DIM; d += HEAD_DIM / 2) store_kv(kc + d, hv[d]);
+    const float* vh = v + head * HEAD_DIM;
+    KV_T* vc = v_cache + (unsigned long long)pos * KV_DIM + head * HEAD_DIM;
+    store_kv(vc + t, vh[t]);
+    store_kv(vc + t + HEAD_DIM / 2, vh[t + HEAD_DIM / 2]);
+}
