@@ -89,6 +89,19 @@ ncu)
         tail -3 "$OUT/ncu-$k.err" | tee -a "$OUT/summary.txt"
     done
     ;;
+bench)
+    # issue 5's table: six shapes, llama-bench style, copy bandwidth measured in the same run
+    for spec in ${BENCH_SHAPES:-llama3.1-8b:f16 llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        log "bench $spec"
+        "$B/jitllm" bench --gpu -m "$f" -p ${BENCH_P:-512} -n 128 -r ${BENCH_R:-3} -o md 2>&1 | tee -a "$OUT/summary.txt"
+    done
+    ;;
+depth)
+    f=$(synth llama3.1-8b q8_0)
+    log "tg128 at depth 0 and 4096, 8B Q8_0"
+    "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
 *) echo "unknown stage $stage"; exit 2 ;;
 esac
 done
