@@ -1,0 +1,142 @@
+// Runtime inputs through the jitllm binary (issue 8): out-of-range and malformed flags, prompts
+// over the context, non-UTF-8 and empty prompts, -n over the context. Each refusal is exit code 2
+// (usage) or 1 (a file), with exactly one `error:` line naming the problem; the accepted edge
+// cases run to completion with their documented note.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "corpus/corpus.h"
+#include "fixtures/test_support.h"
+
+namespace jitllm {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+    int rc = -1;
+    std::string out, err;
+    std::vector<std::string> errors;  // stderr lines starting with "error:"
+};
+
+// `args` is appended to the command line as shell text (so printf can make invalid UTF-8).
+Result run(const std::string& args) {
+    Result r;
+    r.rc = test::run_command("'" + test::binary_path() + "' " + args + " </dev/null", &r.out,
+                             &r.err);
+    std::istringstream in(r.err);
+    for (std::string l; std::getline(in, l);)
+        if (l.rfind("error:", 0) == 0) r.errors.push_back(l);
+    return r;
+}
+
+struct Refusal {
+    const char* args;
+    int rc;
+    const char* message;
+};
+
+TEST(CliInput, bad_flags_exit_2_with_one_error_line) {
+    const Refusal cases[] = {
+        {"-n -1", 2, "--max-tokens: Value -1 not in range 0 to 16777216"},
+        {"-n abc", 2, "--max-tokens: Value abc not in range"},
+        {"-n 99999999999", 2, "--max-tokens: Value 99999999999 not in range"},
+        {"--top-p 2", 2, "--top-p: expected a value in (0, 1], found 2"},
+        {"--top-p 0", 2, "--top-p: expected a value in (0, 1], found 0"},
+        {"--temperature -1", 2, "--temperature: expected a value in [0, 100], found -1"},
+        {"--temperature nan", 2, "--temperature: expected a value in [0, 100], found nan"},
+        {"--top-k -3", 2, "--top-k: expected a value >= 0, found -3"},
+        {"--min-p 1.5", 2, "--min-p: expected a value in [0, 1], found 1.5"},
+        {"--repeat-penalty 0", 2, "--repeat-penalty: expected a value in (0, 10], found 0"},
+        {"--repeat-last-n -1", 2, "--repeat-last-n: expected a value >= 0, found -1"},
+        {"--threads 0", 2, "--threads: Value 0 not in range 1 to 1024"},
+        {"--threads -4", 2, "--threads: Value -4 not in range 1 to 1024"},
+        {"--ctx-size -5", 2, "--ctx-size: Value -5 not in range 0 to 16777216"},
+        {"--ctx-size 100000", 2,
+         "--ctx-size 100000 exceeds the model's context length 2048 (llama.context_length)"},
+        {"--seed x", 2, "--seed"},
+        {"--bogus", 2, "--bogus"},
+        {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf: cannot open"},
+        {"-m /tmp", 1, "/tmp: cannot open: expected a GGUF file, found a directory"},
+    };
+    for (const Refusal& c : cases) {
+        SCOPED_TRACE(c.args);
+        const Result r = run(std::string("-p hello -n 2 --seed 1 ") + c.args);
+        EXPECT_EQ(r.rc, c.rc) << r.err;
+        ASSERT_EQ(r.errors.size(), 1u) << r.err;
+        EXPECT_THAT(r.errors[0], HasSubstr(c.message));
+    }
+}
+
+TEST(CliInput, prompt_over_the_context_is_a_usage_error) {
+    std::string longer;
+    for (int i = 0; i < 50; ++i) longer += "the cat sat on the mat. ";
+    const Result r = run("-p '" + longer + "' --ctx-size 32 -n 2 --seed 1");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr("tokens exceeds the context of 32 tokens; hint: raise "
+                                       "--ctx-size or shorten the prompt"));
+}
+
+TEST(CliInput, non_utf8_prompts_are_refused) {
+    Result r = run("-p \"$(printf 'ab\\377cd')\" -n 2 --seed 1");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr("--prompt: expected UTF-8 text, found invalid byte 0xff "
+                                       "at offset 2"));
+    // A lone lead byte at the end, and an overlong '/' in the system prompt.
+    r = run("-p \"$(printf 'caf\\303')\" -n 2 --seed 1");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr("invalid byte 0xc3 at offset 3"));
+    r = run("--instruct --system-prompt \"$(printf '\\300\\257')\" -p hi -n 2 --seed 1");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr("--system-prompt: expected UTF-8 text, found invalid "
+                                       "byte 0xc0 at offset 0"));
+    // Valid multi-byte text is accepted.
+    r = run("-p \"$(printf 'caf\\303\\251 \\342\\226\\201')\" -n 2 --seed 1");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(r.errors.empty()) << r.err;
+}
+
+TEST(CliInput, n_over_the_context_generates_up_to_the_context_with_a_note) {
+    const Result r = run("-p 'the cat' --ctx-size 16 -n 100 --seed 1 --temperature 0");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(r.errors.empty()) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("note: -n 100 exceeds the context; generating at most"));
+}
+
+TEST(CliInput, n_zero_generates_nothing) {
+    const Result r = run("-p 'the cat' -n 0 --seed 1");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, "\n");
+}
+
+TEST(CliInput, empty_prompt_starts_from_bos_or_is_refused_without_one) {
+    // stories260K adds BOS: the empty prompt is [BOS] and generation starts from it.
+    Result r = run("-p '' -n 3 --seed 1");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(r.errors.empty()) << r.err;
+    // A byte-level BPE vocab without BOS has no token for it: a usage error.
+    char tmpl[] = "/tmp/jitllm_cli_bpeXXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    const corpus::Bytes b = corpus::tiny_llama_bpe();
+    std::ofstream(tmpl, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    r = run(std::string("-m ") + tmpl + " -p '' -n 3 --seed 1");
+    ::unlink(tmpl);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr("--prompt: expected at least one token, found an empty "
+                                       "prompt"));
+}
+
+}  // namespace
+}  // namespace jitllm
