@@ -334,13 +334,12 @@ struct Server::Ctx {
 
     Gauges gauges() const {
         Gauges g;
-        g.ready = ready.load() && !closing.load();
-        if (g.ready || sched) {
-            g.requests_processing = sched ? sched->active() : 0;
-            g.requests_deferred = sched ? sched->queued() : 0;
-            g.slots_total = sched ? sched->slots() : 0;
-            g.n_ctx = batch ? batch->n_ctx() : 0;
-        }
+        if (!ready.load()) return g;  // batch and sched are set before ready, never read before it
+        g.ready = !closing.load();
+        g.requests_processing = sched->active();
+        g.requests_deferred = sched->queued();
+        g.slots_total = sched->slots();
+        g.n_ctx = batch->n_ctx();
         return g;
     }
 
