@@ -102,6 +102,16 @@ depth)
     log "tg128 at depth 0 and 4096, 8B Q8_0"
     "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 | tee -a "$OUT/summary.txt"
     ;;
+tune)
+    # gemv launch-bounds / prefetch sweep on decode (tg128), same run, same copy bandwidth
+    for spec in ${TUNE_SHAPES:-llama3.2-1b:f16 llama3.1-8b:f16 llama3.2-1b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for knobs in "" "--gemv-min-blocks 2" "--gemv-min-blocks 3" "--gemv-min-blocks 4" "--gemv-prefetch 2048" "--gemv-min-blocks 3 --gemv-prefetch 2048"; do
+            log "tune $spec [$knobs]"
+            "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r 3 $knobs -o md 2>&1 | grep -E "tg128|error" | tee -a "$OUT/summary.txt"
+        done
+    done
+    ;;
 *) echo "unknown stage $stage"; exit 2 ;;
 esac
 done

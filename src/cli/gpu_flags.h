@@ -20,6 +20,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
+    int gemv_min_blocks = 0, gemv_prefetch = 0;
     std::string profiler_dump_dir;
 
     void add(CLI::App& app) {
@@ -36,6 +37,11 @@ struct GpuFlags {
         app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics");
         app.add_flag("--profiler", profiler, "time every kernel launch; print a per-kernel table at the end");
         app.add_option("--profiler-dump-dir", profiler_dump_dir, "write profile.json and trace.json (Chrome trace) here");
+        app.add_option("--gemv-min-blocks", gemv_min_blocks,
+                       "tuning: minimum resident gemv blocks per SM (caps registers; 0 = compiler's choice)")
+            ->check(CLI::Range(0, 32));
+        app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
+            ->check(CLI::Range(0, 1 << 20));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
@@ -43,6 +49,8 @@ struct GpuFlags {
         ScheduleOptions s;
         s.fuse = !no_fuse;
         s.kv_f32 = kv_f32;
+        s.gemv_min_blocks = gemv_min_blocks;
+        s.gemv_prefetch = gemv_prefetch;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

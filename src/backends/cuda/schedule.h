@@ -55,6 +55,8 @@ struct ScheduleOptions {
     bool fuse = true;                            // --no-fuse: one kernel per task
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
+    int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
+    int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
 };
 
 struct Schedule {
