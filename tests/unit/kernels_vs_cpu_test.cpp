@@ -24,6 +24,7 @@ struct Case {
     TinySpec spec;
     GgmlType type;
     float emb_scale = 0, res_scale = 0, attn_scale = 0, logit_scale = 0;  // granite keys when > 0
+    int window = 0;  // <arch>.attention.sliding_window when > 0
 };
 
 std::unique_ptr<Model> build(const Case& c) {
@@ -50,6 +51,7 @@ std::unique_ptr<Model> build(const Case& c) {
     if (c.res_scale > 0) w.set_f32(a + ".residual_scale", c.res_scale);
     if (c.attn_scale > 0) w.set_f32(a + ".attention.scale", c.attn_scale);
     if (c.logit_scale > 0) w.set_f32(a + ".logit_scale", c.logit_scale);
+    if (c.window > 0) w.set_u32(a + ".attention.sliding_window", uint32_t(c.window));
     return load_model(GgufReader::from_bytes(w.to_bytes(), std::string(c.name) + ".gguf"));
 }
 
@@ -205,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"qwen3_qknorm_hd128_q5_1", spec("qwen3", 256, 352, 4, 1, 128, 1003), GgmlType::Q5_1},
         Case{"phi3_fused_hd64_q4_1", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::Q4_1},
         Case{"granite_scales_hd64_q5_0", spec("granite", 256, 352, 4, 1, 64, 1003), GgmlType::Q5_0,
-             12.0f, 0.22f, 0.25f, 2.0f}),
+             12.0f, 0.22f, 0.25f, 2.0f},
+        Case{"phi3_window3_hd64_f16", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::F16, 0, 0, 0, 0, 3}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -263,6 +263,7 @@ private:
                     .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", g_.attn_split ? 2 : 1)
                     .set("N_SPLITS", g_.attn_split ? g_.n_splits : 1).set("BLOCK", 128)
                     .set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4);
+                if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(g_.attn_split ? g_.n_splits : 1));

@@ -12,6 +12,7 @@
 //      l = 0); writes scratch. Then <name>_reduce combines the splits. grid = (N_KV_HEADS, N_SPLITS)
 //
 // params:
+//   WINDOW (optional) attend to the last WINDOW cached positions only (sliding window; 0 = all)
 //   N_HEADS, N_KV_HEADS, HEAD_DIM (64 | 128; any multiple of VEC with HEAD_DIM/VEC a power of two
 //   <= 32), KV_T (half | float), SCALE (float, e.g. 0.08838835f), ALGO, N_SPLITS (ALGO=2),
 //   KV_LOAD (bytes per thread and position: 16, or 8 = default for half with > 4 heads/group),
@@ -51,6 +52,9 @@
 #define VEC (KV_LOAD / (int)sizeof(KV_T))       // dims per thread
 #define GS (HEAD_DIM / VEC)                     // threads per position
 #define NG (BLOCK / GS)                         // position groups per block
+#ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
+#define WINDOW 0
+#endif
 #ifndef TILE
 #define TILE (QPG > 2 ? 2 : 4)
 #endif
@@ -100,10 +104,12 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
     const int kvh = blockIdx.x;
     const int n_pos = *pos_ptr + 1;
-    int begin = 0, end = n_pos;
+    // sliding window (phi3's attention.sliding_window): only the last WINDOW positions
+    const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
+    int begin = first, end = n_pos;
 #if ALGO == 2
-    const int chunk = (n_pos + N_SPLITS - 1) / N_SPLITS;
-    begin = min(n_pos, (int)blockIdx.y * chunk);
+    const int chunk = (n_pos - first + N_SPLITS - 1) / N_SPLITS;
+    begin = min(n_pos, first + (int)blockIdx.y * chunk);
     end = min(n_pos, begin + chunk);
 #endif
 
