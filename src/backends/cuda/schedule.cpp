@@ -86,6 +86,15 @@ public:
             g_.n_splits = std::max(1, std::min((2 * d_.sm_count + c_.n_kv_heads - 1) / c_.n_kv_heads,
                                                p_.n_ctx / 64));
         }
+        // Tensor-core gate for the batched-prefill matrix-matrix products (prefill issue): decided
+        // and printed now so the gate exists before any kernel uses it.
+        {
+            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const std::string tc = cc >= 90 ? "wgmma" : cc >= 80 ? "mma" : "simt";
+            forced("gemm.mma", tc == "simt" ? "mma" : tc, "simt", tc != "simt",
+                   fmt::format("compute capability {}.{}: {}; used by the batched prefill (no kernel yet)",
+                               d_.cc_major, d_.cc_minor, tc == "simt" ? "no tensor-core MMA" : tc + " tensor cores"));
+        }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
                             o_.kv_f32 ? "--kv-f32" : "half KV halves attention bytes"});
@@ -465,7 +474,7 @@ private:
 }  // namespace
 
 std::vector<std::string> schedule_gate_names() {
-    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce"};
+    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -473,7 +482,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce", gate, v, gate);
+                       "attn.algo, sample.reduce, gemm.mma", gate, v, gate);
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);
