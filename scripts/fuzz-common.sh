@@ -47,8 +47,11 @@ fuzz_seeds() {
     cp tests/fuzz/regressions/tokenizer_fuzz/* "$s/text/" 2>/dev/null || true
     # Chat: selector bytes, then template NUL role NUL content ...
     local k=0 v
+    local tmpl='{%% for message in messages %%}<|im_start|>{{ message.role }}'
+    local conv='\x00system\x00Be brief.\x00user\x00Hello <|im_end|> there\x00assistant'
+    conv+='\x00<think>x</think>Hi</s>\x00user\x00Bye'
     for v in '\x00' '\x13' '\x22' '\x35' '\x14' '\x07'; do
-        printf "$v"'\x80\x01{%% for message in messages %%}<|im_start|>{{ message.role }}\x00system\x00Be brief.\x00user\x00Hello <|im_end|> there\x00assistant\x00<think>x</think>Hi</s>\x00user\x00Bye' > "$s/chat/c$k"
+        printf "$v"'\x80\x01'"$tmpl$conv" > "$s/chat/c$k"
         k=$((k + 1))
     done
     printf '\x01\x02\x0b\x00user\x00\x00tool\x00[INST] x [/INST]' > "$s/chat/odd-roles"
@@ -75,11 +78,13 @@ fuzz_run() {
         -timeout=20 -print_final_stats=1 -artifact_prefix="$out/" "$@" \
         "$out/corpus" "$seeds" > "$out/log.txt" 2>&1 || rc=$?
     local execs corpus findings
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/log.txt" | grep -o '[0-9]*$' || echo '?')
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/log.txt" |
+        grep -o '[0-9]*$' || echo '?')
     corpus=$(find "$out/corpus" -type f | wc -l)
     findings=$(find "$out" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
         -o -name 'timeout-*' -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
-    echo "fuzz: $t: rc=$rc executions=$execs seconds=$((SECONDS - t0)) new-corpus=$corpus findings=$findings"
+    echo "fuzz: $t: rc=$rc executions=$execs seconds=$((SECONDS - t0))" \
+        "new-corpus=$corpus findings=$findings"
     if (( rc != 0 )); then
         echo "fuzz: $t failed; last lines of $out/log.txt:" >&2
         tail -40 "$out/log.txt" >&2

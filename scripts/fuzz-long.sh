@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long fuzz run (issue 8's record): each libFuzzer target to RUNS executions (default 10
-# million) under ASan+UBSan, one after another, logs and stats in $BUILD/fuzz-out/<target>/.
+# million) under ASan+UBSan, all targets at once, logs and stats in $BUILD/fuzz-out/<target>/.
 # Prints per target: executions, seconds, corpus size, findings. Not part of CI.
 # usage: scripts/fuzz-long.sh [RUNS] [TARGET...]
 set -euo pipefail
@@ -14,8 +14,12 @@ source scripts/fuzz-common.sh
 
 fuzz_build
 fuzz_seeds
-status=0
+# The targets run side by side (one core each); each prints its line when it ends.
+pids=()
 for t in $TARGETS; do
-    fuzz_run "$t" -runs="$RUNS" || status=1
+    fuzz_run "$t" -runs="$RUNS" &
+    pids+=($!)
 done
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
 exit $status

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)gguf_describe(*g, 4);
     try {
         auto tok = Tokenizer::from_gguf(*g);
-        const auto ids = tok->encode("Hello world, <s> \xC3\xBCnicode 123 \xE2\x96\x81x", true, true);
+        const auto ids =
+            tok->encode("Hello world, <s> \xC3\xBCnicode 123 \xE2\x96\x81x", true, true);
         for (int32_t id : ids)
             if (id < 0 || id >= tok->n_vocab()) __builtin_trap();  // encode made an invalid id
         (void)tok->detokenize(ids, true, true);
