@@ -1,0 +1,124 @@
+// Host side of gemm.cu: defines, geometry, bytes, flops (see gemm_variant.h and the kernel's
+// header comment, which this mirrors).
+#include "backends/cuda/gemm_variant.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+
+namespace jitllm {
+namespace {
+
+std::string upper_type(GgmlType t) {
+    std::string n = type_name(t);
+    for (auto& c : n) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return n;  // F32 F16 BF16 Q8_0 ... Q4_K
+}
+
+std::string float_literal(float f) {
+    std::string s = fmt::format("{:.9g}", f);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s + "f";
+}
+
+bool gemm_type_ok(GgmlType t) {
+    switch (t) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0:
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int tile_m(const GemmSpec& s) { return s.bm > 0 ? s.bm : s.mma ? 128 : 64; }
+int tile_n(const GemmSpec& s) { return s.bn > 0 ? s.bn : s.mma ? 128 : 64; }
+int stages(const GemmSpec& s) { return s.stages > 0 ? s.stages : 4; }
+bool async_w(const GemmSpec& s) { return s.wtype == GgmlType::F16 || s.wtype == GgmlType::BF16; }
+
+}  // namespace
+
+int gemm_out_rows(const GemmSpec& s) {
+    if (s.epi == 2) return s.rows[0];
+    int n = 0;
+    for (int i = 0; i < s.n_mat; ++i) n += s.rows[i];
+    return n;
+}
+
+int gemm_weight_rows(const GemmSpec& s) {
+    if (s.epi == 2) return 2 * s.rows[0];
+    return gemm_out_rows(s);
+}
+
+Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
+    if (!gemm_type_ok(s.wtype)) fail("gemm: weight type {} is not supported", type_name(s.wtype));
+    const int blk = int(type_traits(s.wtype).block_size);
+    if (s.cols <= 0 || s.cols % 32 != 0 || s.cols % blk != 0)
+        fail("gemm: cols {} must be a positive multiple of 32 and of the {} block ({})", s.cols, type_name(s.wtype), blk);
+    if (s.n_mat < 1 || s.n_mat > 3) fail("gemm: n_mat {} not in 1..3", s.n_mat);
+    if (s.epi < 0 || s.epi > 3) fail("gemm: epi {} not in 0..3", s.epi);
+    if (s.epi == 1 && s.n_mat != 1) fail("gemm: epi 1 (residual) takes one matrix");
+    if (s.epi == 2 && s.n_mat > 2) fail("gemm: epi 2 (swiglu) takes 1 or 2 matrices");
+    if (s.epi == 2 && s.n_mat == 1 && s.up_offset_rows < s.rows[0]) fail("gemm: epi 2 with one matrix needs up_offset_rows >= rows[0]");
+    Variant v("cuda/gemm.cu", symbol);
+    v.set("WTYPE", upper_type(s.wtype)).set("COLS", s.cols).set("N_MAT", s.n_mat);
+    v.set("ROWS0", s.rows[0]);
+    if (s.n_mat > 1) v.set("ROWS1", s.rows[1]);
+    if (s.n_mat > 2) v.set("ROWS2", s.rows[2]);
+    v.set("HAS_BIAS", int(s.has_bias)).set("EPI", s.epi).set("MMA", s.mma);
+    if (s.epi == 1) v.set("RES_SCALE", float_literal(s.res_scale));
+    if (s.epi == 3) v.set("OUT_SCALE", float_literal(s.out_scale));
+    if (s.epi == 2 && s.n_mat == 1) v.set("UP_OFFSET_ROWS", s.up_offset_rows);
+    if (s.bm > 0) v.set("BM", s.bm);
+    if (s.bn > 0) v.set("BN", s.bn);
+    if (s.mma && s.stages > 0) v.set("STAGES", s.stages);
+    return v;
+}
+
+unsigned gemm_smem_bytes(const GemmSpec& s) {
+    const int bm = tile_m(s), bn = tile_n(s), bk = 32;
+    if (!s.mma) return unsigned(2 * bk * ((bm + 4) + (bn + 4)) * 4);
+    const int st = stages(s);
+    const int w_slots = async_w(s) ? st : 2;
+    return unsigned(st * bm * bk * 4 + 2 * bm * bk * 2 + w_slots * bn * bk * 2);
+}
+
+GemmLaunch gemm_launch(const GemmSpec& s, int m) {
+    const int bm = tile_m(s), bn = tile_n(s);
+    const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+    GemmLaunch l;
+    l.grid = Dim3(unsigned((std::max(m, 1) + bm - 1) / bm), unsigned((out_w + bn - 1) / bn));
+    l.block = Dim3(s.mma ? 256u : 256u);
+    l.smem = gemm_smem_bytes(s);
+    return l;
+}
+
+uint64_t gemm_bytes(const GemmSpec& s, int m) {
+    const uint64_t out = uint64_t(gemm_out_rows(s));
+    uint64_t b = uint64_t(gemm_weight_rows(s)) * row_bytes(s.wtype, uint64_t(s.cols));
+    b += 4ull * uint64_t(m) * uint64_t(s.cols) + 4ull * uint64_t(m) * out;
+    if (s.epi == 1) b += 4ull * uint64_t(m) * out;
+    if (s.has_bias) b += 4ull * uint64_t(gemm_weight_rows(s));
+    return b;
+}
+
+uint64_t gemm_flops(const GemmSpec& s, int m) {
+    return 2ull * uint64_t(m) * uint64_t(s.cols) * uint64_t(gemm_weight_rows(s));
+}
+
+bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why) {
+    if (!gemm_type_ok(wtype)) {
+        if (why) *why = fmt::format("weight type {} has no gemm kernel", type_name(wtype));
+        return false;
+    }
+    if (sm < 80) {
+        if (why) *why = fmt::format("compute capability {}.{} < 8.0: no mma.sync m16n8k16 with f32 accumulation of bf16/f16 (use the SIMT sibling)", sm / 10, sm % 10);
+        return false;
+    }
+    if (why) why->clear();
+    return true;
+}
+
+}  // namespace jitllm

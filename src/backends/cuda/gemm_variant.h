@@ -1,0 +1,55 @@
+// The matrix-matrix kernel (src/kernels/cuda/gemm.cu) from the host: its JIT variant, launch
+// geometry, bytes and flops for a chunk of m activation rows, and the tensor-core gate. Pure
+// host data (no device), so the schedule can use it for any target arch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/cuda_device.h"
+#include "core/dtype.h"
+#include "jit/variant.h"
+
+namespace jitllm {
+
+struct GemmSpec {
+    GgmlType wtype = GgmlType::F16;
+    int cols = 0;                // K: multiple of 32 (256 for K-quants)
+    int rows[3] = {0, 0, 0};     // rows of each matrix (only the first n_mat count)
+    int n_mat = 1;               // 1..3
+    int epi = 0;                 // 0 plain, 1 residual, 2 swiglu, 3 scale (as gemv.cu)
+    bool has_bias = false;
+    float res_scale = 1.0f;      // EPI=1
+    float out_scale = 1.0f;      // EPI=3
+    int up_offset_rows = 0;      // EPI=2 with n_mat=1
+    int mma = 1;                 // 1 tensor cores (mma.sync, sm_80+), 0 SIMT f32
+    int bm = 0, bn = 0;          // tile; 0 = default (MMA 128 x 128, SIMT 64 x 64)
+    int stages = 0;              // MMA cp.async ring depth; 0 = default (4)
+};
+
+// Variant of "cuda/gemm.cu" with every define of `s` (symbol = entry point name).
+Variant gemm_variant(const GemmSpec& s, const std::string& symbol);
+
+struct GemmLaunch {
+    Dim3 grid, block;
+    unsigned smem = 0;  // dynamic shared memory; above 48 KiB the host raises the function limit
+};
+// Launch geometry for m activation rows (m >= 1).
+GemmLaunch gemm_launch(const GemmSpec& s, int m);
+// Dynamic shared memory of the variant (the same for every m).
+unsigned gemm_smem_bytes(const GemmSpec& s);
+
+// Output rows per activation row: rows[0] for EPI=2, else the sum over matrices.
+int gemm_out_rows(const GemmSpec& s);
+// Weight rows read: 2 * rows[0] for EPI=2, else the sum.
+int gemm_weight_rows(const GemmSpec& s);
+// Bytes moved from/to DRAM in the ideal case (weights once, x once, y once, + resid / bias).
+uint64_t gemm_bytes(const GemmSpec& s, int m);
+// 2 * m * cols * weight rows.
+uint64_t gemm_flops(const GemmSpec& s, int m);
+
+// Whether MMA=1 supports wtype on compute capability `sm` (e.g. 80, 90); when not, `why` (if
+// given) says why. Every supported weight type works from sm_80 (mma.sync f16 and bf16).
+bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why = nullptr);
+
+}  // namespace jitllm

@@ -1,0 +1,558 @@
+// gemm: Y[m, r] = sum_k X[m, k] * W[r, k] for a chunk of M activation rows (batched prefill,
+// multi-sequence decode): gemv.cu's matrix-matrix sibling with the same fusions and defines, so
+// the scheduler can swap one for the other.
+//   N_MAT    up to 3 matrices of the same WTYPE and COLS in one launch (Q, K, V): concatenated
+//            row ranges [0,ROWS0), [ROWS0,+ROWS1), [..,+ROWS2), separate W, bias and y
+//   EPI      0: y = acc (+bias)   1: y0 = resid + RES_SCALE * (acc (+bias)) (resid may alias y0;
+//               N_MAT=1)   2: y0 = silu(gate) * up, gate = W0 rows, up = W1 rows (N_MAT=2) or W0
+//               rows + UP_OFFSET_ROWS (N_MAT=1)   3: y = (acc (+bias)) * OUT_SCALE
+//
+// params:
+//   WTYPE           F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K (quant_blocks.cuh)
+//   COLS            K. PRECOND: multiple of 32 (256 for K-quants)
+//   ROWS0..2, N_MAT rows per matrix (any count; edges are guarded)
+//   HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as gemv.cu
+//   MMA             1: tensor cores, mma.sync.aligned.m16n8k16 f32 += f16 x f16 (bf16 x bf16 for
+//                   WTYPE=BF16), sm_80+. 0: SIMT f32 FMA tiles (any arch), f32 throughout.
+//   BM, BN          tile: BM activation rows x BN weight rows per block (MMA default 128 x 128,
+//                   SIMT 64 x 64). MMA: BM = 16 * WARPS_M * i, BN = 16 * WARPS_N * j.
+//   WARPS_M, WARPS_N  MMA warp grid (default 2 x 4: each warp a 64 x 32 sub-tile)
+//   STAGES          MMA cp.async ring depth (default 4, >= 3)
+//   BK              32 (fixed: the f16 tiles are 64-byte rows with an XOR swizzle)
+//   MIN_BLOCKS      __launch_bounds__ minimum (MMA default: 2 for F16/BF16 on sm_90+ = 128
+//                   registers, 1 otherwise: the register-staged types spill a few bytes at 128,
+//                   and sm_8x holds one 112 KiB block per SM anyway)
+// launch:  grid  = (ceil(M / BM), N_TILES), N_TILES = ceil(OUT_W / BN), OUT_W = ROWS0 + ROWS1 +
+//                  ROWS2, or 2 * ROWS0 for EPI=2 (a tile holds BN/2 gate rows and their BN/2 up
+//                  rows); block = 32 * WARPS_M * WARPS_N (MMA) or 256 (SIMT)
+//          dynamic smem (independent of M):
+//            MMA:  STAGES*BM*BK*4 (x f32 ring) + 2*BM*BK*2 (x f16) + W: STAGES*BN*BK*2 (F16/BF16,
+//                  cp.async ring) or 2*BN*BK*2 (other types, dequantized double buffer)
+//                  = 112 KiB (F16/BF16) / 96 KiB at 128x128, STAGES 4 (host raises the limit)
+//            SIMT: 2 * BK * ((BM + 4) + (BN + 4)) * 4 = 34 KiB at 64 x 64
+// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m); unused ones = null.
+//          x f32 [m, COLS], y_i f32 [m, ROWS_i] (EPI=2: y0 [m, ROWS0]), resid f32 [m, ROWS0].
+//          PRECOND: W pointers and x 16-byte aligned; y does not overlap x; m >= 1.
+// bytes:   weights once from DRAM (sum_i ROWS_i * row_bytes; L2 serves the M tiles after the
+//          first: blockIdx.x, the M tile, varies fastest) + 4 * m * COLS (x, once per N tile
+//          from L2) + 4 * m * OUT_ROWS (y) (+ 4 * m * OUT_ROWS resid, + 4 * OUT_ROWS bias)
+// flops:   2 * m * COLS * (weight rows)
+// reference: cpu::matvec for each row of X (+ bias, cpu::swiglu / add_scaled / scale after)
+//            test: tests/unit/kernels_gemm_test.cpp
+// precision: MMA: x rounded to f16 (bf16 for BF16 weights: exact weights, no f16 overflow of
+//          bf16-trained activations, 2^-9 relative instead of 2^-11), quantized and F32 weights
+//          dequantized in f32 then rounded once to f16 (2^-11 relative), f32 accumulation over
+//          k in steps of 16. Error ~ 2^-11 * sqrt(K) * |w||x| typical (bf16: 4x). SIMT: f32
+//          everywhere (different summation order than the CPU only).
+//
+// design (MMA): 8 warps, block tile 128 x 128 x 32, warp tile 64 x 32 = 4 x 4 mma tiles (64 f32
+// accumulators per thread). x arrives as f32 through a STAGES-deep cp.async ring (16-byte
+// copies, zero-filled past m), is converted to f16 one K step ahead into a double-buffered
+// swizzled tile; F16/BF16 weights go straight into a STAGES-deep cp.async ring (zero-filled
+// past the last row); other types are loaded into registers one K step ahead (before the
+// tensor-core work), dequantized after it and stored as f16 into a double-buffered tile. Every
+// f16 tile row is 64 bytes; 16-byte chunk c of row r sits at chunk c ^ ((r >> 1) & 3), so the
+// 8 row addresses of each ldmatrix phase hit 8 distinct bank groups. One __syncthreads per K
+// step. Fragments: A (x) with ldmatrix.x4 per 16 x 16, B (W rows = columns of W^T) with one
+// ldmatrix.x4 per two 8-row n tiles.
+
+#ifndef JITLLM_JIT  // defaults for a standalone syntax check only
+#define KERNEL_NAME gemm
+#define WTYPE F16
+#define COLS 4096
+#define ROWS0 4096
+#define N_MAT 1
+#define HAS_BIAS 0
+#define EPI 0
+#define MMA 1
+#endif
+
+#ifndef ROWS1
+#define ROWS1 0
+#endif
+#ifndef ROWS2
+#define ROWS2 0
+#endif
+#ifndef RES_SCALE
+#define RES_SCALE 1.0f
+#endif
+#ifndef OUT_SCALE
+#define OUT_SCALE 1.0f
+#endif
+#ifndef UP_OFFSET_ROWS
+#define UP_OFFSET_ROWS 0
+#endif
+#ifndef HAS_BIAS
+#define HAS_BIAS 0
+#endif
+#include "common/gemm_wload.cuh"  // the type macros (F16, Q8_0, ...) before they are tested
+
+#ifndef BK
+#define BK 32
+#endif
+#if MMA
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 4
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef MIN_BLOCKS  // 2 x 8 warps fit 128 registers with cp.async weights; the register-staged
+#if (WTYPE == F16 || WTYPE == BF16) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // weight
+#define MIN_BLOCKS 2  // loads of the other types need a few more; sm_8x fits one 112 KiB block
+#else
+#define MIN_BLOCKS 1
+#endif
+#endif
+#define GEMM_NT (32 * WARPS_M * WARPS_N)
+#else
+#ifndef BM
+#define BM 64
+#endif
+#ifndef BN
+#define BN 64
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#define GEMM_NT 256
+#endif
+
+
+#define GEMM_TOTAL_ROWS (ROWS0 + (N_MAT > 1 ? ROWS1 : 0) + (N_MAT > 2 ? ROWS2 : 0))
+#define GEMM_OUT_ROWS (EPI == 2 ? ROWS0 : GEMM_TOTAL_ROWS)
+
+static_assert(N_MAT >= 1 && N_MAT <= 3, "N_MAT: 1..3");
+static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
+static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
+static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
+static_assert(COLS % 32 == 0 && COLS % QK_ELEMS(WTYPE) == 0, "COLS: multiple of 32 and of the block");
+static_assert(BK == 32, "BK: 32");
+
+// EPI=2: a tile's BN columns are groups of 2*G: G gate rows, then the same G rows of up, so one
+// thread holds gate and up of the same outputs (MMA: G = half a warp's columns).
+#if MMA
+#define GEMM_G (BN / WARPS_N / 2)
+#else
+#define GEMM_G (BN / 2)
+#endif
+
+// Weight row for column j of N tile `tile`, or null past the end.
+__device__ __forceinline__ const uint8_t* gemm_wrow(const uint8_t* W0, const uint8_t* W1,
+                                                   const uint8_t* W2, int tile, int j) {
+#if EPI == 2
+    const int grp = j / (2 * GEMM_G), within = j % (2 * GEMM_G);
+    const int o = tile * (BN / 2) + grp * GEMM_G + within % GEMM_G;
+    if (o >= ROWS0) return nullptr;
+    if (within < GEMM_G) return W0 + (unsigned long long)o * GEMM_ROW_BYTES;
+    return N_MAT == 2 ? W1 + (unsigned long long)o * GEMM_ROW_BYTES
+                      : W0 + (unsigned long long)(o + UP_OFFSET_ROWS) * GEMM_ROW_BYTES;
+#else
+    const int o = tile * BN + j;
+    if (o >= GEMM_TOTAL_ROWS) return nullptr;
+    if (N_MAT == 1 || o < ROWS0) return W0 + (unsigned long long)o * GEMM_ROW_BYTES;
+    if (N_MAT == 2 || o < ROWS0 + ROWS1) return W1 + (unsigned long long)(o - ROWS0) * GEMM_ROW_BYTES;
+    return W2 + (unsigned long long)(o - ROWS0 - ROWS1) * GEMM_ROW_BYTES;
+    (void)W1; (void)W2;
+#endif
+}
+
+// Output o (concatenated row index, not EPI=2) of activation row m.
+__device__ __forceinline__ void gemm_store(float* y0, float* y1, float* y2, const float* b0,
+                                           const float* b1, const float* b2, const float* resid,
+                                           int m, int o, float v) {
+    const int mi = (N_MAT == 1 || o < ROWS0) ? 0 : (N_MAT == 2 || o < ROWS0 + ROWS1) ? 1 : 2;
+    const int r = mi == 0 ? o : mi == 1 ? o - ROWS0 : o - ROWS0 - ROWS1;
+    const int ld = mi == 0 ? ROWS0 : mi == 1 ? ROWS1 : ROWS2;
+#if HAS_BIAS
+    v += (mi == 0 ? b0 : mi == 1 ? b1 : b2)[r];
+#endif
+    float* y = mi == 0 ? y0 : mi == 1 ? y1 : y2;
+    const unsigned long long i = (unsigned long long)m * ld + r;
+#if EPI == 1
+    y[i] = resid[i] + (float)(RES_SCALE) * v;
+#elif EPI == 3
+    y[i] = v * (float)(OUT_SCALE);
+#else
+    y[i] = v;
+#endif
+    (void)b0; (void)b1; (void)b2; (void)resid;
+}
+
+// EPI=2: output o of row m from its gate and up sums.
+__device__ __forceinline__ void gemm_store_swiglu(float* y0, const float* b0, const float* b1,
+                                                  int m, int o, float gate, float up) {
+#if HAS_BIAS
+    gate += b0[o];
+    up += N_MAT == 2 ? b1[o] : b0[o + UP_OFFSET_ROWS];
+#endif
+    y0[(unsigned long long)m * ROWS0 + o] = gate / (1.0f + expf(-gate)) * up;  // as cpu::swiglu
+    (void)b0; (void)b1;
+}
+
+#if MMA
+// ------------------------------------------------------------------------------------------
+// tensor-core path
+#define GEMM_WTM (BM / WARPS_M)  // warp tile rows (activations)
+#define GEMM_WTN (BN / WARPS_N)  // warp tile columns (weight rows)
+#define GEMM_MT (GEMM_WTM / 16)
+#define GEMM_NTL (GEMM_WTN / 8)
+#define GEMM_ASYNC_W (WTYPE == F16 || WTYPE == BF16)
+#define GEMM_XC (BM * BK / 4 / GEMM_NT)  // 16-byte x chunks per thread per stage
+#define GEMM_WC (BN * BK / 8 / GEMM_NT)  // 8-element weight units per thread per stage
+static_assert(GEMM_WTM % 16 == 0 && GEMM_WTN % 16 == 0, "warp tile: multiples of 16");
+static_assert((BM * BK / 4) % GEMM_NT == 0 && (BN * BK / 8) % GEMM_NT == 0, "tile vs threads");
+static_assert(STAGES >= 3, "STAGES >= 3");
+
+#define GEMM_XF_BYTES (BM * BK * 4)
+#define GEMM_XH_BYTES (BM * BK * 2)
+#define GEMM_WH_BYTES (BN * BK * 2)
+#define GEMM_W_SLOTS (GEMM_ASYNC_W ? STAGES : 2)
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    uint32_t r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
+#if WTYPE == BF16
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+#endif
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// (lo, hi) -> packed pair, lo in the low 16 bits, round to nearest even.
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    uint32_t r;
+#if WTYPE == BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+// Byte offset of 16-byte chunk c (0..3) of row r in a 64-byte-row f16 tile.
+__device__ __forceinline__ uint32_t swz(int r, int c) { return uint32_t(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
+
+extern "C" __global__ void __launch_bounds__(GEMM_NT, MIN_BLOCKS)
+KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
+            const float* b2, float* y0, float* y1, float* y2, const float* x,
+            const float* resid, int m) {
+    JITLLM_DYN_SMEM(uint8_t, smem);
+    uint8_t* xf = smem;                                       // STAGES x [BM][BK] f32
+    uint8_t* xh = xf + STAGES * GEMM_XF_BYTES;                // 2 x [BM][BK] f16, swizzled
+    uint8_t* wh = xh + 2 * GEMM_XH_BYTES;                     // W_SLOTS x [BN][BK] f16, swizzled
+    const uint32_t xf_s = smem_addr(xf), xh_s = smem_addr(xh), wh_s = smem_addr(wh);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int m0 = blockIdx.x * BM, tile = blockIdx.y;
+    const uint8_t* W0 = static_cast<const uint8_t*>(w0);
+    const uint8_t* W1 = static_cast<const uint8_t*>(w1);
+    const uint8_t* W2 = static_cast<const uint8_t*>(w2);
+    constexpr int NK = COLS / BK;
+
+    // this thread's x chunks (row, 4 floats) and weight units (row, 8 elements), fixed over k
+    const float* xsrc[GEMM_XC];
+    int xbytes[GEMM_XC];
+#pragma unroll
+    for (int i = 0; i < GEMM_XC; ++i) {
+        const int u = tid + GEMM_NT * i, r = u / (BK / 4), c = u % (BK / 4);
+        const bool ok = m0 + r < m;
+        xsrc[i] = x + (unsigned long long)(ok ? m0 + r : 0) * COLS + 4 * c;
+        xbytes[i] = ok ? 16 : 0;
+    }
+    const uint8_t* wsrc[GEMM_WC];
+#pragma unroll
+    for (int i = 0; i < GEMM_WC; ++i) {
+        const int u = tid + GEMM_NT * i;
+        wsrc[i] = gemm_wrow(W0, W1, W2, tile, u / (BK / 8));
+    }
+
+    auto issue = [&](int s) {  // cp.async of K step s into ring slot s % STAGES (one group)
+        if (s < NK) {
+            const int slot = s % STAGES;
+#pragma unroll
+            for (int i = 0; i < GEMM_XC; ++i)
+                cp_async16(xf_s + slot * GEMM_XF_BYTES + (tid + GEMM_NT * i) * 16, xsrc[i] + s * BK, xbytes[i]);
+#if GEMM_ASYNC_W
+#pragma unroll
+            for (int i = 0; i < GEMM_WC; ++i) {
+                const int u = tid + GEMM_NT * i, r = u / (BK / 8), c = u % (BK / 8);
+                const uint8_t* src = wsrc[i] ? wsrc[i] + 2 * (s * BK + 8 * c) : W0;
+                cp_async16(wh_s + slot * GEMM_WH_BYTES + swz(r, c), src, wsrc[i] ? 16 : 0);
+            }
+#endif
+        }
+        cp_async_commit();
+    };
+    auto convert_x = [&](int s) {  // f32 ring slot of step s -> f16 tile (s & 1)
+        const int slot = s % STAGES;
+#pragma unroll
+        for (int i = 0; i < GEMM_XC; ++i) {
+            const int u = tid + GEMM_NT * i, r = u / (BK / 4), c = u % (BK / 4);
+            const float4 v = *reinterpret_cast<const float4*>(xf + slot * GEMM_XF_BYTES + u * 16);
+            const uint32_t lo = pack2(v.x, v.y), hi = pack2(v.z, v.w);
+            asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(xh_s + (s & 1) * GEMM_XH_BYTES + swz(r, c >> 1) + (c & 1) * 8),
+                         "r"(lo), "r"(hi) : "memory");
+        }
+    };
+#if !GEMM_ASYNC_W
+    WRaw wr[GEMM_WC];
+    auto wload = [&](int s) {
+#pragma unroll
+        for (int i = 0; i < GEMM_WC; ++i) {
+            const int u = tid + GEMM_NT * i, c = u % (BK / 8);
+            if (wsrc[i]) wr[i] = gemm_wload(wsrc[i], s * BK + 8 * c);
+        }
+    };
+    auto wstore = [&](int s) {
+#pragma unroll
+        for (int i = 0; i < GEMM_WC; ++i) {
+            const int u = tid + GEMM_NT * i, r = u / (BK / 8), c = u % (BK / 8);
+            float v[8];
+            if (wsrc[i]) {
+                gemm_wdequant(wr[i], s * BK + 8 * c, v);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) v[e] = 0.0f;
+            }
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(wh_s + (s & 1) * GEMM_WH_BYTES + swz(r, c)),
+                         "r"(pack2(v[0], v[1])), "r"(pack2(v[2], v[3])), "r"(pack2(v[4], v[5])), "r"(pack2(v[6], v[7]))
+                         : "memory");
+        }
+    };
+#endif
+
+    float acc[GEMM_MT][GEMM_NTL][4];
+#pragma unroll
+    for (int i = 0; i < GEMM_MT; ++i)
+#pragma unroll
+        for (int j = 0; j < GEMM_NTL; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    // prologue: steps 0 .. STAGES-2 in flight; step 0 converted (and dequantized)
+#if !GEMM_ASYNC_W
+    wload(0);
+#endif
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) issue(s);
+    cp_async_wait<STAGES - 2>();
+    convert_x(0);
+#if !GEMM_ASYNC_W
+    wstore(0);
+#endif
+
+#pragma unroll 1
+    for (int kt = 0; kt < NK; ++kt) {
+        cp_async_wait<STAGES - 3>();  // step kt+1 landed (this thread's copies)
+        __syncthreads();              // ... everyone's; tiles of step kt visible; step kt-1 done
+        issue(kt + STAGES - 1);
+#if !GEMM_ASYNC_W
+        if (kt + 1 < NK) wload(kt + 1);
+#endif
+        if (kt + 1 < NK) convert_x(kt + 1);
+
+        const uint32_t xa = xh_s + (kt & 1) * GEMM_XH_BYTES;
+        const uint32_t wa = wh_s + (GEMM_ASYNC_W ? (kt % STAGES) : (kt & 1)) * GEMM_WH_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < BK / 16; ++ks) {
+            uint32_t a[GEMM_MT][4], b[GEMM_NTL][2];
+#pragma unroll
+            for (int i = 0; i < GEMM_MT; ++i) {
+                const int r = wm * GEMM_WTM + i * 16 + (lane & 15);
+                ldsm_x4(a[i], xa + swz(r, 2 * ks + (lane >> 4)));
+            }
+#pragma unroll
+            for (int p = 0; p < GEMM_NTL / 2; ++p) {
+                const int r = wn * GEMM_WTN + p * 16 + ((lane >> 4) << 3) + (lane & 7);
+                uint32_t t[4];
+                ldsm_x4(t, wa + swz(r, 2 * ks + ((lane >> 3) & 1)));
+                b[2 * p][0] = t[0];
+                b[2 * p][1] = t[1];
+                b[2 * p + 1][0] = t[2];
+                b[2 * p + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < GEMM_MT; ++i)
+#pragma unroll
+                for (int j = 0; j < GEMM_NTL; ++j) mma16816(acc[i][j], a[i], b[j]);
+        }
+#if !GEMM_ASYNC_W
+        if (kt + 1 < NK) wstore(kt + 1);
+#endif
+    }
+    cp_async_wait<0>();
+
+    // epilogue: c0,c1 at (row g, cols 2q, 2q+1), c2,c3 at row g + 8; g = lane / 4, q = lane % 4
+#pragma unroll
+    for (int i = 0; i < GEMM_MT; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int mr = m0 + wm * GEMM_WTM + i * 16 + (lane >> 2) + 8 * h;
+            if (mr >= m) continue;
+#if EPI == 2
+#pragma unroll
+            for (int j = 0; j < GEMM_NTL / 2; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int o = tile * (BN / 2) + wn * GEMM_G + j * 8 + 2 * (lane & 3) + e;
+                    if (o < ROWS0)
+                        gemm_store_swiglu(y0, b0, b1, mr, o, acc[i][j][2 * h + e], acc[i][j + GEMM_NTL / 2][2 * h + e]);
+                }
+#else
+#pragma unroll
+            for (int j = 0; j < GEMM_NTL; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int o = tile * BN + wn * GEMM_WTN + j * 8 + 2 * (lane & 3) + e;
+                    if (o < GEMM_TOTAL_ROWS) gemm_store(y0, y1, y2, b0, b1, b2, resid, mr, o, acc[i][j][2 * h + e]);
+                }
+#endif
+        }
+    }
+    (void)y1; (void)y2; (void)b2; (void)resid; (void)W1; (void)W2;
+}
+
+#else
+// ------------------------------------------------------------------------------------------
+// SIMT path: 256 threads as 16 x 16, each a 4 x 4 block of outputs at rows ty + 16i, columns
+// tx + 16j (BM = BN = 64), f32 tiles [BK][BM + 4] and [BK][BN + 4] (k-major), double-buffered
+// through registers: the next step's x and weights are loaded before this step's FMAs and stored
+// after them.
+static_assert(BM == 64 && BN == 64, "SIMT: BM = BN = 64");
+#define GEMM_XP (BM + 4)
+#define GEMM_WP (BN + 4)
+#define GEMM_SX (BM * BK / 4 / 256)  // float4 x chunks per thread: 2
+#define GEMM_SW (BN * BK / 8 / 256)  // weight units per thread: 1
+
+extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS)
+KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
+            const float* b2, float* y0, float* y1, float* y2, const float* x,
+            const float* resid, int m) {
+    JITLLM_DYN_SMEM(float, smem);
+    float* xs = smem;                       // 2 x [BK][XP]
+    float* ws = smem + 2 * BK * GEMM_XP;    // 2 x [BK][WP]
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int m0 = blockIdx.x * BM, tile = blockIdx.y;
+    const uint8_t* W0 = static_cast<const uint8_t*>(w0);
+    const uint8_t* W1 = static_cast<const uint8_t*>(w1);
+    const uint8_t* W2 = static_cast<const uint8_t*>(w2);
+    constexpr int NK = COLS / BK;
+
+    const uint8_t* wsrc[GEMM_SW];
+#pragma unroll
+    for (int i = 0; i < GEMM_SW; ++i) wsrc[i] = gemm_wrow(W0, W1, W2, tile, (tid + 256 * i) / (BK / 8));
+    float4 xr[GEMM_SX];
+    WRaw wr[GEMM_SW];
+    auto load = [&](int s) {
+#pragma unroll
+        for (int i = 0; i < GEMM_SX; ++i) {
+            const int u = tid + 256 * i, r = u / (BK / 4), c = u % (BK / 4);
+            xr[i] = m0 + r < m ? __ldg(reinterpret_cast<const float4*>(x + (unsigned long long)(m0 + r) * COLS + s * BK + 4 * c))
+                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int i = 0; i < GEMM_SW; ++i) {
+            const int u = tid + 256 * i, c = u % (BK / 8);
+            if (wsrc[i]) wr[i] = gemm_wload(wsrc[i], s * BK + 8 * c);
+        }
+    };
+    auto store = [&](int s) {
+        float* xb = xs + (s & 1) * BK * GEMM_XP;
+        float* wb = ws + (s & 1) * BK * GEMM_WP;
+#pragma unroll
+        for (int i = 0; i < GEMM_SX; ++i) {
+            const int u = tid + 256 * i, r = u / (BK / 4), c = u % (BK / 4);
+            xb[(4 * c + 0) * GEMM_XP + r] = xr[i].x;
+            xb[(4 * c + 1) * GEMM_XP + r] = xr[i].y;
+            xb[(4 * c + 2) * GEMM_XP + r] = xr[i].z;
+            xb[(4 * c + 3) * GEMM_XP + r] = xr[i].w;
+        }
+#pragma unroll
+        for (int i = 0; i < GEMM_SW; ++i) {
+            const int u = tid + 256 * i, r = u / (BK / 8), c = u % (BK / 8);
+            float v[8];
+            if (wsrc[i]) {
+                gemm_wdequant(wr[i], s * BK + 8 * c, v);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) v[e] = 0.0f;
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) wb[(8 * c + e) * GEMM_WP + r] = v[e];
+        }
+    };
+
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+    load(0);
+    store(0);
+#pragma unroll 1
+    for (int kt = 0; kt < NK; ++kt) {
+        __syncthreads();  // tiles (kt & 1) written; step kt-1's tiles free
+        if (kt + 1 < NK) load(kt + 1);
+        const float* xb = xs + (kt & 1) * BK * GEMM_XP;
+        const float* wb = ws + (kt & 1) * BK * GEMM_WP;
+#pragma unroll 8
+        for (int k = 0; k < BK; ++k) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[i] = xb[k * GEMM_XP + ty + 16 * i];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) b[j] = wb[k * GEMM_WP + tx + 16 * j];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (kt + 1 < NK) store(kt + 1);
+    }
+
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int mr = m0 + ty + 16 * i;
+        if (mr >= m) continue;
+#if EPI == 2
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int o = tile * (BN / 2) + tx + 16 * j;
+            if (o < ROWS0) gemm_store_swiglu(y0, b0, b1, mr, o, acc[i][j], acc[i][j + 2]);
+        }
+#else
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int o = tile * BN + tx + 16 * j;
+            if (o < GEMM_TOTAL_ROWS) gemm_store(y0, y1, y2, b0, b1, b2, resid, mr, o, acc[i][j]);
+        }
+#endif
+    }
+    (void)y1; (void)y2; (void)b2; (void)resid; (void)W1; (void)W2;
+}
+#endif

@@ -1,0 +1,434 @@
+// The matrix-matrix kernel (src/kernels/cuda/gemm.cu, host side backends/cuda/gemm_variant.h):
+//  - GemmCompile (no GPU): every weight type x MMA 0/1 compiles with NVRTC for sm_80 and sm_90
+//    (plus the EPI / N_MAT / bias combinations for a few types) without register spills.
+//  - GemmVsCpu (GPU, skipped without one): every weight type, MMA 0 and 1, M in {1, 7, 32, 100,
+//    512}, odd row counts, K 256 / 1024 / 4096, every EPI, against cpu::matvec per row of X
+//    (+ bias and the epilogue). Errors are measured relative to ||w_r|| * ||x_m|| / sqrt(K),
+//    the size of a typical output: MMA <= 1e-2 (f16 rounding of x and of dequantized weights,
+//    ~2^-11 per product; bf16 2.5e-2), SIMT <= 1e-4.
+//  - GemmBench (GPU, only with JITLLM_GEMM_BENCH=1): TFLOP/s of F16, Q8_0, Q4_0 at M = 512 for
+//    Llama-3.1-8B and 3.2-1B shapes, MMA and SIMT.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/gemm_variant.h"
+#include "core/error.h"
+#include "jit/jit_compiler.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+bool is_kquant(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
+
+std::string sym(const GemmSpec& s, const char* what) {
+    return fmt::format("test_{}__gemm_{}_{}", what, s.mma ? "mma" : "simt", type_name(s.wtype));
+}
+
+// ------------------------------------------------------------------------------ compile only
+TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spills) {
+    std::vector<std::pair<std::string, Variant>> vs;  // (arch, variant)
+    for (const char* arch : {"sm_80", "sm_90"})
+        for (GgmlType t : kTypes)
+            for (int mma : {1, 0}) {
+                GemmSpec s;
+                s.wtype = t;
+                s.cols = is_kquant(t) ? 1024 : 992;
+                s.rows[0] = 1003;
+                s.mma = mma;
+                vs.emplace_back(arch, gemm_variant(s, sym(s, "plain")));
+            }
+    // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
+        for (int mma : {1, 0}) {
+            GemmSpec s;
+            s.wtype = t;
+            s.cols = 1024;
+            s.mma = mma;
+            s.rows[0] = 1003;
+            GemmSpec qkv = s;
+            qkv.n_mat = 3, qkv.rows[1] = 256, qkv.rows[2] = 136, qkv.has_bias = true;
+            GemmSpec res = s;
+            res.epi = 1, res.res_scale = 0.22f;
+            GemmSpec glu2 = s;
+            glu2.epi = 2, glu2.n_mat = 2, glu2.rows[1] = 1003;
+            GemmSpec glu1 = s;
+            glu1.epi = 2, glu1.up_offset_rows = 1003, glu1.has_bias = true;
+            GemmSpec scl = s;
+            scl.epi = 3, scl.out_scale = 0.125f;
+            vs.emplace_back("sm_90", gemm_variant(qkv, sym(s, "qkv")));
+            vs.emplace_back("sm_90", gemm_variant(res, sym(s, "res")));
+            vs.emplace_back("sm_90", gemm_variant(glu2, sym(s, "glu2")));
+            vs.emplace_back("sm_90", gemm_variant(glu1, sym(s, "glu1")));
+            vs.emplace_back("sm_90", gemm_variant(scl, sym(s, "scale")));
+        }
+    const auto t0 = std::chrono::steady_clock::now();
+    int n = 0;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+        std::vector<Variant> list;
+        for (auto& [a, v] : vs)
+            if (a == arch) list.push_back(v);
+        JitCompiler jit(arch, JitOptions{{false, ""}, 0});
+        const auto out = jit.compile_all(list);
+        for (const CompiledKernel& k : out) {
+            ++n;
+            SCOPED_TRACE(k.variant.display_name() + " " + k.arch);
+            EXPECT_FALSE(k.cubin.empty());
+            EXPECT_EQ(k.usage.spill_stores, 0) << k.log;
+            EXPECT_EQ(k.usage.spill_loads, 0);
+            if (k.variant.symbol.rfind("test_plain", 0) == 0)
+                std::printf("%-6s %-34s regs %3d\n", k.arch.c_str(), k.variant.symbol.c_str(), k.usage.registers);
+        }
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%d variants compiled in %.1f s\n", n, s);
+}
+
+TEST(GemmVariant, geometry_bytes_flops_and_gate) {
+    GemmSpec s;
+    s.wtype = GgmlType::F16;
+    s.cols = 4096;
+    s.rows[0] = 14336;
+    s.rows[1] = 14336;
+    s.n_mat = 2;
+    s.epi = 2;
+    const GemmLaunch l = gemm_launch(s, 512);
+    EXPECT_EQ(l.grid.x, 4u);
+    EXPECT_EQ(l.grid.y, 224u);  // 28672 weight rows / 128
+    EXPECT_EQ(l.block.x, 256u);
+    EXPECT_EQ(l.smem, 112u * 1024u);
+    EXPECT_EQ(gemm_flops(s, 512), 2ull * 512 * 4096 * 28672);
+    EXPECT_EQ(gemm_bytes(s, 512), 28672ull * 8192 + 4ull * 512 * 4096 + 4ull * 512 * 14336);
+    s.wtype = GgmlType::Q8_0;
+    EXPECT_EQ(gemm_launch(s, 1).smem, 96u * 1024u);
+    s.mma = 0;
+    EXPECT_EQ(gemm_launch(s, 100).grid.x, 2u);
+    EXPECT_EQ(gemm_launch(s, 100).grid.y, 448u);
+    std::string why;
+    EXPECT_TRUE(gemm_mma_supported(GgmlType::Q4_K, 90, &why));
+    EXPECT_FALSE(gemm_mma_supported(GgmlType::F16, 75, &why));
+    EXPECT_NE(why.find("7.5"), std::string::npos) << why;
+    EXPECT_FALSE(gemm_mma_supported(GgmlType::Q2_K, 90, &why));
+    const Variant v = gemm_variant(s, "blk_0_ffn__gemm_simt_q8_0");
+    EXPECT_EQ(v.display_name(),
+              "blk_0_ffn__gemm_simt_q8_0<WTYPE=Q8_0,COLS=4096,N_MAT=2,ROWS0=14336,ROWS1=14336,HAS_BIAS=0,EPI=2,MMA=0>");
+    s.cols = 100;
+    EXPECT_THROW(gemm_variant(s, "x"), Error);
+}
+
+// ------------------------------------------------------------------------------ GPU
+bool cuda_available(std::string* why) {
+    try {
+        CudaContext ctx(0);
+        return true;
+    } catch (const Error& e) {
+        *why = e.what();
+        return false;
+    }
+}
+
+std::mt19937 g_rng(12345);
+float urand() { return std::uniform_real_distribution<float>(-1.0f, 1.0f)(g_rng); }
+
+uint16_t f16_bits(float f) {  // round to nearest (test data only: normal range)
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    int e = int((u >> 23) & 0xFF) - 127 + 15;
+    uint32_t mant = u & 0x7FFFFFu;
+    if (e <= 0) return uint16_t(sign);
+    uint32_t h = sign | (uint32_t(e) << 10) | (mant >> 13);
+    if ((mant >> 12) & 1) ++h;
+    return uint16_t(h);
+}
+
+// rows x row_bytes of weights: quantized from random floats where quantize_row exists, else
+// (K-quants) random block bytes with sane f16 scales.
+std::vector<uint8_t> random_weights(GgmlType t, int rows, int cols) {
+    const size_t rb = row_bytes(t, uint64_t(cols));
+    std::vector<uint8_t> w(rb * size_t(rows));
+    if (can_quantize(t)) {
+        std::vector<float> v(static_cast<size_t>(cols));
+        for (int r = 0; r < rows; ++r) {
+            for (float& f : v) f = 0.5f * urand();
+            quantize_row(t, v.data(), w.data() + size_t(r) * rb, cols);
+        }
+        return w;
+    }
+    for (auto& b : w) b = uint8_t(g_rng() & 0xFF);
+    const int bb = int(type_traits(t).type_size);
+    for (size_t off = 0; off + size_t(bb) <= w.size(); off += size_t(bb)) {
+        auto put = [&](size_t at, float f) {
+            const uint16_t h = f16_bits(f);
+            std::memcpy(&w[off + at], &h, 2);
+        };
+        if (t == GgmlType::Q6_K) {
+            put(208, 0.002f + 0.002f * std::fabs(urand()));
+        } else {  // Q4_K, Q5_K: d, dmin
+            put(0, 0.002f + 0.002f * std::fabs(urand()));
+            put(2, 0.002f + 0.002f * std::fabs(urand()));
+        }
+    }
+    return w;
+}
+
+struct Dev {
+    CudaContext& ctx;
+    std::vector<CUdeviceptr> held;
+    CUdeviceptr put(const void* p, size_t n) {
+        CUdeviceptr d = ctx.alloc(std::max<size_t>(n, 16), MemCategory::Scratch, "gemm test");
+        if (p) ctx.upload(d, p, n);
+        held.push_back(d);
+        return d;
+    }
+    ~Dev() {
+        for (auto d : held) ctx.free(d);
+    }
+};
+
+struct Case {
+    int m, cols, rows0, n_mat, epi;
+    bool bias;
+};
+
+class GemmVsCpu : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
+    std::string why;
+    if (!cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+    const GgmlType t = GetParam();
+    CudaContext ctx(0);
+    JitCompiler jit(ctx.device().arch, JitOptions{{false, ""}, 0});
+    const int cc = ctx.device().cc_major * 10 + ctx.device().cc_minor;
+    const int kq = is_kquant(t) ? 256 : 1;
+    std::vector<Case> cases = {
+        {1, 256, 1003, 1, 0, false},  {7, 1024, 1003, 1, 1, false}, {32, 256, 1003, 3, 0, true},
+        {100, 1024, 515, 2, 2, true}, {100, 256, 333, 1, 2, false}, {512, 4096, 259, 1, 3, false},
+        {33, 4096, 200, 1, 0, true},
+    };
+    for (const Case& c : cases) {
+        const int cols = std::max(c.cols, kq);
+        GemmSpec s;
+        s.wtype = t;
+        s.cols = cols;
+        s.n_mat = c.n_mat;
+        s.epi = c.epi;
+        s.has_bias = c.bias;
+        s.rows[0] = c.rows0;
+        if (c.n_mat > 1) s.rows[1] = c.epi == 2 ? c.rows0 : 256;
+        if (c.n_mat > 2) s.rows[2] = 136;
+        if (c.epi == 1) s.res_scale = 0.22f;
+        if (c.epi == 3) s.out_scale = 0.125f;
+        if (c.epi == 2 && c.n_mat == 1) s.up_offset_rows = c.rows0 + 5;
+        // weights per matrix (EPI=2 with one matrix: up rows at up_offset_rows)
+        std::vector<std::vector<uint8_t>> W(size_t(c.n_mat));
+        std::vector<int> wrows(size_t(c.n_mat));
+        for (int i = 0; i < c.n_mat; ++i) {
+            wrows[size_t(i)] = (c.epi == 2 && c.n_mat == 1) ? s.up_offset_rows + c.rows0 : s.rows[i];
+            W[size_t(i)] = random_weights(t, wrows[size_t(i)], cols);
+        }
+        std::vector<std::vector<float>> B(size_t(c.n_mat));
+        for (int i = 0; i < c.n_mat; ++i) {
+            B[size_t(i)].resize(size_t(wrows[size_t(i)]));
+            for (float& f : B[size_t(i)]) f = urand();
+        }
+        std::vector<float> X(size_t(c.m) * size_t(cols));
+        for (float& f : X) f = urand();
+        const int out_rows0 = s.rows[0];
+        std::vector<float> R(size_t(c.m) * size_t(out_rows0));
+        for (float& f : R) f = urand();
+
+        // CPU reference: raw accumulations per matrix and row, plus scale ||w_r|| * ||x_m|| / sqrt(K)
+        const size_t rb = row_bytes(t, uint64_t(cols));
+        std::vector<std::vector<float>> acc(size_t(c.n_mat)), wn(size_t(c.n_mat));
+        std::vector<float> deq(static_cast<size_t>(cols));
+        for (int i = 0; i < c.n_mat; ++i) {
+            const int nr = wrows[size_t(i)];
+            acc[size_t(i)].resize(size_t(c.m) * size_t(nr));
+            for (int m = 0; m < c.m; ++m)
+                cpu::matvec(t, W[size_t(i)].data(), rb, nr, cols, X.data() + size_t(m) * size_t(cols),
+                            acc[size_t(i)].data() + size_t(m) * size_t(nr), 8);
+            wn[size_t(i)].resize(size_t(nr));
+            for (int r = 0; r < nr; ++r) {
+                dequantize_row(t, W[size_t(i)].data() + size_t(r) * rb, deq.data(), cols);
+                double ss = 0;
+                for (float f : deq) ss += double(f) * f;
+                wn[size_t(i)][size_t(r)] = float(std::sqrt(ss));
+            }
+        }
+        std::vector<float> xn(size_t(c.m));
+        for (int m = 0; m < c.m; ++m) {
+            double ss = 0;
+            for (int k = 0; k < cols; ++k) ss += double(X[size_t(m) * cols + k]) * X[size_t(m) * cols + k];
+            xn[size_t(m)] = float(std::sqrt(ss) / std::sqrt(double(cols)));
+        }
+
+        Dev dev{ctx, {}};
+        CUdeviceptr dw[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {0, 0, 0};
+        for (int i = 0; i < c.n_mat; ++i) {
+            dw[i] = dev.put(W[size_t(i)].data(), W[size_t(i)].size());
+            if (c.bias) db[i] = dev.put(B[size_t(i)].data(), B[size_t(i)].size() * 4);
+        }
+        const int n_out = c.epi == 2 ? 1 : c.n_mat;
+        for (int i = 0; i < n_out; ++i) dy[i] = dev.put(nullptr, size_t(c.m) * size_t(s.rows[i]) * 4);
+        const CUdeviceptr dx = dev.put(X.data(), X.size() * 4);
+        CUdeviceptr dres = 0;
+        if (c.epi == 1) {  // residual aliases y0, as in the decoder
+            ctx.upload(dy[0], R.data(), R.size() * 4);
+            dres = dy[0];
+        }
+        for (int mma : {1, 0}) {
+            if (mma && !gemm_mma_supported(t, cc)) continue;
+            s.mma = mma;
+            SCOPED_TRACE(fmt::format("{} mma={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
+                                     c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
+            if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
+            const Variant v = gemm_variant(s, sym(s, "vs_cpu"));
+            const CompiledKernel k = jit.compile(v);
+            CUmodule mod = ctx.load_module(k.cubin, v.display_name());
+            CUfunction f = ctx.function(mod, v.symbol);
+            const GemmLaunch l = gemm_launch(s, c.m);
+            if (l.smem > 48 * 1024) ctx.set_max_dynamic_shared(f, int(l.smem));
+            const void *w0 = (void*)dw[0], *w1 = (void*)dw[1], *w2 = (void*)dw[2];
+            const float *b0 = (float*)db[0], *b1 = (float*)db[1], *b2 = (float*)db[2];
+            float *y0 = (float*)dy[0], *y1 = (float*)dy[1], *y2 = (float*)dy[2];
+            const float* xp = (float*)dx;
+            const float* rp = (float*)dres;
+            ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m);
+            ctx.synchronize();
+            const double lim = mma ? (t == GgmlType::BF16 ? 2.5e-2 : 1e-2) : 1e-4;
+            double worst = 0;
+            int64_t bad = 0;
+            for (int i = 0; i < n_out; ++i) {
+                std::vector<float> y(size_t(c.m) * size_t(s.rows[i]));
+                ctx.download(y.data(), dy[i], y.size() * 4);
+                for (int m = 0; m < c.m; ++m)
+                    for (int r = 0; r < s.rows[i]; ++r) {
+                        const size_t o = size_t(m) * size_t(s.rows[i]) + size_t(r);
+                        double ref, scale;
+                        if (c.epi == 2) {
+                            const int ur = c.n_mat == 2 ? r : r + s.up_offset_rows;
+                            const auto& ua = c.n_mat == 2 ? acc[1] : acc[0];
+                            const auto& un = c.n_mat == 2 ? wn[1] : wn[0];
+                            const int unr = c.n_mat == 2 ? wrows[1] : wrows[0];
+                            double g = acc[0][size_t(m) * size_t(wrows[0]) + size_t(r)];
+                            double u = ua[size_t(m) * size_t(unr) + size_t(ur)];
+                            if (c.bias) {
+                                g += B[0][size_t(r)];
+                                u += (c.n_mat == 2 ? B[1] : B[0])[size_t(ur)];
+                            }
+                            float gf = float(g), gate_out[1], up[1] = {float(u)};
+                            cpu::swiglu(&gf, up, gate_out, 1);
+                            ref = gate_out[0];
+                            const double sg = wn[0][size_t(r)] * xn[size_t(m)], su = un[size_t(ur)] * xn[size_t(m)];
+                            scale = 1.2 * (sg * (std::fabs(u) + su) + su * (std::fabs(g) + sg));
+                        } else {
+                            double a = acc[size_t(i)][size_t(m) * size_t(wrows[size_t(i)]) + size_t(r)];
+                            if (c.bias) a += B[size_t(i)][size_t(r)];
+                            scale = wn[size_t(i)][size_t(r)] * xn[size_t(m)];
+                            if (c.epi == 1) {
+                                float yy = R[o];
+                                const float af = float(a);
+                                cpu::add_scaled(&yy, &af, s.res_scale, 1);
+                                ref = yy;
+                                scale *= s.res_scale;
+                            } else if (c.epi == 3) {
+                                ref = a * s.out_scale;
+                                scale *= s.out_scale;
+                            } else {
+                                ref = a;
+                            }
+                        }
+                        const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
+                        if (!(e <= lim)) {
+                            if (bad < 5)
+                                ADD_FAILURE() << "y" << i << "[" << m << "," << r << "] = " << y[o] << ", cpu " << ref
+                                              << " (scaled error " << e << ")";
+                            ++bad;
+                        }
+                        if (e > worst || std::isnan(e)) worst = std::isnan(e) ? 1e30 : e;
+                    }
+            }
+            std::printf("%-5s %s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
+                        type_name(t), mma ? "mma " : "simt", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
+                        k.usage.registers, bad ? "  FAIL" : "");
+            EXPECT_EQ(bad, 0);
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GemmVsCpu, ::testing::ValuesIn(kTypes),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+// ------------------------------------------------------------------------------ bench
+TEST(GemmBench, tflops_at_m512) {
+    const char* on = std::getenv("JITLLM_GEMM_BENCH");
+    if (!on || std::string(on) != "1") GTEST_SKIP() << "set JITLLM_GEMM_BENCH=1";
+    std::string why;
+    if (!cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+    CudaContext ctx(0);
+    JitCompiler jit(ctx.device().arch, JitOptions{{false, ""}, 0});
+    const int M = std::getenv("JITLLM_GEMM_BENCH_M") ? std::atoi(std::getenv("JITLLM_GEMM_BENCH_M")) : 512;
+    struct Shape { const char* name; int n, k; };
+    const Shape shapes[] = {{"8B qkv-ish", 4096, 4096}, {"8B gate+up", 28672, 4096}, {"8B down", 4096, 14336},
+                            {"1B q/o", 2048, 2048},      {"1B gate+up", 16384, 2048}, {"1B down", 2048, 8192}};
+    const bool simt = !std::getenv("JITLLM_GEMM_BENCH_NO_SIMT");
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+        for (const Shape& sh : shapes) {
+            GemmSpec s;
+            s.wtype = t;
+            s.cols = sh.k;
+            s.rows[0] = sh.n;
+            const size_t wb = row_bytes(t, uint64_t(sh.k)) * size_t(sh.n);
+            Dev dev{ctx, {}};
+            std::vector<uint8_t> w(wb);
+            for (size_t i = 0; i < wb; ++i) w[i] = uint8_t((i * 7 + 3) & 0x3F);  // small finite values
+            const CUdeviceptr dw = dev.put(w.data(), wb);
+            std::vector<float> x(size_t(M) * size_t(sh.k), 0.01f);
+            const CUdeviceptr dx = dev.put(x.data(), x.size() * 4);
+            const CUdeviceptr dy = dev.put(nullptr, size_t(M) * size_t(sh.n) * 4);
+            for (int mma : {1, 0}) {
+                if (!mma && !simt) continue;
+                s.mma = mma;
+                const Variant v = gemm_variant(s, sym(s, "bench"));
+                const CompiledKernel k = jit.compile(v);
+                CUmodule mod = ctx.load_module(k.cubin, v.display_name());
+                CUfunction f = ctx.function(mod, v.symbol);
+                const GemmLaunch l = gemm_launch(s, M);
+                if (l.smem > 48 * 1024) ctx.set_max_dynamic_shared(f, int(l.smem));
+                const void *w0 = (void*)dw, *nul = nullptr;
+                const float* nf = nullptr;
+                float* y0 = (float*)dy;
+                float* ny = nullptr;
+                const float* xp = (float*)dx;
+                auto run = [&] { ctx.launch_with(f, l.grid, l.block, l.smem, w0, nul, nul, nf, nf, nf, y0, ny, ny, xp, nf, M); };
+                for (int i = 0; i < 3; ++i) run();
+                ctx.synchronize();
+                const int reps = mma ? 20 : 5;
+                const auto t0 = std::chrono::steady_clock::now();
+                for (int i = 0; i < reps; ++i) run();
+                ctx.synchronize();
+                const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+                const double tf = double(gemm_flops(s, M)) / sec / 1e12;
+                std::printf("%-5s %-4s M=%d N=%-5d K=%-5d %-11s %8.1f us  %6.1f TFLOP/s  %6.0f GB/s  regs %d\n",
+                            type_name(t), mma ? "mma" : "simt", M, sh.n, sh.k, sh.name, sec * 1e6, tf,
+                            double(gemm_bytes(s, M)) / sec / 1e9, k.usage.registers);
+                std::fflush(stdout);
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace jitllm
