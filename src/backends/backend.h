@@ -10,6 +10,18 @@
 
 namespace jitllm {
 
+// One step of the batch phase: row i is token tokens[i] at position pos[i] of sequence seq[i]
+// (< plan.n_seq). Rows of one sequence come in position order; a row attends to its sequence's
+// cache up to its own position, so a prompt chunk is causal. With `logits`, every row gets logits
+// and a greedy pick (n <= plan.n_seq).
+struct BatchStep {
+    const int32_t* tokens = nullptr;
+    const int32_t* pos = nullptr;
+    const int32_t* seq = nullptr;
+    int n = 0;
+    bool logits = false;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -24,6 +36,11 @@ public:
     // Whether decode() must return logits. With greedy sampling on the device (`sample` task)
     // the caller only needs sampled_token(), and a GPU backend then skips the logits copy.
     virtual void set_logits_needed(bool needed) { (void)needed; }
+    // Runs the batch phase (needs a plan with batch_rows >= step.n).
+    virtual void batch(const BatchStep& step) = 0;
+    // After a batch step with logits: row i's logits (host, n_vocab floats) and greedy pick.
+    virtual const float* batch_logits(int row) = 0;
+    virtual int32_t batch_sampled(int row) const = 0;
     // Forget the KV cache (a new sequence starts at position 0).
     virtual void reset() = 0;
     // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).

@@ -30,7 +30,7 @@ struct BenchResult {
     std::string model_type;     // "<arch> <size label> <ftype>", e.g. "llama 8B Q4_0"
     uint64_t model_size = 0;    // bytes of all tensors
     uint64_t model_n_params = 0;
-    int n_batch = 1;            // tokens per prefill call (token-at-a-time today)
+    int n_batch = 1;            // tokens per prefill chunk (-b; 1 = token at a time)
     int n_ubatch = 1;
     int n_threads = 1;
     std::string cpu_mask = "0x0";

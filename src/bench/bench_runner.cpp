@@ -32,8 +32,8 @@ double median_of(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The one place bench turns its options into an Engine's. A prefill batch size (when the engine
-// gains one) belongs here, and in BenchResult::n_batch / n_ubatch below.
+// The one place bench turns its options into an Engine's (the prefill batch size also goes into
+// BenchResult::n_batch / n_ubatch below).
 EngineOptions bench_engine_options(const BenchOptions& o, const std::string& model, int threads,
                                    int n_ctx) {
     EngineOptions eo;
@@ -42,6 +42,7 @@ EngineOptions bench_engine_options(const BenchOptions& o, const std::string& mod
     eo.n_threads = threads;
     eo.gpu = o.gpu;
     eo.with_prefill_decode = o.with_prefill_decode;
+    eo.batch_prefill_size = o.batch_prefill_size;
     eo.cuda = o.cuda;
     return eo;
 }
@@ -284,6 +285,7 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
             // tokens come from the backend's greedy `sample` task: logits may stay on the device
             e.backend().set_logits_needed(false);
             BenchResult base = describe(e, o, model, threads);
+            base.n_batch = base.n_ubatch = std::max(1, e.plan().batch_rows);
             const DecodeBytes db = decode_bytes(e);
             say(0, fmt::format("{}: {} backend, {} thread{}, n_ctx {}, load {:.0f} ms{}, copy bandwidth {:.1f} GB/s",
                             model, base.backends, threads, threads == 1 ? "" : "s", n_ctx, e.times().load_ms,

@@ -26,6 +26,7 @@ struct BenchOptions {
     int n_ctx = 0;                                // 0: exactly what the largest test needs
     bool gpu = false;
     bool with_prefill_decode = false;             // prompt tokens but the last skip the logits
+    int batch_prefill_size = 0;                   // -b: prompt chunks through the batch phase
     CudaOptions cuda;
     uint64_t seed = 1234;                         // synthetic token ids
     size_t copy_bytes = 0;                        // copy-bandwidth buffer; 0: 2 GiB GPU, 256 MiB CPU

@@ -77,6 +77,7 @@ struct BenchFlags {
     int ctx_size = 0;
     bool gpu = false;
     bool with_prefill_decode = false;
+    int batch_prefill_size = 0;
     bool no_warmup = false;
     bool progress = false;
     uint64_t seed = 1234;
@@ -99,6 +100,9 @@ void add_bench_flags(CLI::App& app, BenchFlags& f) {
     app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     app.add_flag("--with-prefill-decode", f.with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");
+    app.add_option("-b,--batch-prefill-size", f.batch_prefill_size,
+                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
+        ->check(CLI::Range(0, 1 << 16));
     app.add_flag("--no-warmup", f.no_warmup, "skip the unreported warm-up run of each test");
     app.add_flag("--progress", f.progress, "print each test on stderr as it starts");
     app.add_option("--seed", f.seed, "seed of the synthetic token ids")->default_str("1234");
@@ -143,6 +147,7 @@ int cmd_bench(const Args& args_in) {
     o.n_ctx = f.ctx_size;
     o.gpu = f.gpu;
     o.with_prefill_decode = f.with_prefill_decode;
+    o.batch_prefill_size = f.batch_prefill_size;
     Profiler profiler;  // --profiler: per-kernel table of every timed and warm-up run (no graphs)
     o.cuda = f.g.cuda(false, &profiler);
     o.seed = f.seed;

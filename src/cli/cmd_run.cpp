@@ -38,6 +38,7 @@ struct RunFlags {
     int ctx_size = 0;
     bool gpu = false;
     bool with_prefill_decode = false;
+    int batch_prefill_size = 0;
     bool print_plan = false;
     GpuFlags g;
     std::string metrics;  // "" | "json"
@@ -65,6 +66,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     app.add_flag("--with-prefill-decode", f.with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");
+    app.add_option("--batch-prefill-size", f.batch_prefill_size,
+                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
+        ->check(CLI::Range(0, 1 << 16));
     app.add_flag("--print-plan", f.print_plan, "print the execution plan (tasks, kernels, launches per token)");
     f.g.add(app);
     app.add_option("--launch-skip-warmup", f.launch_skip_warmup,
@@ -181,6 +185,7 @@ int cmd_run(const Args& args) {
     eo.n_ctx = f.ctx_size;
     eo.n_threads = f.threads;
     eo.with_prefill_decode = f.with_prefill_decode;
+    eo.batch_prefill_size = f.batch_prefill_size;
     eo.gpu = f.gpu;
     Profiler profiler;
     eo.cuda = f.g.cuda(f.print_plan, &profiler);
@@ -211,12 +216,14 @@ int cmd_run(const Args& args) {
         std::fflush(stdout);
     }
     if (f.print_plan) {
-        RunShape rs{int(ids.size()), f.max_tokens, f.with_prefill_decode};
+        RunShape rs{int(ids.size()), f.max_tokens, f.with_prefill_decode, e.plan().batch_rows};
         if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend()))
             std::fprintf(stderr, "%s", schedule_describe_launches(cuda->schedule(), rs, f.launch_skip_warmup).c_str());
         const PhaseRuns pr = plan_phase_runs(rs);
-        std::fprintf(stderr, "task executions: decode phase %lld runs x %zu tasks, prefill phase %lld runs x %zu tasks\n",
-                     (long long)pr.decode, e.plan().decode.size(), (long long)pr.prefill, e.plan().prefill.size());
+        std::fprintf(stderr, "task executions: decode phase %lld runs x %zu tasks, prefill phase %lld runs x %zu tasks, "
+                     "batch phase %lld chunks x %zu tasks\n",
+                     (long long)pr.decode, e.plan().decode.size(), (long long)pr.prefill, e.plan().prefill.size(),
+                     (long long)pr.batch, e.plan().batch_body);
     }
     const float* logits = feed_prompt(e, ids);
     int budget = f.max_tokens;

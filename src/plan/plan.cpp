@@ -16,12 +16,15 @@ std::optional<TaskKind> task_kind_from_name(std::string_view name) {
 
 const char* slot_name(Slot s) {
     static const char* const kNames[] = {"token", "pos", "x", "xb", "q", "k", "v", "att", "tmp",
-                                         "hb", "hb2", "logits", "k_cache", "v_cache"};
+                                         "hb", "hb2", "logits", "k_cache", "v_cache", "tokens",
+                                         "positions", "seqs"};
     static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Slot::Count));
     return kNames[size_t(s)];
 }
 
-const char* phase_name(Phase p) { return p == Phase::Decode ? "decode" : "prefill"; }
+const char* phase_name(Phase p) {
+    return p == Phase::Decode ? "decode" : p == Phase::Prefill ? "prefill" : "batch";
+}
 
 namespace {
 
@@ -62,11 +65,12 @@ private:
     std::vector<Task>& out_;
 };
 
-void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_factors) {
+void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_factors, bool rows) {
     const ModelConfig& c = m.config;
     const LayerWeights& w = m.layers[size_t(i)];
     using S = Slot;
     using K = TaskKind;
+    const S pos = rows ? S::Positions : S::Pos;
     b.add(K::AttnNorm, i, {S::X}, {S::Xb}, {w.attn_norm}).eps = c.norm_eps;
     if (c.fused_qkv)
         b.add(K::AttnQkv, i, {S::Xb}, {S::Q, S::K, S::V}, {w.attn_qkv, nullptr, nullptr});
@@ -74,9 +78,14 @@ void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_fac
         b.add(K::AttnQkv, i, {S::Xb}, {S::Q, S::K, S::V},
               {w.attn_q, w.attn_k, w.attn_v, w.attn_q_bias, w.attn_k_bias, w.attn_v_bias});
     if (c.qk_norm) b.add(K::AttnQkNorm, i, {S::Q, S::K}, {S::Q, S::K}, {w.attn_q_norm, w.attn_k_norm}).eps = c.norm_eps;
-    b.add(K::AttnRope, i, {S::Q, S::K, S::Pos}, {S::Q, S::K}, {rope_factors});
-    b.add(K::AttnKvStore, i, {S::K, S::V, S::Pos}, {S::KCache, S::VCache});
-    b.add(K::Attn, i, {S::Q, S::KCache, S::VCache, S::Pos}, {S::Att}).scale = c.attn_scale();
+    b.add(K::AttnRope, i, {S::Q, S::K, pos}, {S::Q, S::K}, {rope_factors});
+    if (rows) {
+        b.add(K::AttnKvStore, i, {S::K, S::V, pos, S::Seqs}, {S::KCache, S::VCache});
+        b.add(K::Attn, i, {S::Q, S::KCache, S::VCache, pos, S::Seqs}, {S::Att}).scale = c.attn_scale();
+    } else {
+        b.add(K::AttnKvStore, i, {S::K, S::V, pos}, {S::KCache, S::VCache});
+        b.add(K::Attn, i, {S::Q, S::KCache, S::VCache, pos}, {S::Att}).scale = c.attn_scale();
+    }
     b.add(K::AttnOutput, i, {S::Att}, {S::Tmp}, {w.attn_output});
     b.add(K::AttnResidual, i, {S::X, S::Tmp}, {S::X}).scale = c.residual_scale;
     b.add(K::FfnNorm, i, {S::X}, {S::Xb}, {w.ffn_norm}).eps = c.norm_eps;
@@ -88,51 +97,82 @@ void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_fac
 
 }  // namespace
 
-Plan plan_build(const Model& m, int n_ctx) {
+Plan plan_build(const Model& m, const PlanOptions& o) {
     const ModelConfig& c = m.config;
+    const int n_ctx = o.n_ctx;
     JITLLM_CHECK(n_ctx > 0, "n_ctx {}", n_ctx);
+    JITLLM_CHECK(o.batch_rows >= 0 && o.n_seq >= 1, "batch_rows {} n_seq {}", o.batch_rows, o.n_seq);
     Plan p;
     p.model = &m;
     p.config = &m.config;
     p.n_ctx = n_ctx;
+    p.batch_rows = o.batch_rows;
+    p.n_seq = o.n_seq;
     using S = Slot;
+    const int64_t R = std::max(1, o.batch_rows);
     p.buffers = {
         {S::Token, "i32", {1}},
         {S::Pos, "i32", {1}},
-        {S::X, "f32", {c.dim}},
-        {S::Xb, "f32", {c.dim}},
-        {S::Q, "f32", {c.n_heads, c.head_dim}},
-        {S::K, "f32", {c.n_kv_heads, c.head_dim}},
-        {S::V, "f32", {c.n_kv_heads, c.head_dim}},
-        {S::Att, "f32", {c.n_heads, c.head_dim}},
-        {S::Tmp, "f32", {c.dim}},
-        {S::Hb, "f32", {c.hidden_dim}},
-        {S::Hb2, "f32", {c.hidden_dim}},
-        {S::Logits, "f32", {c.n_vocab}},
-        {S::KCache, "kv", {n_ctx, c.n_kv_heads, c.head_dim}, true},
-        {S::VCache, "kv", {n_ctx, c.n_kv_heads, c.head_dim}, true},
+        {S::X, "f32", {R, c.dim}},
+        {S::Xb, "f32", {R, c.dim}},
+        {S::Q, "f32", {R, c.n_heads, c.head_dim}},
+        {S::K, "f32", {R, c.n_kv_heads, c.head_dim}},
+        {S::V, "f32", {R, c.n_kv_heads, c.head_dim}},
+        {S::Att, "f32", {R, c.n_heads, c.head_dim}},
+        {S::Tmp, "f32", {R, c.dim}},
+        {S::Hb, "f32", {R, c.hidden_dim}},
+        {S::Hb2, "f32", {R, c.hidden_dim}},
+        {S::Logits, "f32", {o.n_seq, c.n_vocab}},
+        {S::KCache, "kv", {o.n_seq, n_ctx, c.n_kv_heads, c.head_dim}, true},
+        {S::VCache, "kv", {o.n_seq, n_ctx, c.n_kv_heads, c.head_dim}, true},
     };
-    for (Phase ph : {Phase::Decode, Phase::Prefill}) {
-        std::vector<Task>& tasks = ph == Phase::Decode ? p.decode : p.prefill;
+    if (o.batch_rows > 0) {
+        p.buffers.push_back({S::Tokens, "i32", {R}});
+        p.buffers.push_back({S::Positions, "i32", {R}});
+        p.buffers.push_back({S::Seqs, "i32", {R}});
+    }
+    for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch}) {
+        if (ph == Phase::Batch && o.batch_rows == 0) continue;
+        std::vector<Task>& tasks = ph == Phase::Decode ? p.decode : ph == Phase::Prefill ? p.prefill : p.batch;
+        const bool rows = ph == Phase::Batch;
         Builder b(tasks);
-        b.add(TaskKind::TokenEmbd, -1, {S::Token}, {S::X}, {m.token_embd}).scale = c.embedding_scale;
+        b.add(TaskKind::TokenEmbd, -1, {rows ? S::Tokens : S::Token}, {S::X}, {m.token_embd}).scale = c.embedding_scale;
         // token_embd reads one row, not the whole matrix
         tasks.back().weight_bytes = m.token_embd->row_bytes;
         tasks.back().flops = 0;
-        for (int i = 0; i < c.n_layers; ++i) build_layer(b, m, i, m.rope_factors(n_ctx));
+        for (int i = 0; i < c.n_layers; ++i) build_layer(b, m, i, m.rope_factors(n_ctx), rows);
         if (ph == Phase::Prefill) continue;  // only the last prompt token needs logits
+        if (rows) p.batch_body = tasks.size();
         b.add(TaskKind::OutputNorm, -1, {S::X}, {S::Xb}, {m.output_norm}).eps = c.norm_eps;
         b.add(TaskKind::Output, -1, {S::Xb}, {S::Logits}, {m.output}).scale = 1.0f / c.logit_scale;
-        b.add(TaskKind::Sample, -1, {S::Logits}, {S::Token});
+        b.add(TaskKind::Sample, -1, {S::Logits}, {rows ? S::Tokens : S::Token});
     }
     return p;
+}
+
+int64_t slot_row_elems(const Plan& p, Slot s) {
+    const ModelConfig& c = *p.config;
+    switch (s) {
+        case Slot::Token: case Slot::Pos: case Slot::Tokens: case Slot::Positions: case Slot::Seqs: return 1;
+        case Slot::X: case Slot::Xb: case Slot::Tmp: return c.dim;
+        case Slot::Q: case Slot::Att: return int64_t(c.n_heads) * c.head_dim;
+        case Slot::K: case Slot::V: case Slot::KCache: case Slot::VCache: return c.kv_dim();
+        case Slot::Hb: case Slot::Hb2: return c.hidden_dim;
+        case Slot::Logits: return c.n_vocab;
+        case Slot::Count: break;
+    }
+    JITLLM_CHECK(false, "slot {}", int(s));
+    return 0;
 }
 
 PhaseRuns plan_phase_runs(const RunShape& r) {
     PhaseRuns pr;
     const int64_t gen_fed = std::max(0, r.n_gen - 1);
     if (r.n_prompt <= 0) return pr;
-    if (r.prefill_decode) {
+    if (r.batch_prefill > 0) {
+        pr.batch = (r.n_prompt - 1 + r.batch_prefill - 1) / r.batch_prefill;
+        pr.decode_in_prompt = 1;
+    } else if (r.prefill_decode) {
         pr.prefill = r.n_prompt - 1;
         pr.decode_in_prompt = 1;
     } else {
@@ -147,6 +187,7 @@ std::map<std::string, uint64_t> plan_task_executions(const Plan& p, const RunSha
     std::map<std::string, uint64_t> m;
     for (const auto& t : p.decode) m[t.name] += uint64_t(pr.decode);
     for (const auto& t : p.prefill) m[t.name] += uint64_t(pr.prefill);
+    for (size_t i = 0; i < p.batch_body && i < p.batch.size(); ++i) m[p.batch[i].name] += uint64_t(pr.batch);
     return m;
 }
 
@@ -158,9 +199,14 @@ std::string plan_describe(const Plan& p) {
         s += fmt::format("  {:<8} {:<4} [{}]{}\n", slot_name(b.slot), b.dtype, shape,
                          b.per_layer ? " per layer" : "");
     }
-    for (Phase ph : {Phase::Decode, Phase::Prefill}) {
+    for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch}) {
         const auto& tasks = p.phase(ph);
-        s += fmt::format("phase {} ({} tasks per token):\n", phase_name(ph), tasks.size());
+        if (ph == Phase::Batch && tasks.empty()) continue;
+        if (ph == Phase::Batch)
+            s += fmt::format("phase batch ({} tasks per step of up to {} rows; the last {} only when logits are asked):\n",
+                             tasks.size(), p.batch_rows, tasks.size() - p.batch_body);
+        else
+            s += fmt::format("phase {} ({} tasks per token):\n", phase_name(ph), tasks.size());
         for (const auto& t : tasks) {
             std::string in, out, w;
             for (auto x : t.in) in += (in.empty() ? "" : ",") + std::string(slot_name(x));

@@ -13,9 +13,10 @@
 
 namespace jitllm {
 
-// Activation and state slots. Shapes come from the config (see plan_buffers()).
+// Activation and state slots. Shapes come from the config (see plan_build()). Activation slots
+// hold `rows` rows (the batch phase's rows; decode and prefill use row 0); Logits holds n_seq rows.
 enum class Slot : uint8_t {
-    Token,   // i32 (1)            next input token
+    Token,   // i32 (1)            next input token (decode, prefill)
     Pos,     // i32 (1)            position of that token
     X,       // f32 (dim)          residual stream
     Xb,      // f32 (dim)          normed input of a matmul
@@ -27,8 +28,11 @@ enum class Slot : uint8_t {
     Hb,      // f32 (hidden)       gate, then activated
     Hb2,     // f32 (hidden)       up
     Logits,  // f32 (n_vocab)
-    KCache,  // kv (n_ctx, n_kv_heads, head_dim) per layer
-    VCache,  // kv (n_ctx, n_kv_heads, head_dim) per layer
+    KCache,  // kv (n_seq, n_ctx, n_kv_heads, head_dim) per layer
+    VCache,  // kv (n_seq, n_ctx, n_kv_heads, head_dim) per layer
+    Tokens,  // i32 (rows)         batch phase: input token of each row; `sample` writes the pick
+    Positions,  // i32 (rows)      batch phase: position of each row
+    Seqs,    // i32 (rows)         batch phase: sequence (KV cache) of each row, < n_seq
     Count,
 };
 const char* slot_name(Slot s);
@@ -40,7 +44,11 @@ struct BufferDesc {
     bool per_layer = false;
 };
 
-enum class Phase : uint8_t { Decode, Prefill };
+// Decode: one token, ending in output + sample. Prefill (--with-prefill-decode): one prompt token
+// without the output tail. Batch: `rows` tokens at once, each with its own position and sequence
+// (a prompt chunk of --batch-prefill-size, or one token of each of several sequences); its tasks
+// are the decode tasks, the output tail (output_norm, output, sample) only when logits are asked.
+enum class Phase : uint8_t { Decode, Prefill, Batch };
 const char* phase_name(Phase p);
 
 struct Task {
@@ -59,14 +67,26 @@ struct Task {
     uint64_t flops = 0;         // per execution at position 0 (matmuls: 2*rows*cols)
 };
 
+struct PlanOptions {
+    int n_ctx = 0;       // positions per sequence
+    int batch_rows = 0;  // rows of the batch phase (0: no batch phase)
+    int n_seq = 1;       // sequences (KV caches); logits rows of the batch phase
+};
+
 struct Plan {
     const Model* model = nullptr;
     const ModelConfig* config = nullptr;
     int n_ctx = 0;
+    int batch_rows = 0;  // 0: the plan has no batch phase
+    int n_seq = 1;
     std::vector<BufferDesc> buffers;
     std::vector<Task> decode;   // one token through the whole model, ending in output + sample
     std::vector<Task> prefill;  // --with-prefill-decode: decode minus output_norm/output/sample
-    const std::vector<Task>& phase(Phase p) const { return p == Phase::Decode ? decode : prefill; }
+    std::vector<Task> batch;    // rows at once: the decode tasks; tail from batch_body on
+    size_t batch_body = 0;      // batch[0, batch_body): every step; the rest: with logits only
+    const std::vector<Task>& phase(Phase p) const {
+        return p == Phase::Decode ? decode : p == Phase::Prefill ? prefill : batch;
+    }
 };
 
 // The shape of a run, for launch accounting: prompt length, tokens generated, mode.
@@ -74,14 +94,17 @@ struct RunShape {
     int n_prompt = 0;
     int n_gen = 0;                // tokens generated (the last one is never fed back)
     bool prefill_decode = false;  // --with-prefill-decode
+    int batch_prefill = 0;        // --batch-prefill-size (chunk rows; 0 = off, wins over prefill_decode)
 };
 
 // How many times each phase runs for a run of that shape (no early stop at end-of-generation):
 // default mode: decode = n_prompt + n_gen - 1; --with-prefill-decode: prefill = n_prompt - 1,
-// decode = n_gen (the last prompt token, then n_gen - 1 generated tokens).
+// decode = n_gen (the last prompt token, then n_gen - 1 generated tokens); --batch-prefill-size
+// N: batch = ceil((n_prompt - 1) / N) chunks (body tasks only), decode = n_gen.
 struct PhaseRuns {
     int64_t decode = 0;
     int64_t prefill = 0;
+    int64_t batch = 0;             // batch-phase steps without logits (prompt chunks)
     int64_t decode_in_prompt = 0;  // decode runs spent on prompt tokens
 };
 PhaseRuns plan_phase_runs(const RunShape& r);
@@ -90,7 +113,12 @@ PhaseRuns plan_phase_runs(const RunShape& r);
 std::map<std::string, uint64_t> plan_task_executions(const Plan& p, const RunShape& r);
 
 // Lowers the model into tasks (paper order, one layer after another).
-Plan plan_build(const Model& m, int n_ctx);
+Plan plan_build(const Model& m, const PlanOptions& o);
+inline Plan plan_build(const Model& m, int n_ctx) { return plan_build(m, PlanOptions{n_ctx}); }
+
+// Elements of one row of an activation slot (X: dim, Q: n_heads * head_dim, Logits: n_vocab,
+// Tokens: 1, ...). KCache/VCache: one position (kv_dim).
+int64_t slot_row_elems(const Plan& p, Slot s);
 
 // Human-readable plan: buffers, then each phase's tasks with inputs, outputs and weights.
 std::string plan_describe(const Plan& p);

@@ -31,7 +31,13 @@ Engine::Engine(EngineOptions opt) : opt_(std::move(opt)) {
     if (n_ctx > model_ctx)
         fail_usage("--ctx-size {} exceeds the model's context length {} ({}.context_length); "
                    "hint: lower --ctx-size", n_ctx, model_ctx, model_->config.arch);
-    plan_ = plan_build(*model_, n_ctx);
+    if (opt_.batch_prefill_size < 0)
+        fail_usage("--batch-prefill-size: expected 0 (off) or a positive chunk size, found {}",
+                   opt_.batch_prefill_size);
+    PlanOptions po;
+    po.n_ctx = n_ctx;
+    po.batch_rows = std::min(opt_.batch_prefill_size, n_ctx);
+    plan_ = plan_build(*model_, po);
     if (opt_.gpu) {
         backend_ = std::make_unique<CudaBackend>(plan_, opt_.cuda);
     } else {
@@ -52,6 +58,25 @@ const float* Engine::feed(const std::vector<int32_t>& ids) {
         if (id < 0 || id >= model_->config.n_vocab)
             fail("token id {} is outside the vocabulary [0, {})", id, model_->config.n_vocab);
     const float* logits = nullptr;
+    if (plan_.batch_rows > 0 && ids.size() > 1) {
+        // prompt chunks through the batch phase; the last token through decode (it needs logits)
+        const int n = int(ids.size()) - 1, chunk = plan_.batch_rows;
+        std::vector<int32_t> pos(static_cast<size_t>(chunk)), seq(static_cast<size_t>(chunk), 0);
+        for (int c0 = 0; c0 < n; c0 += chunk) {
+            const int m = std::min(chunk, n - c0);
+            for (int i = 0; i < m; ++i) pos[size_t(i)] = pos_ + i;
+            BatchStep st;
+            st.tokens = ids.data() + c0;
+            st.pos = pos.data();
+            st.seq = seq.data();
+            st.n = m;
+            backend_->batch(st);
+            pos_ += m;
+        }
+        logits = backend_->decode(ids.back(), pos_);
+        ++pos_;
+        return logits;
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
         const bool last = i + 1 == ids.size();
         if (!last && opt_.with_prefill_decode)

@@ -21,6 +21,8 @@ struct EngineOptions {
     int n_threads = 1;
     bool gpu = false;
     bool with_prefill_decode = false;  // prompt tokens but the last through the prefill phase
+    int batch_prefill_size = 0;        // > 0: prompt tokens but the last in chunks of this many
+                                       // rows through the batch phase (wins over the above)
     CudaOptions cuda;                  // with gpu: schedule, JIT cache, printing options
 };
 
@@ -46,7 +48,8 @@ public:
     EngineTimes& times() { return times_; }
 
     // Runs every token of `ids` at positions pos()..; the last one through the decode phase,
-    // earlier ones through decode (default) or prefill (with_prefill_decode). Returns the logits
+    // earlier ones through decode (default), prefill (with_prefill_decode) or batch-phase chunks
+    // (batch_prefill_size). Returns the logits
     // after the last token. Throws Error when the context would overflow.
     const float* feed(const std::vector<int32_t>& ids);
     void reset();

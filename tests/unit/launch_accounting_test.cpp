@@ -12,6 +12,7 @@ namespace {
 struct Case {
     int n_prompt, n_gen;
     bool prefill_decode;
+    int chunk = 0;  // --batch-prefill-size
 };
 
 class LaunchAccounting : public ::testing::TestWithParam<Case> {};
@@ -22,13 +23,14 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
     o.model_path = jitllm::test::source_dir() + "/models/stories260K.gguf";
     o.n_ctx = 128;
     o.with_prefill_decode = c.prefill_decode;
+    o.batch_prefill_size = c.chunk;
     jitllm::Engine e(o);
     std::vector<int32_t> prompt;
     for (int i = 0; i < c.n_prompt; ++i) prompt.push_back(1 + (i * 37) % 500);
     e.feed(prompt);
     // generate n_gen tokens: the last one is sampled but never fed back
     for (int i = 1; i < c.n_gen; ++i) e.feed({e.backend().sampled_token()});
-    const jitllm::RunShape rs{c.n_prompt, c.n_gen, c.prefill_decode};
+    const jitllm::RunShape rs{c.n_prompt, c.n_gen, c.prefill_decode, e.plan().batch_rows};
     const auto expected = jitllm::plan_task_executions(e.plan(), rs);
     const auto& counted = e.backend().task_counts();
     ASSERT_EQ(expected.size(), counted.size());
@@ -49,6 +51,8 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
 
 INSTANTIATE_TEST_SUITE_P(Runs, LaunchAccounting,
                          ::testing::Values(Case{1, 1, false}, Case{5, 8, false}, Case{5, 8, true},
-                                           Case{17, 3, true}, Case{9, 1, true}, Case{3, 20, false}));
+                                           Case{17, 3, true}, Case{9, 1, true}, Case{3, 20, false},
+                                           Case{17, 3, false, 4}, Case{17, 3, false, 16}, Case{17, 3, false, 32},
+                                           Case{1, 5, false, 8}, Case{40, 2, true, 7}, Case{9, 4, false, 1}));
 
 }  // namespace

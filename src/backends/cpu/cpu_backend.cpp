@@ -17,11 +17,12 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads)
         for (auto d : b.shape) n *= d;
         slots_[size_t(b.slot)].assign(size_t(n), 0.0f);
     }
-    const size_t kv = size_t(plan.n_ctx) * size_t(c_.kv_dim());
+    const size_t kv = size_t(plan.n_seq) * size_t(plan.n_ctx) * size_t(c_.kv_dim());
     k_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
     v_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
     for (const auto& t : plan.decode) count_ptrs_decode_.push_back(&counts_[t.name]);
     for (const auto& t : plan.prefill) count_ptrs_prefill_.push_back(&counts_[t.name]);
+    for (const auto& t : plan.batch) count_ptrs_batch_.push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
 }
 
@@ -36,6 +37,10 @@ void CpuBackend::run_phase(const std::vector<Task>& tasks, int32_t token, int po
     JITLLM_CHECK(token >= 0 && token < c_.n_vocab, "token {} outside vocab {}", token, c_.n_vocab);
     token_ = token;
     pos_ = pos;
+    n_rows_ = 1;
+    row_tok_ = &token_;
+    row_pos_ = &pos_;
+    row_seq_ = nullptr;
     auto& ptrs = &tasks == &plan_.decode ? count_ptrs_decode_ : count_ptrs_prefill_;
     for (size_t i = 0; i < tasks.size(); ++i) {
         run_task(tasks[i]);
@@ -47,6 +52,10 @@ void CpuBackend::run_tasks_at(const std::vector<Task>& tasks, const std::vector<
                               int pos) {
     token_ = token;
     pos_ = pos;
+    n_rows_ = 1;
+    row_tok_ = &token_;
+    row_pos_ = &pos_;
+    row_seq_ = nullptr;
     for (int i : indices) run_task(tasks[size_t(i)]);
 }
 
@@ -56,6 +65,52 @@ const float* CpuBackend::decode(int32_t token, int pos) {
 }
 
 void CpuBackend::prefill(int32_t token, int pos) { run_phase(plan_.prefill, token, pos); }
+
+void CpuBackend::set_rows(const BatchStep& b) {
+    JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
+    JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n,
+                 plan_.n_seq);
+    for (int i = 0; i < b.n; ++i) {
+        JITLLM_CHECK(b.pos[i] >= 0 && b.pos[i] < plan_.n_ctx, "row {}: pos {} outside [0, {})", i, b.pos[i],
+                     plan_.n_ctx);
+        JITLLM_CHECK(b.tokens[i] >= 0 && b.tokens[i] < c_.n_vocab, "row {}: token {} outside vocab {}", i,
+                     b.tokens[i], c_.n_vocab);
+        JITLLM_CHECK(b.seq[i] >= 0 && b.seq[i] < plan_.n_seq, "row {}: sequence {} outside [0, {})", i,
+                     b.seq[i], plan_.n_seq);
+    }
+    batch_tok_.assign(b.tokens, b.tokens + b.n);
+    batch_pos_.assign(b.pos, b.pos + b.n);
+    batch_seq_.assign(b.seq, b.seq + b.n);
+    n_rows_ = b.n;
+    row_tok_ = batch_tok_.data();
+    row_pos_ = batch_pos_.data();
+    row_seq_ = batch_seq_.data();
+    row_logits_ = b.logits;
+}
+
+void CpuBackend::batch(const BatchStep& b) {
+    set_rows(b);
+    const size_t n = b.logits ? plan_.batch.size() : plan_.batch_body;
+    for (size_t i = 0; i < n; ++i) {
+        run_task(plan_.batch[i]);
+        ++*count_ptrs_batch_[i];
+    }
+}
+
+void CpuBackend::run_batch_tasks_at(const std::vector<int>& indices, const BatchStep& b) {
+    set_rows(b);
+    for (int i : indices) run_task(plan_.batch[size_t(i)]);
+}
+
+const float* CpuBackend::batch_logits(int r) {
+    JITLLM_CHECK(r >= 0 && r < n_rows_ && row_logits_, "batch row {} has no logits", r);
+    return row(Slot::Logits, r);
+}
+
+int32_t CpuBackend::batch_sampled(int r) const {
+    JITLLM_CHECK(r >= 0 && r < n_rows_ && row_logits_, "batch row {} has no pick", r);
+    return batch_tok_[size_t(r)];
+}
 
 namespace {
 
@@ -72,119 +127,128 @@ void add_bias(float* y, const WeightTensor* b) {
 }  // namespace
 
 void CpuBackend::run_task(const Task& t) {
+    // Every task is row-wise except attention (which reads other rows only through the cache):
+    // row r is token row_tok_[r] at position row_pos_[r] of sequence row_seq_[r].
     const int L = t.layer;
-    float* x = slot(Slot::X);
-    float* xb = slot(Slot::Xb);
-    switch (t.kind) {
-        case TaskKind::TokenEmbd: {
-            const WeightTensor* e = t.w[0];
-            dequantize_row(e->type, e->data + size_t(token_) * e->row_bytes, x, int64_t(e->cols));
-            if (t.scale != 1.0f)
-                for (int i = 0; i < c_.dim; ++i) x[i] *= t.scale;
-            break;
-        }
-        case TaskKind::AttnNorm:
-        case TaskKind::FfnNorm:
-        case TaskKind::OutputNorm:
-            cpu::rms_norm(x, t.w[0]->f32(), xb, c_.dim, t.eps);
-            break;
-        case TaskKind::AttnQkv: {
-            float* q = slot(Slot::Q);
-            float* k = slot(Slot::K);
-            float* v = slot(Slot::V);
-            if (t.w[1] == nullptr) {  // fused attn_qkv: rows Q, then K, then V
-                const WeightTensor* w = t.w[0];
-                const int qd = c_.q_dim(), kd = c_.kv_dim();
-                cpu::matvec(w->type, w->data, w->row_bytes, qd, int(w->cols), xb, q, n_threads_);
-                cpu::matvec(w->type, w->data + size_t(qd) * w->row_bytes, w->row_bytes, kd,
-                            int(w->cols), xb, k, n_threads_);
-                cpu::matvec(w->type, w->data + size_t(qd + kd) * w->row_bytes, w->row_bytes, kd,
-                            int(w->cols), xb, v, n_threads_);
-            } else {
-                matvec_w(t.w[0], xb, q, n_threads_);
-                matvec_w(t.w[1], xb, k, n_threads_);
-                matvec_w(t.w[2], xb, v, n_threads_);
+    for (int r = 0; r < n_rows_; ++r) {
+        const int pos = row_pos_[r];
+        const int seq = row_seq_ ? row_seq_[r] : 0;
+        float* x = row(Slot::X, r);
+        float* xb = row(Slot::Xb, r);
+        switch (t.kind) {
+            case TaskKind::TokenEmbd: {
+                const WeightTensor* e = t.w[0];
+                dequantize_row(e->type, e->data + size_t(row_tok_[r]) * e->row_bytes, x, int64_t(e->cols));
+                if (t.scale != 1.0f)
+                    for (int i = 0; i < c_.dim; ++i) x[i] *= t.scale;
+                break;
             }
-            if (t.w.size() > 3) {
-                add_bias(q, t.w[3]);
-                add_bias(k, t.w[4]);
-                add_bias(v, t.w[5]);
+            case TaskKind::AttnNorm:
+            case TaskKind::FfnNorm:
+            case TaskKind::OutputNorm:
+                cpu::rms_norm(x, t.w[0]->f32(), xb, c_.dim, t.eps);
+                break;
+            case TaskKind::AttnQkv: {
+                float* q = row(Slot::Q, r);
+                float* k = row(Slot::K, r);
+                float* v = row(Slot::V, r);
+                if (t.w[1] == nullptr) {  // fused attn_qkv: rows Q, then K, then V
+                    const WeightTensor* w = t.w[0];
+                    const int qd = c_.q_dim(), kd = c_.kv_dim();
+                    cpu::matvec(w->type, w->data, w->row_bytes, qd, int(w->cols), xb, q, n_threads_);
+                    cpu::matvec(w->type, w->data + size_t(qd) * w->row_bytes, w->row_bytes, kd,
+                                int(w->cols), xb, k, n_threads_);
+                    cpu::matvec(w->type, w->data + size_t(qd + kd) * w->row_bytes, w->row_bytes, kd,
+                                int(w->cols), xb, v, n_threads_);
+                } else {
+                    matvec_w(t.w[0], xb, q, n_threads_);
+                    matvec_w(t.w[1], xb, k, n_threads_);
+                    matvec_w(t.w[2], xb, v, n_threads_);
+                }
+                if (t.w.size() > 3) {
+                    add_bias(q, t.w[3]);
+                    add_bias(k, t.w[4]);
+                    add_bias(v, t.w[5]);
+                }
+                break;
             }
-            break;
-        }
-        case TaskKind::AttnQkNorm: {
-            float* q = slot(Slot::Q);
-            float* k = slot(Slot::K);
-            for (int h = 0; h < c_.n_heads; ++h)
-                cpu::rms_norm(q + h * c_.head_dim, t.w[0]->f32(), q + h * c_.head_dim, c_.head_dim, t.eps);
-            for (int h = 0; h < c_.n_kv_heads; ++h)
-                cpu::rms_norm(k + h * c_.head_dim, t.w[1]->f32(), k + h * c_.head_dim, c_.head_dim, t.eps);
-            break;
-        }
-        case TaskKind::AttnRope: {
-            const auto style = c_.rope_style == RopeStyle::Norm ? cpu::RopePairing::Norm
-                                                                : cpu::RopePairing::NeoX;
-            const float* ff = t.w[0] ? t.w[0]->f32() : nullptr;
-            cpu::rope(slot(Slot::Q), c_.n_heads, c_.head_dim, c_.n_rot, pos_, c_.rope_base, style, ff);
-            cpu::rope(slot(Slot::K), c_.n_kv_heads, c_.head_dim, c_.n_rot, pos_, c_.rope_base, style, ff);
-            break;
-        }
-        case TaskKind::AttnKvStore: {
-            const size_t kd = size_t(c_.kv_dim());
-            std::copy_n(slot(Slot::K), kd, slot(Slot::KCache, L) + size_t(pos_) * kd);
-            std::copy_n(slot(Slot::V), kd, slot(Slot::VCache, L) + size_t(pos_) * kd);
-            break;
-        }
-        case TaskKind::Attn: {
-            // Sliding window: attend to the last `sliding_window` positions only (0 = all).
-            int first = 0;
-            if (c_.sliding_window > 0) first = std::max(0, pos_ + 1 - c_.sliding_window);
-            const size_t kd = size_t(c_.kv_dim());
-            cpu::attention(slot(Slot::Q), slot(Slot::KCache, L) + size_t(first) * kd,
-                           slot(Slot::VCache, L) + size_t(first) * kd, kd, c_.n_heads,
-                           c_.n_kv_heads, c_.head_dim, pos_ + 1 - first, t.scale, slot(Slot::Att));
-            break;
-        }
-        case TaskKind::AttnOutput:
-            matvec_w(t.w[0], slot(Slot::Att), slot(Slot::Tmp), n_threads_);
-            break;
-        case TaskKind::AttnResidual:
-        case TaskKind::FfnResidual:
-            cpu::add_scaled(x, slot(Slot::Tmp), t.scale, c_.dim);
-            break;
-        case TaskKind::FfnGateUp: {
-            float* hb = slot(Slot::Hb);
-            float* hb2 = slot(Slot::Hb2);
-            if (t.w[0] == nullptr) {  // fused ffn_up: gate rows [0, ff), up rows [ff, 2ff)
-                const WeightTensor* w = t.w[1];
-                const int ff = c_.hidden_dim;
-                cpu::matvec(w->type, w->data, w->row_bytes, ff, int(w->cols), xb, hb, n_threads_);
-                cpu::matvec(w->type, w->data + size_t(ff) * w->row_bytes, w->row_bytes, ff,
-                            int(w->cols), xb, hb2, n_threads_);
-            } else {
-                matvec_w(t.w[0], xb, hb, n_threads_);
-                matvec_w(t.w[1], xb, hb2, n_threads_);
+            case TaskKind::AttnQkNorm: {
+                float* q = row(Slot::Q, r);
+                float* k = row(Slot::K, r);
+                for (int h = 0; h < c_.n_heads; ++h)
+                    cpu::rms_norm(q + h * c_.head_dim, t.w[0]->f32(), q + h * c_.head_dim, c_.head_dim, t.eps);
+                for (int h = 0; h < c_.n_kv_heads; ++h)
+                    cpu::rms_norm(k + h * c_.head_dim, t.w[1]->f32(), k + h * c_.head_dim, c_.head_dim, t.eps);
+                break;
             }
-            break;
+            case TaskKind::AttnRope: {
+                const auto style = c_.rope_style == RopeStyle::Norm ? cpu::RopePairing::Norm
+                                                                    : cpu::RopePairing::NeoX;
+                const float* ff = t.w[0] ? t.w[0]->f32() : nullptr;
+                cpu::rope(row(Slot::Q, r), c_.n_heads, c_.head_dim, c_.n_rot, pos, c_.rope_base, style, ff);
+                cpu::rope(row(Slot::K, r), c_.n_kv_heads, c_.head_dim, c_.n_rot, pos, c_.rope_base, style, ff);
+                break;
+            }
+            case TaskKind::AttnKvStore: {
+                const size_t kd = size_t(c_.kv_dim());
+                std::copy_n(row(Slot::K, r), kd, cache_row(Slot::KCache, L, seq, pos));
+                std::copy_n(row(Slot::V, r), kd, cache_row(Slot::VCache, L, seq, pos));
+                break;
+            }
+            case TaskKind::Attn: {
+                // Sliding window: attend to the last `sliding_window` positions only (0 = all).
+                int first = 0;
+                if (c_.sliding_window > 0) first = std::max(0, pos + 1 - c_.sliding_window);
+                const size_t kd = size_t(c_.kv_dim());
+                cpu::attention(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
+                               cache_row(Slot::VCache, L, seq, first), kd, c_.n_heads, c_.n_kv_heads,
+                               c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r));
+                break;
+            }
+            case TaskKind::AttnOutput:
+                matvec_w(t.w[0], row(Slot::Att, r), row(Slot::Tmp, r), n_threads_);
+                break;
+            case TaskKind::AttnResidual:
+            case TaskKind::FfnResidual:
+                cpu::add_scaled(x, row(Slot::Tmp, r), t.scale, c_.dim);
+                break;
+            case TaskKind::FfnGateUp: {
+                float* hb = row(Slot::Hb, r);
+                float* hb2 = row(Slot::Hb2, r);
+                if (t.w[0] == nullptr) {  // fused ffn_up: gate rows [0, ff), up rows [ff, 2ff)
+                    const WeightTensor* w = t.w[1];
+                    const int ff = c_.hidden_dim;
+                    cpu::matvec(w->type, w->data, w->row_bytes, ff, int(w->cols), xb, hb, n_threads_);
+                    cpu::matvec(w->type, w->data + size_t(ff) * w->row_bytes, w->row_bytes, ff,
+                                int(w->cols), xb, hb2, n_threads_);
+                } else {
+                    matvec_w(t.w[0], xb, hb, n_threads_);
+                    matvec_w(t.w[1], xb, hb2, n_threads_);
+                }
+                break;
+            }
+            case TaskKind::FfnAct:
+                cpu::swiglu(row(Slot::Hb, r), row(Slot::Hb2, r), row(Slot::Hb, r), c_.hidden_dim);
+                break;
+            case TaskKind::FfnDown:
+                matvec_w(t.w[0], row(Slot::Hb, r), row(Slot::Tmp, r), n_threads_);
+                break;
+            case TaskKind::Output: {
+                float* logits = row(Slot::Logits, r);
+                matvec_w(t.w[0], xb, logits, n_threads_);
+                if (t.scale != 1.0f)
+                    for (int i = 0; i < c_.n_vocab; ++i) logits[i] *= t.scale;
+                break;
+            }
+            case TaskKind::Sample: {
+                const int32_t pick = cpu::argmax(row(Slot::Logits, r), c_.n_vocab);
+                if (row_seq_) batch_tok_[size_t(r)] = pick;
+                else token_out_ = pick;
+                break;
+            }
+            case TaskKind::Count:
+                JITLLM_CHECK(false, "task kind Count");
         }
-        case TaskKind::FfnAct:
-            cpu::swiglu(slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb), c_.hidden_dim);
-            break;
-        case TaskKind::FfnDown:
-            matvec_w(t.w[0], slot(Slot::Hb), slot(Slot::Tmp), n_threads_);
-            break;
-        case TaskKind::Output: {
-            float* logits = slot(Slot::Logits);
-            matvec_w(t.w[0], xb, logits, n_threads_);
-            if (t.scale != 1.0f)
-                for (int i = 0; i < c_.n_vocab; ++i) logits[i] *= t.scale;
-            break;
-        }
-        case TaskKind::Sample:
-            token_out_ = cpu::argmax(slot(Slot::Logits), c_.n_vocab);
-            break;
-        case TaskKind::Count:
-            JITLLM_CHECK(false, "task kind Count");
     }
 }
 

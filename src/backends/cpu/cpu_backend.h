@@ -17,27 +17,46 @@ public:
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
+    void batch(const BatchStep& step) override;
+    const float* batch_logits(int row) override;
+    int32_t batch_sampled(int row) const override;
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
 
-    // Executes one task (the reference for the GPU kernel of the same kind).
+    // Executes one task over the current rows (the reference for the GPU kernel of the same kind).
     void run_task(const Task& t);
     // Executes tasks[i] for i in `indices` with the given token and position (kernel tests).
     void run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token, int pos);
+    // The same for batch-phase tasks over the rows of `step` (kernel tests).
+    void run_batch_tasks_at(const std::vector<int>& indices, const BatchStep& step);
+    // Row 0 of a slot; KCache/VCache: the cache of `layer` (sequence 0 first).
     float* slot(Slot s, int layer = 0);
+    float* row(Slot s, int r) { return slot(s) + size_t(r) * size_t(slot_row_elems(plan_, s)); }
 
 private:
     void run_phase(const std::vector<Task>& tasks, int32_t token, int pos);
+    void set_rows(const BatchStep& step);
+    // Cache row of (sequence, position) in a layer.
+    float* cache_row(Slot s, int layer, int seq, int pos) {
+        return slot(s, layer) + (size_t(seq) * size_t(plan_.n_ctx) + size_t(pos)) * size_t(c_.kv_dim());
+    }
     const Plan& plan_;
     const ModelConfig& c_;
     int n_threads_;
     int pos_ = 0;
     int32_t token_ = 0, token_out_ = 0;
+    // rows of the task being run: decode/prefill = one row (token_, pos_, sequence 0)
+    int n_rows_ = 1;
+    const int32_t* row_tok_ = &token_;
+    const int32_t* row_pos_ = &pos_;
+    const int32_t* row_seq_ = nullptr;  // null: sequence 0
+    bool row_logits_ = false;
     std::vector<std::vector<float>> slots_;     // by Slot (KCache/VCache unused here)
     std::vector<std::vector<float>> k_cache_;   // per layer (n_ctx, kv_dim)
     std::vector<std::vector<float>> v_cache_;
     std::map<std::string, uint64_t> counts_;
-    std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_;
+    std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
+    std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;
 };
 
 }  // namespace jitllm

@@ -405,3 +405,14 @@ const float* CudaBackend::decode(int32_t token, int pos) {
 void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, pos); }
 
 }  // namespace jitllm
+
+namespace jitllm {
+
+void CudaBackend::batch(const BatchStep&) {
+    fail_usage("--batch-prefill-size: the batch phase is not available on the CUDA backend yet; "
+               "hint: leave --batch-prefill-size at 0 with --gpu");
+}
+const float* CudaBackend::batch_logits(int) { return nullptr; }
+int32_t CudaBackend::batch_sampled(int) const { return -1; }
+
+}  // namespace jitllm

@@ -45,6 +45,9 @@ public:
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
+    void batch(const BatchStep& step) override;
+    const float* batch_logits(int row) override;
+    int32_t batch_sampled(int row) const override;
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     void set_logits_needed(bool needed) override { logits_needed_ = needed; }
