@@ -7,7 +7,9 @@
 //    the size of a typical output: MMA <= 1e-2 (f16 rounding of x and of dequantized weights,
 //    ~2^-11 per product; bf16 2.5e-2), SIMT <= 1e-4.
 //  - GemmBench (GPU, only with JITLLM_GEMM_BENCH=1): TFLOP/s of F16, Q8_0, Q4_0 at M = 512 for
-//    Llama-3.1-8B and 3.2-1B shapes, MMA and SIMT.
+//    Llama-3.1-8B and 3.2-1B shapes, MMA and SIMT. Knobs: JITLLM_GEMM_BENCH_M (512),
+//    JITLLM_GEMM_BENCH_TYPE (f16 | q8_0 | q4_0), JITLLM_GEMM_BENCH_NO_SIMT=1, and MMA tiles
+//    JITLLM_GEMM_BENCH_BM / _BN / _STAGES.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -390,6 +392,11 @@ TEST(GemmBench, tflops_at_m512) {
             s.wtype = t;
             s.cols = sh.k;
             s.rows[0] = sh.n;
+            // tuning knobs (MMA only): JITLLM_GEMM_BENCH_BM / _BN / _STAGES
+            auto knob = [](const char* n) { const char* v = std::getenv(n); return v ? std::atoi(v) : 0; };
+            const int kbm = knob("JITLLM_GEMM_BENCH_BM"), kbn = knob("JITLLM_GEMM_BENCH_BN"), kst = knob("JITLLM_GEMM_BENCH_STAGES");
+            const char* only = std::getenv("JITLLM_GEMM_BENCH_TYPE");
+            if (only && std::string(only) != type_name(t)) continue;
             const size_t wb = row_bytes(t, uint64_t(sh.k)) * size_t(sh.n);
             Dev dev{ctx, {}};
             std::vector<uint8_t> w(wb);
@@ -401,6 +408,9 @@ TEST(GemmBench, tflops_at_m512) {
             for (int mma : {1, 0}) {
                 if (!mma && !simt) continue;
                 s.mma = mma;
+                s.bm = mma ? kbm : 0;
+                s.bn = mma ? kbn : 0;
+                s.stages = mma ? kst : 0;
                 const Variant v = gemm_variant(s, sym(s, "bench"));
                 const CompiledKernel k = jit.compile(v);
                 CUmodule mod = ctx.load_module(k.cubin, v.display_name());
