@@ -14,6 +14,12 @@
 //   HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as gemv.cu
 //   MMA             1: tensor cores, mma.sync.aligned.m16n8k16 f32 += f16 x f16 (bf16 x bf16 for
 //                   WTYPE=BF16), sm_80+. 0: SIMT f32 FMA tiles (any arch), f32 throughout.
+//                   2: Hopper wgmma.mma_async m64nBNk16 (sm_90a only, F16/BF16 weights): 3
+//                   warpgroups (producer + 2 consumers), BM = 128, BK = 64, mbarrier ring
+//                   (common/gemm_wgmma.cuh has the design, geometry and smem)
+//   X_F16           MMA=2 only: 1 = x is 16-bit [m, COLS] (f16 for F16 weights, bf16 for BF16;
+//                   passed through the `x` pointer), loaded with cp.async; 0 (default) = f32 x,
+//                   rounded in the kernel
 //   BM, BN          tile: BM activation rows x BN weight rows per block (MMA default 128 x 128,
 //                   SIMT 64 x 64). MMA: BM = 16 * WARPS_M * i, BN = 16 * WARPS_N * j.
 //   WARPS_M, WARPS_N  MMA warp grid (default 2 x 4: each warp a 64 x 32 sub-tile)
@@ -87,10 +93,30 @@
 #endif
 #include "common/gemm_wload.cuh"  // the type macros (F16, Q8_0, ...) before they are tested
 
-#ifndef BK
-#define BK 32
+#ifndef X_F16
+#define X_F16 0
 #endif
-#if MMA
+#ifndef BK
+#define BK (MMA == 2 ? 64 : 32)
+#endif
+#if MMA == 2
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "gemm MMA=2 (wgmma) needs sm_90a (Variant::requires_arch_suffix_a)"
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#define GEMM_NT 384
+#elif MMA
 #ifndef BM
 #define BM 128
 #endif
@@ -136,11 +162,15 @@ static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
 static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
 static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
 static_assert(COLS % 32 == 0 && COLS % QK_ELEMS(WTYPE) == 0, "COLS: multiple of 32 and of the block");
-static_assert(BK == 32, "BK: 32");
+static_assert(BK == (MMA == 2 ? 64 : 32), "BK: 32 (MMA 0/1), 64 (MMA 2)");
+static_assert(MMA >= 0 && MMA <= 2, "MMA: 0..2");
+static_assert(!X_F16 || MMA == 2, "X_F16: MMA=2 only");
 
 // EPI=2: a tile's BN columns are groups of 2*G: G gate rows, then the same G rows of up, so one
 // thread holds gate and up of the same outputs (MMA: G = half a warp's columns).
-#if MMA
+#if MMA == 2
+#define GEMM_G (BN / 2)
+#elif MMA
 #define GEMM_G (BN / WARPS_N / 2)
 #else
 #define GEMM_G (BN / 2)
@@ -199,7 +229,9 @@ __device__ __forceinline__ void gemm_store_swiglu(float* y0, const float* b0, co
     (void)b0; (void)b1;
 }
 
-#if MMA
+#if MMA == 2
+#include "common/gemm_wgmma.cuh"
+#elif MMA
 // ------------------------------------------------------------------------------------------
 // tensor-core path
 #define GEMM_WTM (BM / WARPS_M)  // warp tile rows (activations)

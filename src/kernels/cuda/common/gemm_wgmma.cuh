@@ -1,0 +1,287 @@
+// gemm.cu's MMA=2 path: Hopper warpgroup MMA (sm_90a only: wgmma does not exist on sm_80/89 and
+// sm_100+; the host compiles it with Variant::requires_arch_suffix_a). Included by gemm.cu after
+// its shared helpers (gemm_wrow, gemm_store, gemm_store_swiglu); F16 / BF16 weights only.
+//
+// block: 384 threads = 3 warpgroups. Warpgroup 0 is the producer: it fills a STAGES-deep ring
+// of (x tile [BM=128][64] 16-bit, W tile [BN][64] 16-bit) in shared memory, every row 128
+// bytes with the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r & 7), tiles
+// 1024-aligned), which is what wgmma's shared-memory descriptors read:
+//   - weights: cp.async 16 bytes (zero-filled past the last row / past COLS), completion
+//     signalled with cp.async.mbarrier.arrive.noinc on the stage's `full` barrier;
+//   - x, X_F16=1 (x is 16-bit [m, COLS], f16 for F16 weights, bf16 for BF16): cp.async as W;
+//   - x, f32: ld.global of float4 two K steps ahead (two register sets; one at BN=256), rounded
+//     to f16/bf16 and stored with st.shared, then fence.proxy.async + mbarrier.arrive on `full`.
+// Warpgroups 1 and 2 are consumers, 64 activation rows each x all BN weight rows: per K step
+// of 64 they wait on `full`, issue 4 x wgmma.mma_async m64nBNk16 (f32 += f16 x f16, or bf16),
+// commit, wait until the previous step's group is done and release that step's stage (lane 0
+// of each warp arrives on `empty`, count 8). The producer waits on `empty` before reusing a
+// stage. Accumulators: BN / 2 f32 per thread (row 16 * warp + lane / 4 (+8), columns
+// 8 j + 2 (lane % 4) (+1), as mma.sync's m16n8 tiles); the epilogue is the MMA=1 one.
+// EPI=2: a tile's BN columns are BN/2 gate rows then the same BN/2 up rows (GEMM_G = BN / 2).
+// smem: 1024 (alignment slack) + STAGES * (BM + BN) * 128 + 16 * STAGES bytes
+//       (STAGES 4, BN 128: 132 KiB; BN 256: 196 KiB).
+#pragma once
+
+static_assert(WTYPE == F16 || WTYPE == BF16, "MMA=2: F16 or BF16 weights only");
+static_assert(BM == 128, "MMA=2: BM = 128 (two consumer warpgroups x 64 rows)");
+static_assert(BN == 64 || BN == 128 || BN == 256, "MMA=2: BN in {64, 128, 256}");
+static_assert(STAGES >= 2, "MMA=2: STAGES >= 2");
+
+#if WTYPE == BF16
+#define GEMM_AB "bf16"
+#else
+#define GEMM_AB "f16"
+#endif
+#define G2_A_BYTES (BM * 128)
+#define G2_B_BYTES (BN * 128)
+#define G2_STAGE_BYTES (G2_A_BYTES + G2_B_BYTES)
+#define G2_WC (BN * 8 / 128)   // 16-byte weight chunks per producer thread per stage
+#define G2_XC (BM * 8 / 128)   // 16-byte x chunks (X_F16)
+#define G2_XF (BM * 16 / 128)  // float4 x chunks (f32 x)
+#define G2_NK ((COLS + 63) / 64)
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    uint32_t r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// One arrival on `bar` once all of this thread's earlier cp.async copies have landed.
+__device__ __forceinline__ void mbar_arrive_cp_async(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+// generic-proxy shared writes (st.shared, cp.async) <-> async proxy (wgmma operand reads)
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+// K-major operand, 128-byte swizzle: start address, leading byte offset unused (1), stride
+// byte offset 1024 (8 rows of 128 bytes), layout type 1 (SWIZZLE_128B). PRECOND: the tile is
+// 1024-aligned; a k16 step inside the 64-wide row advances the start address by 32 bytes.
+__device__ __forceinline__ uint64_t g2_desc(uint32_t saddr) {
+    return uint64_t((saddr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// (lo, hi) -> packed pair, lo in the low 16 bits, round to nearest even.
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    uint32_t r;
+#if WTYPE == BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+// d[BN/2] += A (64 x 16, descriptor da) * B (16 x BN, K-major, descriptor db)
+__device__ __forceinline__ void wgmma_n64(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32." GEMM_AB "." GEMM_AB " "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_n128(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32." GEMM_AB "." GEMM_AB " "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_n256(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32." GEMM_AB "." GEMM_AB " "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0; }"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void g2_mma(float* acc, uint64_t da, uint64_t db) {
+#if BN == 64
+    wgmma_n64(acc, da, db);
+#elif BN == 128
+    wgmma_n128(acc, da, db);
+#else
+    wgmma_n256(acc, da, db);
+#endif
+}
+// keeps the compiler from moving accumulator accesses across wgmma issue / wait
+__device__ __forceinline__ void g2_fence_acc(float* acc) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+extern "C" __global__ void __launch_bounds__(GEMM_NT, MIN_BLOCKS)
+KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
+            const float* b2, float* y0, float* y1, float* y2, const float* x,
+            const float* resid, int m) {
+    JITLLM_DYN_SMEM(uint8_t, smem);
+    const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;  // stage s: x tile, then W tile
+    const uint32_t full = base + STAGES * G2_STAGE_BYTES;     // full[s] = full + 8 s
+    const uint32_t empty = full + 8 * STAGES;                 // empty[s] = empty + 8 s
+    const int tid = threadIdx.x;
+    const int m0 = blockIdx.x * BM, tile = blockIdx.y;
+    const uint8_t* W0 = static_cast<const uint8_t*>(w0);
+    const uint8_t* W1 = static_cast<const uint8_t*>(w1);
+    const uint8_t* W2 = static_cast<const uint8_t*>(w2);
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, X_F16 ? 128 : 256);  // producer threads: cp.async (+ x stores)
+            mbar_init(empty + 8 * s, 8);                 // consumer warps
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (tid < 128) {
+        // ---------------------------------------------------------------- producer warpgroup
+        const int c = tid & 7;  // 16-byte chunk (8 elements) of the 64-wide K step
+        const uint8_t* wsrc[G2_WC];
+#pragma unroll
+        for (int i = 0; i < G2_WC; ++i) wsrc[i] = gemm_wrow(W0, W1, W2, tile, (tid >> 3) + 16 * i);
+        auto issue_w = [&](int kt, uint32_t sb) {
+            const int k = kt * 64 + 8 * c;
+#pragma unroll
+            for (int i = 0; i < G2_WC; ++i) {
+                const int r = (tid >> 3) + 16 * i;
+                const bool ok = wsrc[i] != nullptr && k < COLS;
+                cp_async16(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4), ok ? wsrc[i] + 2 * k : W0, ok ? 16 : 0);
+            }
+        };
+#if X_F16
+        const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; ++kt) {
+            const int slot = kt % STAGES;
+            const uint32_t sb = base + slot * G2_STAGE_BYTES;
+            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+            issue_w(kt, sb);
+            const int k = kt * 64 + 8 * c;
+#pragma unroll
+            for (int i = 0; i < G2_XC; ++i) {
+                const int r = (tid >> 3) + 16 * i;
+                const bool ok = m0 + r < m && k < COLS;
+                cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
+                           ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
+            }
+            mbar_arrive_cp_async(full + 8 * slot);
+        }
+#else
+        // f32 x: float4 f = tid & 15 of row (tid >> 4) + 8 i; two K steps in flight in registers
+        const int f = tid & 15;
+        auto load_x = [&](float4* xr, int kt) {
+            const int k = kt * 64 + 4 * f;
+#pragma unroll
+            for (int i = 0; i < G2_XF; ++i) {
+                const int r = (tid >> 4) + 8 * i;
+                xr[i] = (m0 + r < m && k < COLS)
+                            ? __ldg(reinterpret_cast<const float4*>(x + (unsigned long long)(m0 + r) * COLS + k))
+                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+        };
+        auto step = [&](int kt, const float4* xr) {
+            const int slot = kt % STAGES;
+            const uint32_t sb = base + slot * G2_STAGE_BYTES;
+            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+            issue_w(kt, sb);
+            mbar_arrive_cp_async(full + 8 * slot);
+#pragma unroll
+            for (int i = 0; i < G2_XF; ++i) {
+                const int r = (tid >> 4) + 8 * i;
+                asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(sb + r * 128 + ((((f >> 1) ^ (r & 7)) << 4) | ((f & 1) << 3))),
+                             "r"(pack2(xr[i].x, xr[i].y)), "r"(pack2(xr[i].z, xr[i].w)) : "memory");
+            }
+            fence_proxy_async();
+            mbar_arrive(full + 8 * slot);
+        };
+#if BN == 256  // the consumers' 128 accumulators leave room for one x set only
+        float4 xa[G2_XF];
+        load_x(xa, 0);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; ++kt) {
+            step(kt, xa);
+            if (kt + 1 < G2_NK) load_x(xa, kt + 1);
+        }
+#else
+        float4 xa[G2_XF], xb[G2_XF];
+        load_x(xa, 0);
+        if (G2_NK > 1) load_x(xb, 1);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; kt += 2) {
+            step(kt, xa);
+            if (kt + 2 < G2_NK) load_x(xa, kt + 2);
+            if (kt + 1 < G2_NK) {
+                step(kt + 1, xb);
+                if (kt + 3 < G2_NK) load_x(xb, kt + 3);
+            }
+        }
+#endif
+#endif
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        return;
+    }
+
+    // -------------------------------------------------------------------- consumer warpgroups
+    const int wg = (tid >> 7) - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+#pragma unroll 1
+    for (int kt = 0; kt < G2_NK; ++kt) {
+        const int slot = kt % STAGES;
+        const uint32_t sb = base + slot * G2_STAGE_BYTES;
+        mbar_wait(full + 8 * slot, (kt / STAGES) & 1);
+        fence_proxy_async();
+        const uint32_t sa = sb + wg * (64 * 128), sw = sb + G2_A_BYTES;
+        g2_fence_acc(acc);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) g2_mma(acc, g2_desc(sa + 32 * ks), g2_desc(sw + 32 * ks));
+        wg_commit();
+        g2_fence_acc(acc);
+        wg_wait<1>();  // step kt-1's group is done: release its stage
+        g2_fence_acc(acc);
+        if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
+    }
+    wg_wait<0>();
+    g2_fence_acc(acc);
+
+    // epilogue: acc[4 j + 2 h + e] = (row 16 warp + lane / 4 + 8 h, column 8 j + 2 (lane % 4) + e)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int mr = m0 + 64 * wg + 16 * warp + (lane >> 2) + 8 * h;
+        if (mr >= m) continue;
+#if EPI == 2
+#pragma unroll
+        for (int j = 0; j < BN / 16; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int o = tile * (BN / 2) + 8 * j + 2 * (lane & 3) + e;
+                if (o < ROWS0) gemm_store_swiglu(y0, b0, b1, mr, o, acc[4 * j + 2 * h + e], acc[4 * (j + BN / 16) + 2 * h + e]);
+            }
+#else
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int o = tile * BN + 8 * j + 2 * (lane & 3) + e;
+                if (o < GEMM_TOTAL_ROWS) gemm_store(y0, y1, y2, b0, b1, b2, resid, mr, o, acc[4 * j + 2 * h + e]);
+            }
+#endif
+    }
+    (void)y1; (void)y2; (void)b2; (void)resid; (void)W1; (void)W2;
+}
