@@ -35,7 +35,8 @@ const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlT
 bool is_kquant(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
 
 std::string sym(const GemmSpec& s, const char* what) {
-    return fmt::format("test_{}__gemm_{}_{}", what, s.mma ? "mma" : "simt", type_name(s.wtype));
+    return fmt::format("test_{}__gemm_{}_{}", what, s.mma == 2 ? (s.x_f16 ? "wgmma_x16" : "wgmma") : s.mma ? "mma" : "simt",
+                       type_name(s.wtype));
 }
 
 // ------------------------------------------------------------------------------ compile only
@@ -51,9 +52,23 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
                 s.mma = mma;
                 vs.emplace_back(arch, gemm_variant(s, sym(s, "plain")));
             }
-    // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant
+    // MMA=2 (wgmma, sm_90a): F16/BF16, f32 or 16-bit x, the BN choices; cols 992 = 15.5 K steps
+    for (GgmlType t : {GgmlType::F16, GgmlType::BF16})
+        for (int x16 : {0, 1})
+            for (int bn : {64, 128, 256}) {
+                GemmSpec s;
+                s.wtype = t;
+                s.cols = 992;
+                s.rows[0] = 1003;
+                s.mma = 2;
+                s.x_f16 = x16 != 0;
+                s.bn = bn;
+                vs.emplace_back("sm_90", gemm_variant(s, sym(s, "plain") + fmt::format("_bn{}", bn)));
+            }
+    // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant (+ wgmma)
     for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
-        for (int mma : {1, 0}) {
+        for (int mma : {2, 1, 0}) {
+            if (mma == 2 && t != GgmlType::F16) continue;
             GemmSpec s;
             s.wtype = t;
             s.cols = 1024;
@@ -87,6 +102,9 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
             ++n;
             SCOPED_TRACE(k.variant.display_name() + " " + k.arch);
             EXPECT_FALSE(k.cubin.empty());
+            if (k.variant.requires_arch_suffix_a) {
+                EXPECT_EQ(k.arch, "sm_90a");
+            }
             EXPECT_EQ(k.usage.spill_stores, 0) << k.log;
             EXPECT_EQ(k.usage.spill_loads, 0);
             if (k.variant.symbol.rfind("test_plain", 0) == 0)
@@ -122,6 +140,33 @@ TEST(GemmVariant, geometry_bytes_flops_and_gate) {
     EXPECT_FALSE(gemm_mma_supported(GgmlType::F16, 75, &why));
     EXPECT_NE(why.find("7.5"), std::string::npos) << why;
     EXPECT_FALSE(gemm_mma_supported(GgmlType::Q2_K, 90, &why));
+    EXPECT_EQ(gemm_mma_level(GgmlType::F16, 90), 2);
+    EXPECT_EQ(gemm_mma_level(GgmlType::BF16, 90), 2);
+    EXPECT_EQ(gemm_mma_level(GgmlType::Q8_0, 90), 1);
+    EXPECT_EQ(gemm_mma_level(GgmlType::F16, 80), 1);
+    EXPECT_EQ(gemm_mma_level(GgmlType::F16, 100), 1);
+    EXPECT_EQ(gemm_mma_level(GgmlType::F16, 75), 0);
+    EXPECT_FALSE(gemm_mma_supported(GgmlType::Q4_K, 90, &why, 2));
+    EXPECT_NE(why.find("mma 1"), std::string::npos) << why;
+    {
+        GemmSpec w = s;
+        w.wtype = GgmlType::BF16;
+        w.mma = 2;
+        const GemmLaunch lw = gemm_launch(w, 512);
+        EXPECT_EQ(lw.block.x, 384u);
+        EXPECT_EQ(lw.grid.x, 4u);
+        EXPECT_EQ(lw.grid.y, 224u);
+        EXPECT_EQ(lw.smem, 1024u + 4u * 256u * 128u + 64u);
+        w.x_f16 = true;
+        w.bn = 256;
+        EXPECT_EQ(gemm_launch(w, 512).grid.y, 112u);
+        EXPECT_EQ(gemm_bytes(w, 512), 28672ull * 8192 + 2ull * 512 * 4096 + 4ull * 512 * 14336);
+        const Variant vw = gemm_variant(w, "x");
+        EXPECT_TRUE(vw.requires_arch_suffix_a);
+        EXPECT_EQ(vw.target_arch("sm_90"), "sm_90a");
+        w.wtype = GgmlType::Q8_0;
+        EXPECT_THROW(gemm_variant(w, "x"), Error);
+    }
     const Variant v = gemm_variant(s, "blk_0_ffn__gemm_simt_q8_0");
     EXPECT_EQ(v.display_name(),
               "blk_0_ffn__gemm_simt_q8_0<WTYPE=Q8_0,COLS=4096,N_MAT=2,ROWS0=14336,ROWS1=14336,HAS_BIAS=0,EPI=2,MMA=0>");
@@ -142,6 +187,12 @@ bool cuda_available(std::string* why) {
 
 std::mt19937 g_rng(12345);
 float urand() { return std::uniform_real_distribution<float>(-1.0f, 1.0f)(g_rng); }
+
+uint16_t bf16_bits(float f) {  // round to nearest even (finite values)
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 
 uint16_t f16_bits(float f) {  // round to nearest (test data only: normal range)
     uint32_t u;
@@ -219,6 +270,7 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         {100, 1024, 515, 2, 2, true}, {100, 256, 333, 1, 2, false}, {512, 4096, 259, 1, 3, false},
         {33, 4096, 200, 1, 0, true},
     };
+    if (!is_kquant(t)) cases.push_back({7, 992, 130, 1, 0, true});  // COLS % 64 == 32: half a wgmma K step
     for (const Case& c : cases) {
         const int cols = std::max(c.cols, kq);
         GemmSpec s;
@@ -285,16 +337,23 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         const int n_out = c.epi == 2 ? 1 : c.n_mat;
         for (int i = 0; i < n_out; ++i) dy[i] = dev.put(nullptr, size_t(c.m) * size_t(s.rows[i]) * 4);
         const CUdeviceptr dx = dev.put(X.data(), X.size() * 4);
+        // X_F16 input of MMA=2: x rounded to the weights' 16-bit type on the host
+        std::vector<uint16_t> X16(X.size());
+        for (size_t i = 0; i < X.size(); ++i) X16[i] = t == GgmlType::BF16 ? bf16_bits(X[i]) : f16_bits(X[i]);
+        const CUdeviceptr dx16 = dev.put(X16.data(), X16.size() * 2);
         CUdeviceptr dres = 0;
         if (c.epi == 1) {  // residual aliases y0, as in the decoder
             ctx.upload(dy[0], R.data(), R.size() * 4);
             dres = dy[0];
         }
-        for (int mma : {1, 0}) {
-            if (mma && !gemm_mma_supported(t, cc)) continue;
+        for (int run = 0; run < 5; ++run) {  // mma 2 (bn 128), mma 2 x16 (bn 256), mma 2 x16 (bn 64), 1, 0
+            const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
+            if (mma && !gemm_mma_supported(t, cc, nullptr, mma)) continue;
             s.mma = mma;
-            SCOPED_TRACE(fmt::format("{} mma={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
-                                     c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
+            s.x_f16 = run == 1 || run == 2;
+            s.bn = run == 1 ? 256 : run == 2 ? 64 : 0;
+            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
+                                     int(s.x_f16), s.bn, c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
             if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
             const Variant v = gemm_variant(s, sym(s, "vs_cpu"));
             const CompiledKernel k = jit.compile(v);
@@ -305,7 +364,7 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             const void *w0 = (void*)dw[0], *w1 = (void*)dw[1], *w2 = (void*)dw[2];
             const float *b0 = (float*)db[0], *b1 = (float*)db[1], *b2 = (float*)db[2];
             float *y0 = (float*)dy[0], *y1 = (float*)dy[1], *y2 = (float*)dy[2];
-            const float* xp = (float*)dx;
+            const float* xp = (float*)(s.x_f16 ? dx16 : dx);
             const float* rp = (float*)dres;
             ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m);
             ctx.synchronize();
@@ -363,7 +422,7 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
                     }
             }
             std::printf("%-5s %s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
-                        type_name(t), mma ? "mma " : "simt", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
+                        type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
                         k.usage.registers, bad ? "  FAIL" : "");
             EXPECT_EQ(bad, 0);
         }
@@ -404,13 +463,22 @@ TEST(GemmBench, tflops_at_m512) {
             const CUdeviceptr dw = dev.put(w.data(), wb);
             std::vector<float> x(size_t(M) * size_t(sh.k), 0.01f);
             const CUdeviceptr dx = dev.put(x.data(), x.size() * 4);
+            const std::vector<uint16_t> x16(x.size(), f16_bits(0.01f));
+            const CUdeviceptr dx16 = dev.put(x16.data(), x16.size() * 2);
             const CUdeviceptr dy = dev.put(nullptr, size_t(M) * size_t(sh.n) * 4);
-            for (int mma : {1, 0}) {
+            // MMA=2 runs: (x16, bn) = (1, BN2 or 128), (1, 256), (0, BN2 or 128); stages _STAGES2
+            const int kbn2 = knob("JITLLM_GEMM_BENCH_BN2"), kst2 = knob("JITLLM_GEMM_BENCH_STAGES2");
+            const bool mma2 = gemm_mma_supported(t, ctx.device().cc_major * 10 + ctx.device().cc_minor, nullptr, 2);
+            for (int run = 0; run < 5; ++run) {
+                const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
                 if (!mma && !simt) continue;
+                if (mma == 2 && !mma2) continue;
+                if (run == 1 && kbn2 == 256) continue;
                 s.mma = mma;
-                s.bm = mma ? kbm : 0;
-                s.bn = mma ? kbn : 0;
-                s.stages = mma ? kst : 0;
+                s.x_f16 = run == 0 || run == 1;
+                s.bm = mma == 1 ? kbm : 0;
+                s.bn = mma == 1 ? kbn : mma == 2 ? (run == 1 ? 256 : kbn2) : 0;
+                s.stages = mma == 1 ? kst : mma == 2 ? kst2 : 0;
                 const Variant v = gemm_variant(s, sym(s, "bench"));
                 const CompiledKernel k = jit.compile(v);
                 CUmodule mod = ctx.load_module(k.cubin, v.display_name());
@@ -421,18 +489,20 @@ TEST(GemmBench, tflops_at_m512) {
                 const float* nf = nullptr;
                 float* y0 = (float*)dy;
                 float* ny = nullptr;
-                const float* xp = (float*)dx;
-                auto run = [&] { ctx.launch_with(f, l.grid, l.block, l.smem, w0, nul, nul, nf, nf, nf, y0, ny, ny, xp, nf, M); };
-                for (int i = 0; i < 3; ++i) run();
+                const float* xp = (float*)(s.x_f16 ? dx16 : dx);
+                auto launch = [&] { ctx.launch_with(f, l.grid, l.block, l.smem, w0, nul, nul, nf, nf, nf, y0, ny, ny, xp, nf, M); };
+                for (int i = 0; i < 3; ++i) launch();
                 ctx.synchronize();
                 const int reps = mma ? 20 : 5;
                 const auto t0 = std::chrono::steady_clock::now();
-                for (int i = 0; i < reps; ++i) run();
+                for (int i = 0; i < reps; ++i) launch();
                 ctx.synchronize();
                 const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
                 const double tf = double(gemm_flops(s, M)) / sec / 1e12;
-                std::printf("%-5s %-4s M=%d N=%-5d K=%-5d %-11s %8.1f us  %6.1f TFLOP/s  %6.0f GB/s  regs %d\n",
-                            type_name(t), mma ? "mma" : "simt", M, sh.n, sh.k, sh.name, sec * 1e6, tf,
+                const std::string kind = mma == 2 ? fmt::format("wgmma{} bn{}", s.x_f16 ? " x16" : "", s.bn ? s.bn : 128)
+                                                  : mma ? "mma" : "simt";
+                std::printf("%-5s %-17s M=%d N=%-5d K=%-5d %-11s %8.1f us  %6.1f TFLOP/s  %6.0f GB/s  regs %d\n",
+                            type_name(t), kind.c_str(), M, sh.n, sh.k, sh.name, sec * 1e6, tf,
                             double(gemm_bytes(s, M)) / sec / 1e9, k.usage.registers);
                 std::fflush(stdout);
             }

@@ -33,7 +33,7 @@ bool gemm_type_ok(GgmlType t) {
     }
 }
 
-int tile_m(const GemmSpec& s) { return s.bm > 0 ? s.bm : s.mma ? 128 : 64; }
+int tile_m(const GemmSpec& s) { return s.mma == 2 ? 128 : s.bm > 0 ? s.bm : s.mma ? 128 : 64; }
 int tile_n(const GemmSpec& s) { return s.bn > 0 ? s.bn : s.mma ? 128 : 64; }
 int stages(const GemmSpec& s) { return s.stages > 0 ? s.stages : 4; }
 bool async_w(const GemmSpec& s) { return s.wtype == GgmlType::F16 || s.wtype == GgmlType::BF16; }
@@ -62,6 +62,14 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.epi == 1 && s.n_mat != 1) fail("gemm: epi 1 (residual) takes one matrix");
     if (s.epi == 2 && s.n_mat > 2) fail("gemm: epi 2 (swiglu) takes 1 or 2 matrices");
     if (s.epi == 2 && s.n_mat == 1 && s.up_offset_rows < s.rows[0]) fail("gemm: epi 2 with one matrix needs up_offset_rows >= rows[0]");
+    if (s.mma < 0 || s.mma > 2) fail("gemm: mma {} not in 0..2", s.mma);
+    if (s.x_f16 && s.mma != 2) fail("gemm: x_f16 needs mma 2");
+    if (s.mma == 2) {
+        if (s.wtype != GgmlType::F16 && s.wtype != GgmlType::BF16)
+            fail("gemm: mma 2 (wgmma) takes F16/BF16 weights, not {}", type_name(s.wtype));
+        if (s.bm > 0 && s.bm != 128) fail("gemm: mma 2 tile rows must be 128, not {}", s.bm);
+        if (s.bn > 0 && s.bn != 64 && s.bn != 128 && s.bn != 256) fail("gemm: mma 2 bn {} not 64/128/256", s.bn);
+    }
     Variant v("cuda/gemm.cu", symbol);
     v.set("WTYPE", upper_type(s.wtype)).set("COLS", s.cols).set("N_MAT", s.n_mat);
     v.set("ROWS0", s.rows[0]);
@@ -71,9 +79,11 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.epi == 1) v.set("RES_SCALE", float_literal(s.res_scale));
     if (s.epi == 3) v.set("OUT_SCALE", float_literal(s.out_scale));
     if (s.epi == 2 && s.n_mat == 1) v.set("UP_OFFSET_ROWS", s.up_offset_rows);
-    if (s.bm > 0) v.set("BM", s.bm);
+    if (s.bm > 0 && s.mma != 2) v.set("BM", s.bm);
     if (s.bn > 0) v.set("BN", s.bn);
     if (s.mma && s.stages > 0) v.set("STAGES", s.stages);
+    if (s.x_f16) v.set("X_F16", 1);
+    v.requires_arch_suffix_a = s.mma == 2;
     return v;
 }
 
@@ -81,6 +91,7 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     const int bm = tile_m(s), bn = tile_n(s), bk = 32;
     if (!s.mma) return unsigned(2 * bk * ((bm + 4) + (bn + 4)) * 4);
     const int st = stages(s);
+    if (s.mma == 2) return unsigned(1024 + st * (bm + bn) * 128 + 16 * st);
     const int w_slots = async_w(s) ? st : 2;
     return unsigned(st * bm * bk * 4 + 2 * bm * bk * 2 + w_slots * bn * bk * 2);
 }
@@ -90,7 +101,7 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m) {
     const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
     GemmLaunch l;
     l.grid = Dim3(unsigned((std::max(m, 1) + bm - 1) / bm), unsigned((out_w + bn - 1) / bn));
-    l.block = Dim3(s.mma ? 256u : 256u);
+    l.block = Dim3(s.mma == 2 ? 384u : 256u);
     l.smem = gemm_smem_bytes(s);
     return l;
 }
@@ -98,7 +109,7 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m) {
 uint64_t gemm_bytes(const GemmSpec& s, int m) {
     const uint64_t out = uint64_t(gemm_out_rows(s));
     uint64_t b = uint64_t(gemm_weight_rows(s)) * row_bytes(s.wtype, uint64_t(s.cols));
-    b += 4ull * uint64_t(m) * uint64_t(s.cols) + 4ull * uint64_t(m) * out;
+    b += (s.x_f16 ? 2ull : 4ull) * uint64_t(m) * uint64_t(s.cols) + 4ull * uint64_t(m) * out;
     if (s.epi == 1) b += 4ull * uint64_t(m) * out;
     if (s.has_bias) b += 4ull * uint64_t(gemm_weight_rows(s));
     return b;
@@ -108,10 +119,22 @@ uint64_t gemm_flops(const GemmSpec& s, int m) {
     return 2ull * uint64_t(m) * uint64_t(s.cols) * uint64_t(gemm_weight_rows(s));
 }
 
-bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why) {
+bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why, int mma) {
     if (!gemm_type_ok(wtype)) {
         if (why) *why = fmt::format("weight type {} has no gemm kernel", type_name(wtype));
         return false;
+    }
+    if (mma == 2) {
+        if (wtype != GgmlType::F16 && wtype != GgmlType::BF16) {
+            if (why) *why = fmt::format("mma 2 (wgmma) takes F16/BF16 weights; {} stays on mma 1", type_name(wtype));
+            return false;
+        }
+        if (sm != 90) {
+            if (why) *why = fmt::format("compute capability {}.{}: wgmma is sm_90a only", sm / 10, sm % 10);
+            return false;
+        }
+        if (why) why->clear();
+        return true;
     }
     if (sm < 80) {
         if (why) *why = fmt::format("compute capability {}.{} < 8.0: no mma.sync m16n8k16 with f32 accumulation of bf16/f16 (use the SIMT sibling)", sm / 10, sm % 10);
@@ -119,6 +142,11 @@ bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why) {
     }
     if (why) why->clear();
     return true;
+}
+
+int gemm_mma_level(GgmlType wtype, int sm) {
+    if (gemm_mma_supported(wtype, sm, nullptr, 2)) return 2;
+    return gemm_mma_supported(wtype, sm, nullptr, 1) ? 1 : 0;
 }
 
 }  // namespace jitllm

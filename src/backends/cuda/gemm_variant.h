@@ -22,9 +22,12 @@ struct GemmSpec {
     float res_scale = 1.0f;      // EPI=1
     float out_scale = 1.0f;      // EPI=3
     int up_offset_rows = 0;      // EPI=2 with n_mat=1
-    int mma = 1;                 // 1 tensor cores (mma.sync, sm_80+), 0 SIMT f32
-    int bm = 0, bn = 0;          // tile; 0 = default (MMA 128 x 128, SIMT 64 x 64)
-    int stages = 0;              // MMA cp.async ring depth; 0 = default (4)
+    int mma = 1;                 // 2 wgmma (sm_90a, F16/BF16 only), 1 tensor cores (mma.sync,
+                                 // sm_80+), 0 SIMT f32; gemm_mma_level says which one a type has
+    int bm = 0, bn = 0;          // tile; 0 = default (MMA 128 x 128, SIMT 64 x 64; MMA=2: bm 128
+                                 // only, bn 64 / 128 / 256)
+    int stages = 0;              // MMA ring depth; 0 = default (4)
+    bool x_f16 = false;          // MMA=2: x is 16-bit [m, cols] (f16; bf16 for BF16 weights)
 };
 
 // Variant of "cuda/gemm.cu" with every define of `s` (symbol = entry point name).
@@ -48,8 +51,12 @@ uint64_t gemm_bytes(const GemmSpec& s, int m);
 // 2 * m * cols * weight rows.
 uint64_t gemm_flops(const GemmSpec& s, int m);
 
-// Whether MMA=1 supports wtype on compute capability `sm` (e.g. 80, 90); when not, `why` (if
-// given) says why. Every supported weight type works from sm_80 (mma.sync f16 and bf16).
-bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why = nullptr);
+// Whether MMA level `mma` (1: mma.sync, 2: wgmma) supports wtype on compute capability `sm`
+// (e.g. 80, 90); when not, `why` (if given) says why. Level 1: every supported weight type from
+// sm_80 (mma.sync f16 and bf16). Level 2: F16 and BF16 weights on sm_90 exactly (sm_90a code:
+// wgmma does not exist on sm_100+); quantized types stay on level 1.
+bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why = nullptr, int mma = 1);
+// The highest MMA level (2, 1, or 0 = SIMT only) gemm.cu has for wtype on `sm`.
+int gemm_mma_level(GgmlType wtype, int sm);
 
 }  // namespace jitllm
