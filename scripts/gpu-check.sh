@@ -5,6 +5,8 @@
 #   kernels : every kernel variant vs the CPU reference at odd shapes (tests/kernels)
 #   jit     : cold (empty cache) and warm JIT start for a Llama-3.2-1B-shaped model
 #   decode  : tg128 decode tok/s for 1B-shaped F16/Q8_0/Q4_0 synthetic files
+#   modes   : prompt modes (single, prefill-decode, batch chunks 1..512) on the GPU vs llama.cpp / each other
+#   prefill : pp512 (-b 512) for the issue-7 shapes, a cuBLAS (torch) f16 GEMM ceiling, TTFT at 2048
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
 set -uo pipefail
@@ -95,6 +97,56 @@ bench)
         f=$(synth "${spec%%:*}" "${spec##*:}")
         log "bench $spec"
         "$B/jitllm" bench --gpu -m "$f" -p ${BENCH_P:-512} -n 128 -r ${BENCH_R:-3} -o md 2>&1 | tee -a "$OUT/summary.txt"
+    done
+    ;;
+modes)
+    log "prompt modes on the GPU (cuda)"
+    JITLLM_TEST_BACKEND=cuda "$B/prefill_modes_test" > "$OUT/modes.txt" 2>&1
+    grep -E "modes\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes.txt" | head -120 | tee -a "$OUT/summary.txt"
+    ;;
+ceiling)
+    log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"
+    python3 - <<'PY' 2>&1 | tee -a "$OUT/summary.txt"
+import torch, time
+def tflops(m, n, k, dt=torch.float16):
+    a = torch.randn(m, k, device="cuda", dtype=dt); b = torch.randn(n, k, device="cuda", dtype=dt)
+    for _ in range(3): c = a @ b.t()
+    torch.cuda.synchronize(); t = time.perf_counter(); r = 20
+    for _ in range(r): c = a @ b.t()
+    torch.cuda.synchronize(); s = (time.perf_counter() - t) / r
+    return 2 * m * n * k / s / 1e12
+for (m, n, k) in [(8192, 8192, 8192), (512, 4096, 4096), (512, 28672, 4096), (512, 4096, 14336), (512, 6144, 4096), (512, 128256, 4096), (512, 2048, 2048), (512, 16384, 2048), (512, 2048, 8192)]:
+    print(f"cublas f16 m={m} n={n} k={k}: {tflops(m, n, k):.1f} TFLOP/s")
+PY
+    ;;
+prefill)
+    for spec in ${PREFILL_SHAPES:-llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0 llama3.1-8b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        log "prefill pp512 -b 512 $spec"
+        "$B/jitllm" bench --gpu -m "$f" -p 512 -n 0 -b 512 -r ${BENCH_R:-3} -o md 2>&1 | tee -a "$OUT/summary.txt"
+    done
+    f=$(synth llama3.1-8b q4_0)
+    log "time to first token, 2048-token prompt, 8B Q4_0, -b 512 vs token at a time"
+    "$B/jitllm" bench --gpu -m "$f" -p 2048 -n 0 -b 512 -r 1 -o md 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+serve)
+    # issue 9: aggregate decode tok/s of `jitllm serve --gpu` with 1/8/32/64 concurrent clients
+    f=$(synth llama3.2-1b ${SERVE_TYPE:-f16})
+    log "serve --gpu --parallel 64, 1B ${SERVE_TYPE:-f16}: aggregate decode tok/s by concurrent clients"
+    export LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
+    "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 --port 18080 --prefill-chunk 64 > "$OUT/serve.log" 2>&1 &
+    sp=$!
+    for i in $(seq 1 120); do curl -sf http://127.0.0.1:18080/health >/dev/null 2>&1 && break; sleep 1; done
+    python3 scripts/serve-load.py --port 18080 --clients ${SERVE_CLIENTS:-1,8,32,64} --seconds ${SERVE_SECONDS:-15} 2>&1 | tee -a "$OUT/summary.txt"
+    kill -INT $sp; wait $sp
+    tail -5 "$OUT/serve.log" | tee -a "$OUT/summary.txt"
+    ;;
+prefprof)
+    # per-kernel time of the batch phase (prompt chunks), 8B F16 pp512 -b 512
+    for spec in ${PREFPROF_SHAPES:-llama3.1-8b:f16}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        log "prefill profile $spec pp512 -b 512"
+        "$B/jitllm" bench --gpu -m "$f" -p 512 -n 0 -b 512 -r 1 --no-warmup --profiler -o md 2>&1 | grep -vE "^\s*$" | tail -30 | tee -a "$OUT/summary.txt"
     done
     ;;
 depth)

@@ -7,10 +7,18 @@ BUILD=${JITLLM_BUILD_DIR:-build}
 SH=${JITLLM_SHARED_DIR:-../shared}
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/shared/golden/synthetic .gpu/shared/testdata/vocab
 cp "$BUILD/jitllm" .gpu/bin/
-for t in engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test; do
+for t in engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test; do
     [ -f "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .gpu/bin/
 done
 strip .gpu/bin/* 2>/dev/null || true
+# the HTTP transport module of `jitllm serve` and the shared libraries it needs (not on the GPU host)
+if [ -f "$BUILD/jitllm-httplib.so" ]; then
+    mkdir -p .gpu/lib
+    cp "$BUILD/jitllm-httplib.so" .gpu/bin/
+    for l in $(ldd "$BUILD/jitllm-httplib.so" | awk '/=>/ {print $3}' | grep -E "httplib|brotli|libssl|libcrypto"); do
+        cp "$l" .gpu/lib/
+    done
+fi
 cp "$SH/golden/stories260K.golden.json" .gpu/shared/golden/
 cp "$SH"/golden/synthetic/*.logits.json .gpu/shared/golden/synthetic/
 for f in ${GPU_GOLDEN_FILES:-llama-f32 llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m llama-q5_k_s llama-q6_k qwen2-q4_0 qwen3-q8_0 phi3-q4_0 granite-q4_k_m}; do

@@ -129,11 +129,14 @@ int cmd_plan(const Args& args) {
     app.add_option("-m,--model", model, "GGUF model");
     app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
     app.add_option("--target", target, "CUDA arch to plan for without a GPU (sm_75, sm_80, sm_86, sm_89, sm_90)");
+    int batch = 0;
+    app.add_option("--batch-prefill-size", batch, "also plan the batch phase for chunks of this many rows")
+        ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
-    const Plan p = plan_build(*m, n_ctx);
+    const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
     std::string s = plan_describe(p);
     if (!target.empty()) {
         const Schedule sch = cuda_schedule_for_target(p, target, g.schedule());
@@ -159,11 +162,14 @@ int cmd_kernels(const Args& args) {
     app.add_option("--target", targets, "comma-separated CUDA archs, e.g. sm_80,sm_90");
     app.add_flag("--compile", compile, "compile every variant (fills the kernel cache)");
     app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
+    int batch = 0;
+    app.add_option("--batch-prefill-size", batch, "also the batch phase's kernels, for chunks of this many rows")
+        ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
-    const Plan p = plan_build(*m, n_ctx);
+    const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
     int failures = 0;
     for (const auto& target : split_commas(targets)) {
         // both siblings of every gate, so every variant the model can get is listed / compiled
@@ -171,7 +177,9 @@ int cmd_kernels(const Args& args) {
         std::set<std::string> seen;
         for (int alt = 0; alt < 2; ++alt) {
             ScheduleOptions so = g.schedule();
-            if (alt == 1) so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}};
+            if (alt == 1)
+                so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
+                            {"sample.reduce", "tree"}, {"gemm.mma", "simt"}};
             else if (so.force.empty()) so.force = {{"attn.algo", "split"}};
             for (bool fuse : {true, false}) {
                 so.fuse = fuse;

@@ -20,13 +20,14 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_min_blocks = 0, gemv_prefetch = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0;
     std::string profiler_dump_dir;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
-                       "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree); repeatable");
+                       "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt); "
+                       "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
         app.add_option("--kernel-cache", kernel_cache, "JIT cache directory (default $XDG_CACHE_HOME/jitllm)");
@@ -42,6 +43,8 @@ struct GpuFlags {
             ->check(CLI::Range(0, 32));
         app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
+        app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
+            ->check(CLI::IsMember({0, 64, 128}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
@@ -57,6 +60,7 @@ struct GpuFlags {
                 fail_usage("--force-variant: expected GATE=VARIANT, found '{}'", f);
             s.force[f.substr(0, eq)] = f.substr(eq + 1);
         }
+        s.gemm_bm = gemm_bm;
         return s;
     }
 

@@ -24,50 +24,83 @@ SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt) {
     if (n_ctx > model_ctx)
         fail_usage("--ctx-size {} exceeds the model's context length {} ({}.context_length); "
                    "hint: lower --ctx-size", n_ctx, model_ctx, model_->config.arch);
-    plan_ = plan_build(*model_, n_ctx);
-    if (!opt.gpu) ThreadPool::set_global_threads(opt.n_threads);
-    for (int i = 0; i < opt.n_seq; ++i) {
-        if (opt.gpu)
-            backends_.push_back(std::make_unique<CudaBackend>(plan_, opt.cuda));
-        else
-            backends_.push_back(std::make_unique<CpuBackend>(plan_, opt.n_threads));
+    PlanOptions po;
+    po.n_ctx = n_ctx;
+    po.n_seq = opt.n_seq;
+    po.batch_rows = opt.batch_rows > 0 ? opt.batch_rows : std::max(opt.n_seq, std::min(n_ctx, 512));
+    if (po.batch_rows < opt.n_seq)
+        fail_usage("batch rows {} must be at least the number of sequences {}", po.batch_rows, opt.n_seq);
+    plan_ = plan_build(*model_, po);
+    if (opt.gpu) {
+        backend_ = std::make_unique<CudaBackend>(plan_, opt.cuda);
+    } else {
+        ThreadPool::set_global_threads(opt.n_threads);
+        backend_ = std::make_unique<CpuBackend>(plan_, opt.n_threads);
     }
     load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 SequenceBatch::~SequenceBatch() = default;
 
-std::string SequenceBatch::backend_name() const { return backends_.front()->name(); }
+std::string SequenceBatch::backend_name() const { return backend_->name(); }
 
 void SequenceBatch::run(std::vector<SeqStep>& steps) {
-    const bool has_prefill = !plan_.prefill.empty();
+    std::vector<bool> seen(size_t(n_seq()), false);
     for (auto& s : steps) {
         JITLLM_CHECK(s.seq >= 0 && s.seq < n_seq(), "sequence {} outside [0, {})", s.seq, n_seq());
+        JITLLM_CHECK(!seen[size_t(s.seq)], "sequence {} twice in one step", s.seq);
+        seen[size_t(s.seq)] = true;
         JITLLM_CHECK(!s.tokens.empty(), "sequence {}: empty step", s.seq);
         JITLLM_CHECK(s.pos >= 0 && s.pos + int64_t(s.tokens.size()) <= n_ctx(),
                      "sequence {}: positions [{}, {}) outside the context {}", s.seq, s.pos,
                      s.pos + s.tokens.size(), n_ctx());
-        Backend& b = *backends_[size_t(s.seq)];
         s.logits = nullptr;
         s.argmax = -1;
-        for (size_t i = 0; i < s.tokens.size(); ++i) {
-            const bool last = i + 1 == s.tokens.size();
-            const int pos = s.pos + int(i);
-            if (last && s.want_logits) {
-                s.logits = b.decode(s.tokens[i], pos);
-                s.argmax = b.sampled_token();
-            } else if (has_prefill) {
-                b.prefill(s.tokens[i], pos);
-            } else {
-                b.decode(s.tokens[i], pos);
-            }
+    }
+    const int R = plan_.batch_rows;
+    auto flush = [&](bool logits) {
+        if (tok_buf_.empty()) return;
+        BatchStep b;
+        b.tokens = tok_buf_.data();
+        b.pos = pos_buf_.data();
+        b.seq = seq_buf_.data();
+        b.n = int(tok_buf_.size());
+        b.logits = logits;
+        backend_->batch(b);
+        if (!logits) tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
+    };
+    auto push = [&](int32_t tok, int pos, int seq) {
+        tok_buf_.push_back(tok);
+        pos_buf_.push_back(pos);
+        seq_buf_.push_back(seq);
+    };
+    tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
+    // 1. tokens that need no logits (prompt bodies), every sequence's packed into chunks of R rows
+    for (const auto& s : steps) {
+        const size_t n = s.want_logits ? s.tokens.size() - 1 : s.tokens.size();
+        for (size_t i = 0; i < n; ++i) {
+            push(s.tokens[i], s.pos + int(i), s.seq);
+            if (int(tok_buf_.size()) == R) flush(false);
         }
+    }
+    flush(false);
+    // 2. the last token of each sequence that wants logits: one step, one row per sequence
+    std::vector<SeqStep*> rows;
+    for (auto& s : steps)
+        if (s.want_logits) {
+            push(s.tokens.back(), s.pos + int(s.tokens.size()) - 1, s.seq);
+            rows.push_back(&s);
+        }
+    flush(true);
+    for (size_t r = 0; r < rows.size(); ++r) {
+        rows[r]->logits = backend_->batch_logits(int(r));
+        rows[r]->argmax = backend_->batch_sampled(int(r));
     }
 }
 
 void SequenceBatch::reset(int seq) {
     JITLLM_CHECK(seq >= 0 && seq < n_seq(), "sequence {} outside [0, {})", seq, n_seq());
-    backends_[size_t(seq)]->reset();
+    // positions restart at 0 and overwrite the cache rows they attend to: nothing to clear
 }
 
 }  // namespace jitllm

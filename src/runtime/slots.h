@@ -1,8 +1,9 @@
 // SequenceBatch: one model (weights, tokenizer, plan) loaded once and shared by N independent
-// sequences, each with its own backend state and KV cache. run() is one scheduler step: every
-// listed sequence consumes its tokens. On the CPU that is a loop over per-sequence backends (they
-// only read the plan and the weights); a batched backend can replace the loop behind the same
-// interface. Not thread-safe: one thread (the scheduler) drives it.
+// sequences, each with its own KV cache in one backend. run() is one scheduler step: every
+// listed sequence consumes its tokens, through the plan's batch phase — prompt tokens of all
+// sequences packed into chunks of rows (no logits), then the last token of every sequence that
+// wants logits in one step together (on the GPU: matrix-matrix products over the sequences,
+// attention per sequence). Not thread-safe: one thread (the scheduler) drives it.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct SequenceBatchOptions {
     int n_seq = 1;        // sequences (server slots)
     int n_ctx = 0;        // per sequence; 0: min(model context, 4096)
     int n_threads = 1;    // CPU threads (shared by the sequences, which run one after another)
-    bool gpu = false;     // one CUDA backend per sequence until a batched backend exists
+    bool gpu = false;
+    int batch_rows = 0;   // rows of a batch step; 0: max(n_seq, min(n_ctx, 512))
     CudaOptions cuda;
 };
 
@@ -47,7 +49,7 @@ public:
     const Tokenizer& tokenizer() const { return *tok_; }
     const Plan& plan() const { return plan_; }
     int n_ctx() const { return plan_.n_ctx; }
-    int n_seq() const { return int(backends_.size()); }
+    int n_seq() const { return plan_.n_seq; }
     int n_vocab() const { return model_->config.n_vocab; }
     std::string backend_name() const;
     double load_ms() const { return load_ms_; }
@@ -62,7 +64,8 @@ private:
     std::unique_ptr<Model> model_;
     std::unique_ptr<Tokenizer> tok_;
     Plan plan_;
-    std::vector<std::unique_ptr<Backend>> backends_;
+    std::unique_ptr<Backend> backend_;
+    std::vector<int32_t> tok_buf_, pos_buf_, seq_buf_;
     double load_ms_ = 0;
 };
 

@@ -27,6 +27,8 @@ struct Case {
     int window = 0;  // <arch>.attention.sliding_window when > 0
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 std::unique_ptr<Model> build(const Case& c) {
     GgufWriter w = tiny_model(c.spec, [](TinyTensor&) { return false; });  // keys only
     uint64_t st = c.spec.seed * 0x9E3779B97F4A7C15ull + 7;

@@ -14,6 +14,10 @@ struct Case {
     bool prefill_decode;
     int chunk = 0;  // --batch-prefill-size
 };
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << "prompt " << c.n_prompt << " -n " << c.n_gen << (c.prefill_decode ? " prefill-decode" : "")
+        << (c.chunk ? " chunk " + std::to_string(c.chunk) : std::string());
+}
 
 class LaunchAccounting : public ::testing::TestWithParam<Case> {};
 
@@ -44,9 +48,16 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
     int64_t total = 0;
     for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) {
         total += k.total;
-        EXPECT_EQ(k.skip_decode, int64_t(k.per_prefill) * pr.prefill + int64_t(k.per_decode) * (pr.decode_in_prompt + 2));
+        EXPECT_EQ(k.skip_decode, int64_t(k.per_prefill) * pr.prefill + int64_t(k.per_chunk) * pr.batch +
+                                     int64_t(k.per_decode) * (pr.decode_in_prompt + 2));
+        EXPECT_EQ(k.skip_chunk, int64_t(k.per_chunk) * std::min<int64_t>(2, pr.batch));
     }
-    EXPECT_EQ(total, int64_t(sched.decode.size()) * pr.decode + int64_t(sched.prefill.size()) * pr.prefill);
+    EXPECT_EQ(total, int64_t(sched.decode.size()) * pr.decode + int64_t(sched.prefill.size()) * pr.prefill +
+                         int64_t(sched.batch_body) * pr.batch);
+    // the chunk kernels are the batch phase's body: launches per chunk sum to batch_body
+    int64_t per_chunk = 0;
+    for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) per_chunk += k.per_chunk;
+    EXPECT_EQ(per_chunk, int64_t(sched.batch_body));
 }
 
 INSTANTIATE_TEST_SUITE_P(Runs, LaunchAccounting,

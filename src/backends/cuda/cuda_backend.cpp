@@ -49,11 +49,12 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     upload_weights();
     bind(sched_.decode, decode_launches_);
     bind(sched_.prefill, prefill_launches_);
+    bind(sched_.batch, batch_launches_);
     logits_.resize(size_t(plan.config->n_vocab));
-    for (int ph = 0; ph < 2; ++ph)
+    for (int ph = 0; ph < 3; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
-    for (int ph = 0; ph < 2; ++ph) {
+    for (int ph = 0; ph < 3; ++ph) {
         const auto& tasks = plan.phase(Phase(ph));
         for (const auto& k : sched_.phase(Phase(ph))) {
             std::string tn;
@@ -64,7 +65,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     if (opt.profiler) {
         const double bw = measure_copy_bandwidth_gb_s(*ctx_, opt.cache.dir.empty() ? default_cache_dir() : opt.cache.dir);
         opt.profiler->set_copy_bandwidth(bw, dev.name);
-        const size_t n = std::max(sched_.decode.size(), sched_.prefill.size()) + 1;
+        const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(), sched_.batch.size()}) + 1;
         events_.resize(n);
         for (auto& e : events_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DEFAULT));
     }
@@ -89,6 +90,7 @@ CudaBackend::~CudaBackend() {
     for (auto& e : events_) d.cuEventDestroy(e);
     if (origin_) d.cuEventDestroy(origin_);
     if (host_io_) d.cuMemFreeHost(host_io_);
+    if (host_batch_) d.cuMemFreeHost(host_batch_);
 }
 
 void CudaBackend::compile_and_load() {
@@ -141,7 +143,7 @@ void CudaBackend::allocate_buffers() {
         scratch += align_up(n);
     }
     const size_t kv_elem = sched_.kv_type == "float" ? 4 : 2;
-    const size_t kv_bytes = size_t(plan_.n_ctx) * size_t(c.kv_dim()) * kv_elem;
+    const size_t kv_bytes = size_t(plan_.n_seq) * size_t(plan_.n_ctx) * size_t(c.kv_dim()) * kv_elem;
     for (int l = 0; l < c.n_layers; ++l) {
         k_cache_.push_back(ctx_->alloc(align_up(kv_bytes), MemCategory::Kv, fmt::format("blk.{}.k_cache", l)));
         v_cache_.push_back(ctx_->alloc(align_up(kv_bytes), MemCategory::Kv, fmt::format("blk.{}.v_cache", l)));
@@ -156,6 +158,9 @@ void CudaBackend::allocate_buffers() {
     }
     init_.scratch_bytes = scratch;
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
+    if (plan_.batch_rows > 0)
+        JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_batch_),
+                                                       size_t(plan_.batch_rows) * 3 * 4));
     ctx_->synchronize();
 }
 
@@ -212,6 +217,7 @@ uint64_t CudaBackend::resolve(const KArg& a) const {
             std::memcpy(&v, &a.i, 4);
             return v;
         }
+        case KArg::Kind::Rows: return 0;  // set per batch step (Launch::rows_args)
     }
     return 0;
 }
@@ -236,7 +242,10 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
             ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
         }
         l.vals.resize(k.args.size());
-        for (size_t a = 0; a < k.args.size(); ++a) l.vals[a] = resolve(k.args[a]);
+        for (size_t a = 0; a < k.args.size(); ++a) {
+            l.vals[a] = resolve(k.args[a]);
+            if (k.args[a].kind == KArg::Kind::Rows) l.rows_args.push_back(a);
+        }
         l.ptrs.resize(k.args.size());
         for (size_t a = 0; a < k.args.size(); ++a) l.ptrs[a] = &l.vals[a];
     }
@@ -254,10 +263,18 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     NvtxRange range(fmt::format("{} {}", phase_name(ph), steps_[iph]),
                     ph == Phase::Decode ? NvtxColor::Decode : NvtxColor::Prefill);
     Profiler* prof = opt_.profiler;
+    bool capturing = false;
+    // inside a stream capture an event record becomes a graph node only with the EXTERNAL flag
+    auto record = [&](CUevent e) {
+        if (capturing)
+            JITLLM_CUDA_TRY(d, cuEventRecordWithFlags(e, st, CU_EVENT_RECORD_EXTERNAL));
+        else
+            JITLLM_CUDA_TRY(d, cuEventRecord(e, st));
+    };
     auto launch_all = [&] {
         for (size_t i = 0; i < launches.size(); ++i) {
             const Launch& l = launches[i];
-            if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[i], st));
+            if (prof) record(events_[i]);
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
                 ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()));
@@ -265,20 +282,24 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
                 ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()));
             }
         }
-        if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[launches.size()], st));
+        if (prof) record(events_[launches.size()]);
     };
     CUgraphExec& g = graph_[iph];
     if (prof && !origin_) {
         JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
         JITLLM_CUDA_TRY(d, cuEventRecord(origin_, st));
     }
-    if (!opt_.graphs || prof || opt_.nvtx_tasks) {  // the same kernels, launched one by one
+    // With the profiler the graph holds an event record node before every kernel (and one after
+    // the last), so the timed run is the same graph replay as an unprofiled one.
+    if (!opt_.graphs || opt_.nvtx_tasks) {  // the same kernels, launched one by one
         launch_all();
     } else {
         if (!g) {
             CUgraph graph = nullptr;
             JITLLM_CUDA_TRY(d, cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
+            capturing = true;
             launch_all();
+            capturing = false;
             JITLLM_CUDA_TRY(d, cuStreamEndCapture(st, &graph));
             JITLLM_CUDA_TRY(d, cuGraphInstantiateWithFlags(&g, graph, 0));
             d.cuGraphDestroy(graph);
@@ -293,26 +314,31 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     ctx_->synchronize();
     if (ph == Phase::Decode) token_out_ = host_io_[2];
     for (auto* c : count_ptrs_[iph]) ++*c;
-    if (prof) {
-        for (size_t i = 0; i < launches.size(); ++i) {
-            float t0 = 0, dur = 0;
-            JITLLM_CUDA_TRY(d, cuEventElapsedTime(&t0, origin_, events_[i]));
-            JITLLM_CUDA_TRY(d, cuEventElapsedTime(&dur, events_[i], events_[i + 1]));
-            const KernelStep& k = *launches[i].step;
-            LaunchRecord r;
-            r.kernel = k.symbol;
-            r.tasks = launch_tasks_[iph][i];
-            r.phase = phase_name(ph);
-            r.token = steps_[iph];
-            r.layer = k.layer;
-            r.start_us = double(t0) * 1e3;
-            r.dur_us = double(dur) * 1e3;
-            r.bytes = k.bytes + k.bytes_per_pos * uint64_t(pos + 1);
-            r.flops = k.flops;
-            prof->add(std::move(r));
-        }
-    }
+    if (prof) record_profile(ph, launches, launches.size(), 1, uint64_t(pos + 1));
     steps_[iph]++;
+}
+
+void CudaBackend::record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum) {
+    const CudaDriver& d = ctx_->driver();
+    const int iph = int(ph);
+    for (size_t i = 0; i < n; ++i) {
+        float t0 = 0, dur = 0;
+        JITLLM_CUDA_TRY(d, cuEventElapsedTime(&t0, origin_, events_[i]));
+        JITLLM_CUDA_TRY(d, cuEventElapsedTime(&dur, events_[i], events_[i + 1]));
+        const KernelStep& k = *launches[i].step;
+        LaunchRecord r;
+        r.kernel = k.symbol;
+        r.tasks = launch_tasks_[iph][i];
+        r.phase = phase_name(ph);
+        r.token = steps_[iph];
+        r.layer = k.layer;
+        r.start_us = double(t0) * 1e3;
+        r.dur_us = double(dur) * 1e3;
+        // batch steps: per-row bytes and flops times the rows, plus what does not depend on them
+        r.bytes = k.bytes_fixed + k.bytes * uint64_t(rows) + k.bytes_per_pos * pos_sum;
+        r.flops = k.flops * uint64_t(rows);
+        opt_.profiler->add(std::move(r));
+    }
 }
 
 void CudaBackend::upload_slot(Slot s, const float* src, size_t n) { ctx_->upload(slots_[size_t(s)], src, n * 4); }
@@ -408,11 +434,78 @@ void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, p
 
 namespace jitllm {
 
-void CudaBackend::batch(const BatchStep&) {
-    fail_usage("--batch-prefill-size: the batch phase is not available on the CUDA backend yet; "
-               "hint: leave --batch-prefill-size at 0 with --gpu");
+void CudaBackend::batch(const BatchStep& b) {
+    const ModelConfig& c = *plan_.config;
+    JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
+    JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n, plan_.n_seq);
+    uint64_t pos_sum = 0;
+    for (int i = 0; i < b.n; ++i) {
+        JITLLM_CHECK(b.pos[i] >= 0 && b.pos[i] < plan_.n_ctx, "row {}: pos {} outside [0, {})", i, b.pos[i], plan_.n_ctx);
+        JITLLM_CHECK(b.tokens[i] >= 0 && b.tokens[i] < c.n_vocab, "row {}: token {} outside vocab", i, b.tokens[i]);
+        JITLLM_CHECK(b.seq[i] >= 0 && b.seq[i] < plan_.n_seq, "row {}: sequence {} outside [0, {})", i, b.seq[i],
+                     plan_.n_seq);
+        pos_sum += uint64_t(b.pos[i]) + 1;
+    }
+    const CudaDriver& d = ctx_->driver();
+    const CUstream st = ctx_->stream();
+    const int R = plan_.batch_rows;
+    std::memcpy(host_batch_, b.tokens, size_t(b.n) * 4);
+    std::memcpy(host_batch_ + R, b.pos, size_t(b.n) * 4);
+    std::memcpy(host_batch_ + 2 * R, b.seq, size_t(b.n) * 4);
+    JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Tokens)], host_batch_, size_t(b.n) * 4, st));
+    JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Positions)], host_batch_ + R, size_t(b.n) * 4, st));
+    JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Seqs)], host_batch_ + 2 * R, size_t(b.n) * 4, st));
+    const size_t n_launch = b.logits ? batch_launches_.size() : sched_.batch_body;
+    const int iph = int(Phase::Batch);
+    NvtxRange range(fmt::format("batch {} ({} rows)", steps_[iph], b.n), NvtxColor::Prefill);
+    Profiler* prof = opt_.profiler;
+    if (prof && !origin_) {
+        JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
+        JITLLM_CUDA_TRY(d, cuEventRecord(origin_, st));
+    }
+    // launched one by one: the grids depend on the rows (a graph per row count is a later step)
+    for (size_t i = 0; i < n_launch; ++i) {
+        Launch& l = batch_launches_[i];
+        for (size_t a : l.rows_args) {
+            l.vals[a] = 0;
+            std::memcpy(&l.vals[a], &b.n, 4);
+        }
+        if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[i], st));
+        const Dim3 grid = l.step->grid_for_rows(b.n);
+        if (opt_.nvtx_tasks) {
+            NvtxRange t(l.step->symbol, NvtxColor::Task);
+            ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
+        } else {
+            ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
+        }
+    }
+    if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[n_launch], st));
+    batch_n_ = b.n;
+    batch_logits_ = b.logits;
+    if (b.logits) {
+        batch_logits_host_.resize(size_t(b.n) * size_t(c.n_vocab));
+        batch_tokens_out_.resize(size_t(b.n));
+        if (logits_needed_)
+            JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_logits_host_.data(), slots_[size_t(Slot::Logits)],
+                                                 batch_logits_host_.size() * 4, st));
+        JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_tokens_out_.data(), slots_[size_t(Slot::Tokens)],
+                                             size_t(b.n) * 4, st));
+    }
+    ctx_->synchronize();
+    const size_t n_tasks = b.logits ? plan_.batch.size() : plan_.batch_body;
+    for (size_t i = 0; i < n_tasks; ++i) ++*count_ptrs_[iph][i];
+    if (prof) record_profile(Phase::Batch, batch_launches_, n_launch, b.n, pos_sum);
+    steps_[iph]++;
 }
-const float* CudaBackend::batch_logits(int) { return nullptr; }
-int32_t CudaBackend::batch_sampled(int) const { return -1; }
+
+const float* CudaBackend::batch_logits(int row) {
+    JITLLM_CHECK(batch_logits_ && row >= 0 && row < batch_n_ && logits_needed_, "batch row {} has no logits", row);
+    return batch_logits_host_.data() + size_t(row) * size_t(plan_.config->n_vocab);
+}
+
+int32_t CudaBackend::batch_sampled(int row) const {
+    JITLLM_CHECK(batch_logits_ && row >= 0 && row < batch_n_, "batch row {} has no pick", row);
+    return batch_tokens_out_[size_t(row)];
+}
 
 }  // namespace jitllm

@@ -73,7 +73,10 @@ private:
         const KernelStep* step = nullptr;
         std::vector<uint64_t> vals;  // argument storage (pointers, floats, ints)
         std::vector<void*> ptrs;
+        std::vector<size_t> rows_args;  // indices of KArg::Kind::Rows (set per batch step)
     };
+    // Profiler records of launches [0, n) of a phase step just run (events_ recorded around each).
+    void record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum);
     void upload_weights();
     void allocate_buffers();
     void compile_and_load();
@@ -92,19 +95,24 @@ private:
     std::vector<CUdeviceptr> k_cache_, v_cache_;
     std::map<std::string, CUdeviceptr> scratch_;
     std::map<std::string, CUfunction> functions_;  // symbol -> function
-    std::vector<Launch> decode_launches_, prefill_launches_;
+    std::vector<Launch> decode_launches_, prefill_launches_, batch_launches_;
     CUgraphExec graph_[2] = {nullptr, nullptr};
     std::vector<float> logits_;
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
     int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]
     std::map<std::string, uint64_t> counts_;
-    std::vector<uint64_t*> count_ptrs_[2];
+    std::vector<uint64_t*> count_ptrs_[3];
+    int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
+    int batch_n_ = 0;
+    bool batch_logits_ = false;
+    std::vector<float> batch_logits_host_;
+    std::vector<int32_t> batch_tokens_out_;
     // profiling: one event per launch + 1, the run's origin, step counters per phase
     std::vector<CUevent> events_;
     CUevent origin_ = nullptr;
-    int steps_[2] = {0, 0};
-    std::vector<std::string> launch_tasks_[2];
+    int steps_[3] = {0, 0, 0};
+    std::vector<std::string> launch_tasks_[3];
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies

@@ -26,7 +26,7 @@
     X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy)           \
     X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)   \
     X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
-    X(cuGraphExecDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    X(cuGraphExecDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuEventRecordWithFlags)
 // clang-format on
 
 namespace jitllm {

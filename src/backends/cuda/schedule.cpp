@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "backends/cuda/gemm_variant.h"
 #include "core/error.h"
 
 namespace jitllm {
@@ -47,6 +48,7 @@ std::string group_name(const std::vector<const Task*>& ts) {
 struct Gates {
     bool gemv_warp, norm_warp, attn_split, sample_warp;
     int n_splits = 1;
+    bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
 };
 
 class Lowering {
@@ -90,10 +92,13 @@ public:
         // and printed now so the gate exists before any kernel uses it.
         {
             const int cc = d_.cc_major * 10 + d_.cc_minor;
-            const std::string tc = cc >= 90 ? "wgmma" : cc >= 80 ? "mma" : "simt";
-            forced("gemm.mma", tc == "simt" ? "mma" : tc, "simt", tc != "simt",
-                   fmt::format("compute capability {}.{}: {}; used by the batched prefill (no kernel yet)",
-                               d_.cc_major, d_.cc_minor, tc == "simt" ? "no tensor-core MMA" : tc + " tensor cores"));
+            std::string why;
+            const bool mma = gemm_mma_supported(GgmlType::F16, cc, &why);
+            g_.gemm_mma = forced("gemm.mma", "mma", "simt", mma,
+                                 mma ? fmt::format("compute capability {}.{}: mma.sync m16n8k16 tensor cores for the "
+                                                   "batch phase's matrix products (F32 weights stay SIMT: f32 precision)",
+                                                   d_.cc_major, d_.cc_minor)
+                                     : why);
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
@@ -103,7 +108,22 @@ public:
     void lower(const std::vector<Task>& tasks, std::vector<KernelStep>& out) {
         out_ = &out;
         tasks_ = &tasks;
+        batch_ = false;
         for (size_t i = 0; i < tasks.size();) i += lower_at(i);
+    }
+
+    // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products.
+    void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body) {
+        out_ = &out;
+        tasks_ = &tasks;
+        batch_ = true;
+        out_body = 0;
+        for (size_t i = 0; i < tasks.size();) {
+            if (i == body) out_body = out.size();
+            i += lower_batch_at(i);
+        }
+        if (body >= tasks.size()) out_body = out.size();
+        batch_ = false;
     }
 
 private:
@@ -215,6 +235,291 @@ private:
         k.bytes = b;
     }
 
+    static KArg rows_arg() { KArg a; a.kind = KArg::Kind::Rows; return a; }
+    static KArg kcache(int layer) { KArg a; a.kind = KArg::Kind::KCache; a.layer = layer; return a; }
+    static KArg vcache(int layer) { KArg a; a.kind = KArg::Kind::VCache; a.layer = layer; return a; }
+
+    // The last kernel's grid dimension `dim` scales with the batch rows: ceil(m * mul / div).
+    void rows_grid(KernelStep& k, int dim, int mul = 1, int div = 1) {
+        k.rows_dim = dim;
+        k.rows_mul = mul;
+        k.rows_div = div;
+        k.grid = k.grid_for_rows(std::max(1, p_.batch_rows));
+    }
+
+    struct Gemm {
+        GemmSpec spec;
+        std::vector<KArg> w, bias, y;  // 3 each (null when unused)
+        Slot x = Slot::Xb;
+        KArg resid;
+    };
+    void gemm(std::vector<size_t> idx, Gemm g) {
+        GemmSpec& s = g.spec;
+        if (s.cols % 32 != 0) {  // gemm.cu's K step is 32: the row-batched gemv takes the rest
+            Gemv v;
+            for (int m = 0; m < s.n_mat; ++m) {
+                v.w.push_back(g.w[size_t(m)].w);
+                v.w_off.push_back(g.w[size_t(m)].offset);
+                v.rows.push_back(s.rows[m]);
+                v.bias.push_back(s.has_bias ? g.bias[size_t(m)].w : nullptr);
+            }
+            for (const KArg& y : g.y) v.y.push_back(y.slot);
+            v.x = g.x;
+            v.epi = s.epi;
+            v.scale = s.epi == 1 ? s.res_scale : s.out_scale;
+            v.up_offset_rows = s.up_offset_rows;
+            gemv(idx, v);
+            KernelStep& k = out_->back();
+            k.symbol += "_rows";
+            k.variant.symbol = k.symbol;
+            k.grid.y = unsigned(std::max(1, p_.batch_rows));
+            rows_grid(k, 1);
+            k.bytes_fixed = k.bytes;  // weights re-read per row mostly hit L2: count them once
+            k.bytes = uint64_t(s.cols) * 4 + uint64_t(gemm_out_rows(s)) * 4;
+            return;
+        }
+        const bool f32w = s.wtype == GgmlType::F32;
+        s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, d_.cc_major * 10 + d_.cc_minor) ? 1 : 0;
+        // 64-row tiles when 128-row tiles would leave the SMs with fewer than two blocks each
+        if (s.mma) {
+            const int R = std::max(1, p_.batch_rows);
+            const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+            const int tiles128 = ((R + 127) / 128) * ((out_w + 127) / 128);
+            s.bm = o_.gemm_bm > 0 ? o_.gemm_bm : (tiles128 < 2 * d_.sm_count ? 64 : 128);
+        }
+        const std::string algo = std::string("gemm_") + (s.mma ? "mma_" : "simt_") + lowercase(type_name(s.wtype));
+        auto& k = add(idx, algo, gemm_variant(s, ""));
+        k.variant.symbol = k.symbol;
+        const GemmLaunch l = gemm_launch(s, 1 << 20);
+        const int bm = int((1u << 20) / l.grid.x);
+        JITLLM_CHECK(gemm_launch(s, bm).grid.x == 1, "gemm tile rows {}", bm);
+        k.block = l.block;
+        k.smem = l.smem;
+        k.grid = l.grid;
+        rows_grid(k, 0, 1, bm);
+        for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.w.size()) ? g.w[size_t(m)] : null());
+        for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.bias.size()) ? g.bias[size_t(m)] : null());
+        for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? g.y[size_t(m)] : null());
+        k.args.push_back(slot(g.x));
+        k.args.push_back(g.resid);
+        k.args.push_back(rows_arg());
+        k.bytes_fixed = gemm_bytes(s, 0);
+        k.bytes = gemm_bytes(s, 1) - k.bytes_fixed;
+        k.flops = gemm_flops(s, 1);
+    }
+
+    void rms_norm_rows(size_t i, Slot in, Slot outs, int per_row, int D, const WeightTensor* w, float eps) {
+        rms_norm(i, in, outs, std::max(1, p_.batch_rows) * per_row, D, w, eps, 0);
+        KernelStep& k = out_->back();
+        k.symbol += "_rows";
+        k.variant.symbol = k.symbol;
+        rows_grid(k, 0, per_row, 1);
+        k.bytes = uint64_t(per_row) * D * 8;
+        k.bytes_fixed = w ? uint64_t(D) * 4 : 0;
+    }
+
+    // Matrix (or row range of one) as a gemm weight argument.
+    static KArg wrange(const WeightTensor* w, uint64_t off) { return weight(w, off); }
+
+    size_t lower_batch_at(size_t i) {
+        const Task& a = t(i);
+        const bool fuse = o_.fuse;
+        const int R = std::max(1, p_.batch_rows);
+        switch (a.kind) {
+            case K::TokenEmbd: {
+                const WeightTensor* e = a.w[0];
+                Variant v("cuda/embed.cu", "");
+                v.set("WTYPE", wtype_define(e->type)).set("D", c_.dim).set("N_VOCAB", c_.n_vocab)
+                    .set("EMB_SCALE", fstr(a.scale)).set("BLOCK", 256);
+                auto& k = add({i}, "embed_rows_" + lowercase(type_name(e->type)), v);
+                k.grid = Dim3(unsigned((c_.dim + 255) / 256), unsigned(R)); k.block = Dim3(256);
+                rows_grid(k, 1);
+                k.args = {weight(e), slot(Slot::Tokens), slot(Slot::X)};
+                k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
+                return 1;
+            }
+            case K::AttnNorm:
+            case K::FfnNorm:
+            case K::OutputNorm:
+                rms_norm_rows(i, Slot::X, Slot::Xb, 1, c_.dim, a.w[0], a.eps);
+                return 1;
+            case K::AttnQkv: {
+                Gemv q;
+                fill_qkv(a, q);
+                const bool same = q.w[0]->type == q.w[1]->type && q.w[1]->type == q.w[2]->type;
+                for (int m0 = 0; m0 < 3; m0 += same ? 3 : 1) {
+                    const int n = same ? 3 : 1;
+                    Gemm g;
+                    g.spec.wtype = q.w[size_t(m0)]->type;
+                    g.spec.cols = int(q.w[0]->cols);
+                    g.spec.n_mat = n;
+                    for (int j = 0; j < n; ++j) {
+                        g.spec.rows[j] = q.rows[size_t(m0 + j)];
+                        g.w.push_back(wrange(q.w[size_t(m0 + j)], q.w_off[size_t(m0 + j)]));
+                        g.y.push_back(slot(q.y[size_t(m0 + j)]));
+                        if (!q.bias.empty()) g.bias.push_back(weight(q.bias[size_t(m0 + j)]));
+                    }
+                    g.spec.has_bias = !q.bias.empty();
+                    gemm({i}, g);
+                }
+                return 1;
+            }
+            case K::AttnQkNorm:
+                rms_norm_rows(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps);
+                rms_norm_rows(i, Slot::K, Slot::K, c_.n_kv_heads, c_.head_dim, a.w[1], a.eps);
+                return 1;
+            case K::AttnRope: {
+                JITLLM_CHECK(is(i + 1, K::AttnKvStore), "attn_rope must precede attn_kv_store");
+                Variant v("cuda/rope.cu", "");
+                v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
+                    .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
+                    .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type)
+                    .set("BATCH", 1).set("N_CTX", p_.n_ctx);
+                auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox_rows" : "rope_norm_rows", v);
+                k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads), unsigned(R)); k.block = Dim3(unsigned(c_.head_dim / 2));
+                rows_grid(k, 1);
+                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer),
+                          slot(Slot::Positions), weight(a.w[0]), f32(c_.rope_base), slot(Slot::Seqs)};
+                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+                k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
+                return 2;
+            }
+            case K::Attn: {
+                const int hd = c_.head_dim;
+                const int group = c_.n_heads / c_.n_kv_heads;
+                Variant v("cuda/attention_decode.cu", "");
+                v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+                    .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", 1).set("N_SPLITS", 1)
+                    .set("BLOCK", 128).set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4)
+                    .set("BATCH", 1).set("N_CTX", p_.n_ctx);
+                if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
+                const std::string kvt = o_.kv_f32 ? "f32" : "f16";
+                auto& k = add({i}, "causal_rows_" + kvt, v);
+                k.grid = Dim3(unsigned(c_.n_kv_heads), 1, unsigned(R));
+                k.block = Dim3(128);
+                rows_grid(k, 2);
+                k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
+                          null(), slot(Slot::Seqs)};
+                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+                k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
+                k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
+                return 1;
+            }
+            case K::AttnOutput:
+            case K::FfnDown: {
+                const K res = a.kind == K::AttnOutput ? K::AttnResidual : K::FfnResidual;
+                Gemm g;
+                g.spec.wtype = a.w[0]->type;
+                g.spec.cols = int(a.w[0]->cols);
+                g.spec.rows[0] = int(a.w[0]->rows);
+                g.w = {weight(a.w[0])};
+                g.x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
+                if (fuse && is(i + 1, res)) {
+                    g.spec.epi = 1;
+                    g.spec.res_scale = t(i + 1).scale;
+                    g.y = {slot(Slot::X)};
+                    g.resid = slot(Slot::X);
+                    gemm({i, i + 1}, g);
+                    return 2;
+                }
+                g.y = {slot(Slot::Tmp)};
+                gemm({i}, g);
+                return 1;
+            }
+            case K::AttnResidual:
+            case K::FfnResidual: {
+                Variant v("cuda/add.cu", "");
+                v.set("N", c_.dim).set("BLOCK", 256);
+                auto& k = add({i}, "add_rows", v);
+                k.grid = Dim3(unsigned((c_.dim + 1023) / 1024), unsigned(R)); k.block = Dim3(256);
+                rows_grid(k, 1);
+                k.args = {slot(Slot::X), slot(Slot::Tmp), f32(a.scale)};
+                k.bytes = uint64_t(c_.dim) * 12;
+                return 1;
+            }
+            case K::FfnGateUp: {
+                Gemv gu;
+                fill_gate_up(a, gu);
+                const bool same = gu.w[0]->type == gu.w[1]->type;
+                if (fuse && same && is(i + 1, K::FfnAct)) {
+                    Gemm g;
+                    g.spec.wtype = gu.w[0]->type;
+                    g.spec.cols = int(gu.w[0]->cols);
+                    g.spec.epi = 2;
+                    g.spec.rows[0] = c_.hidden_dim;
+                    if (gu.w[0] == gu.w[1]) {  // one matrix: up rows follow the gate rows
+                        g.spec.n_mat = 1;
+                        g.spec.up_offset_rows = c_.hidden_dim;
+                        g.w = {weight(gu.w[0])};
+                    } else {
+                        g.spec.n_mat = 2;
+                        g.spec.rows[1] = c_.hidden_dim;
+                        g.w = {weight(gu.w[0]), weight(gu.w[1])};
+                    }
+                    g.y = {slot(Slot::Hb)};
+                    gemm({i, i + 1}, g);
+                    return 2;
+                }
+                for (int m0 = 0; m0 < 2; m0 += same ? 2 : 1) {
+                    const int n = same ? 2 : 1;
+                    Gemm g;
+                    g.spec.wtype = gu.w[size_t(m0)]->type;
+                    g.spec.cols = int(gu.w[0]->cols);
+                    g.spec.n_mat = n;
+                    for (int j = 0; j < n; ++j) {
+                        g.spec.rows[j] = c_.hidden_dim;
+                        g.w.push_back(wrange(gu.w[size_t(m0 + j)], gu.w_off[size_t(m0 + j)]));
+                        g.y.push_back(slot(m0 + j == 0 ? Slot::Hb : Slot::Hb2));
+                    }
+                    gemm({i}, g);
+                }
+                return 1;
+            }
+            case K::FfnAct: {
+                Variant v("cuda/swiglu.cu", "");
+                v.set("N", c_.hidden_dim).set("BLOCK", 256);
+                auto& k = add({i}, "swiglu_rows", v);
+                k.grid = Dim3(unsigned((c_.hidden_dim + 255) / 256), unsigned(R)); k.block = Dim3(256);
+                rows_grid(k, 1);
+                k.args = {slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb)};
+                k.bytes = uint64_t(c_.hidden_dim) * 12;
+                return 1;
+            }
+            case K::Output: {
+                Gemm g;
+                g.spec.wtype = a.w[0]->type;
+                g.spec.cols = int(a.w[0]->cols);
+                g.spec.rows[0] = int(a.w[0]->rows);
+                g.spec.epi = a.scale != 1.0f ? 3 : 0;
+                g.spec.out_scale = a.scale;
+                g.w = {weight(a.w[0])};
+                g.y = {slot(Slot::Logits)};
+                gemm({i}, g);
+                return 1;
+            }
+            case K::Sample: {
+                const int parts = 8;
+                Variant v("cuda/argmax.cu", "");
+                v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
+                    .set("N_PARTS", parts).set("FUSE_ADVANCE", 0);
+                auto& k = add({i}, "argmax_rows", v);
+                k.grid = Dim3(unsigned(parts), unsigned(R)); k.block = Dim3(256);
+                rows_grid(k, 1);
+                k.args = {slot(Slot::Logits), scratch("argmax_rows_val"), scratch("argmax_rows_idx"),
+                          scratch("argmax_rows_counter"), slot(Slot::Tokens), slot(Slot::Positions), null()};
+                s_.scratch["argmax_rows_val"] = size_t(R) * parts * 4;
+                s_.scratch["argmax_rows_idx"] = size_t(R) * parts * 4;
+                s_.scratch["argmax_rows_counter"] = size_t(R) * 4;
+                k.bytes = uint64_t(c_.n_vocab) * 4 + 8 * uint64_t(parts);
+                return 1;
+            }
+            case K::AttnKvStore:
+            case K::Count:
+                break;
+        }
+        JITLLM_CHECK(false, "task {} has no CUDA batch lowering", a.name);
+    }
+
     // Emits the kernels starting at task i; returns the number of tasks consumed.
     size_t lower_at(size_t i) {
         const Task& a = t(i);
@@ -259,7 +564,8 @@ private:
                 k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
-                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kc, vc, slot(Slot::Pos), weight(a.w[0]), f32(c_.rope_base)};
+                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kc, vc, slot(Slot::Pos), weight(a.w[0]), f32(c_.rope_base),
+                          null()};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
                 return 2;
@@ -279,7 +585,8 @@ private:
                 k.block = Dim3(128);
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
-                k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null()};
+                k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
+                          null()};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
@@ -469,6 +776,7 @@ private:
     Gates g_{};
     std::vector<KernelStep>* out_ = nullptr;
     const std::vector<Task>* tasks_ = nullptr;
+    bool batch_ = false;
 };
 
 }  // namespace
@@ -489,7 +797,16 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.decide_gates();
     l.lower(plan.decode, s.decode);
     l.lower(plan.prefill, s.prefill);
+    if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     return s;
+}
+
+Dim3 KernelStep::grid_for_rows(int m) const {
+    Dim3 g = grid;
+    if (rows_dim < 0) return g;
+    const unsigned n = unsigned((int64_t(m) * rows_mul + rows_div - 1) / rows_div);
+    (rows_dim == 0 ? g.x : rows_dim == 1 ? g.y : g.z) = std::max(1u, n);
+    return g;
 }
 
 std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup) {
@@ -497,13 +814,16 @@ std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, con
     std::map<std::string, KernelLaunchCount> m;
     for (const auto& k : s.decode) m[k.symbol].per_decode++;
     for (const auto& k : s.prefill) m[k.symbol].per_prefill++;
+    for (size_t i = 0; i < s.batch_body && i < s.batch.size(); ++i) m[s.batch[i].symbol].per_chunk++;
     std::vector<KernelLaunchCount> out;
     for (auto& [sym, c] : m) {
         c.kernel = sym;
-        c.total = int64_t(c.per_decode) * pr.decode + int64_t(c.per_prefill) * pr.prefill;
-        // prefill runs first (every prompt token but the last), then decode runs
+        c.total = int64_t(c.per_decode) * pr.decode + int64_t(c.per_prefill) * pr.prefill +
+                  int64_t(c.per_chunk) * pr.batch;
+        // prefill steps or prompt chunks run first (every prompt token but the last), then decode
         c.skip_prefill = int64_t(c.per_prefill) * std::min<int64_t>(warmup, pr.prefill);
-        c.skip_decode = int64_t(c.per_prefill) * pr.prefill +
+        c.skip_chunk = int64_t(c.per_chunk) * std::min<int64_t>(warmup, pr.batch);
+        c.skip_decode = int64_t(c.per_prefill) * pr.prefill + int64_t(c.per_chunk) * pr.batch +
                         int64_t(c.per_decode) * (pr.decode_in_prompt + warmup);
         out.push_back(c);
     }
@@ -512,17 +832,23 @@ std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, con
 
 std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int warmup) {
     const PhaseRuns pr = plan_phase_runs(r);
+    const std::string mode = r.batch_prefill > 0 ? fmt::format("--batch-prefill-size {}", r.batch_prefill)
+                             : r.prefill_decode    ? std::string("--with-prefill-decode")
+                                                   : std::string("single-token");
     std::string o = fmt::format(
-        "launch accounting: prompt {} tokens, -n {}, mode {}: prefill runs {}, decode runs {} ({} on prompt tokens); "
-        "warm-up launches: 0 (JIT and upload launch nothing; the CUDA graph is captured, not run, on first use)\n",
-        r.n_prompt, r.n_gen, r.prefill_decode ? "--with-prefill-decode" : "single-token", pr.prefill, pr.decode,
-        pr.decode_in_prompt);
-    o += fmt::format("  {:<46} {:>10} {:>11} {:>7} {:>8} {:>24} {:>24}\n", "kernel", "per decode", "per prefill",
-                     "warm-up", "total", "--launch-skip (decode)", "--launch-skip (prefill)");
+        "launch accounting: prompt {} tokens, -n {}, mode {}: prefill runs {}, prompt chunks {}, decode runs {} ({} on "
+        "prompt tokens); warm-up launches: 0 (JIT and upload launch nothing; the CUDA graph is captured, not run, on "
+        "first use)\n",
+        r.n_prompt, r.n_gen, mode, pr.prefill, pr.batch, pr.decode, pr.decode_in_prompt);
+    o += fmt::format("  {:<46} {:>10} {:>11} {:>9} {:>7} {:>8} {:>22} {:>22} {:>22}\n", "kernel", "per decode",
+                     "per prefill", "per chunk", "warm-up", "total", "--launch-skip decode", "--launch-skip prefill",
+                     "--launch-skip chunk");
     for (const auto& c : schedule_launch_accounting(s, r, warmup))
-        o += fmt::format("  {:<46} {:>10} {:>11} {:>7} {:>8} {:>24} {:>24}\n", c.kernel, c.per_decode, c.per_prefill,
-                         c.warmup, c.total, c.per_decode ? std::to_string(c.skip_decode) : "-",
-                         c.per_prefill && pr.prefill > 0 ? std::to_string(c.skip_prefill) : "-");
+        o += fmt::format("  {:<46} {:>10} {:>11} {:>9} {:>7} {:>8} {:>22} {:>22} {:>22}\n", c.kernel, c.per_decode,
+                         c.per_prefill, c.per_chunk, c.warmup, c.total,
+                         c.per_decode ? std::to_string(c.skip_decode) : "-",
+                         c.per_prefill && pr.prefill > 0 ? std::to_string(c.skip_prefill) : "-",
+                         c.per_chunk && pr.batch > 0 ? std::to_string(c.skip_chunk) : "-");
     o += fmt::format("  (steady state = after the prompt and {} generated tokens; ncu counts launches of the kernels its "
                      "--kernel-name filter matches)\n", warmup);
     return o;
@@ -531,7 +857,7 @@ std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int
 std::vector<Variant> schedule_variants(const Schedule& s) {
     std::vector<Variant> v;
     std::set<std::string> seen;
-    for (const auto* ph : {&s.decode, &s.prefill})
+    for (const auto* ph : {&s.decode, &s.prefill, &s.batch})
         for (const auto& k : *ph) {
             if (k.symbol.size() > 7 && k.symbol.compare(k.symbol.size() - 7, 7, "_reduce") == 0) continue;
             const std::string id = k.variant.display_name();
@@ -544,14 +870,20 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
     std::string out = "capability gates:\n";
     for (const auto& g : s.gates)
         out += fmt::format("  {:<14} {:<8} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
-    for (Phase ph : {Phase::Decode, Phase::Prefill}) {
+    for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch}) {
         const auto& ks = s.phase(ph);
         const auto& tasks = plan.phase(ph);
+        if (ph == Phase::Batch && ks.empty()) continue;
         // launches per token by kernel symbol
         std::map<std::string, int> per_token;
         for (const auto& k : ks) per_token[k.symbol]++;
-        out += fmt::format("phase {}: {} tasks -> {} kernel launches per token\n", phase_name(ph),
-                           tasks.size(), ks.size());
+        if (ph == Phase::Batch)
+            out += fmt::format("phase batch: {} tasks -> {} kernel launches per step of up to {} rows ({} per "
+                               "prompt chunk; the output tail only when logits are asked)\n",
+                               tasks.size(), ks.size(), plan.batch_rows, s.batch_body);
+        else
+            out += fmt::format("phase {}: {} tasks -> {} kernel launches per token\n", phase_name(ph),
+                               tasks.size(), ks.size());
         for (const auto& k : ks) {
             if (k.layer > 0) continue;  // layers repeat: show the first one and the globals
             std::string tn;
@@ -563,7 +895,7 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         }
         if (plan.config->n_layers > 1)
             out += fmt::format("  (blk.1 .. blk.{} repeat blk.0's kernels)\n", plan.config->n_layers - 1);
-        out += "  launches per token by kernel:\n";
+        out += ph == Phase::Batch ? "  launches per step by kernel:\n" : "  launches per token by kernel:\n";
         for (const auto& [sym, n] : per_token) out += fmt::format("    {:>5}  {}\n", n, sym);
     }
     return out;

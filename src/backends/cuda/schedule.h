@@ -20,7 +20,8 @@ namespace jitllm {
 
 // A kernel argument, resolved to a device pointer or value by the backend.
 struct KArg {
-    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32 } kind = Kind::Null;
+    // Rows: the batch step's row count (an int), known at launch time
+    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32, Rows } kind = Kind::Null;
     Slot slot = Slot::X;
     int layer = -1;
     const WeightTensor* w = nullptr;
@@ -39,9 +40,14 @@ struct KernelStep {
     Dim3 grid, block;
     unsigned smem = 0;
     std::vector<KArg> args;
-    uint64_t bytes = 0;          // bytes moved per launch at position 0
+    uint64_t bytes = 0;          // bytes moved per launch at position 0 (batch: per row)
     uint64_t bytes_per_pos = 0;  // plus this many per cached position (attention)
-    uint64_t flops = 0;
+    uint64_t flops = 0;          // batch: per row
+    uint64_t bytes_fixed = 0;    // batch: bytes independent of the rows (weights)
+    // Batch phase: grid dimension `rows_dim` (0 x, 1 y, 2 z; -1 none) is ceil(m * rows_mul /
+    // rows_div) for a step of m rows (`grid` holds the value for the plan's batch_rows).
+    int rows_dim = -1, rows_mul = 1, rows_div = 1;
+    Dim3 grid_for_rows(int m) const;
 };
 
 struct GateDecision {
@@ -55,16 +61,20 @@ struct ScheduleOptions {
     bool fuse = true;                            // --no-fuse: one kernel per task
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
+    int gemm_bm = 0;                             // --gemm-bm: MMA tile rows (0: auto 64 | 128)
     int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
 };
 
 struct Schedule {
-    std::vector<KernelStep> decode, prefill;
+    std::vector<KernelStep> decode, prefill, batch;
+    size_t batch_body = 0;  // batch[0, batch_body): every step; the rest: steps with logits
     std::vector<GateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes
     std::string kv_type;                    // "half" | "float"
-    const std::vector<KernelStep>& phase(Phase p) const { return p == Phase::Decode ? decode : prefill; }
+    const std::vector<KernelStep>& phase(Phase p) const {
+        return p == Phase::Decode ? decode : p == Phase::Prefill ? prefill : batch;
+    }
 };
 
 // Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
@@ -80,8 +90,8 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
 // `warmup_tokens` generated tokens) and of prefill (after `warmup_tokens` prefill steps).
 struct KernelLaunchCount {
     std::string kernel;
-    int per_decode = 0, per_prefill = 0, warmup = 0;  // warm-up: JIT and first touch launch nothing
-    int64_t total = 0, skip_decode = 0, skip_prefill = 0;
+    int per_decode = 0, per_prefill = 0, per_chunk = 0, warmup = 0;  // warm-up: JIT and first touch launch nothing
+    int64_t total = 0, skip_decode = 0, skip_prefill = 0, skip_chunk = 0;
 };
 std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup_tokens);
 std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int warmup_tokens);

@@ -20,6 +20,8 @@ KERNEL_NAME(float* __restrict__ y, const float* __restrict__ x, float scale) {
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int i = 4 * (blockIdx.x * BLOCK + threadIdx.x);
+    y += (unsigned long long)blockIdx.y * N;  // batch row (decode: 0)
+    x += (unsigned long long)blockIdx.y * N;
     if (N % 4 == 0 && i + 3 < N) {
         float4 a = *reinterpret_cast<float4*>(y + i);
         const float4 b = *reinterpret_cast<const float4*>(x + i);

@@ -10,6 +10,7 @@
 // launch:  main:    grid = N_PARTS, block = BLOCK, smem = 0
 //          advance: grid = 1, block = 1
 // args:    main:    (logits, part_val, part_idx, counter, token_out, pos_ptr, token_in)
+//          grid.y = rows: row r reads logits row r, uses parts r * N_PARTS.., counter[r], token_out[r]
 //                   part_val/part_idx: N_PARTS floats/ints of scratch; counter: one unsigned,
 //                   zeroed once by the host when allocated; pos_ptr/token_in only used with
 //                   FUSE_ADVANCE. PRECOND: logits 16-byte aligned.
@@ -69,6 +70,12 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
     pdl_launch_dependents();
     pdl_wait();
     const int t = threadIdx.x;
+    {  // batch row (decode: 0): its logits, partial results, ticket and output
+        const int r = blockIdx.y;
+        logits += (unsigned long long)r * N;
+        part_val += r * N_PARTS, part_idx += r * N_PARTS;
+        counter += r, token_out += r;
+    }
     // chunk: a multiple of 4 so every block's float4 reads stay aligned
     constexpr int CHUNK = ((N + N_PARTS - 1) / N_PARTS + 3) / 4 * 4;
     const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);

@@ -20,7 +20,9 @@
 //   (positions per group per step, default 4, or 2 when N_HEADS/N_KV_HEADS > 2), PDL (default 0)
 // launch:  main:   grid (N_KV_HEADS, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
 //          reduce: grid N_HEADS, block HEAD_DIM, smem 0 (ALGO=2 only)
-// args:    main:   (q, k_cache, v_cache, pos_ptr, out, scratch)   q, out: (N_HEADS, HEAD_DIM)
+// args:    main:   (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr)   q, out: (N_HEADS, HEAD_DIM)
+//          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
+//          cache of sequence seq_ptr[r] (causal within a prompt chunk)
 //                  floats; caches: [n_ctx][N_KV_HEADS * HEAD_DIM] KV_T (this layer's base);
 //                  scratch (ALGO=2): N_HEADS * N_SPLITS * (HEAD_DIM + 2) floats; out unused
 //                  (ALGO=2) / scratch unused (ALGO=1)
@@ -62,6 +64,12 @@
 #undef N_SPLITS
 #define N_SPLITS 1
 #endif
+#ifndef BATCH  // 1: query row blockIdx.z of a batch step, at pos_ptr[row] in sequence seq_ptr[row]
+#define BATCH 0
+#endif
+#if BATCH && (ALGO != 1 || !defined(N_CTX))
+#error "BATCH needs ALGO 1 (one pass) and N_CTX (positions per sequence in the cache)"
+#endif
 
 static_assert(N_HEADS % N_KV_HEADS == 0, "GQA: whole groups");
 static_assert(HEAD_DIM % VEC == 0 && GS <= 32 && (GS & (GS - 1)) == 0, "HEAD_DIM / VEC: power of two <= 32");
@@ -93,7 +101,7 @@ __device__ __forceinline__ void kv_to_float(uint4 w, float* f) {  // VEC floats
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
-            float* out, float* scratch) {
+            float* out, float* scratch, const int* seq_ptr) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
 #if !REDUCE
     __shared__ float red[QPG * TILE * BLOCK];
@@ -103,7 +111,18 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     pdl_wait();
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
     const int kvh = blockIdx.x;
+#if BATCH
+    // causal: this row sees its sequence's cache up to its own position (the batch's K/V rows
+    // were stored before this kernel)
+    const int row = blockIdx.z;
+    const int n_pos = pos_ptr[row] + 1;
+    q += (unsigned long long)row * N_HEADS * HEAD_DIM;
+    out += (unsigned long long)row * N_HEADS * HEAD_DIM;
+    k_cache += (unsigned long long)seq_ptr[row] * N_CTX * KV_DIM;
+    v_cache += (unsigned long long)seq_ptr[row] * N_CTX * KV_DIM;
+#else
     const int n_pos = *pos_ptr + 1;
+#endif
     // sliding window (phi3's attention.sliding_window): only the last WINDOW positions
     const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
     int begin = first, end = n_pos;
@@ -250,6 +269,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
     (void)out;
     (void)scratch;
+    (void)seq_ptr;
 }
 
 #if ALGO == 2

@@ -9,7 +9,7 @@
 //   BLOCK      threads per block
 // PDL:     PDL=1 enables griddepcontrol (common.cuh); default 0
 // launch:  grid = ceil(D / BLOCK), block = BLOCK, smem = 0
-// args:    (table, token_ptr, x)   x: D floats
+// args:    (table, token_ptr, x)   x: D floats per row; grid.y = rows (row r: token_ptr[r])
 // bytes:   row_bytes(WTYPE, D) + D * 4
 // reference: dequantize_row (src/quant/quant.h), then * EMB_SCALE
 //            test: tests/kernels/embed_test.cpp
@@ -33,7 +33,9 @@ KERNEL_NAME(const void* table, const int* token_ptr, float* x) {
     pdl_wait();
     const int e = blockIdx.x * BLOCK + threadIdx.x;
     if (e >= D) return;
-    const int tok = min(max(*token_ptr, 0), N_VOCAB - 1);
+    const int r = blockIdx.y;  // batch row (decode: 0)
+    x += (unsigned long long)r * D;
+    const int tok = min(max(token_ptr[r], 0), N_VOCAB - 1);
     constexpr unsigned long long ROW_BYTES = (unsigned long long)(D / QK_ELEMS(WTYPE)) * QK_BYTES(WTYPE);
     const uint8_t* row = static_cast<const uint8_t*>(table) + (unsigned long long)tok * ROW_BYTES;
     x[e] = dequant_elem<WTYPE>(row, e) * (float)(EMB_SCALE);

@@ -25,7 +25,8 @@
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
-// launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop),
+// launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop), grid.y =
+//          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode),
 //          block = BLOCK, dynamic smem = X_SMEM ? COLS * 4 : 0 bytes (the host raises
 //          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES above 48 KiB);
 //          OUT_ROWS = ROWS0 (EPI=2) or ROWS0 + ROWS1 + ROWS2.
@@ -125,6 +126,14 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     uint8_t* stage_all = nullptr;
 #endif
     const int tid = threadIdx.x;
+    if (blockIdx.y) {  // batch row (the batch phase's fallback for shapes gemm.cu does not take)
+        const unsigned long long r = blockIdx.y;
+        x += r * COLS;
+        y0 += r * ROWS0;
+        if (N_MAT > 1) y1 += r * ROWS1;
+        if (N_MAT > 2) y2 += r * ROWS2;
+        if (EPI == 1) resid += r * ROWS0;
+    }
     const uint8_t* W0 = static_cast<const uint8_t*>(w0);
     const uint8_t* W1 = static_cast<const uint8_t*>(w1);
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);

@@ -14,7 +14,9 @@
 // PDL:     PDL=1 enables griddepcontrol (common.cuh); default 0
 // launch:  grid = N_HEADS + N_KV_HEADS (block h < N_HEADS: q head h; else kv head h - N_HEADS),
 //          block = HEAD_DIM / 2, smem = 0
-// args:    (q, k, v, k_cache, v_cache, pos_ptr, freq_factors, freq_base)
+// args:    (q, k, v, k_cache, v_cache, pos_ptr, freq_factors, freq_base, seq_ptr)
+//          BATCH=1 (with N_CTX): grid.y = rows; row r rotates q/k row r at pos_ptr[r] and stores
+//          into cache row seq_ptr[r] * N_CTX + pos_ptr[r]; BATCH=0: pos = *pos_ptr, seq_ptr unused
 //          q: (N_HEADS, HEAD_DIM) in/out; k: (N_KV_HEADS, HEAD_DIM) in/out; v: same, in;
 //          caches: [n_ctx][N_KV_HEADS * HEAD_DIM] of KV_T (this layer's base); freq_factors:
 //          N_ROT/2 floats or null. PRECOND: 0 <= *pos_ptr < n_ctx (not checked here).
@@ -35,6 +37,13 @@
 
 #include "common/common.cuh"
 
+#ifndef BATCH  // 1: row blockIdx.y of a batch step: its position pos_ptr[row], sequence seq_ptr[row]
+#define BATCH 0
+#endif
+#if BATCH && !defined(N_CTX)
+#error "BATCH needs N_CTX (positions per sequence in the cache)"
+#endif
+
 static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && HEAD_DIM % 2 == 0, "rope dims");
 
 __device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
@@ -44,16 +53,26 @@ __device__ __forceinline__ void store_kv(half* p, float v) {
 
 extern "C" __global__ void __launch_bounds__(HEAD_DIM / 2)
 KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
-            const int* pos_ptr, const float* freq_factors, float freq_base) {
+            const int* pos_ptr, const float* freq_factors, float freq_base, const int* seq_ptr) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     pdl_launch_dependents();
     pdl_wait();
+#if BATCH
+    const int row = blockIdx.y;
+    const int pos = pos_ptr[row];
+    q += (unsigned long long)row * N_HEADS * HEAD_DIM;
+    k += (unsigned long long)row * KV_DIM;
+    v += (unsigned long long)row * KV_DIM;
+    const unsigned long long cache_row = (unsigned long long)seq_ptr[row] * N_CTX + pos;
+#else
     const int pos = *pos_ptr;
+    const unsigned long long cache_row = pos;
+#endif
     const int t = threadIdx.x;
     const bool is_q = blockIdx.x < N_HEADS;
     const int head = is_q ? blockIdx.x : blockIdx.x - N_HEADS;
     float* hv = (is_q ? q : k) + head * HEAD_DIM;
-    KV_T* kc = k_cache + (unsigned long long)pos * KV_DIM + head * HEAD_DIM;
+    KV_T* kc = k_cache + cache_row * KV_DIM + head * HEAD_DIM;
     if (t < N_ROT / 2) {
         const int i = t;
         // exactly the CPU's float steps; pow, sin, cos correctly rounded via double
@@ -81,7 +100,8 @@ KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
     if (is_q) return;
     for (int d = N_ROT + t; d < HEAD_DIM; d += HEAD_DIM / 2) store_kv(kc + d, hv[d]);
     const float* vh = v + head * HEAD_DIM;
-    KV_T* vc = v_cache + (unsigned long long)pos * KV_DIM + head * HEAD_DIM;
+    KV_T* vc = v_cache + cache_row * KV_DIM + head * HEAD_DIM;
     store_kv(vc + t, vh[t]);
     store_kv(vc + t + HEAD_DIM / 2, vh[t + HEAD_DIM / 2]);
+    (void)seq_ptr;
 }

@@ -22,6 +22,8 @@ KERNEL_NAME(const float* g, const float* u, float* out) {
     pdl_wait();
     const int i = blockIdx.x * BLOCK + threadIdx.x;
     if (i >= N) return;
+    const unsigned long long r = (unsigned long long)blockIdx.y * N;  // batch row (decode: 0)
+    g += r, u += r, out += r;
     const float gv = g[i];
     out[i] = gv / (1.0f + expf(-gv)) * u[i];  // same operation order as cpu::swiglu
 }
