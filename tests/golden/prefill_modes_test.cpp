@@ -4,8 +4,8 @@
 // decode), for N = 1, 7, 32, 128, 512 and prompt lengths that leave partial chunks.
 //  - Golden: on every synthetic file (5 architectures x 7 types), prompts of 24 and 17 tokens of
 //    the golden input, each mode against llama.cpp's logits at the last prompt position.
-//  - Long prompts (600 and 259 tokens: several chunks of 128, one partial 512) on an F32 and a
-//    Q4_0 file of each architecture, each mode against the single-token mode: bit-identical on
+//  - Long prompts (600 and 259 tokens: several chunks of 128, one partial 512) on the F32, F16 and
+//    Q4_0 files of each architecture, each mode against the single-token mode: bit-identical on
 //    the CPU (a batch row runs the same reference operations as a decode step); within the
 //    file's golden tolerance on the GPU (JITLLM_TEST_BACKEND=cuda), where the batch phase uses
 //    matrix-matrix kernels.
@@ -89,7 +89,7 @@ TEST_P(PromptModes, LongPromptsSameLogitsInEveryMode) {
     const std::string arch = GetParam();
     const std::string dir = jitllm::test::shared_dir() + "/golden/synthetic/";
     const bool gpu = jitllm::test::backend_is_gpu();
-    for (const char* type : {"f32", "q4_0"}) {
+    for (const char* type : {"f32", "f16", "q4_0"}) {
         const std::string file = dir + arch + "-" + type + ".gguf";
         if (std::getenv("JITLLM_GOLDEN_ALLOW_MISSING") && !jitllm::test::file_exists(file)) continue;
         for (int len : {600, 259}) {

@@ -49,6 +49,7 @@ struct Gates {
     bool gemv_warp, norm_warp, attn_split, sample_warp;
     int n_splits = 1;
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
+    bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
 };
 
 class Lowering {
@@ -99,6 +100,15 @@ public:
                                                    "batch phase's matrix products (F32 weights stay SIMT: f32 precision)",
                                                    d_.cc_major, d_.cc_minor)
                                      : why);
+        }
+        {
+            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const bool wg = g_.gemm_mma && gemm_mma_level(GgmlType::F16, cc) >= 2;
+            g_.gemm_wgmma = forced("gemm.wgmma", "wgmma", "mma", wg,
+                                   wg ? "sm_90: wgmma.mma_async from shared memory (sm_90a) for F16/BF16 weights, "
+                                        "activations converted to 16 bits first; quantized weights stay mma.sync"
+                                      : fmt::format("compute capability {}.{}{}: no wgmma", d_.cc_major, d_.cc_minor,
+                                                    g_.gemm_mma ? "" : " (and gemm.mma=simt)"));
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
@@ -279,15 +289,39 @@ private:
             return;
         }
         const bool f32w = s.wtype == GgmlType::F32;
-        s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, d_.cc_major * 10 + d_.cc_minor) ? 1 : 0;
+        const int cc = d_.cc_major * 10 + d_.cc_minor;
+        s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, cc) ? 1 : 0;
+        KArg x = slot(g.x);
+        if (s.mma && g_.gemm_wgmma && gemm_mma_level(s.wtype, cc) >= 2) {
+            // wgmma reads 16-bit activations: a row-wise conversion first (6 bytes per element,
+            // small beside the product), then 128 x BN tiles (256 for wide outputs)
+            s.mma = 2;
+            s.x_f16 = true;
+            s.bm = 128;
+            const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+            s.bn = out_w >= 16384 ? 256 : 128;
+            const int R = std::max(1, p_.batch_rows);
+            Variant cv("cuda/convert.cu", "");
+            cv.set("N", s.cols).set("BLOCK", 256).set("BF16_OUT", int(s.wtype == GgmlType::BF16));
+            auto& c = add({idx[0]}, s.wtype == GgmlType::BF16 ? "to_bf16_rows" : "to_f16_rows", cv);
+            c.grid = Dim3(unsigned((s.cols / 4 + 255) / 256), unsigned(R));
+            c.block = Dim3(256);
+            rows_grid(c, 1);
+            c.args = {slot(g.x), scratch("x16")};
+            c.bytes = uint64_t(s.cols) * 6;
+            c.flops = 0;
+            s_.scratch["x16"] = std::max(s_.scratch["x16"], size_t(R) * size_t(s.cols) * 2);
+            x = scratch("x16");
+        }
         // 64-row tiles when 128-row tiles would leave the SMs with fewer than two blocks each
-        if (s.mma) {
+        if (s.mma == 1) {
             const int R = std::max(1, p_.batch_rows);
             const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
             const int tiles128 = ((R + 127) / 128) * ((out_w + 127) / 128);
             s.bm = o_.gemm_bm > 0 ? o_.gemm_bm : (tiles128 < 2 * d_.sm_count ? 64 : 128);
         }
-        const std::string algo = std::string("gemm_") + (s.mma ? "mma_" : "simt_") + lowercase(type_name(s.wtype));
+        const std::string algo = std::string("gemm_") + (s.mma == 2 ? "wgmma_" : s.mma ? "mma_" : "simt_") +
+                                 lowercase(type_name(s.wtype));
         auto& k = add(idx, algo, gemm_variant(s, ""));
         k.variant.symbol = k.symbol;
         const GemmLaunch l = gemm_launch(s, 1 << 20);
@@ -300,7 +334,7 @@ private:
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.w.size()) ? g.w[size_t(m)] : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.bias.size()) ? g.bias[size_t(m)] : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? g.y[size_t(m)] : null());
-        k.args.push_back(slot(g.x));
+        k.args.push_back(x);
         k.args.push_back(g.resid);
         k.args.push_back(rows_arg());
         k.bytes_fixed = gemm_bytes(s, 0);
@@ -782,7 +816,7 @@ private:
 }  // namespace
 
 std::vector<std::string> schedule_gate_names() {
-    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma"};
+    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -790,7 +824,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce, gemm.mma", gate, v, gate);
+                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma", gate, v, gate);
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);
