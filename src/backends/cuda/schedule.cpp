@@ -292,7 +292,15 @@ private:
         const int cc = d_.cc_major * 10 + d_.cc_minor;
         s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, cc) ? 1 : 0;
         KArg x = slot(g.x);
-        if (s.mma && g_.gemm_wgmma && gemm_mma_level(s.wtype, cc) >= 2) {
+        if (s.mma && g_.gemm_wgmma && gemm_mma_level(s.wtype, cc) >= 2 && x16_now_ && g.x == Slot::Xb) {
+            // the norm before wrote the 16-bit activations already (rms_norm OUT16)
+            s.mma = 2;
+            s.x_f16 = true;
+            s.bm = 128;
+            const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+            s.bn = out_w >= 16384 ? 256 : 128;
+            x = scratch("x16");
+        } else if (s.mma && g_.gemm_wgmma && gemm_mma_level(s.wtype, cc) >= 2) {
             // wgmma reads 16-bit activations: a row-wise conversion first (6 bytes per element,
             // small beside the product), then 128 x BN tiles (256 for wide outputs)
             s.mma = 2;
@@ -342,13 +350,40 @@ private:
         k.flops = gemm_flops(s, 1);
     }
 
+    // Whether every matrix of the task at i would run on wgmma with 16-bit activations from Xb,
+    // and their type (F16 or BF16).
+    bool wgmma_all(size_t i, GgmlType* type) const {
+        if (!is(i, K::AttnQkv) && !is(i, K::FfnGateUp) && !is(i, K::Output)) return false;
+        if (!g_.gemm_mma || !g_.gemm_wgmma) return false;
+        const int cc = d_.cc_major * 10 + d_.cc_minor;
+        const WeightTensor* first = nullptr;
+        for (size_t j = 0; j < 3 && j < t(i).w.size(); ++j) {
+            const WeightTensor* w = t(i).w[j];
+            if (!w) continue;
+            if (first && w->type != first->type) return false;
+            first = w;
+        }
+        if (!first || first->cols % 32 != 0 || gemm_mma_level(first->type, cc) < 2) return false;
+        *type = first->type;
+        return true;
+    }
+
     void rms_norm_rows(size_t i, Slot in, Slot outs, int per_row, int D, const WeightTensor* w, float eps) {
+        GgmlType wt = GgmlType::F16;
+        const bool out16 = in == Slot::X && outs == Slot::Xb && wgmma_all(i + 1, &wt);
         rms_norm(i, in, outs, std::max(1, p_.batch_rows) * per_row, D, w, eps, 0);
         KernelStep& k = out_->back();
+        if (out16) {  // the next products read 16-bit activations: write them here, not Xb
+            k.variant.set("OUT16", wt == GgmlType::BF16 ? 2 : 1);
+            k.symbol += wt == GgmlType::BF16 ? "_to_bf16" : "_to_f16";
+            k.args[2] = scratch("x16");
+            s_.scratch["x16"] = std::max(s_.scratch["x16"], size_t(std::max(1, p_.batch_rows)) * size_t(D) * 2);
+            x16_next_ = true;
+        }
         k.symbol += "_rows";
         k.variant.symbol = k.symbol;
         rows_grid(k, 0, per_row, 1);
-        k.bytes = uint64_t(per_row) * D * 8;
+        k.bytes = uint64_t(per_row) * D * (out16 ? 6 : 8);
         k.bytes_fixed = w ? uint64_t(D) * 4 : 0;
     }
 
@@ -357,6 +392,8 @@ private:
 
     size_t lower_batch_at(size_t i) {
         const Task& a = t(i);
+        x16_now_ = x16_next_;  // set by the norm just before this task
+        x16_next_ = false;
         const bool fuse = o_.fuse;
         const int R = std::max(1, p_.batch_rows);
         switch (a.kind) {
@@ -811,6 +848,7 @@ private:
     std::vector<KernelStep>* out_ = nullptr;
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
+    bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
 
 }  // namespace

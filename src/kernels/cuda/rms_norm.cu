@@ -6,9 +6,11 @@
 //   BLOCK       threads per block, one block per row (multiple of 32; power of two if REDUCE=0)
 //   REDUCE      1: warp-shuffle reduction; 0: shared-memory tree (no shuffles)
 //   HAS_WEIGHT  1: multiply by w; 0: w unused (may be null)
+//   OUT16       0: y is float; 1: y is f16, 2: y is bf16 (the 16-bit activations of the batch
+//               phase's wgmma products, gemm.cu X_F16=1; needs D % 4 == 0). Not in place.
 // PDL:     PDL=1 enables griddepcontrol (common.cuh); default 0
 // launch:  grid = n_rows, block = BLOCK, smem = 0
-// args:    (x, w, y, eps); rows contiguous (row r at x + r * D). y == x allowed (in place).
+// args:    (x, w, y, eps); rows contiguous (row r at x + r * D). y == x allowed (in place, OUT16=0).
 //          PRECOND: x, y 16-byte aligned when D % 4 == 0.
 // bytes:   n_rows * D * 8 (+ D * 4 for w)
 // reference: cpu::rms_norm   test: tests/kernels/rms_norm_test.cpp
@@ -23,14 +25,34 @@
 
 #include "common/common.cuh"
 
+#ifndef OUT16
+#define OUT16 0
+#endif
+static_assert(OUT16 == 0 || D % 4 == 0, "OUT16: D multiple of 4");
+
+#if OUT16
+__device__ __forceinline__ uint32_t pack16x2(float lo, float hi) {  // lo in the low half
+    uint32_t r;
+#if OUT16 == 2
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+#define OUT_T uint16_t
+#else
+#define OUT_T float
+#endif
+
 extern "C" __global__ void __launch_bounds__(BLOCK)
-KERNEL_NAME(const float* x, const float* w, float* y, float eps) {
+KERNEL_NAME(const float* x, const float* w, OUT_T* y, float eps) {
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     __shared__ float red[REDUCE ? 32 : BLOCK];
     // no __restrict__: y may alias x; every element is read, then written, by the same thread
     const float* xr = x + (unsigned long long)blockIdx.x * D;
-    float* yr = y + (unsigned long long)blockIdx.x * D;
+    OUT_T* yr = y + (unsigned long long)blockIdx.x * D;
     const int t = threadIdx.x;
     float ss = 0.0f;
     if (D % 4 == 0) {
@@ -52,9 +74,15 @@ KERNEL_NAME(const float* x, const float* w, float* y, float eps) {
 #else
             v = make_float4(v.x * scale, v.y * scale, v.z * scale, v.w * scale);
 #endif
+#if OUT16
+            *reinterpret_cast<uint2*>(yr + k) = make_uint2(pack16x2(v.x, v.y), pack16x2(v.z, v.w));
+#else
             *reinterpret_cast<float4*>(yr + k) = v;
+#endif
         }
     } else {
+#if !OUT16
         for (int k = t; k < D; k += BLOCK) yr[k] = xr[k] * scale * (HAS_WEIGHT ? __ldg(w + k) : 1.0f);
+#endif
     }
 }
