@@ -87,6 +87,8 @@ CudaBackend::~CudaBackend() {
     ctx_->make_current();
     for (auto& g : graph_)
         if (g) d.cuGraphExecDestroy(g);
+    for (auto& [key, g] : batch_graphs_) d.cuGraphExecDestroy(g);
+    if (batch_logits_host_) d.cuMemFreeHost(batch_logits_host_);
     for (auto& e : events_) d.cuEventDestroy(e);
     if (origin_) d.cuEventDestroy(origin_);
     if (host_io_) d.cuMemFreeHost(host_io_);
@@ -158,9 +160,12 @@ void CudaBackend::allocate_buffers() {
     }
     init_.scratch_bytes = scratch;
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
-    if (plan_.batch_rows > 0)
+    if (plan_.batch_rows > 0) {
         JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_batch_),
                                                        size_t(plan_.batch_rows) * 3 * 4));
+        JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&batch_logits_host_),
+                                                       size_t(plan_.n_seq) * size_t(c.n_vocab) * 4));
+    }
     ctx_->synchronize();
 }
 
@@ -336,7 +341,7 @@ void CudaBackend::record_profile(Phase ph, const std::vector<Launch>& launches, 
         r.dur_us = double(dur) * 1e3;
         // batch steps: per-row bytes and flops times the rows, plus what does not depend on them
         r.bytes = k.bytes_fixed + k.bytes * uint64_t(rows) + k.bytes_per_pos * pos_sum;
-        r.flops = k.flops * uint64_t(rows);
+        r.flops = k.flops * uint64_t(rows) + k.flops_per_pos * pos_sum;
         opt_.profiler->add(std::move(r));
     }
 }
@@ -463,31 +468,47 @@ void CudaBackend::batch(const BatchStep& b) {
         JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
         JITLLM_CUDA_TRY(d, cuEventRecord(origin_, st));
     }
-    // launched one by one: the grids depend on the rows (a graph per row count is a later step)
-    for (size_t i = 0; i < n_launch; ++i) {
-        Launch& l = batch_launches_[i];
-        for (size_t a : l.rows_args) {
-            l.vals[a] = 0;
-            std::memcpy(&l.vals[a], &b.n, 4);
+    // grids and the row-count argument depend on the rows: one CUDA graph per (rows, logits),
+    // captured on first use; with the profiler or --nvtx-tasks, launched one by one
+    auto launch_all = [&] {
+        for (size_t i = 0; i < n_launch; ++i) {
+            Launch& l = batch_launches_[i];
+            for (size_t a : l.rows_args) {
+                l.vals[a] = 0;
+                std::memcpy(&l.vals[a], &b.n, 4);
+            }
+            if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[i], st));
+            const Dim3 grid = l.step->grid_for_rows(b.n);
+            if (opt_.nvtx_tasks) {
+                NvtxRange t(l.step->symbol, NvtxColor::Task);
+                ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
+            } else {
+                ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
+            }
         }
-        if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[i], st));
-        const Dim3 grid = l.step->grid_for_rows(b.n);
-        if (opt_.nvtx_tasks) {
-            NvtxRange t(l.step->symbol, NvtxColor::Task);
-            ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
-        } else {
-            ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
+        if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[n_launch], st));
+    };
+    if (!opt_.graphs || prof || opt_.nvtx_tasks) {
+        launch_all();
+    } else {
+        CUgraphExec& g = batch_graphs_[2 * b.n + int(b.logits)];
+        if (!g) {
+            CUgraph graph = nullptr;
+            JITLLM_CUDA_TRY(d, cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
+            launch_all();
+            JITLLM_CUDA_TRY(d, cuStreamEndCapture(st, &graph));
+            JITLLM_CUDA_TRY(d, cuGraphInstantiateWithFlags(&g, graph, 0));
+            d.cuGraphDestroy(graph);
         }
+        JITLLM_CUDA_TRY(d, cuGraphLaunch(g, st));
     }
-    if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[n_launch], st));
     batch_n_ = b.n;
     batch_logits_ = b.logits;
     if (b.logits) {
-        batch_logits_host_.resize(size_t(b.n) * size_t(c.n_vocab));
         batch_tokens_out_.resize(size_t(b.n));
         if (logits_needed_)
-            JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_logits_host_.data(), slots_[size_t(Slot::Logits)],
-                                                 batch_logits_host_.size() * 4, st));
+            JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_logits_host_, slots_[size_t(Slot::Logits)],
+                                                 size_t(b.n) * size_t(c.n_vocab) * 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_tokens_out_.data(), slots_[size_t(Slot::Tokens)],
                                              size_t(b.n) * 4, st));
     }
@@ -500,7 +521,7 @@ void CudaBackend::batch(const BatchStep& b) {
 
 const float* CudaBackend::batch_logits(int row) {
     JITLLM_CHECK(batch_logits_ && row >= 0 && row < batch_n_ && logits_needed_, "batch row {} has no logits", row);
-    return batch_logits_host_.data() + size_t(row) * size_t(plan_.config->n_vocab);
+    return batch_logits_host_ + size_t(row) * size_t(plan_.config->n_vocab);
 }
 
 int32_t CudaBackend::batch_sampled(int row) const {

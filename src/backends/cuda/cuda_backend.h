@@ -106,7 +106,8 @@ private:
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
     int batch_n_ = 0;
     bool batch_logits_ = false;
-    std::vector<float> batch_logits_host_;
+    float* batch_logits_host_ = nullptr;  // pinned: n_seq rows of logits
+    std::map<int, CUgraphExec> batch_graphs_;  // by 2 * rows + logits
     std::vector<int32_t> batch_tokens_out_;
     // profiling: one event per launch + 1, the run's origin, step counters per phase
     std::vector<CUevent> events_;
