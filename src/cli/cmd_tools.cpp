@@ -179,7 +179,8 @@ int cmd_kernels(const Args& args) {
             ScheduleOptions so = g.schedule();
             if (alt == 1)
                 so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
-                            {"sample.reduce", "tree"}, {"gemm.mma", "simt"}, {"gemm.wgmma", "mma"}};
+                            {"sample.reduce", "tree"}, {"gemm.mma", "simt"}, {"gemm.wgmma", "mma"},
+                            {"attn.prefill", "rows"}};
             else if (so.force.empty()) so.force = {{"attn.algo", "split"}};
             for (bool fuse : {true, false}) {
                 so.fuse = fuse;

@@ -50,6 +50,7 @@ struct Gates {
     int n_splits = 1;
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
+    bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
 };
 
 class Lowering {
@@ -109,6 +110,25 @@ public:
                                         "activations converted to 16 bits first; quantized weights stay mma.sync"
                                       : fmt::format("compute capability {}.{}{}: no wgmma", d_.cc_major, d_.cc_minor,
                                                     g_.gemm_mma ? "" : " (and gemm.mma=simt)"));
+        }
+        {
+            // Batch-phase attention: flash-attention-2 style tiles on mma.sync (attention_prefill.cu)
+            // or one block per (kv head, row) on SIMT units (attention_decode.cu BATCH=1)
+            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
+            std::string why;
+            if (cc < 80) why = fmt::format("compute capability {}.{}: no mma.sync f16 / cp.async", d_.cc_major, d_.cc_minor);
+            else if (o_.kv_f32) why = "--kv-f32: the mma kernel reads a half KV cache";
+            else if (c_.head_dim % 16 != 0 || c_.head_dim > 256) why = fmt::format("head_dim {} not a multiple of 16 <= 256", c_.head_dim);
+            else if (qpg > 64) why = fmt::format("{} query heads per kv head > 64", qpg);
+            const bool ok = why.empty();
+            g_.attn_prefill_mma = forced("attn.prefill", "mma", "rows", ok,
+                                         ok ? fmt::format("compute capability {}.{}: causal tiles of rows on mma.sync "
+                                                          "m16n8k16, K/V shared by the rows of a sequence",
+                                                          d_.cc_major, d_.cc_minor)
+                                            : why);
+            if (g_.attn_prefill_mma && !ok)
+                fail_usage("--force-variant attn.prefill=mma: {}", why);
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
@@ -458,6 +478,33 @@ private:
             case K::Attn: {
                 const int hd = c_.head_dim;
                 const int group = c_.n_heads / c_.n_kv_heads;
+                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+                if (g_.attn_prefill_mma) {
+                    // a block per (kv head, tile of br rows): K/V tiles shared by the tile's rows of
+                    // one sequence; with several sequences (server), their distinct sequences spread
+                    // over seq_split blocks (grid.z) so one row per sequence keeps one block each
+                    const int warps = 4, bc = 64;
+                    const int br = 16 * warps / group;
+                    const int seq_split = p_.n_seq > 1 ? std::min(br, p_.n_seq) : 1;
+                    Variant v("cuda/attention_prefill.cu", "");
+                    v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+                        .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("N_CTX", p_.n_ctx)
+                        .set("WARPS", warps).set("BC", bc).set("SEQ_SPLIT", seq_split);
+                    if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
+                    auto& k = add({i}, "flash_mma_f16", v);
+                    k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned((R + br - 1) / br), unsigned(seq_split));
+                    k.block = Dim3(unsigned(32 * warps));
+                    k.smem = unsigned(4 * bc * (2 * hd + 16));
+                    rows_grid(k, 1, 1, br);
+                    k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
+                              slot(Slot::Seqs), rows_arg()};
+                    // q in, out: per row; K/V from L2 once per block of br rows and cached position
+                    // (DRAM: once per kv head and sequence); flops: QK^T and PV per attended position
+                    k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4 + 8;
+                    k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz / uint64_t(br);
+                    k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
+                    return 1;
+                }
                 Variant v("cuda/attention_decode.cu", "");
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
                     .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", 1).set("N_SPLITS", 1)
@@ -471,9 +518,9 @@ private:
                 rows_grid(k, 2);
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
                           null(), slot(Slot::Seqs)};
-                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
+                k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
                 return 1;
             }
             case K::AttnOutput:
@@ -854,7 +901,7 @@ private:
 }  // namespace
 
 std::vector<std::string> schedule_gate_names() {
-    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma"};
+    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -862,7 +909,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma", gate, v, gate);
+                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill", gate, v, gate);
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);

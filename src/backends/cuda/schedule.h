@@ -43,6 +43,7 @@ struct KernelStep {
     uint64_t bytes = 0;          // bytes moved per launch at position 0 (batch: per row)
     uint64_t bytes_per_pos = 0;  // plus this many per cached position (attention)
     uint64_t flops = 0;          // batch: per row
+    uint64_t flops_per_pos = 0;  // plus this many per cached position (attention)
     uint64_t bytes_fixed = 0;    // batch: bytes independent of the rows (weights)
     // Batch phase: grid dimension `rows_dim` (0 x, 1 y, 2 z; -1 none) is ceil(m * rows_mul /
     // rows_div) for a step of m rows (`grid` holds the value for the plan's batch_rows).
@@ -78,7 +79,8 @@ struct Schedule {
 };
 
 // Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
-// attn.algo=split|onepass, sample.reduce=warp|tree.
+// attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma,
+// attn.prefill=mma|rows.
 std::vector<std::string> schedule_gate_names();
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);
