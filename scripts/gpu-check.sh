@@ -134,12 +134,12 @@ serve)
     f=$(synth llama3.2-1b ${SERVE_TYPE:-f16})
     log "serve --gpu --parallel 64, 1B ${SERVE_TYPE:-f16}: aggregate decode tok/s by concurrent clients"
     export LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
-    "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 --port 18080 --prefill-chunk 64 > "$OUT/serve.log" 2>&1 &
+    "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 --port 18080 --prefill-chunk 64 ${SERVE_FLAGS:-} > "$OUT/serve.log" 2>&1 &
     sp=$!
     for i in $(seq 1 120); do curl -sf http://127.0.0.1:18080/health >/dev/null 2>&1 && break; sleep 1; done
     python3 scripts/serve-load.py --port 18080 --clients ${SERVE_CLIENTS:-1,8,32,64} --seconds ${SERVE_SECONDS:-15} 2>&1 | tee -a "$OUT/summary.txt"
     kill -INT $sp; wait $sp
-    tail -5 "$OUT/serve.log" | tee -a "$OUT/summary.txt"
+    tail -${SERVE_LOG_LINES:-5} "$OUT/serve.log" | tee -a "$OUT/summary.txt"
     ;;
 prefprof)
     # per-kernel time of the batch phase (prompt chunks), 8B F16 pp512 -b 512

@@ -10,6 +10,7 @@
 #include "cli/cli_util.h"
 #include "cli/gpu_flags.h"
 #include "core/error.h"
+#include "profile/profiler.h"
 #include "serve/server.h"
 
 namespace jitllm::cli {
@@ -55,7 +56,8 @@ int cmd_serve(const Args& args) {
     app.add_option("--debug-step-delay-ms", o.step_delay_ms)->group("")->check(CLI::Range(0, 10000));
     g.add(app);
     if (!parse_args(app, args)) return 0;
-    o.model.cuda = g.cuda(false);
+    Profiler profiler;  // --profiler: per-kernel table of the whole serving run, printed at shutdown
+    o.model.cuda = g.cuda(false, &profiler);
     if (!is_loopback(o.host))
         std::fprintf(stderr, "[jitllm] serve: warning: binding %s, not loopback; the server has no TLS and only "
                              "basic limits, put a reverse proxy in front (docs/server.md)\n", o.host.c_str());
@@ -95,6 +97,10 @@ int cmd_serve(const Args& args) {
     }).detach();
     server.shutdown();
     std::fprintf(stderr, "[jitllm] serve: stopped\n");
+    if (!profiler.records().empty()) {
+        std::fprintf(stderr, "%s", profiler.table().c_str());
+        if (!g.profiler_dump_dir.empty()) profiler.dump(g.profiler_dump_dir);
+    }
     return 0;
 }
 
