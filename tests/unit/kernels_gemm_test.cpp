@@ -1,14 +1,15 @@
 // The matrix-matrix kernel (src/kernels/cuda/gemm.cu, host side backends/cuda/gemm_variant.h):
 //  - GemmCompile (no GPU): every weight type x MMA 0/1 compiles with NVRTC for sm_80 and sm_90
 //    (plus the EPI / N_MAT / bias combinations for a few types) without register spills.
-//  - GemmVsCpu (GPU, skipped without one): every weight type, MMA 0 and 1, M in {1, 7, 32, 100,
+//  - GemmVsCpu (GPU, skipped without one): every weight type, MMA 0, 1 and 2 (sm_90; quantized
+//    weights with 16-bit x only), M in {1, 7, 32, 100,
 //    512}, odd row counts, K 256 / 1024 / 4096, every EPI, against cpu::matvec per row of X
 //    (+ bias and the epilogue). Errors are measured relative to ||w_r|| * ||x_m|| / sqrt(K),
 //    the size of a typical output: MMA <= 1e-2 (f16 rounding of x and of dequantized weights,
 //    ~2^-11 per product; bf16 2.5e-2), SIMT <= 1e-4.
 //  - GemmBench (GPU, only with JITLLM_GEMM_BENCH=1): TFLOP/s of F16, Q8_0, Q4_0 at M = 512 for
 //    Llama-3.1-8B and 3.2-1B shapes, MMA and SIMT. Knobs: JITLLM_GEMM_BENCH_M (512),
-//    JITLLM_GEMM_BENCH_TYPE (f16 | q8_0 | q4_0), JITLLM_GEMM_BENCH_NO_SIMT=1, and MMA tiles
+//    JITLLM_GEMM_BENCH_TYPE (f16 | q8_0 | q4_0, or a comma list), JITLLM_GEMM_BENCH_NO_SIMT=1, and MMA tiles
 //    JITLLM_GEMM_BENCH_BM / _BN / _STAGES.
 #include <gtest/gtest.h>
 
@@ -65,14 +66,29 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
                 s.bn = bn;
                 vs.emplace_back("sm_90", gemm_variant(s, sym(s, "plain") + fmt::format("_bn{}", bn)));
             }
+    // MMA=2 with quantized weights (16-bit x only), bn 64 / 128 (256 spills a few bytes: the
+    // producer's raw registers beside 128 accumulators); cols 992 = 15.5 K steps
+    for (GgmlType t : kTypes) {
+        if (t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16) continue;
+        for (int bn : {64, 128}) {
+            GemmSpec s;
+            s.wtype = t;
+            s.cols = is_kquant(t) ? 1024 : 992;
+            s.rows[0] = 1003;
+            s.mma = 2;
+            s.x_f16 = true;
+            s.bn = bn;
+            vs.emplace_back("sm_90", gemm_variant(s, sym(s, "plain") + fmt::format("_bn{}", bn)));
+        }
+    }
     // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant (+ wgmma)
     for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
         for (int mma : {2, 1, 0}) {
-            if (mma == 2 && t != GgmlType::F16) continue;
             GemmSpec s;
             s.wtype = t;
             s.cols = 1024;
             s.mma = mma;
+            s.x_f16 = mma == 2 && t != GgmlType::F16;
             s.rows[0] = 1003;
             GemmSpec qkv = s;
             qkv.n_mat = 3, qkv.rows[1] = 256, qkv.rows[2] = 136, qkv.has_bias = true;
@@ -142,11 +158,16 @@ TEST(GemmVariant, geometry_bytes_flops_and_gate) {
     EXPECT_FALSE(gemm_mma_supported(GgmlType::Q2_K, 90, &why));
     EXPECT_EQ(gemm_mma_level(GgmlType::F16, 90), 2);
     EXPECT_EQ(gemm_mma_level(GgmlType::BF16, 90), 2);
-    EXPECT_EQ(gemm_mma_level(GgmlType::Q8_0, 90), 1);
+    EXPECT_EQ(gemm_mma_level(GgmlType::Q8_0, 90), 2);
+    EXPECT_EQ(gemm_mma_level(GgmlType::Q4_0, 90), 2);
+    EXPECT_EQ(gemm_mma_level(GgmlType::Q4_K, 90), 1);  // compiles and passes on wgmma, not faster yet
+    EXPECT_TRUE(gemm_mma_supported(GgmlType::Q6_K, 90, nullptr, 2));
+    EXPECT_EQ(gemm_mma_level(GgmlType::Q8_0, 80), 1);
+    EXPECT_EQ(gemm_mma_level(GgmlType::F32, 90), 1);
     EXPECT_EQ(gemm_mma_level(GgmlType::F16, 80), 1);
     EXPECT_EQ(gemm_mma_level(GgmlType::F16, 100), 1);
     EXPECT_EQ(gemm_mma_level(GgmlType::F16, 75), 0);
-    EXPECT_FALSE(gemm_mma_supported(GgmlType::Q4_K, 90, &why, 2));
+    EXPECT_FALSE(gemm_mma_supported(GgmlType::F32, 90, &why, 2));
     EXPECT_NE(why.find("mma 1"), std::string::npos) << why;
     {
         GemmSpec w = s;
@@ -165,6 +186,11 @@ TEST(GemmVariant, geometry_bytes_flops_and_gate) {
         EXPECT_TRUE(vw.requires_arch_suffix_a);
         EXPECT_EQ(vw.target_arch("sm_90"), "sm_90a");
         w.wtype = GgmlType::Q8_0;
+        EXPECT_TRUE(gemm_variant(w, "x").requires_arch_suffix_a);
+        w.x_f16 = false;  // quantized weights on wgmma need 16-bit activations
+        EXPECT_THROW(gemm_variant(w, "x"), Error);
+        w.wtype = GgmlType::F32;
+        w.x_f16 = true;
         EXPECT_THROW(gemm_variant(w, "x"), Error);
     }
     const Variant v = gemm_variant(s, "blk_0_ffn__gemm_simt_q8_0");
@@ -346,14 +372,19 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             ctx.upload(dy[0], R.data(), R.size() * 4);
             dres = dy[0];
         }
-        for (int run = 0; run < 5; ++run) {  // mma 2 (bn 128), mma 2 x16 (bn 256), mma 2 x16 (bn 64), 1, 0
+        // mma 2 (bn 128; x16 for quantized weights), mma 2 x16 (bn 256), mma 2 x16 (bn 64), 1, 0;
+        // JITLLM_GEMM_TEST_MMA=n runs level n only
+        const int only_mma = std::getenv("JITLLM_GEMM_TEST_MMA") ? std::atoi(std::getenv("JITLLM_GEMM_TEST_MMA")) : -1;
+        for (int run = 0; run < 5; ++run) {
             const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
             if (mma && !gemm_mma_supported(t, cc, nullptr, mma)) continue;
+            if (only_mma >= 0 && mma != only_mma) continue;
             s.mma = mma;
-            s.x_f16 = run == 1 || run == 2;
+            s.x_f16 = run == 1 || run == 2 || (mma == 2 && t != GgmlType::F16 && t != GgmlType::BF16);  // quantized: 16-bit x only
             s.bn = run == 1 ? 256 : run == 2 ? 64 : 0;
             SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
                                      int(s.x_f16), s.bn, c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
+            if (gemm_smem_bytes(s) > 227u * 1024u) continue;  // e.g. bn 256 with a raw weight ring
             if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
             const Variant v = gemm_variant(s, sym(s, "vs_cpu"));
             const CompiledKernel k = jit.compile(v);
@@ -455,7 +486,7 @@ TEST(GemmBench, tflops_at_m512) {
             auto knob = [](const char* n) { const char* v = std::getenv(n); return v ? std::atoi(v) : 0; };
             const int kbm = knob("JITLLM_GEMM_BENCH_BM"), kbn = knob("JITLLM_GEMM_BENCH_BN"), kst = knob("JITLLM_GEMM_BENCH_STAGES");
             const char* only = std::getenv("JITLLM_GEMM_BENCH_TYPE");
-            if (only && std::string(only) != type_name(t)) continue;
+            if (only && ("," + std::string(only) + ",").find("," + std::string(type_name(t)) + ",") == std::string::npos) continue;
             const size_t wb = row_bytes(t, uint64_t(sh.k)) * size_t(sh.n);
             Dev dev{ctx, {}};
             std::vector<uint8_t> w(wb);
@@ -474,6 +505,7 @@ TEST(GemmBench, tflops_at_m512) {
                 if (!mma && !simt) continue;
                 if (mma == 2 && !mma2) continue;
                 if (run == 1 && kbn2 == 256) continue;
+                if (run == 2 && t != GgmlType::F16) continue;  // quantized wgmma: 16-bit x only
                 s.mma = mma;
                 s.x_f16 = run == 0 || run == 1;
                 s.bm = mma == 1 ? kbm : 0;

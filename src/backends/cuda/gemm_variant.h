@@ -22,12 +22,13 @@ struct GemmSpec {
     float res_scale = 1.0f;      // EPI=1
     float out_scale = 1.0f;      // EPI=3
     int up_offset_rows = 0;      // EPI=2 with n_mat=1
-    int mma = 1;                 // 2 wgmma (sm_90a, F16/BF16 only), 1 tensor cores (mma.sync,
+    int mma = 1;                 // 2 wgmma (sm_90a; quantized weights need x_f16), 1 tensor cores (mma.sync,
                                  // sm_80+), 0 SIMT f32; gemm_mma_level says which one a type has
     int bm = 0, bn = 0;          // tile; 0 = default (MMA 128 x 128, SIMT 64 x 64; MMA=2: bm 128
                                  // only, bn 64 / 128 / 256)
     int stages = 0;              // MMA ring depth; 0 = default (4)
-    bool x_f16 = false;          // MMA=2: x is 16-bit [m, cols] (f16; bf16 for BF16 weights)
+    bool x_f16 = false;          // MMA=2: x is 16-bit [m, cols] (f16; bf16 for BF16 weights);
+                                 // required for quantized weights
 };
 
 // Variant of "cuda/gemm.cu" with every define of `s` (symbol = entry point name).
@@ -53,8 +54,11 @@ uint64_t gemm_flops(const GemmSpec& s, int m);
 
 // Whether MMA level `mma` (1: mma.sync, 2: wgmma) supports wtype on compute capability `sm`
 // (e.g. 80, 90); when not, `why` (if given) says why. Level 1: every supported weight type from
-// sm_80 (mma.sync f16 and bf16). Level 2: F16 and BF16 weights on sm_90 exactly (sm_90a code:
-// wgmma does not exist on sm_100+); quantized types stay on level 1.
+// sm_80 (mma.sync f16 and bf16). Level 2: F16, BF16 and the quantized types (dequantized to
+// f16 in shared memory; 16-bit activations) on sm_90 exactly (sm_90a code: wgmma does not exist
+// on sm_100+); F32 stays on level 1. gemm_mma_level returns 2 for F16, BF16, Q8_0 and Q4_0 only
+// (measured faster than level 1; quantized weights need cols % 64 == 0 for the fast raw path,
+// which the schedule checks).
 bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why = nullptr, int mma = 1);
 // The highest MMA level (2, 1, or 0 = SIMT only) gemm.cu has for wtype on `sm`.
 int gemm_mma_level(GgmlType wtype, int sm);

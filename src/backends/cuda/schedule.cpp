@@ -106,8 +106,8 @@ public:
             const int cc = d_.cc_major * 10 + d_.cc_minor;
             const bool wg = g_.gemm_mma && gemm_mma_level(GgmlType::F16, cc) >= 2;
             g_.gemm_wgmma = forced("gemm.wgmma", "wgmma", "mma", wg,
-                                   wg ? "sm_90: wgmma.mma_async from shared memory (sm_90a) for F16/BF16 weights, "
-                                        "activations converted to 16 bits first; quantized weights stay mma.sync"
+                                   wg ? "sm_90: wgmma.mma_async from shared memory (sm_90a) for F16/BF16 and quantized "
+                                        "weights (dequantized to f16 in shared memory), activations in 16 bits"
                                       : fmt::format("compute capability {}.{}{}: no wgmma", d_.cc_major, d_.cc_minor,
                                                     g_.gemm_mma ? "" : " (and gemm.mma=simt)"));
         }
@@ -312,22 +312,25 @@ private:
         const int cc = d_.cc_major * 10 + d_.cc_minor;
         s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, cc) ? 1 : 0;
         KArg x = slot(g.x);
-        if (s.mma && g_.gemm_wgmma && gemm_mma_level(s.wtype, cc) >= 2 && x16_now_ && g.x == Slot::Xb) {
+        const bool quant_w = s.wtype != GgmlType::F16 && s.wtype != GgmlType::BF16;
+        const bool wg_ok = gemm_mma_level(s.wtype, cc) >= 2 && (!quant_w || s.cols % 64 == 0);  // raw ring: 4-aligned rows
+        if (s.mma && g_.gemm_wgmma && wg_ok && x16_now_ && g.x == Slot::Xb) {
             // the norm before wrote the 16-bit activations already (rms_norm OUT16)
             s.mma = 2;
             s.x_f16 = true;
             s.bm = 128;
             const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
-            s.bn = out_w >= 16384 ? 256 : 128;
+            s.bn = out_w >= 16384 && !quant_w ? 256 : 128;
             x = scratch("x16");
-        } else if (s.mma && g_.gemm_wgmma && gemm_mma_level(s.wtype, cc) >= 2) {
+        } else if (s.mma && g_.gemm_wgmma && wg_ok) {
             // wgmma reads 16-bit activations: a row-wise conversion first (6 bytes per element,
-            // small beside the product), then 128 x BN tiles (256 for wide outputs)
+            // small beside the product), then 128 x BN tiles (256 for wide outputs; quantized
+            // weights 128: the producer's raw weight registers beside 128 accumulators spill)
             s.mma = 2;
             s.x_f16 = true;
             s.bm = 128;
             const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
-            s.bn = out_w >= 16384 ? 256 : 128;
+            s.bn = out_w >= 16384 && !quant_w ? 256 : 128;
             const int R = std::max(1, p_.batch_rows);
             Variant cv("cuda/convert.cu", "");
             cv.set("N", s.cols).set("BLOCK", 256).set("BF16_OUT", int(s.wtype == GgmlType::BF16));
@@ -384,6 +387,8 @@ private:
             first = w;
         }
         if (!first || first->cols % 32 != 0 || gemm_mma_level(first->type, cc) < 2) return false;
+        const bool quant = first->type != GgmlType::F16 && first->type != GgmlType::BF16;
+        if (quant && first->cols % 64 != 0) return false;  // as gemm(): the raw weight ring
         *type = first->type;
         return true;
     }

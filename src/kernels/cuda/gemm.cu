@@ -14,12 +14,13 @@
 //   HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as gemv.cu
 //   MMA             1: tensor cores, mma.sync.aligned.m16n8k16 f32 += f16 x f16 (bf16 x bf16 for
 //                   WTYPE=BF16), sm_80+. 0: SIMT f32 FMA tiles (any arch), f32 throughout.
-//                   2: Hopper wgmma.mma_async m64nBNk16 (sm_90a only, F16/BF16 weights): 3
+//                   2: Hopper wgmma.mma_async m64nBNk16 (sm_90a only; F16/BF16 weights, or
+//                   quantized weights with X_F16=1, dequantized to f16 by the producer): 3
 //                   warpgroups (producer + 2 consumers), BM = 128, BK = 64, mbarrier ring
 //                   (common/gemm_wgmma.cuh has the design, geometry and smem)
-//   X_F16           MMA=2 only: 1 = x is 16-bit [m, COLS] (f16 for F16 weights, bf16 for BF16;
-//                   passed through the `x` pointer), loaded with cp.async; 0 (default) = f32 x,
-//                   rounded in the kernel
+//   X_F16           MMA=2 only: 1 = x is 16-bit [m, COLS] (f16 for F16 and quantized weights,
+//                   bf16 for BF16; passed through the `x` pointer), loaded with cp.async; 0
+//                   (default) = f32 x, rounded in the kernel (F16/BF16 weights only)
 //   BM, BN          tile: BM activation rows x BN weight rows per block (MMA default 128 x 128,
 //                   SIMT 64 x 64). MMA: BM = 16 * WARPS_M * i, BN = 16 * WARPS_N * j.
 //   WARPS_M, WARPS_N  MMA warp grid (default 2 x 4: each warp a 64 x 32 sub-tile)

@@ -1,16 +1,27 @@
 // gemm.cu's MMA=2 path: Hopper warpgroup MMA (sm_90a only: wgmma does not exist on sm_80/89 and
 // sm_100+; the host compiles it with Variant::requires_arch_suffix_a). Included by gemm.cu after
-// its shared helpers (gemm_wrow, gemm_store, gemm_store_swiglu); F16 / BF16 weights only.
+// its shared helpers (gemm_wrow, gemm_store, gemm_store_swiglu); F16 / BF16 weights, and the
+// quantized types (Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K) with X_F16=1 (f16 operands).
 //
 // block: 384 threads = 3 warpgroups. Warpgroup 0 is the producer: it fills a STAGES-deep ring
 // of (x tile [BM=128][64] 16-bit, W tile [BN][64] 16-bit) in shared memory, every row 128
 // bytes with the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r & 7), tiles
 // 1024-aligned), which is what wgmma's shared-memory descriptors read:
-//   - weights: cp.async 16 bytes (zero-filled past the last row / past COLS), completion
-//     signalled with cp.async.mbarrier.arrive.noinc on the stage's `full` barrier;
-//   - x, X_F16=1 (x is 16-bit [m, COLS], f16 for F16 weights, bf16 for BF16): cp.async as W;
-//   - x, f32: ld.global of float4 two K steps ahead (two register sets; one at BN=256), rounded
-//     to f16/bf16 and stored with st.shared, then fence.proxy.async + mbarrier.arrive on `full`.
+//   - F16/BF16 weights: cp.async 16 bytes (zero-filled past the last row / past COLS),
+//     completion signalled with cp.async.mbarrier.arrive.noinc on the stage's `full` barrier;
+//   - quantized weights: thread (row group tid / 8, chunk c = tid % 8) owns 8 elements of BN/16
+//     rows per K step; their raw words are loaded with ld.global.nc (gemm_wload) two K steps
+//     ahead into two register sets (one, i.e. one step ahead, at BN=256 and for K-quants at
+//     BN=128: registers),
+//     dequantized to f16 (g2_wdeq: Q8_0/Q4_0/Q5_0 with f16x2 arithmetic, exact int -> f16 via
+//     the 1024 + n bit trick, then one rounding of d * n; others in f32 then rounded once) and
+//     stored with st.shared.v4 into the same swizzled slot, then fence.proxy.async +
+//     mbarrier.arrive on `full` (the x copies arrive with noinc: 256 arrivals per stage);
+//   - x, X_F16=1 (x is 16-bit [m, COLS], f16 for F16/quantized weights, bf16 for BF16):
+//     cp.async as W;
+//   - x, f32 (F16/BF16 only): ld.global of float4 two K steps ahead (two register sets; one at
+//     BN=256), rounded to f16/bf16 and stored with st.shared, then fence.proxy.async +
+//     mbarrier.arrive on `full`.
 // Warpgroups 1 and 2 are consumers, 64 activation rows each x all BN weight rows: per K step
 // of 64 they wait on `full`, issue 4 x wgmma.mma_async m64nBNk16 (f32 += f16 x f16, or bf16),
 // commit, wait until the previous step's group is done and release that step's stage (lane 0
@@ -22,7 +33,8 @@
 //       (STAGES 4, BN 128: 132 KiB; BN 256: 196 KiB).
 #pragma once
 
-static_assert(WTYPE == F16 || WTYPE == BF16, "MMA=2: F16 or BF16 weights only");
+#define G2_ASYNC_W (WTYPE == F16 || WTYPE == BF16)
+static_assert(G2_ASYNC_W || (X_F16 && WTYPE != F32), "MMA=2: F16/BF16 weights, or quantized weights with X_F16=1");
 static_assert(BM == 128, "MMA=2: BM = 128 (two consumer warpgroups x 64 rows)");
 static_assert(BN == 64 || BN == 128 || BN == 256, "MMA=2: BN in {64, 128, 256}");
 static_assert(STAGES >= 2, "MMA=2: STAGES >= 2");
@@ -39,6 +51,17 @@ static_assert(STAGES >= 2, "MMA=2: STAGES >= 2");
 #define G2_XC (BM * 8 / 128)   // 16-byte x chunks (X_F16)
 #define G2_XF (BM * 16 / 128)  // float4 x chunks (f32 x)
 #define G2_NK ((COLS + 63) / 64)
+// 32-element-block quants with 4-aligned rows (COLS % 64 == 0): the raw bytes of each K step
+// (2 blocks per row, G2_RB bytes) go through a G2_RS-deep smem ring filled by 4-byte cp.async
+#define G2_RAW ((WTYPE == Q8_0 || WTYPE == Q4_0 || WTYPE == Q4_1 || WTYPE == Q5_0 || WTYPE == Q5_1) && COLS % 64 == 0)
+#define G2_RB (2 * QK_BYTES(WTYPE))
+#ifndef G2_RS
+#define G2_RS 4
+#endif
+// quantized weights: raw register sets in flight (one at BN=256, and for K-quants at BN=128)
+#ifndef G2_WSETS
+#define G2_WSETS ((BN == 256 || (BN == 128 && (WTYPE == Q4_K || WTYPE == Q5_K || WTYPE == Q6_K))) ? 1 : 2)
+#endif
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     uint32_t r;
@@ -90,6 +113,79 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
     return r;
 }
 
+#if !G2_ASYNC_W
+// (1024 + byte) pairs as f16 (exact), minus `off2` (exact: small integers), times d2: one
+// rounding of the exact product d * n, the same f16 value as the f32 path's pack2(d * n).
+__device__ __forceinline__ uint32_t g2_h2(uint32_t w, uint32_t sel, uint32_t off2, uint32_t d2) {
+    const uint32_t h = __byte_perm(w, 0x64646464u, sel);
+    uint32_t r;
+    asm("{ .reg .b32 t; sub.rn.f16x2 t, %1, %2; mul.rn.f16x2 %0, t, %3; }" : "=r"(r) : "r"(h), "r"(off2), "r"(d2));
+    return r;
+}
+#if G2_RAW
+__device__ __forceinline__ uint32_t g2_s16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
+__device__ __forceinline__ uint32_t g2_s32(const uint8_t* p) { return g2_s16(p) | (g2_s16(p + 2) << 16); }
+// gemm_wload for a raw K step of one row in shared memory (k = 0..63 within the step)
+__device__ __forceinline__ WRaw g2_rload(const uint8_t* row, int k) {
+    WRaw r;
+    r.a = make_uint4(0, 0, 0, 0);
+    r.b = make_uint4(0, 0, 0, 0);
+    r.q2 = 0;
+    const uint8_t* blk = row + (k >> 5) * QK_BYTES(WTYPE);
+    const int j = k & 31;
+#if WTYPE == Q8_0
+    r.d = g2_s16(blk);
+    r.a.x = g2_s32(blk + 2 + j);
+    r.a.y = g2_s32(blk + 6 + j);
+#elif WTYPE == Q4_0 || WTYPE == Q4_1
+    constexpr int QS = WTYPE == Q4_0 ? 2 : 4;
+    r.d = WTYPE == Q4_0 ? g2_s16(blk) : g2_s32(blk);
+    r.a.x = g2_s32(blk + QS + (j & 15));
+    r.a.y = g2_s32(blk + QS + (j & 15) + 4);
+#else
+    constexpr int QH = WTYPE == Q5_0 ? 2 : 4;
+    r.d = WTYPE == Q5_0 ? g2_s16(blk) : g2_s32(blk);
+    r.q2 = g2_s32(blk + QH);
+    r.a.x = g2_s32(blk + QH + 4 + (j & 15));
+    r.a.y = g2_s32(blk + QH + 8 + (j & 15));
+#endif
+    return r;
+}
+#endif
+// The 8 weights k..k+7 of a gemm_wload unit as 4 packed f16 pairs (element k in the low half
+// of .x).
+__device__ __forceinline__ uint4 g2_wdeq(const WRaw& r, int k) {
+#if WTYPE == Q8_0 || WTYPE == Q4_0 || WTYPE == Q5_0
+    uint32_t w0, w1, off2;
+#if WTYPE == Q8_0
+    w0 = r.a.x ^ 0x80808080u;  // q + 128
+    w1 = r.a.y ^ 0x80808080u;
+    off2 = 0x64806480u;  // 1152 = 1024 + 128
+    (void)k;
+#else
+    const int j = k & 31, sh = (j >> 4) * 4;  // elements 16..31 are the high nibbles
+    w0 = (r.a.x >> sh) & 0x0F0F0F0Fu;
+    w1 = (r.a.y >> sh) & 0x0F0F0F0Fu;
+#if WTYPE == Q5_0
+    const uint32_t hb = r.q2 >> j;
+    w0 |= (((hb & 0xFu) * 0x00204081u) & 0x01010101u) << 4;
+    w1 |= ((((hb >> 4) & 0xFu) * 0x00204081u) & 0x01010101u) << 4;
+    off2 = 0x64106410u;  // 1040 = 1024 + 16
+#else
+    off2 = 0x64086408u;  // 1032 = 1024 + 8
+#endif
+#endif
+    const uint32_t d2 = (r.d & 0xFFFFu) * 0x10001u;
+    return make_uint4(g2_h2(w0, 0x5140u, off2, d2), g2_h2(w0, 0x7362u, off2, d2),
+                      g2_h2(w1, 0x5140u, off2, d2), g2_h2(w1, 0x7362u, off2, d2));
+#else
+    float v[8];
+    gemm_wdequant(r, k, v);
+    return make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+#endif
+}
+#endif
+
 // d[BN/2] += A (64 x 16, descriptor da) * B (16 x BN, K-major, descriptor db)
 __device__ __forceinline__ void wgmma_n64(float* d, uint64_t da, uint64_t db) {
     asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32." GEMM_AB "." GEMM_AB " "
@@ -140,7 +236,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, X_F16 ? 128 : 256);  // producer threads: cp.async (+ x stores)
+            mbar_init(full + 8 * s, X_F16 && G2_ASYNC_W ? 128 : 256);  // producer threads: cp.async, + stores
             mbar_init(empty + 8 * s, 8);                 // consumer warps
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -153,6 +249,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         const uint8_t* wsrc[G2_WC];
 #pragma unroll
         for (int i = 0; i < G2_WC; ++i) wsrc[i] = gemm_wrow(W0, W1, W2, tile, (tid >> 3) + 16 * i);
+#if G2_ASYNC_W
         auto issue_w = [&](int kt, uint32_t sb) {
             const int k = kt * 64 + 8 * c;
 #pragma unroll
@@ -162,7 +259,113 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 cp_async16(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4), ok ? wsrc[i] + 2 * k : W0, ok ? 16 : 0);
             }
         };
-#if X_F16
+#endif
+#if G2_RAW
+        // raw ring: step kt's G2_RB bytes of each of the BN rows, copied 4 bytes at a time by
+        // consecutive threads (one commit group per step), shared by the producers after a
+        // named barrier; the x copies of a step join the next raw group (tracked by `full`)
+        const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
+        const uint32_t raw_s = (empty + 8 * STAGES + 15u) & ~15u;
+        const uint8_t* raw_g = smem + (raw_s - smem_addr(smem));
+        auto issue_raw = [&](int kt) {
+            if (kt < G2_NK) {
+                const uint32_t rb = raw_s + (kt % G2_RS) * (BN * G2_RB);
+#pragma unroll 4
+                for (int u = tid; u < BN * G2_RB / 4; u += 128) {
+                    const int r = u / (G2_RB / 4), wi = u % (G2_RB / 4);
+                    const uint8_t* row = gemm_wrow(W0, W1, W2, tile, r);
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(rb + 4 * u),
+                                 "l"(row ? row + (unsigned long long)kt * G2_RB + 4 * wi : W0), "r"(row ? 4 : 0) : "memory");
+                }
+            }
+            asm volatile("cp.async.commit_group;" ::: "memory");
+        };
+#pragma unroll 1
+        for (int s = 0; s < G2_RS - 1; ++s) issue_raw(s);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; ++kt) {
+            const int slot = kt % STAGES;
+            const uint32_t sb = base + slot * G2_STAGE_BYTES;
+            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+            const int k = kt * 64 + 8 * c;
+#pragma unroll
+            for (int i = 0; i < G2_XC; ++i) {
+                const int r = (tid >> 3) + 16 * i;
+                const bool ok = m0 + r < m;
+                cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
+                           ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
+            }
+            mbar_arrive_cp_async(full + 8 * slot);
+            asm volatile("cp.async.wait_group %0;" ::"n"(G2_RS - 2) : "memory");  // raw step kt landed
+            asm volatile("bar.sync 1, 128;" ::: "memory");  // ... everyone's; raw slot kt-1 free
+            issue_raw(kt + G2_RS - 1);
+            const uint8_t* rs = raw_g + (kt % G2_RS) * (BN * G2_RB);
+#pragma unroll
+            for (int i = 0; i < G2_WC; ++i) {
+                const int r = (tid >> 3) + 16 * i;
+                const uint4 h = g2_wdeq(g2_rload(rs + r * G2_RB, 8 * c), 8 * c);
+                asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4)),
+                             "r"(h.x), "r"(h.y), "r"(h.z), "r"(h.w) : "memory");
+            }
+            fence_proxy_async();
+            mbar_arrive(full + 8 * slot);
+        }
+        (void)wsrc;
+#elif !G2_ASYNC_W
+        // quantized weights: raw words two K steps ahead in registers (G2_WSETS sets), decoded
+        // to f16 and stored swizzled after the x copies of the step are issued
+        const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
+        auto wload = [&](WRaw* wr, int kt) {
+            const int k = kt * 64 + 8 * c;
+#pragma unroll
+            for (int i = 0; i < G2_WC; ++i)
+                if (wsrc[i] != nullptr && k < COLS) wr[i] = gemm_wload(wsrc[i], k);
+        };
+        auto step = [&](int kt, const WRaw* wr) {
+            const int slot = kt % STAGES;
+            const uint32_t sb = base + slot * G2_STAGE_BYTES;
+            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+            const int k = kt * 64 + 8 * c;
+#pragma unroll
+            for (int i = 0; i < G2_XC; ++i) {
+                const int r = (tid >> 3) + 16 * i;
+                const bool ok = m0 + r < m && k < COLS;
+                cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
+                           ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
+            }
+            mbar_arrive_cp_async(full + 8 * slot);
+#pragma unroll
+            for (int i = 0; i < G2_WC; ++i) {
+                const int r = (tid >> 3) + 16 * i;
+                const uint4 h = (wsrc[i] != nullptr && k < COLS) ? g2_wdeq(wr[i], k) : make_uint4(0, 0, 0, 0);
+                asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4)),
+                             "r"(h.x), "r"(h.y), "r"(h.z), "r"(h.w) : "memory");
+            }
+            fence_proxy_async();
+            mbar_arrive(full + 8 * slot);
+        };
+        WRaw wa[G2_WC];
+        wload(wa, 0);
+#if G2_WSETS == 1
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; ++kt) {
+            step(kt, wa);
+            if (kt + 1 < G2_NK) wload(wa, kt + 1);
+        }
+#else
+        WRaw wb[G2_WC];
+        if (G2_NK > 1) wload(wb, 1);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; kt += 2) {
+            step(kt, wa);
+            if (kt + 2 < G2_NK) wload(wa, kt + 2);
+            if (kt + 1 < G2_NK) {
+                step(kt + 1, wb);
+                if (kt + 3 < G2_NK) wload(wb, kt + 3);
+            }
+        }
+#endif
+#elif X_F16
         const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
 #pragma unroll 1
         for (int kt = 0; kt < G2_NK; ++kt) {
