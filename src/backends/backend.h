@@ -19,7 +19,9 @@ struct BatchStep {
     const int32_t* pos = nullptr;
     const int32_t* seq = nullptr;
     int n = 0;
-    bool logits = false;
+    bool logits = false;       // logits and a greedy pick for every row (n <= n_seq)
+    bool logits_last = false;  // only for the last row, reported as row 0 (a prompt's last chunk);
+                               // also what sampled_token() returns next
 };
 
 class Backend {

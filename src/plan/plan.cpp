@@ -169,9 +169,10 @@ PhaseRuns plan_phase_runs(const RunShape& r) {
     PhaseRuns pr;
     const int64_t gen_fed = std::max(0, r.n_gen - 1);
     if (r.n_prompt <= 0) return pr;
-    if (r.batch_prefill > 0) {
-        pr.batch = (r.n_prompt - 1 + r.batch_prefill - 1) / r.batch_prefill;
-        pr.decode_in_prompt = 1;
+    if (r.batch_prefill > 0 && r.n_prompt > 1) {
+        pr.batch = (r.n_prompt + r.batch_prefill - 1) / r.batch_prefill;
+        pr.batch_tail = 1;
+        pr.decode_in_prompt = 0;
     } else if (r.prefill_decode) {
         pr.prefill = r.n_prompt - 1;
         pr.decode_in_prompt = 1;
@@ -187,7 +188,8 @@ std::map<std::string, uint64_t> plan_task_executions(const Plan& p, const RunSha
     std::map<std::string, uint64_t> m;
     for (const auto& t : p.decode) m[t.name] += uint64_t(pr.decode);
     for (const auto& t : p.prefill) m[t.name] += uint64_t(pr.prefill);
-    for (size_t i = 0; i < p.batch_body && i < p.batch.size(); ++i) m[p.batch[i].name] += uint64_t(pr.batch);
+    for (size_t i = 0; i < p.batch.size(); ++i)
+        m[p.batch[i].name] += uint64_t(i < p.batch_body ? pr.batch : pr.batch_tail);
     return m;
 }
 

@@ -100,11 +100,13 @@ struct RunShape {
 // How many times each phase runs for a run of that shape (no early stop at end-of-generation):
 // default mode: decode = n_prompt + n_gen - 1; --with-prefill-decode: prefill = n_prompt - 1,
 // decode = n_gen (the last prompt token, then n_gen - 1 generated tokens); --batch-prefill-size
-// N: batch = ceil((n_prompt - 1) / N) chunks (body tasks only), decode = n_gen.
+// N (prompt of 2+ tokens): batch = ceil(n_prompt / N) chunks, the last one with the output tail
+// for its last row (batch_tail = 1), decode = n_gen - 1.
 struct PhaseRuns {
     int64_t decode = 0;
     int64_t prefill = 0;
-    int64_t batch = 0;             // batch-phase steps without logits (prompt chunks)
+    int64_t batch = 0;             // batch-phase steps (prompt chunks): the body tasks
+    int64_t batch_tail = 0;        // batch-phase output tails (the last chunk's last row)
     int64_t decode_in_prompt = 0;  // decode runs spent on prompt tokens
 };
 PhaseRuns plan_phase_runs(const RunShape& r);

@@ -59,8 +59,8 @@ const float* Engine::feed(const std::vector<int32_t>& ids) {
             fail("token id {} is outside the vocabulary [0, {})", id, model_->config.n_vocab);
     const float* logits = nullptr;
     if (plan_.batch_rows > 0 && ids.size() > 1) {
-        // prompt chunks through the batch phase; the last token through decode (it needs logits)
-        const int n = int(ids.size()) - 1, chunk = plan_.batch_rows;
+        // prompt chunks through the batch phase; the last chunk computes the last row's logits
+        const int n = int(ids.size()), chunk = plan_.batch_rows;
         std::vector<int32_t> pos(static_cast<size_t>(chunk)), seq(static_cast<size_t>(chunk), 0);
         for (int c0 = 0; c0 < n; c0 += chunk) {
             const int m = std::min(chunk, n - c0);
@@ -70,12 +70,11 @@ const float* Engine::feed(const std::vector<int32_t>& ids) {
             st.pos = pos.data();
             st.seq = seq.data();
             st.n = m;
+            st.logits_last = c0 + m == n;
             backend_->batch(st);
             pos_ += m;
         }
-        logits = backend_->decode(ids.back(), pos_);
-        ++pos_;
-        return logits;
+        return backend_->batch_logits(0);
     }
     for (size_t i = 0; i < ids.size(); ++i) {
         const bool last = i + 1 == ids.size();

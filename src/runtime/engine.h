@@ -48,8 +48,9 @@ public:
     EngineTimes& times() { return times_; }
 
     // Runs every token of `ids` at positions pos()..; the last one through the decode phase,
-    // earlier ones through decode (default), prefill (with_prefill_decode) or batch-phase chunks
-    // (batch_prefill_size). Returns the logits
+    // earlier ones through decode (default) or prefill (with_prefill_decode); with
+    // batch_prefill_size all of them in batch-phase chunks, the last chunk with the last row's
+    // logits (a single token always goes through decode). Returns the logits
     // after the last token. Throws Error when the context would overflow.
     const float* feed(const std::vector<int32_t>& ids);
     void reset();

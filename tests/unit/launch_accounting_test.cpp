@@ -49,11 +49,12 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
     for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) {
         total += k.total;
         EXPECT_EQ(k.skip_decode, int64_t(k.per_prefill) * pr.prefill + int64_t(k.per_chunk) * pr.batch +
-                                     int64_t(k.per_decode) * (pr.decode_in_prompt + 2));
+                                     int64_t(k.per_tail) * pr.batch_tail + int64_t(k.per_decode) * (pr.decode_in_prompt + 2));
         EXPECT_EQ(k.skip_chunk, int64_t(k.per_chunk) * std::min<int64_t>(2, pr.batch));
     }
     EXPECT_EQ(total, int64_t(sched.decode.size()) * pr.decode + int64_t(sched.prefill.size()) * pr.prefill +
-                         int64_t(sched.batch_body) * pr.batch);
+                         int64_t(sched.batch_body) * pr.batch +
+                         int64_t(sched.batch.size() - sched.batch_body) * pr.batch_tail);
     // the chunk kernels are the batch phase's body: launches per chunk sum to batch_body
     int64_t per_chunk = 0;
     for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) per_chunk += k.per_chunk;

@@ -95,6 +95,20 @@ void CpuBackend::batch(const BatchStep& b) {
         run_task(plan_.batch[i]);
         ++*count_ptrs_batch_[i];
     }
+    if (b.logits_last && !b.logits) {
+        // the output tail for the last row only: its residual stream moves to row 0
+        std::copy_n(row(Slot::X, b.n - 1), size_t(c_.dim), row(Slot::X, 0));
+        batch_tok_[0] = batch_tok_[size_t(b.n - 1)];
+        batch_pos_[0] = batch_pos_[size_t(b.n - 1)];
+        batch_seq_[0] = batch_seq_[size_t(b.n - 1)];
+        n_rows_ = 1;
+        row_logits_ = true;
+        for (size_t i = plan_.batch_body; i < plan_.batch.size(); ++i) {
+            run_task(plan_.batch[i]);
+            ++*count_ptrs_batch_[i];
+        }
+        token_out_ = batch_tok_[0];
+    }
 }
 
 void CpuBackend::run_batch_tasks_at(const std::vector<int>& indices, const BatchStep& b) {

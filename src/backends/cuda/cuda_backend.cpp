@@ -460,7 +460,9 @@ void CudaBackend::batch(const BatchStep& b) {
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Tokens)], host_batch_, size_t(b.n) * 4, st));
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Positions)], host_batch_ + R, size_t(b.n) * 4, st));
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Seqs)], host_batch_ + 2 * R, size_t(b.n) * 4, st));
-    const size_t n_launch = b.logits ? batch_launches_.size() : sched_.batch_body;
+    // the output tail: every row (logits), the last row moved to row 0 (logits_last), or none
+    const int tail_rows = b.logits ? b.n : b.logits_last ? 1 : 0;
+    const size_t n_launch = tail_rows ? batch_launches_.size() : sched_.batch_body;
     const int iph = int(Phase::Batch);
     NvtxRange range(fmt::format("batch {} ({} rows)", steps_[iph], b.n), NvtxColor::Prefill);
     Profiler* prof = opt_.profiler;
@@ -473,12 +475,18 @@ void CudaBackend::batch(const BatchStep& b) {
     auto launch_all = [&] {
         for (size_t i = 0; i < n_launch; ++i) {
             Launch& l = batch_launches_[i];
+            const int rows = i < sched_.batch_body ? b.n : tail_rows;
+            if (i == sched_.batch_body && !b.logits && b.n > 1) {  // logits_last: X row n-1 -> row 0
+                const size_t row_bytes = size_t(c.dim) * 4;
+                JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(slots_[size_t(Slot::X)], slots_[size_t(Slot::X)] + (b.n - 1) * row_bytes,
+                                                     row_bytes, st));
+            }
             for (size_t a : l.rows_args) {
                 l.vals[a] = 0;
-                std::memcpy(&l.vals[a], &b.n, 4);
+                std::memcpy(&l.vals[a], &rows, 4);
             }
             if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[i], st));
-            const Dim3 grid = l.step->grid_for_rows(b.n);
+            const Dim3 grid = l.step->grid_for_rows(rows);
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
                 ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data());
@@ -491,7 +499,7 @@ void CudaBackend::batch(const BatchStep& b) {
     if (!opt_.graphs || prof || opt_.nvtx_tasks) {
         launch_all();
     } else {
-        CUgraphExec& g = batch_graphs_[2 * b.n + int(b.logits)];
+        CUgraphExec& g = batch_graphs_[3 * b.n + (b.logits ? 1 : b.logits_last ? 2 : 0)];
         if (!g) {
             CUgraph graph = nullptr;
             JITLLM_CUDA_TRY(d, cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -502,18 +510,19 @@ void CudaBackend::batch(const BatchStep& b) {
         }
         JITLLM_CUDA_TRY(d, cuGraphLaunch(g, st));
     }
-    batch_n_ = b.n;
-    batch_logits_ = b.logits;
-    if (b.logits) {
-        batch_tokens_out_.resize(size_t(b.n));
+    batch_n_ = tail_rows ? tail_rows : b.n;
+    batch_logits_ = tail_rows > 0;
+    if (tail_rows) {
+        batch_tokens_out_.resize(size_t(tail_rows));
         if (logits_needed_)
             JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_logits_host_, slots_[size_t(Slot::Logits)],
-                                                 size_t(b.n) * size_t(c.n_vocab) * 4, st));
+                                                 size_t(tail_rows) * size_t(c.n_vocab) * 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(batch_tokens_out_.data(), slots_[size_t(Slot::Tokens)],
-                                             size_t(b.n) * 4, st));
+                                             size_t(tail_rows) * 4, st));
     }
     ctx_->synchronize();
-    const size_t n_tasks = b.logits ? plan_.batch.size() : plan_.batch_body;
+    if (b.logits_last && !b.logits) token_out_ = batch_tokens_out_[0];
+    const size_t n_tasks = tail_rows ? plan_.batch.size() : plan_.batch_body;
     for (size_t i = 0; i < n_tasks; ++i) ++*count_ptrs_[iph][i];
     if (prof) record_profile(Phase::Batch, batch_launches_, n_launch, b.n, pos_sum);
     steps_[iph]++;

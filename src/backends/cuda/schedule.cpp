@@ -938,17 +938,20 @@ std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, con
     std::map<std::string, KernelLaunchCount> m;
     for (const auto& k : s.decode) m[k.symbol].per_decode++;
     for (const auto& k : s.prefill) m[k.symbol].per_prefill++;
-    for (size_t i = 0; i < s.batch_body && i < s.batch.size(); ++i) m[s.batch[i].symbol].per_chunk++;
+    for (size_t i = 0; i < s.batch.size(); ++i) {
+        if (i < s.batch_body) m[s.batch[i].symbol].per_chunk++;
+        else m[s.batch[i].symbol].per_tail++;
+    }
     std::vector<KernelLaunchCount> out;
     for (auto& [sym, c] : m) {
         c.kernel = sym;
         c.total = int64_t(c.per_decode) * pr.decode + int64_t(c.per_prefill) * pr.prefill +
-                  int64_t(c.per_chunk) * pr.batch;
+                  int64_t(c.per_chunk) * pr.batch + int64_t(c.per_tail) * pr.batch_tail;
         // prefill steps or prompt chunks run first (every prompt token but the last), then decode
         c.skip_prefill = int64_t(c.per_prefill) * std::min<int64_t>(warmup, pr.prefill);
         c.skip_chunk = int64_t(c.per_chunk) * std::min<int64_t>(warmup, pr.batch);
         c.skip_decode = int64_t(c.per_prefill) * pr.prefill + int64_t(c.per_chunk) * pr.batch +
-                        int64_t(c.per_decode) * (pr.decode_in_prompt + warmup);
+                        int64_t(c.per_tail) * pr.batch_tail + int64_t(c.per_decode) * (pr.decode_in_prompt + warmup);
         out.push_back(c);
     }
     return out;
@@ -960,16 +963,17 @@ std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int
                              : r.prefill_decode    ? std::string("--with-prefill-decode")
                                                    : std::string("single-token");
     std::string o = fmt::format(
-        "launch accounting: prompt {} tokens, -n {}, mode {}: prefill runs {}, prompt chunks {}, decode runs {} ({} on "
-        "prompt tokens); warm-up launches: 0 (JIT and upload launch nothing; the CUDA graph is captured, not run, on "
-        "first use)\n",
-        r.n_prompt, r.n_gen, mode, pr.prefill, pr.batch, pr.decode, pr.decode_in_prompt);
+        "launch accounting: prompt {} tokens, -n {}, mode {}: prefill runs {}, prompt chunks {} (+{} output tail), "
+        "decode runs {} ({} on prompt tokens); warm-up launches: 0 (JIT and upload launch nothing; the CUDA graph is "
+        "captured, not run, on first use)\n",
+        r.n_prompt, r.n_gen, mode, pr.prefill, pr.batch, pr.batch_tail, pr.decode, pr.decode_in_prompt);
     o += fmt::format("  {:<46} {:>10} {:>11} {:>9} {:>7} {:>8} {:>22} {:>22} {:>22}\n", "kernel", "per decode",
                      "per prefill", "per chunk", "warm-up", "total", "--launch-skip decode", "--launch-skip prefill",
                      "--launch-skip chunk");
     for (const auto& c : schedule_launch_accounting(s, r, warmup))
         o += fmt::format("  {:<46} {:>10} {:>11} {:>9} {:>7} {:>8} {:>22} {:>22} {:>22}\n", c.kernel, c.per_decode,
-                         c.per_prefill, c.per_chunk, c.warmup, c.total,
+                         c.per_prefill, c.per_chunk ? std::to_string(c.per_chunk) : c.per_tail ? "tail " + std::to_string(c.per_tail) : "0",
+                         c.warmup, c.total,
                          c.per_decode ? std::to_string(c.skip_decode) : "-",
                          c.per_prefill && pr.prefill > 0 ? std::to_string(c.skip_prefill) : "-",
                          c.per_chunk && pr.batch > 0 ? std::to_string(c.skip_chunk) : "-");

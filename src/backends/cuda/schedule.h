@@ -93,6 +93,7 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
 struct KernelLaunchCount {
     std::string kernel;
     int per_decode = 0, per_prefill = 0, per_chunk = 0, warmup = 0;  // warm-up: JIT and first touch launch nothing
+    int per_tail = 0;  // launches in the batch phase's output tail (once, after a prompt's last chunk)
     int64_t total = 0, skip_decode = 0, skip_prefill = 0, skip_chunk = 0;
 };
 std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup_tokens);
