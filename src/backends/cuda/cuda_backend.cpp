@@ -529,7 +529,8 @@ void CudaBackend::batch(const BatchStep& b) {
 }
 
 const float* CudaBackend::batch_logits(int row) {
-    JITLLM_CHECK(batch_logits_ && row >= 0 && row < batch_n_ && logits_needed_, "batch row {} has no logits", row);
+    // without set_logits_needed the rows are not copied back (greedy picks on the device): stale
+    JITLLM_CHECK(batch_logits_ && row >= 0 && row < batch_n_, "batch row {} has no logits", row);
     return batch_logits_host_ + size_t(row) * size_t(plan_.config->n_vocab);
 }
 
