@@ -70,15 +70,22 @@ fuzz_run() {
         chat_format_fuzz) seeds=$BUILD/fuzz-seeds/chat; args=(-max_len=4096) ;;
         *) echo "fuzz: unknown target $t" >&2; return 2 ;;
     esac
-    rm -rf "$out"
+    # FUZZ_RESUME=1 keeps the corpus of an earlier run (a campaign continued across sessions)
+    # and writes this run's log next to the earlier ones.
+    local log=$out/log.txt
+    if [[ ${FUZZ_RESUME:-0} == 1 && -d $out/corpus ]]; then
+        log=$out/log-$(date -u +%Y%m%dT%H%M%S).txt
+    else
+        rm -rf "$out"
+    fi
     mkdir -p "$out/corpus"
     local rc=0 t0=$SECONDS
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=allocator_may_return_null=0 \
         "$BUILD/tests/fuzz/$t" "${args[@]}" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
         -timeout=20 -print_final_stats=1 -artifact_prefix="$out/" "$@" \
-        "$out/corpus" "$seeds" > "$out/log.txt" 2>&1 || rc=$?
+        "$out/corpus" "$seeds" > "$log" 2>&1 || rc=$?
     local execs corpus findings
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/log.txt" |
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
         grep -o '[0-9]*$' || echo '?')
     corpus=$(find "$out/corpus" -type f | wc -l)
     findings=$(find "$out" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
@@ -86,8 +93,8 @@ fuzz_run() {
     echo "fuzz: $t: rc=$rc executions=$execs seconds=$((SECONDS - t0))" \
         "new-corpus=$corpus findings=$findings"
     if (( rc != 0 )); then
-        echo "fuzz: $t failed; last lines of $out/log.txt:" >&2
-        tail -40 "$out/log.txt" >&2
+        echo "fuzz: $t failed; last lines of $log:" >&2
+        tail -40 "$log" >&2
         return 1
     fi
 }

@@ -2,7 +2,8 @@
 # Long fuzz run (issue 8's record): each libFuzzer target to RUNS executions (default 10
 # million) under ASan+UBSan, all targets at once, logs and stats in $BUILD/fuzz-out/<target>/.
 # Prints per target: executions, seconds, corpus size, findings. Not part of CI.
-# usage: scripts/fuzz-long.sh [RUNS] [TARGET...]
+# usage: [FUZZ_RESUME=1] scripts/fuzz-long.sh [RUNS] [TARGET...]  (FUZZ_RESUME=1: continue from the
+# corpus an earlier run left in $BUILD/fuzz-out/<target>/corpus; the log gets a timestamped name)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10000000}

@@ -6,6 +6,7 @@
 #   jit     : cold (empty cache) and warm JIT start for a Llama-3.2-1B-shaped model
 #   decode  : tg128 decode tok/s for 1B-shaped F16/Q8_0/Q4_0 synthetic files
 #   modes   : prompt modes (single, prefill-decode, batch chunks 1..512) on the GPU vs llama.cpp / each other
+#   gemm    : gemm.cu vs the CPU (kernels_gemm_test GemmVsCpu) and its TFLOP/s at m 512 (GemmBench)
 #   prefill : pp512 (-b 512) for the issue-7 shapes, a cuBLAS (torch) f16 GEMM ceiling, TTFT at 2048
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
@@ -98,6 +99,16 @@ bench)
         log "bench $spec"
         "$B/jitllm" bench --gpu -m "$f" -p ${BENCH_P:-512} -n 128 -r ${BENCH_R:-3} -o md 2>&1 | tee -a "$OUT/summary.txt"
     done
+    ;;
+gemm)
+    # gemm.cu vs cpu::matvec (every MMA level, split layout too), then TFLOP/s at m 512
+    log "gemm vs cpu ${GEMM_FILTER:-*GemmVsCpu*}"
+    "$B/kernels_gemm_test" --gtest_filter="${GEMM_FILTER:-*GemmVsCpu*}" > "$OUT/gemm.txt" 2>&1
+    grep -E "FAIL|PASSED|^\[ +OK" "$OUT/gemm.txt" | tail -30 | tee -a "$OUT/summary.txt"
+    log "gemm bench (types ${GEMM_BENCH_TYPE:-q8_0,q4_0}, split ${GEMM_BENCH_SPLIT:-1})"
+    JITLLM_GEMM_BENCH=1 JITLLM_GEMM_BENCH_NO_SIMT=1 JITLLM_GEMM_BENCH_TYPE=${GEMM_BENCH_TYPE:-q8_0,q4_0} \
+        JITLLM_GEMM_BENCH_SPLIT=${GEMM_BENCH_SPLIT:-1} "$B/kernels_gemm_test" --gtest_filter='GemmBench*' 2>&1 |
+        grep -E "TFLOP|FAIL" | tee -a "$OUT/summary.txt"
     ;;
 modes)
     log "prompt modes on the GPU (cuda)"

@@ -340,4 +340,38 @@ void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_ro
     });
 }
 
+bool split_layout_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+
+namespace {
+// f(block bytes in GGUF, quant bytes in split, scale bytes in split) for every block of every row
+template <typename F>
+void for_split_blocks(GgmlType t, int64_t rows, int64_t cols, F&& f) {
+    JITLLM_CHECK(split_layout_type(t) && cols > 0 && cols % 32 == 0, "split layout of {} with {} columns",
+                 type_name(t), cols);
+    const size_t bb = type_traits(t).type_size, qb = bb - 2, nb = size_t(cols / 32), rb = nb * bb;
+    for (int64_t r = 0; r < rows; ++r) {
+        const size_t row = size_t(r) * rb;
+        for (size_t b = 0; b < nb; ++b) f(row + b * bb, row + b * qb, row + nb * qb + 2 * b, qb);
+    }
+}
+}  // namespace
+
+void repack_split_rows(GgmlType t, const void* src, void* dst, int64_t rows, int64_t cols) {
+    const auto* s = static_cast<const uint8_t*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    for_split_blocks(t, rows, cols, [&](size_t blk, size_t q, size_t sc, size_t qb) {
+        std::memcpy(d + sc, s + blk, 2);       // the f16 scale leads both block layouts
+        std::memcpy(d + q, s + blk + 2, qb);
+    });
+}
+
+void unpack_split_rows(GgmlType t, const void* src, void* dst, int64_t rows, int64_t cols) {
+    const auto* s = static_cast<const uint8_t*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    for_split_blocks(t, rows, cols, [&](size_t blk, size_t q, size_t sc, size_t qb) {
+        std::memcpy(d + blk, s + sc, 2);
+        std::memcpy(d + blk + 2, s + q, qb);
+    });
+}
+
 }  // namespace jitllm

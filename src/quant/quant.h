@@ -30,4 +30,15 @@ void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_ro
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 bool can_quantize(GgmlType t);
 
+// The split device layout of Q4_0 / Q8_0 rows (CUDA gate weights.layout=split): a row is its
+// blocks' quant bytes (16 per Q4_0 block, 32 per Q8_0 block, each block's bytes in GGUF order)
+// followed by the blocks' f16 scales, in block order. Same bytes per row as the GGUF layout;
+// with cols % 256 == 0 and a 16-byte aligned base both runs of every row are 16-byte aligned.
+bool split_layout_type(GgmlType t);
+// dst[rows x row_bytes] = src rows in the split layout (no element changes value).
+// PRECOND: split_layout_type(t), cols % 32 == 0, src and dst do not overlap.
+void repack_split_rows(GgmlType t, const void* src, void* dst, int64_t rows, int64_t cols);
+// The inverse (tests; the GPU never converts back).
+void unpack_split_rows(GgmlType t, const void* src, void* dst, int64_t rows, int64_t cols);
+
 }  // namespace jitllm

@@ -81,6 +81,20 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
             vs.emplace_back("sm_90", gemm_variant(s, sym(s, "plain") + fmt::format("_bn{}", bn)));
         }
     }
+    // the split device layout (weights.layout=split) of Q4_0 / Q8_0: MMA 0/1 on both archs, 2 on sm_90
+    for (const char* arch : {"sm_80", "sm_90"})
+        for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
+            for (int mma : {2, 1, 0}) {
+                if (mma == 2 && std::string(arch) != "sm_90") continue;
+                GemmSpec s;
+                s.wtype = t;
+                s.cols = 1024;
+                s.rows[0] = 1003;
+                s.mma = mma;
+                s.x_f16 = mma == 2;
+                s.wsplit = true;
+                vs.emplace_back(arch, gemm_variant(s, sym(s, "plain") + "_split"));
+            }
     // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant (+ wgmma)
     for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
         for (int mma : {2, 1, 0}) {
@@ -355,9 +369,16 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         }
 
         Dev dev{ctx, {}};
-        CUdeviceptr dw[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {0, 0, 0};
+        CUdeviceptr dw[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {0, 0, 0}, dws[3] = {0, 0, 0};
+        // the split device layout of the same weights (weights.layout=split, quant.h)
+        const bool can_split = split_layout_type(t) && cols % 256 == 0;
         for (int i = 0; i < c.n_mat; ++i) {
             dw[i] = dev.put(W[size_t(i)].data(), W[size_t(i)].size());
+            if (can_split) {
+                std::vector<uint8_t> sp(W[size_t(i)].size());
+                repack_split_rows(t, W[size_t(i)].data(), sp.data(), wrows[size_t(i)], cols);
+                dws[i] = dev.put(sp.data(), sp.size());
+            }
             if (c.bias) db[i] = dev.put(B[size_t(i)].data(), B[size_t(i)].size() * 4);
         }
         const int n_out = c.epi == 2 ? 1 : c.n_mat;
@@ -375,15 +396,20 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         // mma 2 (bn 128; x16 for quantized weights), mma 2 x16 (bn 256), mma 2 x16 (bn 64), 1, 0;
         // JITLLM_GEMM_TEST_MMA=n runs level n only
         const int only_mma = std::getenv("JITLLM_GEMM_TEST_MMA") ? std::atoi(std::getenv("JITLLM_GEMM_TEST_MMA")) : -1;
-        for (int run = 0; run < 5; ++run) {
+        // runs 5..9: the same with the split layout (Q4_0 / Q8_0, cols % 256 == 0)
+        for (int run_all = 0; run_all < 10; ++run_all) {
+            const bool split = run_all >= 5;
+            const int run = run_all % 5;
+            if (split && !can_split) continue;
             const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
             if (mma && !gemm_mma_supported(t, cc, nullptr, mma)) continue;
             if (only_mma >= 0 && mma != only_mma) continue;
             s.mma = mma;
+            s.wsplit = split;
             s.x_f16 = run == 1 || run == 2 || (mma == 2 && t != GgmlType::F16 && t != GgmlType::BF16);  // quantized: 16-bit x only
             s.bn = run == 1 ? 256 : run == 2 ? 64 : 0;
-            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
-                                     int(s.x_f16), s.bn, c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
+            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} split={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
+                                     int(s.x_f16), s.bn, int(split), c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
             if (gemm_smem_bytes(s) > 227u * 1024u) continue;  // e.g. bn 256 with a raw weight ring
             if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
             const Variant v = gemm_variant(s, sym(s, "vs_cpu"));
@@ -392,7 +418,8 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             CUfunction f = ctx.function(mod, v.symbol);
             const GemmLaunch l = gemm_launch(s, c.m);
             if (l.smem > 48 * 1024) ctx.set_max_dynamic_shared(f, int(l.smem));
-            const void *w0 = (void*)dw[0], *w1 = (void*)dw[1], *w2 = (void*)dw[2];
+            const CUdeviceptr* wp = split ? dws : dw;
+            const void *w0 = (void*)wp[0], *w1 = (void*)wp[1], *w2 = (void*)wp[2];
             const float *b0 = (float*)db[0], *b1 = (float*)db[1], *b2 = (float*)db[2];
             float *y0 = (float*)dy[0], *y1 = (float*)dy[1], *y2 = (float*)dy[2];
             const float* xp = (float*)(s.x_f16 ? dx16 : dx);
@@ -452,8 +479,8 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
                         if (e > worst || std::isnan(e)) worst = std::isnan(e) ? 1e30 : e;
                     }
             }
-            std::printf("%-5s %s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
-                        type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
+            std::printf("%-5s %s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
+                        type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt", split ? " split" : "", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
                         k.usage.registers, bad ? "  FAIL" : "");
             EXPECT_EQ(bad, 0);
         }
@@ -511,6 +538,8 @@ TEST(GemmBench, tflops_at_m512) {
                 s.bm = mma == 1 ? kbm : 0;
                 s.bn = mma == 1 ? kbn : mma == 2 ? (run == 1 ? 256 : kbn2) : 0;
                 s.stages = mma == 1 ? kst : mma == 2 ? kst2 : 0;
+                // JITLLM_GEMM_BENCH_SPLIT=1: Q4_0/Q8_0 in the split layout (timing only: the bytes are arbitrary)
+                s.wsplit = knob("JITLLM_GEMM_BENCH_SPLIT") == 1 && split_layout_type(t) && sh.k % 256 == 0;
                 if (gemm_smem_bytes(s) > 227u * 1024u) continue;  // e.g. bn 256 with _STAGES2 >= 5
                 const Variant v = gemm_variant(s, sym(s, "bench"));
                 const CompiledKernel k = jit.compile(v);
@@ -532,8 +561,8 @@ TEST(GemmBench, tflops_at_m512) {
                 ctx.synchronize();
                 const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
                 const double tf = double(gemm_flops(s, M)) / sec / 1e12;
-                const std::string kind = mma == 2 ? fmt::format("wgmma{} bn{}", s.x_f16 ? " x16" : "", s.bn ? s.bn : 128)
-                                                  : mma ? "mma" : "simt";
+                const std::string kind = (mma == 2 ? fmt::format("wgmma{} bn{}", s.x_f16 ? " x16" : "", s.bn ? s.bn : 128)
+                                                   : mma ? "mma" : "simt") + std::string(s.wsplit ? " split" : "");
                 std::printf("%-5s %-17s M=%d N=%-5d K=%-5d %-11s %8.1f us  %6.1f TFLOP/s  %6.0f GB/s  regs %d\n",
                             type_name(t), kind.c_str(), M, sh.n, sh.k, sh.name, sec * 1e6, tf,
                             double(gemm_bytes(s, M)) / sec / 1e9, k.usage.registers);

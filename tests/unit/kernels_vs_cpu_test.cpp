@@ -96,9 +96,9 @@ struct Variant {
 
 const Variant kVariants[] = {
     {"gated+fused", true, {{"attn.algo", "split"}}},
-    {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}}},
+    {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
-    {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}}},
+    {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}}},
 };
 
 class KernelsVsCpu : public ::testing::TestWithParam<Case> {};
@@ -208,6 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"qwen2_bias_hd128_bf16", spec("qwen2", 256, 352, 2, 2, 128, 1003), GgmlType::BF16},
         Case{"qwen3_qknorm_hd128_q5_1", spec("qwen3", 256, 352, 4, 1, 128, 1003), GgmlType::Q5_1},
         Case{"phi3_fused_hd64_q4_1", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::Q4_1},
+        Case{"phi3_fused_split_hd64_q4_0", spec("phi3", 256, 512, 4, 4, 64, 1003), GgmlType::Q4_0},
         Case{"granite_scales_hd64_q5_0", spec("granite", 256, 352, 4, 1, 64, 1003), GgmlType::Q5_0,
              12.0f, 0.22f, 0.25f, 2.0f},
         Case{"phi3_window3_hd64_f16", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::F16, 0, 0, 0, 0, 3}),

@@ -497,5 +497,53 @@ TEST(QuantTypes, RoundTripErrorBounds) {
     }
 }
 
+// --- the split device layout (CUDA weights.layout=split) ---
+
+// Element e of row r read from the split layout by its definition (quant.h), independently of
+// repack_split_rows' code: quants of block b at b * 16 (Q4_0) / b * 32 (Q8_0), scales after all.
+float split_elem(GgmlType t, const uint8_t* rows, int64_t cols, int64_t r, int64_t e) {
+    const int64_t nb = cols / 32, qb = t == GgmlType::Q4_0 ? 16 : 32;
+    const uint8_t* row = rows + size_t(r) * size_t(nb * (qb + 2));
+    const int64_t b = e / 32, j = e % 32;
+    uint16_t h;
+    std::memcpy(&h, row + nb * qb + 2 * b, 2);
+    const float d = fp16_to_fp32(h);
+    if (t == GgmlType::Q8_0) return d * float(int8_t(row[b * qb + j]));
+    const uint8_t q = row[b * qb + (j % 16)];
+    return d * float(int((j < 16) ? (q & 0xF) : (q >> 4)) - 8);
+}
+
+TEST(QuantTypes, SplitLayoutKeepsEveryElementAndRoundTrips) {
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(-0.5f, 0.5f);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+        ASSERT_TRUE(split_layout_type(t));
+        for (int64_t cols : {32, 256, 288, 4096}) {
+            const int64_t rows = 3;
+            const size_t rb = row_bytes(t, uint64_t(cols)), bb = type_traits(t).type_size;
+            Bytes gguf(rb * size_t(rows));
+            for (auto& b : gguf) b = uint8_t(byte(rng));
+            for (size_t o = 0; o < gguf.size(); o += bb) {  // finite scales
+                const uint16_t h = fp32_to_fp16(scale(rng));
+                std::memcpy(&gguf[o], &h, 2);
+            }
+            Bytes split(gguf.size(), 0xEE), back(gguf.size(), 0xEE);
+            repack_split_rows(t, gguf.data(), split.data(), rows, cols);
+            unpack_split_rows(t, split.data(), back.data(), rows, cols);
+            EXPECT_EQ(back, gguf) << type_name(t) << " cols " << cols;
+            std::vector<float> want(static_cast<size_t>(cols));
+            for (int64_t r = 0; r < rows; ++r) {
+                dequantize_row(t, gguf.data() + size_t(r) * rb, want.data(), cols);
+                for (int64_t e = 0; e < cols; ++e)
+                    ASSERT_EQ(split_elem(t, split.data(), cols, r, e), want[size_t(e)])
+                        << type_name(t) << " cols " << cols << " row " << r << " element " << e;
+            }
+        }
+    }
+    EXPECT_FALSE(split_layout_type(GgmlType::Q4_1));
+    EXPECT_FALSE(split_layout_type(GgmlType::F16));
+}
+
 }  // namespace
 }  // namespace jitllm

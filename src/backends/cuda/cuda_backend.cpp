@@ -9,7 +9,9 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/thread_pool.h"
 #include "jit/disk_cache.h"
+#include "quant/quant.h"
 #include "profile/nvtx.h"
 
 #include <algorithm>
@@ -183,12 +185,31 @@ void CudaBackend::upload_weights() {
     const bool tty = ::isatty(2);
     size_t off = 0, done = 0;
     int last_pct = -1;
+    std::vector<uint8_t> repacked;  // split-layout weights pass through here, whole rows per piece
     for (auto* w : ws) {
         weight_ptr_[w] = weights_base_ + off;
-        // upload in 64 MiB pieces so the progress bar moves on big tensors
-        for (size_t p = 0; p < w->n_bytes; p += (64u << 20)) {
-            const size_t n = std::min(w->n_bytes - p, size_t(64u << 20));
-            ctx_->upload(weights_base_ + off + p, w->data + p, n);
+        const bool split = sched_.split_weights.count(w) > 0;
+        JITLLM_CHECK(!split || w->n_bytes == w->rows * w->row_bytes, "split weight {}: {} bytes", w->name, w->n_bytes);
+        // upload in pieces of about 64 MiB (whole rows) so the progress bar moves on big tensors
+        const size_t piece = split ? std::max<size_t>(1, (64u << 20) / w->row_bytes) * w->row_bytes : size_t(64u << 20);
+        for (size_t p = 0; p < w->n_bytes; p += piece) {
+            const size_t n = std::min(w->n_bytes - p, piece);
+            const uint8_t* src = w->data + p;
+            if (split) {
+                repacked.resize(n);
+                const int64_t rows = int64_t(n / w->row_bytes);
+                ThreadPool& pool = ThreadPool::global();
+                const int nt = std::max(1, std::min<int>(pool.size(), int(rows / 64)));
+                const int64_t per = (rows + nt - 1) / nt;
+                pool.parallel_for(nt, [&](int i) {
+                    const int64_t r0 = std::min(rows, i * per), r1 = std::min(rows, (i + 1) * per);
+                    if (r1 > r0)
+                        repack_split_rows(w->type, src + size_t(r0) * w->row_bytes, repacked.data() + size_t(r0) * w->row_bytes,
+                                          r1 - r0, int64_t(w->cols));
+                });
+                src = repacked.data();
+            }
+            ctx_->upload(weights_base_ + off + p, src, n);
             done += n;
             const int pct = int(100.0 * double(done) / double(std::max<size_t>(total, 1)));
             if (tty && total > (256u << 20) && pct != last_pct) {

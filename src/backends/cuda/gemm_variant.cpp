@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "quant/quant.h"
 
 namespace jitllm {
 namespace {
@@ -63,6 +64,8 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.epi == 2 && s.n_mat > 2) fail("gemm: epi 2 (swiglu) takes 1 or 2 matrices");
     if (s.epi == 2 && s.n_mat == 1 && s.up_offset_rows < s.rows[0]) fail("gemm: epi 2 with one matrix needs up_offset_rows >= rows[0]");
     if (s.mma < 0 || s.mma > 2) fail("gemm: mma {} not in 0..2", s.mma);
+    if (s.wsplit && (!split_layout_type(s.wtype) || s.cols % 256 != 0))
+        fail("gemm: the split layout takes Q4_0/Q8_0 rows of a multiple of 256, not {} x {}", type_name(s.wtype), s.cols);
     if (s.x_f16 && s.mma != 2) fail("gemm: x_f16 needs mma 2");
     if (s.mma == 2) {
         if (s.wtype == GgmlType::F32) fail("gemm: mma 2 (wgmma) takes F16/BF16 or quantized weights, not F32");
@@ -84,6 +87,7 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.bn > 0) v.set("BN", s.bn);
     if (s.mma && s.stages > 0) v.set("STAGES", s.stages);
     if (s.x_f16) v.set("X_F16", 1);
+    if (s.wsplit) v.set("WSPLIT", 1);
     v.requires_arch_suffix_a = s.mma == 2;
     return v;
 }
@@ -96,7 +100,7 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
         unsigned b = unsigned(1024 + st * (bm + bn) * 128 + 16 * st);
         const GgmlType t = s.wtype;
         const bool raw = (t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
-                          t == GgmlType::Q5_1) && s.cols % 64 == 0;
+                          t == GgmlType::Q5_1) && s.cols % 64 == 0 && !s.wsplit;
         if (raw) b += 16u + 4u * unsigned(bn) * 2u * unsigned(type_traits(t).type_size);  // G2_RS raw K steps
         return b;
     }

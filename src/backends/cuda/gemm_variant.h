@@ -29,6 +29,7 @@ struct GemmSpec {
     int stages = 0;              // MMA ring depth; 0 = default (4)
     bool x_f16 = false;          // MMA=2: x is 16-bit [m, cols] (f16; bf16 for BF16 weights);
                                  // required for quantized weights
+    bool wsplit = false;         // Q4_0/Q8_0 weights in the split device layout (quant.h); cols % 256 == 0
 };
 
 // Variant of "cuda/gemm.cu" with every define of `s` (symbol = entry point name).

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/gemm_variant.h"
 #include "core/error.h"
+#include "quant/quant.h"
 
 namespace jitllm {
 namespace {
@@ -130,6 +131,29 @@ public:
             if (g_.attn_prefill_mma && !ok)
                 fail_usage("--force-variant attn.prefill=mma: {}", why);
         }
+        {
+            // Q4_0/Q8_0 matrices in the split device layout: their 18/34-byte blocks are only
+            // 2-aligned, so 16-byte loads need the quants and the scales in separate runs. Every
+            // weight a matrix product reads qualifies when its rows are whole 256-element
+            // multiples (both runs 16-byte aligned); the embedding table keeps GGUF blocks
+            // (embed.cu reads rows of it; a tied output projection then reads blocks too).
+            std::set<const WeightTensor*> embed, mats;
+            for (const auto* ph : {&p_.decode, &p_.prefill, &p_.batch})
+                for (const Task& tk : *ph)
+                    for (const WeightTensor* w : tk.w)
+                        if (w) (tk.kind == K::TokenEmbd ? embed : mats).insert(w);
+            std::set<const WeightTensor*> split;
+            for (const WeightTensor* w : mats)
+                if (split_layout_type(w->type) && w->cols % 256 == 0 && w->rows > 1 && !embed.count(w)) split.insert(w);
+            const bool any = !split.empty();
+            const bool use = forced("weights.layout", "split", "blocks", any,
+                                    any ? fmt::format("{} Q4_0/Q8_0 matrices with rows of a multiple of 256 elements: quants "
+                                                      "and f16 scales in separate 16-byte-aligned runs per row (16-byte "
+                                                      "loads, no shared-memory staging); the embedding table keeps GGUF blocks",
+                                                      split.size())
+                                        : "no Q4_0/Q8_0 matrix with rows of a multiple of 256 elements: GGUF blocks");
+            if (use) s_.split_weights = std::move(split);
+        }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
                             o_.kv_f32 ? "--kv-f32" : "half KV halves attention bytes"});
@@ -159,6 +183,19 @@ public:
 private:
     const Task& t(size_t i) const { return (*tasks_)[i]; }
     bool is(size_t i, K k) const { return i < tasks_->size() && t(i).kind == k; }
+    // Whether the matrices of one kernel are in the split layout (all or none: same type/cols)
+    bool split(const std::vector<const WeightTensor*>& ws) const {
+        int n = 0, in = 0;
+        for (const WeightTensor* w : ws)
+            if (w) { ++n; in += int(s_.split_weights.count(w)); }
+        JITLLM_CHECK(in == 0 || in == n, "kernel mixes split and block layouts ({} of {})", in, n);
+        return n > 0 && in == n;
+    }
+    bool split(const std::vector<KArg>& ws) const {
+        std::vector<const WeightTensor*> v;
+        for (const KArg& a : ws) v.push_back(a.kind == KArg::Kind::Weight ? a.w : nullptr);
+        return split(v);
+    }
 
     KernelStep& add(std::vector<size_t> idx, const std::string& algo, Variant v) {
         std::vector<const Task*> ts;
@@ -226,8 +263,10 @@ private:
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
                             int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
         const bool bias = !g.bias.empty() && g.bias[0];
+        const bool wsplit = split(g.w);
         Variant v("cuda/gemv.cu", "");
         v.set("WTYPE", wtype_define(w0->type)).set("COLS", cols).set("N_MAT", n_mat);
+        if (wsplit) v.set("WSPLIT", 1);
         v.set("ROWS0", g.rows[0]);
         if (n_mat > 1) v.set("ROWS1", g.rows[1]);
         if (n_mat > 2) v.set("ROWS2", g.rows[2]);
@@ -239,11 +278,12 @@ private:
         // Register cap: 2 resident blocks per SM doubles the bytes in flight of the plain-type
         // loops (measured on the H200: 1B F16 723 -> 1085 tok/s, 8B F16 179 -> 235 tok/s); the
         // staged quantized loops lose a little with it, so they keep the compiler's choice.
-        const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16;
+        const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
         const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? 2 : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
-        const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type));
+        const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
+                                 (wsplit ? "_split" : "");
         auto& k = add(idx, algo, v);
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
@@ -310,6 +350,7 @@ private:
         }
         const bool f32w = s.wtype == GgmlType::F32;
         const int cc = d_.cc_major * 10 + d_.cc_minor;
+        s.wsplit = split(g.w);
         s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, cc) ? 1 : 0;
         KArg x = slot(g.x);
         const bool quant_w = s.wtype != GgmlType::F16 && s.wtype != GgmlType::BF16;
@@ -352,7 +393,7 @@ private:
             s.bm = o_.gemm_bm > 0 ? o_.gemm_bm : (tiles128 < 2 * d_.sm_count ? 64 : 128);
         }
         const std::string algo = std::string("gemm_") + (s.mma == 2 ? "wgmma_" : s.mma ? "mma_" : "simt_") +
-                                 lowercase(type_name(s.wtype));
+                                 lowercase(type_name(s.wtype)) + (s.wsplit ? "_split" : "");
         auto& k = add(idx, algo, gemm_variant(s, ""));
         k.variant.symbol = k.symbol;
         const GemmLaunch l = gemm_launch(s, 1 << 20);
@@ -906,7 +947,8 @@ private:
 }  // namespace
 
 std::vector<std::string> schedule_gate_names() {
-    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill"};
+    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
+            "weights.layout"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -914,7 +956,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill", gate, v, gate);
+                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill, weights.layout", gate, v, gate);
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);

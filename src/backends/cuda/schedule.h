@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct Schedule {
     std::vector<GateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes
     std::string kv_type;                    // "half" | "float"
+    // Weights stored on the device in the split layout (gate weights.layout=split, quant.h's
+    // repack_split_rows): the backend repacks them at upload, their kernels get WSPLIT=1.
+    std::set<const WeightTensor*> split_weights;
     const std::vector<KernelStep>& phase(Phase p) const {
         return p == Phase::Decode ? decode : p == Phase::Prefill ? prefill : batch;
     }
@@ -80,7 +84,7 @@ struct Schedule {
 
 // Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
 // attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma,
-// attn.prefill=mma|rows.
+// attn.prefill=mma|rows, weights.layout=split|blocks.
 std::vector<std::string> schedule_gate_names();
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);

@@ -18,6 +18,9 @@
 //                   quantized weights with X_F16=1, dequantized to f16 by the producer): 3
 //                   warpgroups (producer + 2 consumers), BM = 128, BK = 64, mbarrier ring
 //                   (common/gemm_wgmma.cuh has the design, geometry and smem)
+//   WSPLIT          1: Q4_0/Q8_0 weights in the split device layout (quant.h: a row's quants, then
+//                   its f16 scales; COLS % 256 == 0): aligned 8-byte quant and 2-byte scale
+//                   loads instead of 2-byte ones; MMA=2 uses the register path, not the raw ring
 //   X_F16           MMA=2 only: 1 = x is 16-bit [m, COLS] (f16 for F16 and quantized weights,
 //                   bf16 for BF16; passed through the `x` pointer), loaded with cp.async; 0
 //                   (default) = f32 x, rounded in the kernel (F16/BF16 weights only)
@@ -91,6 +94,9 @@
 #endif
 #ifndef HAS_BIAS
 #define HAS_BIAS 0
+#endif
+#ifndef WSPLIT
+#define WSPLIT 0
 #endif
 #include "common/gemm_wload.cuh"  // the type macros (F16, Q8_0, ...) before they are tested
 

@@ -20,6 +20,8 @@
 //   X_SMEM          1: x (normalised) staged in dynamic shared memory (COLS * 4 bytes).
 //                   0: x read through L1 (__ldg), normalised on the fly. Any COLS.
 //   NORM_IN, HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as above (0 when unused)
+//   WSPLIT          1: Q4_0/Q8_0 rows in the split device layout (quant.h: quants, then f16
+//                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
@@ -75,6 +77,9 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 0
+#endif
+#ifndef WSPLIT
+#define WSPLIT 0
 #endif
 #ifdef MIN_BLOCKS  // only when asked: a minimum changes ptxas's register heuristics
 #define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)

@@ -53,7 +53,7 @@ static_assert(STAGES >= 2, "MMA=2: STAGES >= 2");
 #define G2_NK ((COLS + 63) / 64)
 // 32-element-block quants with 4-aligned rows (COLS % 64 == 0): the raw bytes of each K step
 // (2 blocks per row, G2_RB bytes) go through a G2_RS-deep smem ring filled by 4-byte cp.async
-#define G2_RAW ((WTYPE == Q8_0 || WTYPE == Q4_0 || WTYPE == Q4_1 || WTYPE == Q5_0 || WTYPE == Q5_1) && COLS % 64 == 0)
+#define G2_RAW ((WTYPE == Q8_0 || WTYPE == Q4_0 || WTYPE == Q4_1 || WTYPE == Q5_0 || WTYPE == Q5_1) && COLS % 64 == 0 && !WSPLIT)
 #define G2_RB (2 * QK_BYTES(WTYPE))
 #ifndef G2_RS
 #define G2_RS 4

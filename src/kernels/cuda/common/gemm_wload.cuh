@@ -50,6 +50,15 @@ __device__ __forceinline__ WRaw gemm_wload(const uint8_t* row, int k) {
     r.b = ldg_u128(row + 4 * k + 16);
 #elif WTYPE == F16 || WTYPE == BF16
     r.a = ldg_u128(row + 2 * k);
+#elif WSPLIT && (WTYPE == Q8_0 || WTYPE == Q4_0)
+    // split layout: quants of block b at b * QB (8-byte aligned for k % 8 == 0), scales after
+    static_assert(COLS % 256 == 0, "WSPLIT: COLS % 256 == 0");
+    constexpr int QB = WTYPE == Q4_0 ? 16 : 32;
+    const int j = k & 31;
+    r.d = ldg_u16(row + (COLS / 32) * QB + 2 * (k >> 5));
+    const uint2 q = ldg_u64(row + (k >> 5) * QB + (WTYPE == Q4_0 ? (j & 15) : j));
+    r.a.x = q.x;
+    r.a.y = q.y;
 #elif WTYPE == Q8_0
     const uint8_t* blk = row + (k >> 5) * 34;
     const int j = k & 31;

@@ -119,6 +119,82 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
 }
 
 // ------------------------------------------------------------------------------------------
+#elif WSPLIT && (WTYPE == Q4_0 || WTYPE == Q8_0)
+// Split device layout (gate weights.layout=split, quant.h): a row is its quants (COLS / 2 or
+// COLS bytes, 16 per Q4_0 block / 32 per Q8_0 block) then its COLS / 32 f16 scales, both runs
+// 16-byte aligned. A lane takes 16-byte units of quants (Q4_0: a whole block, 32 elements;
+// Q8_0: half a block, 16 elements) with the unit's scale (a warp's scales are one contiguous
+// run), GEMV_SPLIT_U units per row in flight; x read once per unit for all R rows.
+#define GEMV_STAGED 0
+static_assert(COLS % 256 == 0, "WSPLIT: COLS % 256 == 0");
+#ifndef GEMV_SPLIT_U
+#define GEMV_SPLIT_U 2
+#endif
+#define GEMV_QBYTES (WTYPE == Q4_0 ? COLS / 2 : COLS)
+
+__device__ __forceinline__ uint32_t ldg_stream_u16(const uint8_t* p) {
+    unsigned short v;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
+
+template <int R>
+__device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
+                                         float* acc, uint8_t* /*stage*/) {
+    constexpr int NV = GEMV_QBYTES / 16;            // units per row
+    constexpr int EPU = WTYPE == Q4_0 ? 32 : 16;    // elements per unit
+    constexpr int U = GEMV_SPLIT_U;
+#pragma unroll 1
+    for (int v0 = 0; v0 < NV; v0 += GROUP * U) {
+        uint4 w[R][U];
+        uint32_t d[R][U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = v0 + gt + GROUP * u;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                w[r][u] = v < NV ? ldg_stream16(rows[r] + 16 * (unsigned long long)v) : make_uint4(0, 0, 0, 0);
+                d[r][u] = v < NV ? ldg_stream_u16(rows[r] + GEMV_QBYTES + 2 * ((v * EPU) >> 5)) : 0u;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = v0 + gt + GROUP * u;
+            if (v >= NV) continue;
+            const int e0 = v * EPU;
+#if WTYPE == Q4_0
+            // word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high nibbles)
+            float4 xl[4], xh[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                xl[i] = xs.load4(e0 + 4 * i);
+                xh[i] = xs.load4(e0 + 16 + 4 * i);
+            }
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    s += nib4_dot<false>(word4(w[r][u], i), xl[i], 8.0f) + nib4_dot<true>(word4(w[r][u], i), xh[i], 8.0f);
+                acc[r] += f16_to_f32(uint16_t(d[r][u])) * s;
+            }
+#else
+            float4 xv[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) xv[i] = xs.load4(e0 + 4 * i);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s += byte4_dot(word4(w[r][u], i) ^ 0x80808080u, xv[i], 128.0f);
+                acc[r] += f16_to_f32(uint16_t(d[r][u])) * s;
+            }
+#endif
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
 #elif WTYPE == Q4_K || WTYPE == Q5_K
 #define GEMV_STAGED 0
 static_assert(COLS % 256 == 0, "K-quant rows are whole 256-element blocks");
