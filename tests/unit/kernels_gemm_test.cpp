@@ -94,6 +94,10 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
                 s.x_f16 = mma == 2;
                 s.wsplit = true;
                 vs.emplace_back(arch, gemm_variant(s, sym(s, "plain") + "_split"));
+                if (mma == 2) {  // one producer warpgroup (the auto choice here is two)
+                    s.producers = 1;
+                    vs.emplace_back(arch, gemm_variant(s, sym(s, "plain") + "_split_pw1"));
+                }
             }
     // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant (+ wgmma)
     for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
@@ -540,6 +544,7 @@ TEST(GemmBench, tflops_at_m512) {
                 s.stages = mma == 1 ? kst : mma == 2 ? kst2 : 0;
                 // JITLLM_GEMM_BENCH_SPLIT=1: Q4_0/Q8_0 in the split layout (timing only: the bytes are arbitrary)
                 s.wsplit = knob("JITLLM_GEMM_BENCH_SPLIT") == 1 && split_layout_type(t) && sh.k % 256 == 0;
+                s.producers = mma == 2 && s.bn != 256 ? knob("JITLLM_GEMM_BENCH_PW") : 0;  // 0 auto
                 if (gemm_smem_bytes(s) > 227u * 1024u) continue;  // e.g. bn 256 with _STAGES2 >= 5
                 const Variant v = gemm_variant(s, sym(s, "bench"));
                 const CompiledKernel k = jit.compile(v);
@@ -561,7 +566,7 @@ TEST(GemmBench, tflops_at_m512) {
                 ctx.synchronize();
                 const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
                 const double tf = double(gemm_flops(s, M)) / sec / 1e12;
-                const std::string kind = (mma == 2 ? fmt::format("wgmma{} bn{}", s.x_f16 ? " x16" : "", s.bn ? s.bn : 128)
+                const std::string kind = (mma == 2 ? fmt::format("wgmma{} bn{} pw{}", s.x_f16 ? " x16" : "", s.bn ? s.bn : 128, gemm_producers(s))
                                                    : mma ? "mma" : "simt") + std::string(s.wsplit ? " split" : "");
                 std::printf("%-5s %-17s M=%d N=%-5d K=%-5d %-11s %8.1f us  %6.1f TFLOP/s  %6.0f GB/s  regs %d\n",
                             type_name(t), kind.c_str(), M, sh.n, sh.k, sh.name, sec * 1e6, tf,

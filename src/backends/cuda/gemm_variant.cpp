@@ -41,6 +41,18 @@ bool async_w(const GemmSpec& s) { return s.wtype == GgmlType::F16 || s.wtype == 
 
 }  // namespace
 
+static bool raw_ring(const GemmSpec& s) {
+    const GgmlType t = s.wtype;
+    return (t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
+            t == GgmlType::Q5_1) && s.cols % 64 == 0 && !s.wsplit;
+}
+
+int gemm_producers(const GemmSpec& s) {
+    if (s.mma != 2) return 0;
+    if (s.producers > 0) return s.producers;
+    return !async_w(s) && !raw_ring(s) && tile_n(s) <= 128 ? 2 : 1;
+}
+
 int gemm_out_rows(const GemmSpec& s) {
     if (s.epi == 2) return s.rows[0];
     int n = 0;
@@ -88,6 +100,12 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.mma && s.stages > 0) v.set("STAGES", s.stages);
     if (s.x_f16) v.set("X_F16", 1);
     if (s.wsplit) v.set("WSPLIT", 1);
+    if (s.mma == 2) {
+        const int pw = gemm_producers(s);
+        if (pw < 1 || pw > 2) fail("gemm: mma 2 takes 1 or 2 producer warpgroups, not {}", pw);
+        if (pw == 2 && tile_n(s) > 128) fail("gemm: 2 producer warpgroups need bn <= 128 (registers), not {}", tile_n(s));
+        if (pw != 1) v.set("G2_PW", pw);
+    }
     v.requires_arch_suffix_a = s.mma == 2;
     return v;
 }
@@ -98,10 +116,7 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     const int st = stages(s);
     if (s.mma == 2) {
         unsigned b = unsigned(1024 + st * (bm + bn) * 128 + 16 * st);
-        const GgmlType t = s.wtype;
-        const bool raw = (t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
-                          t == GgmlType::Q5_1) && s.cols % 64 == 0 && !s.wsplit;
-        if (raw) b += 16u + 4u * unsigned(bn) * 2u * unsigned(type_traits(t).type_size);  // G2_RS raw K steps
+        if (raw_ring(s)) b += 16u + 4u * unsigned(bn) * 2u * unsigned(type_traits(s.wtype).type_size);  // G2_RS raw K steps
         return b;
     }
     const int w_slots = async_w(s) ? st : 2;
@@ -113,7 +128,7 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m) {
     const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
     GemmLaunch l;
     l.grid = Dim3(unsigned((std::max(m, 1) + bm - 1) / bm), unsigned((out_w + bn - 1) / bn));
-    l.block = Dim3(s.mma == 2 ? 384u : 256u);
+    l.block = Dim3(s.mma == 2 ? 128u * unsigned(2 + gemm_producers(s)) : 256u);
     l.smem = gemm_smem_bytes(s);
     return l;
 }

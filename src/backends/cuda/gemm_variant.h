@@ -30,7 +30,12 @@ struct GemmSpec {
     bool x_f16 = false;          // MMA=2: x is 16-bit [m, cols] (f16; bf16 for BF16 weights);
                                  // required for quantized weights
     bool wsplit = false;         // Q4_0/Q8_0 weights in the split device layout (quant.h); cols % 256 == 0
+    int producers = 0;           // MMA=2 producer warpgroups (G2_PW); 0 = auto (gemm_producers)
 };
+
+// MMA=2 producer warpgroups: `producers` when set, else 2 for quantized weights dequantized from
+// registers (not the raw ring) at BN <= 128, else 1. Other MMA levels: 0.
+int gemm_producers(const GemmSpec& s);
 
 // Variant of "cuda/gemm.cu" with every define of `s` (symbol = entry point name).
 Variant gemm_variant(const GemmSpec& s, const std::string& symbol);

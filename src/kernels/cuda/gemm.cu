@@ -21,6 +21,8 @@
 //   WSPLIT          1: Q4_0/Q8_0 weights in the split device layout (quant.h: a row's quants, then
 //                   its f16 scales; COLS % 256 == 0): aligned 8-byte quant and 2-byte scale
 //                   loads instead of 2-byte ones; MMA=2 uses the register path, not the raw ring
+//   G2_PW           MMA=2 only: producer warpgroups, 1 (default) or 2 (block = 128 * (2 + G2_PW));
+//                   the host picks 2 for quantized weights off the raw ring at BN <= 128
 //   X_F16           MMA=2 only: 1 = x is 16-bit [m, COLS] (f16 for F16 and quantized weights,
 //                   bf16 for BF16; passed through the `x` pointer), loaded with cp.async; 0
 //                   (default) = f32 x, rounded in the kernel (F16/BF16 weights only)
@@ -122,7 +124,10 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#define GEMM_NT 384
+#ifndef G2_PW
+#define G2_PW 1
+#endif
+#define GEMM_NT (128 * (2 + G2_PW))
 #elif MMA
 #ifndef BM
 #define BM 128

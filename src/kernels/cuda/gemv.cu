@@ -88,6 +88,11 @@
 #endif
 
 #define GROUP (REDUCE ? 32 : BLOCK)
+// Split-layout loops give each lane 32 (Q4_0) or 16 (Q8_0) consecutive elements, so the lanes'
+// float4 reads of x would be 128 / 64 bytes apart (8- / 4-way shared-memory bank conflicts):
+// x is stored with float4 q at (q & ~7) | ((q + (q >> 3)) & 7), which spreads the 8 lanes of
+// each quarter-warp phase over all 32 banks.
+#define GEMV_XSWZ (WSPLIT && X_SMEM && COLS % 32 == 0 && (WTYPE == Q4_0 || WTYPE == Q8_0))
 
 #include "common/gemv_dot.cuh"
 
@@ -174,20 +179,20 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     if (COLS % 4 == 0) {
         for (int k = 4 * tid; k < COLS; k += 4 * BLOCK) {
             const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
-            *reinterpret_cast<float4*>(xsm + k) = v;
+            *reinterpret_cast<float4*>(xsm + x_phys(k)) = v;
             ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
         }
     } else {
         for (int k = tid; k < COLS; k += BLOCK) {
             const float v = __ldg(x + k);
-            xsm[k] = v;
+            xsm[x_phys(k)] = v;
             ss += v * v;
         }
     }
 #if NORM_IN
     // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
     const float inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
-    for (int k = tid; k < COLS; k += BLOCK) xsm[k] = xsm[k] * inv * __ldg(norm_w + k);
+    for (int k = tid; k < COLS; k += BLOCK) xsm[x_phys(k)] = xsm[x_phys(k)] * inv * __ldg(norm_w + k);
 #else
     (void)ss;
 #endif

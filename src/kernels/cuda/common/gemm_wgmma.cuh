@@ -38,6 +38,8 @@ static_assert(G2_ASYNC_W || (X_F16 && WTYPE != F32), "MMA=2: F16/BF16 weights, o
 static_assert(BM == 128, "MMA=2: BM = 128 (two consumer warpgroups x 64 rows)");
 static_assert(BN == 64 || BN == 128 || BN == 256, "MMA=2: BN in {64, 128, 256}");
 static_assert(STAGES >= 2, "MMA=2: STAGES >= 2");
+static_assert(G2_PW == 1 || G2_PW == 2, "MMA=2: 1 or 2 producer warpgroups");
+static_assert(GEMM_NT == 128 * (2 + G2_PW), "MMA=2: GEMM_NT = 128 * (2 + G2_PW)");
 
 #if WTYPE == BF16
 #define GEMM_AB "bf16"
@@ -47,9 +49,16 @@ static_assert(STAGES >= 2, "MMA=2: STAGES >= 2");
 #define G2_A_BYTES (BM * 128)
 #define G2_B_BYTES (BN * 128)
 #define G2_STAGE_BYTES (G2_A_BYTES + G2_B_BYTES)
-#define G2_WC (BN * 8 / 128)   // 16-byte weight chunks per producer thread per stage
-#define G2_XC (BM * 8 / 128)   // 16-byte x chunks (X_F16)
-#define G2_XF (BM * 16 / 128)  // float4 x chunks (f32 x)
+// producer warpgroups (host: GemmSpec::producers): 2 for quantized weights on the register
+// path (the dequantization is the producer's limit), else 1; GEMM_NT = 128 * (2 + G2_PW)
+#ifndef G2_PW
+#define G2_PW 1
+#endif
+#define G2_PT (128 * G2_PW)    // producer threads
+#define G2_PROWS (G2_PT / 8)   // tile rows covered by one pass of the producers (8 chunks a row)
+#define G2_WC (BN * 8 / G2_PT)   // 16-byte weight chunks per producer thread per stage
+#define G2_XC (BM * 8 / G2_PT)   // 16-byte x chunks (X_F16)
+#define G2_XF (BM * 16 / G2_PT)  // float4 x chunks (f32 x)
 #define G2_NK ((COLS + 63) / 64)
 // 32-element-block quants with 4-aligned rows (COLS % 64 == 0): the raw bytes of each K step
 // (2 blocks per row, G2_RB bytes) go through a G2_RS-deep smem ring filled by 4-byte cp.async
@@ -236,25 +245,25 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, X_F16 && G2_ASYNC_W ? 128 : 256);  // producer threads: cp.async, + stores
+            mbar_init(full + 8 * s, X_F16 && G2_ASYNC_W ? G2_PT : 2 * G2_PT);  // producer threads: cp.async, + stores
             mbar_init(empty + 8 * s, 8);                 // consumer warps
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
 
-    if (tid < 128) {
-        // ---------------------------------------------------------------- producer warpgroup
+    if (tid < G2_PT) {
+        // --------------------------------------------------------------- producer warpgroup(s)
         const int c = tid & 7;  // 16-byte chunk (8 elements) of the 64-wide K step
         const uint8_t* wsrc[G2_WC];
 #pragma unroll
-        for (int i = 0; i < G2_WC; ++i) wsrc[i] = gemm_wrow(W0, W1, W2, tile, (tid >> 3) + 16 * i);
+        for (int i = 0; i < G2_WC; ++i) wsrc[i] = gemm_wrow(W0, W1, W2, tile, (tid >> 3) + G2_PROWS * i);
 #if G2_ASYNC_W
         auto issue_w = [&](int kt, uint32_t sb) {
             const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_WC; ++i) {
-                const int r = (tid >> 3) + 16 * i;
+                const int r = (tid >> 3) + G2_PROWS * i;
                 const bool ok = wsrc[i] != nullptr && k < COLS;
                 cp_async16(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4), ok ? wsrc[i] + 2 * k : W0, ok ? 16 : 0);
             }
@@ -271,7 +280,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (kt < G2_NK) {
                 const uint32_t rb = raw_s + (kt % G2_RS) * (BN * G2_RB);
 #pragma unroll 4
-                for (int u = tid; u < BN * G2_RB / 4; u += 128) {
+                for (int u = tid; u < BN * G2_RB / 4; u += G2_PT) {
                     const int r = u / (G2_RB / 4), wi = u % (G2_RB / 4);
                     const uint8_t* row = gemm_wrow(W0, W1, W2, tile, r);
                     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(rb + 4 * u),
@@ -290,19 +299,19 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_XC; ++i) {
-                const int r = (tid >> 3) + 16 * i;
+                const int r = (tid >> 3) + G2_PROWS * i;
                 const bool ok = m0 + r < m;
                 cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
                            ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
             }
             mbar_arrive_cp_async(full + 8 * slot);
             asm volatile("cp.async.wait_group %0;" ::"n"(G2_RS - 2) : "memory");  // raw step kt landed
-            asm volatile("bar.sync 1, 128;" ::: "memory");  // ... everyone's; raw slot kt-1 free
+            asm volatile("bar.sync 1, %0;" ::"n"(G2_PT) : "memory");  // ... everyone's; raw slot kt-1 free
             issue_raw(kt + G2_RS - 1);
             const uint8_t* rs = raw_g + (kt % G2_RS) * (BN * G2_RB);
 #pragma unroll
             for (int i = 0; i < G2_WC; ++i) {
-                const int r = (tid >> 3) + 16 * i;
+                const int r = (tid >> 3) + G2_PROWS * i;
                 const uint4 h = g2_wdeq(g2_rload(rs + r * G2_RB, 8 * c), 8 * c);
                 asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4)),
                              "r"(h.x), "r"(h.y), "r"(h.z), "r"(h.w) : "memory");
@@ -328,7 +337,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_XC; ++i) {
-                const int r = (tid >> 3) + 16 * i;
+                const int r = (tid >> 3) + G2_PROWS * i;
                 const bool ok = m0 + r < m && k < COLS;
                 cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
                            ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
@@ -336,7 +345,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             mbar_arrive_cp_async(full + 8 * slot);
 #pragma unroll
             for (int i = 0; i < G2_WC; ++i) {
-                const int r = (tid >> 3) + 16 * i;
+                const int r = (tid >> 3) + G2_PROWS * i;
                 const uint4 h = (wsrc[i] != nullptr && k < COLS) ? g2_wdeq(wr[i], k) : make_uint4(0, 0, 0, 0);
                 asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(sb + G2_A_BYTES + r * 128 + ((c ^ (r & 7)) << 4)),
                              "r"(h.x), "r"(h.y), "r"(h.z), "r"(h.w) : "memory");
@@ -376,7 +385,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_XC; ++i) {
-                const int r = (tid >> 3) + 16 * i;
+                const int r = (tid >> 3) + G2_PROWS * i;
                 const bool ok = m0 + r < m && k < COLS;
                 cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
                            ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
@@ -390,7 +399,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const int k = kt * 64 + 4 * f;
 #pragma unroll
             for (int i = 0; i < G2_XF; ++i) {
-                const int r = (tid >> 4) + 8 * i;
+                const int r = (tid >> 4) + (G2_PT / 16) * i;
                 xr[i] = (m0 + r < m && k < COLS)
                             ? __ldg(reinterpret_cast<const float4*>(x + (unsigned long long)(m0 + r) * COLS + k))
                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -404,7 +413,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             mbar_arrive_cp_async(full + 8 * slot);
 #pragma unroll
             for (int i = 0; i < G2_XF; ++i) {
-                const int r = (tid >> 4) + 8 * i;
+                const int r = (tid >> 4) + (G2_PT / 16) * i;
                 asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(sb + r * 128 + ((((f >> 1) ^ (r & 7)) << 4) | ((f & 1) << 3))),
                              "r"(pack2(xr[i].x, xr[i].y)), "r"(pack2(xr[i].z, xr[i].w)) : "memory");
             }
@@ -439,7 +448,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     }
 
     // -------------------------------------------------------------------- consumer warpgroups
-    const int wg = (tid >> 7) - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int wg = (tid >> 7) - G2_PW, warp = (tid >> 5) & 3, lane = tid & 31;
     float acc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;

@@ -15,6 +15,16 @@
 
 #include "common/quant_blocks.cuh"
 
+// Where element k of x lives in the shared-memory copy (gemv.cu's GEMV_XSWZ, else k).
+__device__ __forceinline__ int x_phys(int k) {
+#if defined(GEMV_XSWZ) && GEMV_XSWZ
+    const int q = k >> 2;
+    return (((q & ~7) | ((q + (q >> 3)) & 7)) << 2) | (k & 3);
+#else
+    return k;
+#endif
+}
+
 // The activation vector x as the inner loops see it (already RMS-normalised when NORM_IN).
 struct XSrc {
     const float* p;  // X_SMEM: the normalised copy in shared memory; else x in global memory
@@ -23,7 +33,7 @@ struct XSrc {
 
     __device__ __forceinline__ float4 load4(int k) const {
 #if X_SMEM
-        return *reinterpret_cast<const float4*>(p + k);
+        return *reinterpret_cast<const float4*>(p + x_phys(k));  // PRECOND: k % 4 == 0
 #else
         float4 v = __ldg(reinterpret_cast<const float4*>(p + k));
 #if NORM_IN
@@ -38,7 +48,7 @@ struct XSrc {
     }
     __device__ __forceinline__ float load1(int k) const {
 #if X_SMEM
-        return p[k];
+        return p[x_phys(k)];
 #elif NORM_IN
         return __ldg(p + k) * inv * __ldg(nw + k);
 #else
