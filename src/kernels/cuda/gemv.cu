@@ -21,7 +21,9 @@
 //                   0: x read through L1 (__ldg), normalised on the fly. Any COLS.
 //   NORM_IN, HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as above (0 when unused)
 //   WSPLIT          1: Q4_0/Q8_0 rows in the split device layout (quant.h: quants, then f16
-//                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging
+//                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging;
+//                   GEMV_SPLIT_PIPE=1 pipelines the loads one step ahead, GEMV_SPLIT_U units
+//                   per lane and step (gemv_dot.cuh)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0

@@ -134,11 +134,14 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
 // COLS bytes, 16 per Q4_0 block / 32 per Q8_0 block) then its COLS / 32 f16 scales, both runs
 // 16-byte aligned. A lane takes 16-byte units of quants (Q4_0: a whole block, 32 elements;
 // Q8_0: half a block, 16 elements) with the unit's scale (a warp's scales are one contiguous
-// run), GEMV_SPLIT_U units per row in flight; x read once per unit for all R rows.
+// run), GEMV_SPLIT_U units per row and step; x read once per unit for all R rows.
 #define GEMV_STAGED 0
 static_assert(COLS % 256 == 0, "WSPLIT: COLS % 256 == 0");
-#ifndef GEMV_SPLIT_U
-#define GEMV_SPLIT_U 2
+#ifndef GEMV_SPLIT_PIPE
+#define GEMV_SPLIT_PIPE 0
+#endif
+#ifndef GEMV_SPLIT_U  // units per lane per row and step
+#define GEMV_SPLIT_U (GEMV_SPLIT_PIPE && WTYPE == Q4_0 ? 1 : 2)
 #endif
 #define GEMV_QBYTES (WTYPE == Q4_0 ? COLS / 2 : COLS)
 
@@ -148,60 +151,95 @@ __device__ __forceinline__ uint32_t ldg_stream_u16(const uint8_t* p) {
     return v;
 }
 
+// One step's raw units: R rows x GEMV_SPLIT_U units per lane.
+template <int R>
+struct SplitSet {
+    uint4 w[R][GEMV_SPLIT_U];
+    uint32_t d[R][GEMV_SPLIT_U];
+};
+
+template <int R>
+__device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const* rows, int v0, int gt) {
+    constexpr int NV = GEMV_QBYTES / 16, EPU = WTYPE == Q4_0 ? 32 : 16;
+#pragma unroll
+    for (int u = 0; u < GEMV_SPLIT_U; ++u) {
+        const int v = v0 + gt + GROUP * u;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            s.w[r][u] = v < NV ? ldg_stream16(rows[r] + 16 * (unsigned long long)v) : make_uint4(0, 0, 0, 0);
+            s.d[r][u] = v < NV ? ldg_stream_u16(rows[r] + GEMV_QBYTES + 2 * ((v * EPU) >> 5)) : 0u;
+        }
+    }
+}
+
+template <int R>
+__device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, int v0, int gt, float* acc) {
+    constexpr int NV = GEMV_QBYTES / 16, EPU = WTYPE == Q4_0 ? 32 : 16;
+#pragma unroll
+    for (int u = 0; u < GEMV_SPLIT_U; ++u) {
+        const int v = v0 + gt + GROUP * u;
+        if (v >= NV) continue;
+        const int e0 = v * EPU;
+#if WTYPE == Q4_0
+        // word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high nibbles)
+        float4 xl[4], xh[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            xl[i] = xs.load4(e0 + 4 * i);
+            xh[i] = xs.load4(e0 + 16 + 4 * i);
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float t = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                t += nib4_dot<false>(word4(s.w[r][u], i), xl[i], 8.0f) + nib4_dot<true>(word4(s.w[r][u], i), xh[i], 8.0f);
+            acc[r] += f16_to_f32(uint16_t(s.d[r][u])) * t;
+        }
+#else
+        float4 xv[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) xv[i] = xs.load4(e0 + 4 * i);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float t = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) t += byte4_dot(word4(s.w[r][u], i) ^ 0x80808080u, xv[i], 128.0f);
+            acc[r] += f16_to_f32(uint16_t(s.d[r][u])) * t;
+        }
+#endif
+    }
+}
+
+// GEMV_SPLIT_PIPE=1: software-pipelined, the next step's loads issued before this step is
+// decoded (two register sets). Default 0: load a step, decode it. H200 tg128 (pipelined vs not,
+// same session pair): 8B Q4_0 308 vs 327.5, 8B Q8_0 290.6 vs 322.1, 1B Q4_0 1444.8 vs 1437.4,
+// 1B Q8_0 1334.3 vs 1226.9 tok/s (docs/perf-notes.md).
 template <int R>
 __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
                                          float* acc, uint8_t* /*stage*/) {
-    constexpr int NV = GEMV_QBYTES / 16;            // units per row
-    constexpr int EPU = WTYPE == Q4_0 ? 32 : 16;    // elements per unit
-    constexpr int U = GEMV_SPLIT_U;
+    constexpr int NV = GEMV_QBYTES / 16;
+    constexpr int STEP = GROUP * GEMV_SPLIT_U;
+#if GEMV_SPLIT_PIPE
+    SplitSet<R> a, b;
+    split_load<R>(a, rows, 0, gt);
 #pragma unroll 1
-    for (int v0 = 0; v0 < NV; v0 += GROUP * U) {
-        uint4 w[R][U];
-        uint32_t d[R][U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = v0 + gt + GROUP * u;
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                w[r][u] = v < NV ? ldg_stream16(rows[r] + 16 * (unsigned long long)v) : make_uint4(0, 0, 0, 0);
-                d[r][u] = v < NV ? ldg_stream_u16(rows[r] + GEMV_QBYTES + 2 * ((v * EPU) >> 5)) : 0u;
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = v0 + gt + GROUP * u;
-            if (v >= NV) continue;
-            const int e0 = v * EPU;
-#if WTYPE == Q4_0
-            // word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high nibbles)
-            float4 xl[4], xh[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                xl[i] = xs.load4(e0 + 4 * i);
-                xh[i] = xs.load4(e0 + 16 + 4 * i);
-            }
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                float s = 0.0f;
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    s += nib4_dot<false>(word4(w[r][u], i), xl[i], 8.0f) + nib4_dot<true>(word4(w[r][u], i), xh[i], 8.0f);
-                acc[r] += f16_to_f32(uint16_t(d[r][u])) * s;
-            }
-#else
-            float4 xv[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) xv[i] = xs.load4(e0 + 4 * i);
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                float s = 0.0f;
-#pragma unroll
-                for (int i = 0; i < 4; ++i) s += byte4_dot(word4(w[r][u], i) ^ 0x80808080u, xv[i], 128.0f);
-                acc[r] += f16_to_f32(uint16_t(d[r][u])) * s;
-            }
-#endif
+    for (int v0 = 0; v0 < NV; v0 += 2 * STEP) {
+        if (v0 + STEP < NV) split_load<R>(b, rows, v0 + STEP, gt);
+        split_dot<R>(a, xs, v0, gt, acc);
+        if (v0 + STEP < NV) {
+            if (v0 + 2 * STEP < NV) split_load<R>(a, rows, v0 + 2 * STEP, gt);
+            split_dot<R>(b, xs, v0 + STEP, gt, acc);
         }
     }
+#else
+#pragma unroll 1
+    for (int v0 = 0; v0 < NV; v0 += STEP) {
+        SplitSet<R> a;
+        split_load<R>(a, rows, v0, gt);
+        split_dot<R>(a, xs, v0, gt, acc);
+    }
+#endif
 }
 
 // ------------------------------------------------------------------------------------------
