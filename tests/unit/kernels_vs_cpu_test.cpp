@@ -96,9 +96,9 @@ struct Variant {
 
 const Variant kVariants[] = {
     {"gated+fused", true, {{"attn.algo", "split"}}},
-    {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}}},
+    {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
-    {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}}},
+    {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
 };
 
 class KernelsVsCpu : public ::testing::TestWithParam<Case> {};

@@ -263,10 +263,24 @@ void CudaContext::set_max_dynamic_shared(CUfunction f, int bytes) const {
                     cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
-void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args) const {
+void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl) const {
     make_current();
-    CUresult r = drv_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem,
-                                     stream_, args, nullptr);
+    CUresult r;
+    if (pdl) {
+        CUlaunchAttribute attr{};
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg{};
+        cfg.gridDimX = grid.x, cfg.gridDimY = grid.y, cfg.gridDimZ = grid.z;
+        cfg.blockDimX = block.x, cfg.blockDimY = block.y, cfg.blockDimZ = block.z;
+        cfg.sharedMemBytes = smem;
+        cfg.hStream = stream_;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        r = drv_.cuLaunchKernelEx(&cfg, f, args, nullptr);
+    } else {
+        r = drv_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, stream_, args, nullptr);
+    }
     if (r == CUDA_SUCCESS) return;
     std::string name;
     {

@@ -98,7 +98,9 @@ public:
     // Needed before launching with more than 48 KiB of dynamic shared memory.
     void set_max_dynamic_shared(CUfunction f, int bytes) const;
     // `args` holds one pointer per kernel parameter (cuLaunchKernel's kernelParams).
-    void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args) const;
+    // pdl: launch with programmatic stream serialization (sm_90+): the kernel may start before
+    // its predecessor in the stream finishes; it must call griddepcontrol.wait (PDL=1 kernels).
+    void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl = false) const;
     template <typename... A>
     void launch_with(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, A... args) const {
         void* ptrs[] = {static_cast<void*>(&args)..., nullptr};

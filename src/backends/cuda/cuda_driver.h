@@ -26,7 +26,8 @@
     X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy)           \
     X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)   \
     X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
-    X(cuGraphExecDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuEventRecordWithFlags)
+    X(cuGraphExecDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuEventRecordWithFlags)            \
+    X(cuLaunchKernelEx)
 // clang-format on
 
 namespace jitllm {

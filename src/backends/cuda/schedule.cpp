@@ -154,9 +154,35 @@ public:
                                         : "no Q4_0/Q8_0 matrix with rows of a multiple of 256 elements: GGUF blocks");
             if (use) s_.split_weights = std::move(split);
         }
+        {
+            // H200, tg128, same machine (docs/perf-notes.md): PDL +2-3 % for F16 models, but -3 to
+            // -5 % when the matrices use the split-layout quantized gemv, which stays serial
+            const bool sm90 = d_.cc_major >= 9;
+            const bool want = sm90 && s_.split_weights.empty();
+            pdl_ = forced("launch.pdl", "pdl", "serial", want,
+                          want ? fmt::format("compute capability {}.{}: decode kernels launched with programmatic stream "
+                                             "serialization, each waits (griddepcontrol.wait) before reading its inputs, "
+                                             "so launch and prologue overlap the previous kernel",
+                                             d_.cc_major, d_.cc_minor)
+                          : sm90 ? "split-layout quantized matrices: their gemv runs slower with programmatic launches "
+                                   "(measured -3 to -5 % tg128 on the H200)"
+                                 : fmt::format("compute capability {}.{}: no programmatic dependent launch (sm_90+)",
+                                               d_.cc_major, d_.cc_minor));
+            if (pdl_ && !sm90) fail_usage("--force-variant launch.pdl=pdl: needs compute capability 9.0+");
+        }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
                             o_.kv_f32 ? "--kv-f32" : "half KV halves attention bytes"});
+    }
+
+    // launch.pdl: every decode / prefill kernel calls griddepcontrol.wait before it reads what an
+    // earlier kernel wrote (common.cuh), so all of them may be launched programmatically
+    void mark_pdl(std::vector<KernelStep>& steps) const {
+        if (!pdl_) return;
+        for (KernelStep& k : steps) {
+            k.pdl = true;
+            k.variant.set("PDL", 1);
+        }
     }
 
     void lower(const std::vector<Task>& tasks, std::vector<KernelStep>& out) {
@@ -183,6 +209,7 @@ public:
 private:
     const Task& t(size_t i) const { return (*tasks_)[i]; }
     bool is(size_t i, K k) const { return i < tasks_->size() && t(i).kind == k; }
+    bool pdl_ = false;
     // Whether the matrices of one kernel are in the split layout (all or none: same type/cols)
     bool split(const std::vector<const WeightTensor*>& ws) const {
         int n = 0, in = 0;
@@ -948,7 +975,7 @@ private:
 
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout"};
+            "weights.layout", "launch.pdl"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -956,13 +983,15 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill, weights.layout", gate, v, gate);
+                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill, weights.layout, launch.pdl", gate, v, gate);
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);
     l.decide_gates();
     l.lower(plan.decode, s.decode);
     l.lower(plan.prefill, s.prefill);
+    l.mark_pdl(s.decode);
+    l.mark_pdl(s.prefill);
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     return s;
 }

@@ -50,6 +50,9 @@ struct KernelStep {
     // rows_div) for a step of m rows (`grid` holds the value for the plan's batch_rows).
     int rows_dim = -1, rows_mul = 1, rows_div = 1;
     Dim3 grid_for_rows(int m) const;
+    // Programmatic dependent launch (gate launch.pdl): compiled with PDL=1 and launched with
+    // programmatic stream serialization, so its prologue overlaps the previous kernel's tail.
+    bool pdl = false;
 };
 
 struct GateDecision {
@@ -84,7 +87,7 @@ struct Schedule {
 
 // Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
 // attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma,
-// attn.prefill=mma|rows, weights.layout=split|blocks.
+// attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial.
 std::vector<std::string> schedule_gate_names();
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);
