@@ -24,6 +24,7 @@ struct VectorSet {
     std::string name;  // test name
     std::string gguf, inp, out;
 };
+void PrintTo(const VectorSet& v, std::ostream* os) { *os << v.name; }
 
 std::vector<VectorSet> vector_sets() {
     std::vector<VectorSet> sets;

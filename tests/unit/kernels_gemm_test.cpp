@@ -27,6 +27,8 @@
 #include "quant/quant.h"
 
 namespace jitllm {
+// gtest prints a GgmlType parameter by name (ctest's test list shows "q4_0", not its bytes)
+void PrintTo(GgmlType t, std::ostream* os) { *os << type_name(t); }
 namespace {
 
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,

@@ -344,7 +344,8 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     steps_[iph]++;
 }
 
-void CudaBackend::record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum) {
+void CudaBackend::record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum,
+                                 size_t tail_from, int tail_rows) {
     const CudaDriver& d = ctx_->driver();
     const int iph = int(ph);
     for (size_t i = 0; i < n; ++i) {
@@ -360,9 +361,11 @@ void CudaBackend::record_profile(Phase ph, const std::vector<Launch>& launches, 
         r.layer = k.layer;
         r.start_us = double(t0) * 1e3;
         r.dur_us = double(dur) * 1e3;
-        // batch steps: per-row bytes and flops times the rows, plus what does not depend on them
-        r.bytes = k.bytes_fixed + k.bytes * uint64_t(rows) + k.bytes_per_pos * pos_sum;
-        r.flops = k.flops * uint64_t(rows) + k.flops_per_pos * pos_sum;
+        // batch steps: per-row bytes and flops times the rows the launch ran (the output tail: the
+        // rows with logits), plus what does not depend on them
+        const uint64_t m = uint64_t(i >= tail_from ? tail_rows : rows);
+        r.bytes = k.bytes_fixed + k.bytes * m + k.bytes_per_pos * pos_sum;
+        r.flops = k.flops * m + k.flops_per_pos * pos_sum;
         opt_.profiler->add(std::move(r));
     }
 }
@@ -545,7 +548,7 @@ void CudaBackend::batch(const BatchStep& b) {
     if (b.logits_last && !b.logits) token_out_ = batch_tokens_out_[0];
     const size_t n_tasks = tail_rows ? plan_.batch.size() : plan_.batch_body;
     for (size_t i = 0; i < n_tasks; ++i) ++*count_ptrs_[iph][i];
-    if (prof) record_profile(Phase::Batch, batch_launches_, n_launch, b.n, pos_sum);
+    if (prof) record_profile(Phase::Batch, batch_launches_, n_launch, b.n, pos_sum, sched_.batch_body, tail_rows);
     steps_[iph]++;
 }
 

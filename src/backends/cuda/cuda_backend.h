@@ -5,6 +5,7 @@
 // device memory, so the same graph serves every token).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,7 +77,9 @@ private:
         std::vector<size_t> rows_args;  // indices of KArg::Kind::Rows (set per batch step)
     };
     // Profiler records of launches [0, n) of a phase step just run (events_ recorded around each).
-    void record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum);
+    // Batch steps: launches from `tail_from` on (the output tail) ran `tail_rows` rows.
+    void record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum,
+                        size_t tail_from = SIZE_MAX, int tail_rows = 0);
     void upload_weights();
     void allocate_buffers();
     void compile_and_load();

@@ -55,7 +55,7 @@
 #define N_CTX 4096
 #endif
 
-#include "common/common.cuh"
+#include "common/async_copy.cuh"
 
 #define QPG (N_HEADS / N_KV_HEADS)
 #ifndef WINDOW
@@ -84,39 +84,12 @@ static_assert(BC % 16 == 0 && BC <= 128, "BC: multiple of 16");
 static_assert(sizeof(KV_T) == 2, "KV_T: half (the float cache takes the SIMT sibling)");
 
 #ifndef JITLLM_EMU
-__device__ __forceinline__ uint32_t ap_smem_addr(const void* p) {
-    uint32_t r;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ void ap_cp_async16(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void ap_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void ap_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-__device__ __forceinline__ void ap_ldsm_x4(uint32_t* r, uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ap_ldsm_x4_t(uint32_t* r, uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
 __device__ __forceinline__ void ap_mma(float* c, const uint32_t* a, const uint32_t* b) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-// (lo, hi) -> packed f16 pair, lo in the low 16 bits, round to nearest even
-__device__ __forceinline__ uint32_t ap_pack(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
 }
 #endif
 
@@ -158,7 +131,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             if (lr[i] < AP_BR && r < m)
                 v = *reinterpret_cast<const float2*>(q + (unsigned long long)r * (N_HEADS * HEAD_DIM) +
                                                      hq[i] * HEAD_DIM + kk * 16 + (j >> 1) * 8 + 2 * t4);
-            qf[kk][j] = ap_pack(v.x, v.y);
+            qf[kk][j] = pack_16x2<0>(v.x, v.y);
         }
     float o[HEAD_DIM / 8][4];
 #pragma unroll
@@ -167,7 +140,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     bool mine[2] = {false, false};  // this block processed the row's sequence
     __syncthreads();  // s_pos, s_seq
 
-    const uint32_t sm = ap_smem_addr(smem);
+    const uint32_t sm = smem_addr(smem);
     unsigned long long done = 0;  // rows whose sequence was visited (block-uniform)
     for (int r = 0; r < AP_BR; ++r)
         if (s_seq[r] < 0) done |= 1ull << r;
@@ -221,15 +194,15 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 const int p = lo + t * BC + pr;
                 const bool ok = p <= hi;
                 const KV_T* src = (kv ? vb : kb) + (unsigned long long)(ok ? p : lo) * KV_DIM + ch * 8;
-                ap_cp_async16(st + (uint32_t)(kv * AP_TILE + pr * AP_RS + ch * 16), src, ok ? 16 : 0);
+                cp_async16(st + (uint32_t)(kv * AP_TILE + pr * AP_RS + ch * 16), src, ok ? 16 : 0);
             }
-            ap_cp_commit();
+            cp_async_commit();
         };
         issue(0);
         for (int t = 0; t < n_tiles; ++t) {
             if (t + 1 < n_tiles) issue(t + 1);
-            else ap_cp_commit();  // empty group: the wait below always means "tile t landed"
-            ap_cp_wait<1>();
+            else cp_async_commit();  // empty group: the wait below always means "tile t landed"
+            cp_async_wait<1>();
             __syncthreads();
             const int p0 = lo + t * BC;
             if (whi >= p0 && wlo <= p0 + BC - 1) {  // warp-uniform
@@ -245,7 +218,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                         uint32_t b[4];
                         const int pr = np * 16 + (lane & 7) + ((lane >> 4) << 3);
                         const int ch = kk * 2 + ((lane >> 3) & 1);
-                        ap_ldsm_x4(b, ks + (uint32_t)(pr * AP_RS + ch * 16));
+                        ldsm_x4(b, ks + (uint32_t)(pr * AP_RS + ch * 16));
                         ap_mma(s[2 * np], qf[kk], b);
                         ap_mma(s[2 * np + 1], qf[kk], b + 2);
                     }
@@ -286,8 +259,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                         l[e >> 1] += pv[e];
                     }
                     // A fragment of positions 16 * (n / 2) ..: n even -> a0, a1; n odd -> a2, a3
-                    pa[n >> 1][(n & 1) * 2] = ap_pack(pv[0], pv[1]);
-                    pa[n >> 1][(n & 1) * 2 + 1] = ap_pack(pv[2], pv[3]);
+                    pa[n >> 1][(n & 1) * 2] = pack_16x2<0>(pv[0], pv[1]);
+                    pa[n >> 1][(n & 1) * 2 + 1] = pack_16x2<0>(pv[2], pv[3]);
                 }
                 // O += P V: V rows (positions) are the k dimension, ldmatrix.trans
 #pragma unroll
@@ -297,14 +270,14 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                         uint32_t b[4];
                         const int pr = kp * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
                         const int ch = dp * 2 + (lane >> 4);
-                        ap_ldsm_x4_t(b, vs + (uint32_t)(pr * AP_RS + ch * 16));
+                        ldsm_x4_t(b, vs + (uint32_t)(pr * AP_RS + ch * 16));
                         ap_mma(o[2 * dp], pa[kp], b);
                         ap_mma(o[2 * dp + 1], pa[kp], b + 2);
                     }
             }
             __syncthreads();  // stage t & 1 is refilled by the next iteration's issue
         }
-        ap_cp_wait<0>();
+        cp_async_wait<0>();
     }
 
     // the quad's partial sums, then out = O / l for the rows this block owns

@@ -17,16 +17,7 @@
 
 #include "common/common.cuh"
 
-// two floats -> packed 16-bit pair, lo in the low half (cvt.rn.*x2 takes the high one first)
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    uint32_t r;
-#if BF16_OUT
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<BF16_OUT>(lo, hi); }
 
 static_assert(N % 4 == 0, "N: multiple of 4");
 

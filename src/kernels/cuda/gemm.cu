@@ -79,28 +79,9 @@
 #define MMA 1
 #endif
 
-#ifndef ROWS1
-#define ROWS1 0
-#endif
-#ifndef ROWS2
-#define ROWS2 0
-#endif
-#ifndef RES_SCALE
-#define RES_SCALE 1.0f
-#endif
-#ifndef OUT_SCALE
-#define OUT_SCALE 1.0f
-#endif
-#ifndef UP_OFFSET_ROWS
-#define UP_OFFSET_ROWS 0
-#endif
-#ifndef HAS_BIAS
-#define HAS_BIAS 0
-#endif
-#ifndef WSPLIT
-#define WSPLIT 0
-#endif
+#include "common/matmul_defines.cuh"
 #include "common/gemm_wload.cuh"  // the type macros (F16, Q8_0, ...) before they are tested
+#include "common/async_copy.cuh"
 
 #ifndef X_F16
 #define X_F16 0
@@ -262,23 +243,6 @@ static_assert(STAGES >= 3, "STAGES >= 3");
 #define GEMM_WH_BYTES (BN * BK * 2)
 #define GEMM_W_SLOTS (GEMM_ASYNC_W ? STAGES : 2)
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    uint32_t r;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-__device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
 __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
 #if WTYPE == BF16
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -288,16 +252,8 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-// (lo, hi) -> packed pair, lo in the low 16 bits, round to nearest even.
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    uint32_t r;
-#if WTYPE == BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
+// (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
 // Byte offset of 16-byte chunk c (0..3) of row r in a 64-byte-row f16 tile.
 __device__ __forceinline__ uint32_t swz(int r, int c) { return uint32_t(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
 

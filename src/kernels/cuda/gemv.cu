@@ -59,29 +59,9 @@
 #define EPI 0
 #endif
 
-#if !defined(ROWS0) && defined(ROWS)
-#define ROWS0 ROWS
-#endif
-#ifndef ROWS1
-#define ROWS1 0
-#endif
-#ifndef ROWS2
-#define ROWS2 0
-#endif
-#ifndef RES_SCALE
-#define RES_SCALE 1.0f
-#endif
-#ifndef OUT_SCALE
-#define OUT_SCALE 1.0f
-#endif
-#ifndef UP_OFFSET_ROWS
-#define UP_OFFSET_ROWS 0
-#endif
+#include "common/matmul_defines.cuh"
 #ifndef PREFETCH
 #define PREFETCH 0
-#endif
-#ifndef WSPLIT
-#define WSPLIT 0
 #endif
 #ifdef MIN_BLOCKS  // only when asked: a minimum changes ptxas's register heuristics
 #define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)

@@ -31,15 +31,7 @@
 static_assert(OUT16 == 0 || D % 4 == 0, "OUT16: D multiple of 4");
 
 #if OUT16
-__device__ __forceinline__ uint32_t pack16x2(float lo, float hi) {  // lo in the low half
-    uint32_t r;
-#if OUT16 == 2
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
+__device__ __forceinline__ uint32_t pack16x2(float lo, float hi) { return pack_16x2<OUT16 == 2>(lo, hi); }
 #define OUT_T uint16_t
 #else
 #define OUT_T float

@@ -70,6 +70,17 @@ __device__ __forceinline__ uint16_t f32_to_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+// Two floats -> a packed 16-bit pair, lo in the low half, each rounded to nearest even
+// (cvt.rn.*x2 takes the high one first). BF16 = 1: bfloat16, else half.
+template <int BF16_PAIR>
+__device__ __forceinline__ uint32_t pack_16x2(float lo, float hi) {
+    uint32_t r;
+    if (BF16_PAIR)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
 // A 16-byte read-only weight load that does not allocate in L1 (weights are read once per
 // token; L1 stays for activations). PRECOND: p is 16-byte aligned.
 __device__ __forceinline__ uint4 ldg_stream16(const void* p) {

@@ -72,14 +72,6 @@ static_assert(GEMM_NT == 128 * (2 + G2_PW), "MMA=2: GEMM_NT = 128 * (2 + G2_PW)"
 #define G2_WSETS ((BN == 256 || (BN == 128 && (WTYPE == Q4_K || WTYPE == Q5_K || WTYPE == Q6_K))) ? 1 : 2)
 #endif
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    uint32_t r;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
@@ -111,16 +103,8 @@ __device__ __forceinline__ uint64_t g2_desc(uint32_t saddr) {
     return uint64_t((saddr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
-// (lo, hi) -> packed pair, lo in the low 16 bits, round to nearest even.
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    uint32_t r;
-#if WTYPE == BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
+// (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
 
 #if !G2_ASYNC_W
 // (1024 + byte) pairs as f16 (exact), minus `off2` (exact: small integers), times d2: one
