@@ -1,0 +1,131 @@
+// The schedule's layout and launch gates, without a GPU: weights.layout (which matrices are stored
+// in the split Q4_0/Q8_0 layout, which kernels read it, and that the embedding table never is) and
+// launch.pdl (programmatic launches on sm_90 for models without split matrices, never on sm_80,
+// never in the batch phase). Their numerics and speed are checked on the GPU (kernels_vs_cpu_test,
+// engine_golden_test, docs/perf-notes.md).
+#include <gtest/gtest.h>
+
+#include "backends/cuda/schedule.h"
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "quant/quant.h"
+#include "unit/tiny_arch_model.h"
+
+namespace {
+
+using namespace jitllm;
+using namespace jitllm::test;
+
+// dim 512 (q/k/v, attn_output, gate/up read rows of 512: split), ff 352 (ffn_down rows of 352:
+// blocks), token_embd of type `emb`, every matrix of type `t`
+std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied) {
+    TinySpec s;
+    s.arch = "llama";
+    s.dim = 512;
+    s.ff = 352;
+    s.n_heads = 8;
+    s.n_kv_heads = 2;
+    s.head_dim = 64;
+    s.n_vocab = 64;
+    GgufWriter w = tiny_model(s, [](TinyTensor&) { return false; });  // keys only
+    for (const TinyTensor& x : tiny_tensors(s)) {
+        if (tied && x.name == "output.weight") continue;
+        const GgmlType ty = x.dims.size() != 2 ? GgmlType::F32 : x.name == "token_embd.weight" ? emb : t;
+        uint64_t n = 1;
+        for (auto d : x.dims) n *= d;
+        std::vector<float> v(n, x.is_norm ? 1.0f : 0.01f);
+        std::vector<uint8_t> bytes(row_bytes(ty, x.dims[0]) * (n / x.dims[0]));
+        for (uint64_t r = 0; r < n / x.dims[0]; ++r)
+            quantize_row(ty, v.data() + r * x.dims[0], bytes.data() + r * row_bytes(ty, x.dims[0]), int64_t(x.dims[0]));
+        w.add_tensor(x.name, ty, x.dims, std::move(bytes));
+    }
+    return load_model(GgufReader::from_bytes(w.to_bytes(), "tiny.gguf"));
+}
+
+std::string gate(const Schedule& s, const std::string& name) {
+    for (const auto& g : s.gates)
+        if (g.gate == name) return g.chosen;
+    return "";
+}
+
+bool has_define(const Variant& v, const std::string& name, const std::string& val) {
+    for (const auto& [k, x] : v.defines)
+        if (k == name && x == val) return true;
+    return false;
+}
+
+const KernelStep* step(const std::vector<KernelStep>& ks, const std::string& group) {
+    for (const auto& k : ks)
+        if (k.group == group) return &k;
+    return nullptr;
+}
+
+TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+        SCOPED_TRACE(type_name(t));
+        auto m = tiny(t, t, /*tied=*/true);
+        const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+        EXPECT_EQ(gate(s, "weights.layout"), "split");
+        std::set<std::string> split;
+        for (const WeightTensor* w : s.split_weights) split.insert(w->name);
+        EXPECT_TRUE(split.count("blk.0.attn_q.weight"));
+        EXPECT_TRUE(split.count("blk.1.ffn_up.weight"));
+        EXPECT_TRUE(split.count("blk.0.attn_output.weight"));
+        EXPECT_FALSE(split.count("blk.0.ffn_down.weight"));  // rows of 352
+        EXPECT_FALSE(split.count("token_embd.weight"));      // embed rows; also the tied output
+        // the kernels that read split matrices say so (define and symbol), the others do not
+        const KernelStep* qkv = step(s.decode, "attn_norm_qkv");
+        ASSERT_NE(qkv, nullptr);
+        EXPECT_TRUE(has_define(qkv->variant, "WSPLIT", "1"));
+        EXPECT_NE(qkv->symbol.find("_split"), std::string::npos) << qkv->symbol;
+        const KernelStep* down = step(s.decode, "ffn_down_residual");
+        ASSERT_NE(down, nullptr);
+        EXPECT_FALSE(has_define(down->variant, "WSPLIT", "1"));
+        const KernelStep* out = step(s.decode, "output_norm_output");
+        ASSERT_NE(out, nullptr);
+        EXPECT_EQ(out->symbol.find("_split"), std::string::npos) << out->symbol;
+        const KernelStep* gu = step(s.batch, "ffn_gate_up_act");
+        ASSERT_NE(gu, nullptr);
+        EXPECT_TRUE(has_define(gu->variant, "WSPLIT", "1")) << gu->symbol;
+        // the sibling keeps every matrix in GGUF blocks
+        ScheduleOptions o;
+        o.force = {{"weights.layout", "blocks"}};
+        const Schedule b = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        EXPECT_EQ(gate(b, "weights.layout"), "blocks");
+        EXPECT_TRUE(b.split_weights.empty());
+        EXPECT_FALSE(has_define(step(b.decode, "attn_norm_qkv")->variant, "WSPLIT", "1"));
+    }
+    // other types have no split layout
+    auto m = tiny(GgmlType::Q4_1, GgmlType::Q4_1, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+    EXPECT_EQ(gate(s, "weights.layout"), "blocks");
+    EXPECT_TRUE(s.split_weights.empty());
+}
+
+TEST(ScheduleGates, ProgrammaticLaunchOnSm90WithoutSplitMatrices) {
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan p = plan_build(*f16, PlanOptions{128, 16, 1});
+    const Schedule s90 = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+    EXPECT_EQ(gate(s90, "launch.pdl"), "pdl");
+    for (const auto* ph : {&s90.decode, &s90.prefill})
+        for (const KernelStep& k : *ph) {
+            EXPECT_TRUE(k.pdl) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "PDL", "1")) << k.symbol;
+        }
+    for (const KernelStep& k : s90.batch) EXPECT_FALSE(k.pdl) << k.symbol;  // gemm.cu has no PDL hooks
+    const Schedule s80 = schedule_build(p, DeviceInfo::for_target("sm_80"), {});
+    EXPECT_EQ(gate(s80, "launch.pdl"), "serial");
+    for (const KernelStep& k : s80.decode) EXPECT_FALSE(k.pdl) << k.symbol;
+    ScheduleOptions o;
+    o.force = {{"launch.pdl", "pdl"}};
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), Error);
+    // split-layout matrices stay serial unless forced (measured slower with PDL)
+    auto q4 = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
+    const Plan pq = plan_build(*q4, PlanOptions{128, 16, 1});
+    EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), {}), "launch.pdl"), "serial");
+    EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), o), "launch.pdl"), "pdl");
+}
+
+}  // namespace
