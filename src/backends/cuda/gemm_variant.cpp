@@ -38,14 +38,14 @@ int tile_m(const GemmSpec& s) { return s.mma == 2 ? 128 : s.bm > 0 ? s.bm : s.mm
 int tile_n(const GemmSpec& s) { return s.bn > 0 ? s.bn : s.mma ? 128 : 64; }
 int stages(const GemmSpec& s) { return s.stages > 0 ? s.stages : 4; }
 bool async_w(const GemmSpec& s) { return s.wtype == GgmlType::F16 || s.wtype == GgmlType::BF16; }
-
-}  // namespace
-
-static bool raw_ring(const GemmSpec& s) {
+// MMA=2 copies 32-element-block quants through a raw shared-memory ring (gemm_wgmma.cuh G2_RAW)
+bool raw_ring(const GemmSpec& s) {
     const GgmlType t = s.wtype;
     return (t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
             t == GgmlType::Q5_1) && s.cols % 64 == 0 && !s.wsplit;
 }
+
+}  // namespace
 
 int gemm_producers(const GemmSpec& s) {
     if (s.mma != 2) return 0;
