@@ -69,23 +69,31 @@ decode8b)
     done
     ;;
 profile)
-    for t in ${PROFILE_TYPES:-f16 q4_0}; do
-        f=$(synth llama3.2-1b "$t")
-        log "profile 1B $t (per-kernel table, JSON + trace in $OUT/prof-$t)"
+    for spec in ${PROFILE_SHAPES:-llama3.2-1b:f16 llama3.2-1b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        d="$OUT/prof-${spec/:/-}"
+        log "profile $spec (per-kernel table, JSON + trace in $d)"
         "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --temperature 0 --profiler \
-            --profiler-dump-dir "$OUT/prof-$t" 2>&1 >/dev/null | grep -vE "^\s*$" | tail -30 | tee -a "$OUT/summary.txt"
+            --profiler-dump-dir "$d" 2>&1 >/dev/null | grep -vE "^\s*$" | tail -30 | tee -a "$OUT/summary.txt"
     done
     ;;
 ncu)
     # The docs/profiling.md workflow: find the launch skip with --print-plan, then ncu one kernel.
-    f=$(synth llama3.2-1b f16)
-    J="$B/jitllm --gpu -m $f -p 'Once upon a time' -n 64 --seed 42 --temperature 0"
+    # NCU_SHAPE (default llama3.2-1b:f16), NCU_KERNELS (awk regexes over the plan's task names),
+    # NCU_SECTIONS (default: speed of light, launch, occupancy; "full" adds stall reasons etc.)
+    spec=${NCU_SHAPE:-llama3.2-1b:f16}
+    f=$(synth "${spec%%:*}" "${spec##*:}")
+    secs="--section SpeedOfLight --section LaunchStats --section Occupancy"
+    [ "${NCU_SECTIONS:-}" = full ] && secs="$secs --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats"
+    J="$B/jitllm --gpu -m $f -p 'Once upon a time' -n 64 --seed 42 --temperature 0 ${NCU_ARGS:-}"
     log "launch accounting: $J --print-plan"
-    eval "$J --print-plan" 2>&1 >/dev/null | grep -A40 "launch accounting" | tee "$OUT/launch-accounting.txt" | head -30 | tee -a "$OUT/summary.txt"
-    for k in ${NCU_KERNELS:-ffn_norm_gate_up_act__gemv_warp_f16 attn__split_kv_f16}; do
-        skip=$(awk -v k="$k" '$1 == k {print $6}' "$OUT/launch-accounting.txt")
+    eval "$J --print-plan" 2>&1 >/dev/null | tee "$OUT/print-plan.txt" | grep -A40 "launch accounting" | tee "$OUT/launch-accounting.txt" | head -30 | tee -a "$OUT/summary.txt"
+    for kr in ${NCU_KERNELS:-ffn_norm_gate_up_act__gemv_warp_f16 attn__split_kv_f16}; do
+        k=$(awk -v k="^$kr\$" '$1 ~ k {print $1; exit}' "$OUT/launch-accounting.txt")
+        skip=$(awk -v k="$k" '$1 == k {print $7}' "$OUT/launch-accounting.txt")
+        [ -n "$k" ] || { log "ncu: no task matches $kr"; continue; }
         log "ncu $k --launch-skip $skip"
-        eval "ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --csv --kernel-name regex:\"^$k\$\" --launch-skip $skip --launch-count 4 -- $J" \
+        eval "ncu --clock-control none $secs --csv --kernel-name regex:\"^$k\$\" --launch-skip $skip --launch-count 4 -- $J" \
             > "$OUT/ncu-$k.csv" 2> "$OUT/ncu-$k.err"
         echo "rc=$? $(wc -l < "$OUT/ncu-$k.csv") lines" | tee -a "$OUT/summary.txt"
         grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Shared Memory Config|Dynamic Shared|Static Shared" "$OUT/ncu-$k.csv" | head -20 | tee -a "$OUT/summary.txt"
@@ -178,3 +186,7 @@ tune)
 *) echo "unknown stage $stage"; exit 2 ;;
 esac
 done
+# The device tool brings back only a few files: keep summary.txt and pack the rest.
+if [ "$(find "$OUT" -type f | wc -l)" -gt 6 ]; then
+    (cd "$OUT" && find . -type f ! -name summary.txt ! -name results.tgz -print0 | tar czf results.tgz --null -T - --remove-files)
+fi
