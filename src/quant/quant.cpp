@@ -340,6 +340,47 @@ void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_ro
     });
 }
 
+bool act_q8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+
+void quantize_act_q8(const float* x, int64_t n, int8_t* q, float* d) {
+    JITLLM_CHECK(n % kQK == 0, "activation quantization of {} elements: not a multiple of {}", n, kQK);
+    BlockQ8_0 b;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        quantize_row(GgmlType::Q8_0, x + i * kQK, &b, kQK);
+        std::memcpy(q + i * kQK, b.qs, kQK);
+        d[i] = fp16_to_fp32(b.d);
+    }
+}
+
+void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                     const int8_t* q, const float* d, int64_t n, float* y) {
+    JITLLM_CHECK(act_q8_type(t) && n % kQK == 0, "{} product with quantized activations over {} elements",
+                 type_name(t), n);
+    const auto* base = static_cast<const uint8_t*>(mat);
+    const int64_t nb = n / kQK;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t* row = base + size_t(r) * row_stride_bytes;
+        float acc = 0.0f;
+        for (int64_t i = 0; i < nb; ++i) {
+            const int8_t* xq = q + i * kQK;
+            int32_t isum = 0;
+            float dw;
+            if (t == GgmlType::Q4_0) {
+                const auto b = load_block<BlockQ4_0>(row + size_t(i) * sizeof(BlockQ4_0));
+                dw = fp16_to_fp32(b.d);
+                for (int j = 0; j < kQK / 2; ++j)
+                    isum += (int32_t(b.qs[j] & 0xF) - 8) * xq[j] + (int32_t(b.qs[j] >> 4) - 8) * xq[j + kQK / 2];
+            } else {
+                const auto b = load_block<BlockQ8_0>(row + size_t(i) * sizeof(BlockQ8_0));
+                dw = fp16_to_fp32(b.d);
+                for (int j = 0; j < kQK; ++j) isum += int32_t(b.qs[j]) * xq[j];
+            }
+            acc += (dw * d[i]) * float(isum);
+        }
+        y[r] = acc;
+    }
+}
+
 bool split_layout_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
 namespace {

@@ -24,6 +24,20 @@ float dot_row(GgmlType t, const void* row, const float* x, int64_t n);
 void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
               const float* x, int64_t n, float* y);
 
+// Activations of Q4_0 / Q8_0 products (llama.cpp's CPU numerics, which its golden logits come
+// from): x is quantized to Q8_0 blocks, 32 int8 values q = roundf(x / d) with d = max|x| / 127
+// (quantize_row(Q8_0)'s rule; the scale kept is d rounded to f16, as a Q8_0 block stores it),
+// and each weight block contributes (weight scale * activation scale) * (integer sum of the
+// block's quant products), summed over the blocks in order in float. The CUDA gemv computes
+// the same sums (dp4a); they agree up to the float summation order.
+bool act_q8_type(GgmlType t);  // Q4_0, Q8_0
+// q[0..n) and d[0..n/32) from x[0..n). PRECOND: n % 32 == 0.
+void quantize_act_q8(const float* x, int64_t n, int8_t* q, float* d);
+// y[r] = the product above for rows r in [0, n_rows) (layout as dot_rows).
+// PRECOND: act_q8_type(t), n % 32 == 0; q, d from quantize_act_q8.
+void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                     const int8_t* q, const float* d, int64_t n, float* y);
+
 // Quantize n floats into dst (row_bytes(t, n) bytes) exactly as ggml's reference quantizers
 // (quantize_row_*_ref, what llama-quantize uses without an imatrix) do. Supported: F32, F16,
 // BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (see can_quantize). PRECOND: n % block_size(t) == 0.

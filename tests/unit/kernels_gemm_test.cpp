@@ -358,7 +358,7 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             acc[size_t(i)].resize(size_t(c.m) * size_t(nr));
             for (int m = 0; m < c.m; ++m)
                 cpu::matvec(t, W[size_t(i)].data(), rb, nr, cols, X.data() + size_t(m) * size_t(cols),
-                            acc[size_t(i)].data() + size_t(m) * size_t(nr), 8);
+                            acc[size_t(i)].data() + size_t(m) * size_t(nr), 8, cpu::XNumerics::Float);
             wn[size_t(i)].resize(size_t(nr));
             for (int r = 0; r < nr; ++r) {
                 dequantize_row(t, W[size_t(i)].data() + size_t(r) * rb, deq.data(), cols);

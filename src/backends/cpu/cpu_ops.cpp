@@ -19,10 +19,24 @@ void rms_norm(const float* x, const float* w, float* y, int n, float eps) {
 }
 
 void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
-            float* y, int n_threads) {
+            float* y, int n_threads, XNumerics xn) {
     const auto* base = static_cast<const uint8_t*>(W);
+    const bool q8 = xn == XNumerics::Engine && act_q8_type(t);
+    thread_local std::vector<int8_t> xq;
+    thread_local std::vector<float> xd;
+    if (q8) {
+        xq.resize(size_t(cols));
+        xd.resize(size_t(cols) / 32);
+        quantize_act_q8(x, cols, xq.data(), xd.data());
+    }
+    const int8_t* q = xq.data();
+    const float* d = xd.data();
     auto work = [&](int r0, int r1) {
-        if (r1 > r0) dot_rows(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, x, cols, y + r0);
+        if (r1 <= r0) return;
+        if (q8)
+            dot_rows_act_q8(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, q, d, cols, y + r0);
+        else
+            dot_rows(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, x, cols, y + r0);
     };
     ThreadPool& pool = ThreadPool::global();
     const int n = std::min(n_threads, pool.size());

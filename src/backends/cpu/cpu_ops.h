@@ -15,10 +15,15 @@ enum class RopePairing { Norm, NeoX };  // Norm: (x[2i], x[2i+1]); NeoX: (x[i], 
 // y = x * rsqrt(mean(x^2) + eps) * w, over n elements (w may be null: no weight).
 void rms_norm(const float* x, const float* w, float* y, int n, float eps);
 
+// How x enters a product: Engine = the engine's numerics (Q4_0 / Q8_0 weights multiply x
+// quantized to Q8_0 blocks, as llama.cpp's CPU does: quant.h act_q8_type; every other type
+// float x); Float = float x for every type (the reference of the f16-activation GEMMs).
+enum class XNumerics { Engine, Float };
+
 // y[r] = sum_k W[r, k] * x[k] for r in [0, rows); W rows of `cols` elements of type t, row r at
 // W + r * row_stride bytes. Splits rows over n_threads (1 = caller's thread only).
 void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
-            float* y, int n_threads);
+            float* y, int n_threads, XNumerics xn = XNumerics::Engine);
 
 // Rotates each of n_heads heads (head_dim floats, contiguous) in place at position pos:
 // theta_i = pos * freq_factor_i^-1 * base^(-2i/n_rot) for i < n_rot/2 (freq_factors may be null).
