@@ -108,6 +108,17 @@ bench)
         "$B/jitllm" bench --gpu -m "$f" -p ${BENCH_P:-512} -n 128 -r ${BENCH_R:-3} -o md 2>&1 | tee -a "$OUT/summary.txt"
     done
     ;;
+sweep)
+    # tuning sweep: tg128 of each SWEEP_SHAPES shape under each ';'-separated SWEEP_ARGS flag set
+    IFS=';' read -ra sets <<< "${SWEEP_ARGS:- }"
+    for spec in ${SWEEP_SHAPES:-llama3.1-8b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for a in "${sets[@]}"; do
+            r=$("$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1 | grep -E '^\| .*tg' | tail -1)
+            log "sweep $spec [$a]: $r"
+        done
+    done
+    ;;
 gemm)
     # gemm.cu vs cpu::matvec (every MMA level, split layout too), then TFLOP/s at m 512
     log "gemm vs cpu ${GEMM_FILTER:-*GemmVsCpu*}"

@@ -20,7 +20,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
     std::string profiler_dump_dir;
 
     void add(CLI::App& app) {
@@ -44,6 +44,14 @@ struct GpuFlags {
             ->check(CLI::Range(0, 32));
         app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
+        app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto)")
+            ->check(CLI::Range(0, 8));
+        app.add_option("--gemv-split-pipe", gemv_split_pipe,
+                       "tuning: split-layout gemv loads one step ahead, 0 or 1 (-1 = auto)")
+            ->check(CLI::Range(-1, 1));
+        app.add_option("--gemv-split-units", gemv_split_units,
+                       "tuning: split-layout gemv 16-byte units per lane and step (0 = auto)")
+            ->check(CLI::Range(0, 4));
         app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
@@ -55,6 +63,9 @@ struct GpuFlags {
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;
+        s.gemv_rows = gemv_rows;
+        s.gemv_split_pipe = gemv_split_pipe;
+        s.gemv_split_units = gemv_split_units;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

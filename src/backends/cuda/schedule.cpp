@@ -284,7 +284,7 @@ private:
         const bool warp = g_.gemv_warp;
         const int block = 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0)
-        const int r = 2;
+        const int r = o_.gemv_rows > 0 ? o_.gemv_rows : 2;
         const int rpb = warp ? (block / 32) * r : r;
         // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
@@ -297,7 +297,8 @@ private:
         v.set("ROWS0", g.rows[0]);
         if (n_mat > 1) v.set("ROWS1", g.rows[1]);
         if (n_mat > 2) v.set("ROWS2", g.rows[2]);
-        v.set("BLOCK", block).set("ROWS_PER_BLOCK", rpb).set("REDUCE", int(warp)).set("X_SMEM", int(x_smem));
+        v.set("BLOCK", block).set("ROWS_PER_BLOCK", rpb).set("REDUCE", int(warp));
+        v.set("X_SMEM", int(x_smem && !act_q8_type(w0->type)));  // Q4_0/Q8_0: int8 x in smem
         v.set("NORM_IN", int(g.norm_w != nullptr)).set("HAS_BIAS", int(bias)).set("EPI", g.epi);
         if (g.epi == 1) v.set("RES_SCALE", fstr(g.scale));
         if (g.epi == 3) v.set("OUT_SCALE", fstr(g.scale));
@@ -309,13 +310,16 @@ private:
         const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? 2 : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
+        if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
+        if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "");
         auto& k = add(idx, algo, v);
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
         k.block = Dim3(unsigned(block));
-        k.smem = x_smem ? unsigned(cols) * 4 : 0;
+        // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8)
+        k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
         k.args.clear();
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());

@@ -19,6 +19,9 @@
 //                   memory tree (no shuffles). Both correct for any shape.
 //   X_SMEM          1: x (normalised) staged in dynamic shared memory (COLS * 4 bytes).
 //                   0: x read through L1 (__ldg), normalised on the fly. Any COLS.
+//                   Q4_0 / Q8_0 (GEMV_XQ8, gemv_dot.cuh): ignored; x (normalised) is quantized
+//                   to Q8_0 blocks in dynamic shared memory (GEMV_XQ8_SMEM = COLS * 1.25
+//                   bytes) and the products are dp4a integer sums, as quant.h dot_rows_act_q8
 //   NORM_IN, HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as above (0 when unused)
 //   WSPLIT          1: Q4_0/Q8_0 rows in the split device layout (quant.h: quants, then f16
 //                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging;
@@ -31,7 +34,7 @@
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop), grid.y =
 //          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode),
-//          block = BLOCK, dynamic smem = X_SMEM ? COLS * 4 : 0 bytes (the host raises
+//          block = BLOCK, dynamic smem = Q4_0/Q8_0: COLS * 5 / 4, else X_SMEM ? COLS * 4 : 0 bytes (the host raises
 //          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES above 48 KiB);
 //          OUT_ROWS = ROWS0 (EPI=2) or ROWS0 + ROWS1 + ROWS2.
 // args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, norm_w, resid, eps); unused ones = null.
@@ -70,12 +73,6 @@
 #endif
 
 #define GROUP (REDUCE ? 32 : BLOCK)
-// Split-layout loops give each lane 32 (Q4_0) or 16 (Q8_0) consecutive elements, so the lanes'
-// float4 reads of x would be 128 / 64 bytes apart (8- / 4-way shared-memory bank conflicts):
-// x is stored with float4 q at (q & ~7) | ((q + (q >> 3)) & 7), which spreads the 8 lanes of
-// each quarter-warp phase over all 32 banks.
-#define GEMV_XSWZ (WSPLIT && X_SMEM && COLS % 32 == 0 && (WTYPE == Q4_0 || WTYPE == Q8_0))
-
 #include "common/gemv_dot.cuh"
 
 #define GEMV_GPB (BLOCK / GROUP)                   // groups per block
@@ -154,27 +151,61 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     xs.nw = norm_w;
     xs.inv = 1.0f;
     // --- prologue: x into shared memory and/or the rms of x (every block does it: x is small)
-#if X_SMEM
+#if GEMV_XQ8
+    // x (normalised) quantized to Q8_0 blocks in shared memory (gemv_dot.cuh); X_SMEM ignored
+    JITLLM_DYN_SMEM(float, xsm);
+    xs.q = reinterpret_cast<const uint8_t*>(xsm);
+    xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
+    float inv = 1.0f;
+#if NORM_IN
+    {
+        float ss = 0.0f;
+        for (int k = 4 * tid; k < COLS; k += 4 * BLOCK) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
+            ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+        }
+        // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
+        inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
+    }
+#endif
+    for (int base = 0; base < COLS; base += 4 * BLOCK) {  // uniform trip count: whole warps
+        const int k = base + 4 * tid;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (k < COLS) {
+            v = __ldg(reinterpret_cast<const float4*>(x + k));
+#if NORM_IN
+            const float4 w = __ldg(reinterpret_cast<const float4*>(norm_w + k));
+            v.x = v.x * inv * w.x;
+            v.y = v.y * inv * w.y;
+            v.z = v.z * inv * w.z;
+            v.w = v.w * inv * w.w;
+#endif
+        }
+        xq8_store(v, k, reinterpret_cast<uint8_t*>(xsm), reinterpret_cast<float2*>(reinterpret_cast<uint8_t*>(xsm) + COLS));
+    }
+    (void)inv;
+    __syncthreads();
+#elif X_SMEM
     JITLLM_DYN_SMEM(float, xsm);
     xs.p = xsm;
     float ss = 0.0f;
     if (COLS % 4 == 0) {
         for (int k = 4 * tid; k < COLS; k += 4 * BLOCK) {
             const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
-            *reinterpret_cast<float4*>(xsm + x_phys(k)) = v;
+            *reinterpret_cast<float4*>(xsm + k) = v;
             ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
         }
     } else {
         for (int k = tid; k < COLS; k += BLOCK) {
             const float v = __ldg(x + k);
-            xsm[x_phys(k)] = v;
+            xsm[k] = v;
             ss += v * v;
         }
     }
 #if NORM_IN
     // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
     const float inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
-    for (int k = tid; k < COLS; k += BLOCK) xsm[x_phys(k)] = xsm[x_phys(k)] * inv * __ldg(norm_w + k);
+    for (int k = tid; k < COLS; k += BLOCK) xsm[k] = xsm[k] * inv * __ldg(norm_w + k);
 #else
     (void)ss;
 #endif

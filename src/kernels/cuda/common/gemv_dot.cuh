@@ -15,14 +15,43 @@
 
 #include "common/quant_blocks.cuh"
 
-// Where element k of x lives in the shared-memory copy (gemv.cu's GEMV_XSWZ, else k).
-__device__ __forceinline__ int x_phys(int k) {
-#if defined(GEMV_XSWZ) && GEMV_XSWZ
-    const int q = k >> 2;
-    return (((q & ~7) | ((q + (q >> 3)) & 7)) << 2) | (k & 3);
+// GEMV_XQ8 (gemv.cu): Q4_0 / Q8_0 weights multiply x quantized to Q8_0 blocks (the engine's
+// numerics, quant.h act_q8_type): shared memory holds the int8 values (Q4_0: two planes, the
+// elements 0..15 of every block at 16 * b, elements 16..31 at COLS / 2 + 16 * b, so a lane's
+// 16-byte reads of consecutive blocks are conflict-free; Q8_0: in order) and per block (d, 8 *
+// sum of the block's values) as a float2 after them. dp4a integer sums, one float product per
+// block and row.
+#define GEMV_XQ8 (WTYPE == Q4_0 || WTYPE == Q8_0)
+#define GEMV_XQ8_SMEM (COLS + (COLS / 32) * 8)  // bytes
+
+// Quantizes the float4 x[k..k+3] of this lane into the shared copy. All 32 lanes of the warp
+// call it (k out of range: v = 0, nothing stored); the 8 lanes of each aligned 32-element block
+// share its max |x|. Same rule as quantize_row(Q8_0): d = amax / 127, q = roundf(x / d) with
+// 1 / d, the scale kept rounded to f16.
+__device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* qd) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int q0 = int(roundf(v.x * id)), q1 = int(roundf(v.y * id));
+    const int q2 = int(roundf(v.z * id)), q3 = int(roundf(v.w * id));
+    int sum = (q0 + q1) + (q2 + q3);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+    if (k >= COLS) return;
+    const uint32_t word = (uint32_t(q0) & 0xFFu) | ((uint32_t(q1) & 0xFFu) << 8) |
+                          ((uint32_t(q2) & 0xFFu) << 16) | (uint32_t(q3) << 24);
+    const int b = k >> 5, e = k & 31;
+#if WTYPE == Q4_0
+    const int off = e < 16 ? 16 * b + e : COLS / 2 + 16 * b + (e - 16);
 #else
-    return k;
+    const int off = k;
 #endif
+    *reinterpret_cast<uint32_t*>(q + off) = word;
+    if (e == 0) qd[b] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
 }
 
 // The activation vector x as the inner loops see it (already RMS-normalised when NORM_IN).
@@ -30,10 +59,15 @@ struct XSrc {
     const float* p;  // X_SMEM: the normalised copy in shared memory; else x in global memory
     const float* nw; // norm weight (NORM_IN && !X_SMEM)
     float inv;       // 1 / rms (NORM_IN && !X_SMEM)
+    const uint8_t* q;   // GEMV_XQ8: the int8 copy in shared memory (layout above)
+    const float2* qd;   // GEMV_XQ8: per block (d, 8 * sum q)
+
+    __device__ __forceinline__ uint4 q16(int off) const { return *reinterpret_cast<const uint4*>(q + off); }
+    __device__ __forceinline__ int q4(int off) const { return *reinterpret_cast<const int*>(q + off); }
 
     __device__ __forceinline__ float4 load4(int k) const {
 #if X_SMEM
-        return *reinterpret_cast<const float4*>(p + x_phys(k));  // PRECOND: k % 4 == 0
+        return *reinterpret_cast<const float4*>(p + k);  // PRECOND: k % 4 == 0
 #else
         float4 v = __ldg(reinterpret_cast<const float4*>(p + k));
 #if NORM_IN
@@ -48,7 +82,7 @@ struct XSrc {
     }
     __device__ __forceinline__ float load1(int k) const {
 #if X_SMEM
-        return p[x_phys(k)];
+        return p[k];
 #elif NORM_IN
         return __ldg(p + k) * inv * __ldg(nw + k);
 #else
@@ -174,38 +208,41 @@ __device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const*
 
 template <int R>
 __device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, int v0, int gt, float* acc) {
-    constexpr int NV = GEMV_QBYTES / 16, EPU = WTYPE == Q4_0 ? 32 : 16;
+    constexpr int NV = GEMV_QBYTES / 16;
 #pragma unroll
     for (int u = 0; u < GEMV_SPLIT_U; ++u) {
         const int v = v0 + gt + GROUP * u;
         if (v >= NV) continue;
-        const int e0 = v * EPU;
 #if WTYPE == Q4_0
-        // word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high nibbles)
-        float4 xl[4], xh[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            xl[i] = xs.load4(e0 + 4 * i);
-            xh[i] = xs.load4(e0 + 16 + 4 * i);
-        }
+        // unit v = block v; word i: elements 4i..4i+3 (low nibbles, plane A word i) and
+        // 16+4i.. (high nibbles, plane B word i); nibbles 0..15, the -8 via the block's 8 * sum
+        const uint4 xa = xs.q16(16 * v), xb = xs.q16(COLS / 2 + 16 * v);
+        const float2 xd = xs.qd[v];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float t = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                t += nib4_dot<false>(word4(s.w[r][u], i), xl[i], 8.0f) + nib4_dot<true>(word4(s.w[r][u], i), xh[i], 8.0f);
-            acc[r] += f16_to_f32(uint16_t(s.d[r][u])) * t;
+            const uint4 w = s.w[r][u];
+            int t = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xa.x), 0);
+            t = __dp4a(int((w.x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
+            t = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xa.y), t);
+            t = __dp4a(int((w.y >> 4) & 0x0F0F0F0Fu), int(xb.y), t);
+            t = __dp4a(int(w.z & 0x0F0F0F0Fu), int(xa.z), t);
+            t = __dp4a(int((w.z >> 4) & 0x0F0F0F0Fu), int(xb.z), t);
+            t = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xa.w), t);
+            t = __dp4a(int((w.w >> 4) & 0x0F0F0F0Fu), int(xb.w), t);
+            acc[r] += (f16_to_f32(uint16_t(s.d[r][u])) * xd.x) * (float(t) - xd.y);
         }
 #else
-        float4 xv[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) xv[i] = xs.load4(e0 + 4 * i);
+        // unit v = half block: elements 16v..16v+15, int8 x int8
+        const uint4 xv = xs.q16(16 * v);
+        const float xd = xs.qd[v >> 1].x;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float t = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) t += byte4_dot(word4(s.w[r][u], i) ^ 0x80808080u, xv[i], 128.0f);
-            acc[r] += f16_to_f32(uint16_t(s.d[r][u])) * t;
+            const uint4 w = s.w[r][u];
+            int t = __dp4a(int(w.x), int(xv.x), 0);
+            t = __dp4a(int(w.y), int(xv.y), t);
+            t = __dp4a(int(w.z), int(xv.z), t);
+            t = __dp4a(int(w.w), int(xv.w), t);
+            acc[r] += (f16_to_f32(uint16_t(s.d[r][u])) * xd) * float(t);
         }
 #endif
     }
@@ -359,15 +396,16 @@ template <int R>
 __device__ __forceinline__ void staged_block(const uint8_t* stage, const int* p, int qb, int lane,
                                              const XSrc& xs, float* acc) {
 #if WTYPE == Q8_0
-    // lane t of 8: qs bytes 4t..4t+3 = elements 4t..4t+3
+    // lane t of 8: qs bytes 4t..4t+3 = elements 4t..4t+3, int8 x int8 (GEMV_XQ8)
     const int t = lane & 7;
-    const float4 xv = xs.load4(qb * 32 + 4 * t);
+    const int xv = xs.q4(qb * 32 + 4 * t);
+    const float xd = xs.qd[qb].x;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const uint8_t* sb = stage + r * GEMV_STAGE_BYTES;
         const float d = f16_to_f32(smem_u16(sb, p[r]));
-        const uint32_t w = smem_u32(sb, p[r] + 2 + 4 * t) ^ 0x80808080u;  // int8 + 128
-        acc[r] += d * byte4_dot(w, xv, 128.0f);
+        const int w = int(smem_u32(sb, p[r] + 2 + 4 * t));
+        acc[r] += (d * xd) * float(__dp4a(w, xv, 0));
     }
 #elif WTYPE == Q6_K
     // lane = (n, s, t): ql word 4*lane holds elements 128n + 32s + 4t + [0,4) (low nibbles)
@@ -392,6 +430,20 @@ __device__ __forceinline__ void staged_block(const uint8_t* stage, const int* p,
     // and 16 + 4t.. (high nibbles)
     constexpr int QS = WTYPE == Q4_0 ? 2 : WTYPE == Q4_1 ? 4 : WTYPE == Q5_0 ? 6 : 8;
     const int t = lane & 3;
+#if WTYPE == Q4_0
+    // int8 x (GEMV_XQ8): nibbles 0..15 times x, minus 8 * the lane's x sum
+    const int xl = xs.q4(16 * qb + 4 * t), xh = xs.q4(COLS / 2 + 16 * qb + 4 * t);
+    const float xd = xs.qd[qb].x;
+    const int x8 = __dp4a(0x08080808, xl, __dp4a(0x08080808, xh, 0));
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const uint8_t* sb = stage + r * GEMV_STAGE_BYTES;
+        const float d = f16_to_f32(smem_u16(sb, p[r]));
+        const uint32_t w = smem_u32(sb, p[r] + QS + 4 * t);
+        const int isum = __dp4a(int((w >> 4) & 0x0F0F0F0Fu), xh, __dp4a(int(w & 0x0F0F0F0Fu), xl, 0));
+        acc[r] += (d * xd) * float(isum - x8);
+    }
+#else
     const float4 xl = xs.load4(qb * 32 + 4 * t), xh = xs.load4(qb * 32 + 16 + 4 * t);
 #if WTYPE == Q4_1 || WTYPE == Q5_1
     const float sx = ((xl.x + xl.y) + (xl.z + xl.w)) + ((xh.x + xh.y) + (xh.z + xh.w));
@@ -401,9 +453,7 @@ __device__ __forceinline__ void staged_block(const uint8_t* stage, const int* p,
         const uint8_t* sb = stage + r * GEMV_STAGE_BYTES;
         const float d = f16_to_f32(smem_u16(sb, p[r]));
         const uint32_t w = smem_u32(sb, p[r] + QS + 4 * t);
-#if WTYPE == Q4_0
-        acc[r] += d * (nib4_dot<false>(w, xl, 8.0f) + nib4_dot<true>(w, xh, 8.0f));
-#elif WTYPE == Q4_1
+#if WTYPE == Q4_1
         const float m = f16_to_f32(smem_u16(sb, p[r] + 2));
         acc[r] += d * (nib4_dot<false>(w, xl, 0.0f) + nib4_dot<true>(w, xh, 0.0f)) + m * sx;
 #else
@@ -422,6 +472,7 @@ __device__ __forceinline__ void staged_block(const uint8_t* stage, const int* p,
 #endif
 #endif
     }
+#endif  // WTYPE == Q4_0
 #endif
 }
 
