@@ -312,6 +312,7 @@ private:
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
+        if (wsplit && o_.gemv_early_load >= 0) v.set("EARLY_LOAD", o_.gemv_early_load);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "");
         auto& k = add(idx, algo, v);
@@ -594,7 +595,7 @@ private:
                 k.block = Dim3(128);
                 rows_grid(k, 2);
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
-                          null(), slot(Slot::Seqs)};
+                          null(), slot(Slot::Seqs), null()};
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
@@ -781,23 +782,17 @@ private:
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
                 k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
-                          null()};
+                          null(), g_.attn_split ? scratch("attn_tickets") : null()};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 if (g_.attn_split) {
+                    // partial states per split; the last block of each kv head combines them
+                    // (attention_decode.cu: a ticket counter per kv head, zeroed at allocation)
                     const size_t sb = size_t(c_.n_heads) * size_t(g_.n_splits) * size_t(hd + 2) * 4;
                     s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
-                    k.bytes += sb;
-                    // the reduce entry of the same module; reported under the same task
-                    KernelStep r = k;
-                    r.symbol = k.symbol + "_reduce";
-                    r.grid = Dim3(unsigned(c_.n_heads)); r.block = Dim3(unsigned(hd));
-                    r.args = {scratch("attn_split"), slot(Slot::Att)};
-                    r.bytes = sb + uint64_t(c_.n_heads) * hd * 4;
-                    r.bytes_per_pos = 0;
-                    r.flops = 0;
-                    out_->push_back(std::move(r));
+                    s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads) * 4);
+                    k.bytes += 2 * sb;
                 }
                 return 1;
             }
@@ -1062,7 +1057,6 @@ std::vector<Variant> schedule_variants(const Schedule& s) {
     std::set<std::string> seen;
     for (const auto* ph : {&s.decode, &s.prefill, &s.batch})
         for (const auto& k : *ph) {
-            if (k.symbol.size() > 7 && k.symbol.compare(k.symbol.size() - 7, 7, "_reduce") == 0) continue;
             const std::string id = k.variant.display_name();
             if (seen.insert(id).second) v.push_back(k.variant);
         }

@@ -9,7 +9,9 @@
 //   1  one block per kv head over the whole context; writes out.       grid = (N_KV_HEADS, 1)
 //   2  split-KV (flash-decoding): block (kvh, s) covers split s of the context, cut at run time
 //      into N_SPLITS near-equal chunks of n_pos = *pos_ptr + 1 (empty splits write m = -inf,
-//      l = 0); writes scratch. Then <name>_reduce combines the splits. grid = (N_KV_HEADS, N_SPLITS)
+//      l = 0); writes scratch; the last block of each kv head to finish (atomic ticket) combines
+//      its splits and writes out (was a second kernel, <name>_reduce, until 2026-12-01).
+//      grid = (N_KV_HEADS, N_SPLITS)
 //
 // params:
 //   WINDOW (optional) attend to the last WINDOW cached positions only (sliding window; 0 = all)
@@ -18,15 +20,14 @@
 //   KV_LOAD (bytes per thread and position: 16, or 8 = default for half with > 4 heads/group),
 //   BLOCK (multiple of HEAD_DIM/VEC and of 32; power of two if REDUCE=0), REDUCE, TILE
 //   (positions per group per step, default 4, or 2 when N_HEADS/N_KV_HEADS > 2), PDL (default 0)
-// launch:  main:   grid (N_KV_HEADS, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
-//          reduce: grid N_HEADS, block HEAD_DIM, smem 0 (ALGO=2 only)
-// args:    main:   (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr)   q, out: (N_HEADS, HEAD_DIM)
+// launch:  grid (N_KV_HEADS, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
+// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
+//          tickets (ALGO=2): N_KV_HEADS zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
 //          cache of sequence seq_ptr[r] (causal within a prompt chunk)
 //                  floats; caches: [n_ctx][N_KV_HEADS * HEAD_DIM] KV_T (this layer's base);
-//                  scratch (ALGO=2): N_HEADS * N_SPLITS * (HEAD_DIM + 2) floats; out unused
-//                  (ALGO=2) / scratch unused (ALGO=1)
-//          reduce: (scratch, out)
+//                  scratch (ALGO=2): N_HEADS * N_SPLITS * (HEAD_DIM + 2) floats; scratch and
+//                  tickets unused (ALGO=1)
 //          PRECOND: 16-byte aligned pointers; 0 <= *pos_ptr < n_ctx.
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 2 * sizeof(KV_T) + 2 * N_HEADS * HEAD_DIM * 4
 //          (+ 2 * N_HEADS * N_SPLITS * (HEAD_DIM + 2) * 4 for ALGO=2)
@@ -101,7 +102,7 @@ __device__ __forceinline__ void kv_to_float(uint4 w, float* f) {  // VEC floats
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
-            float* out, float* scratch, const int* seq_ptr) {
+            float* out, float* scratch, const int* seq_ptr, unsigned* tickets) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
 #if !REDUCE
     __shared__ float red[QPG * TILE * BLOCK];
@@ -267,30 +268,37 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         }
         __syncthreads();
     }
+#if ALGO == 2
+    // The last block of this kv head to finish (a ticket from an atomic counter) combines the
+    // N_SPLITS partial states of its QPG query heads: out = sum_s w_s o_s / sum_s w_s l_s,
+    // w_s = exp(m_s - max m); it then resets the counter for the next launch.
+    __shared__ bool last;
+    __threadfence();  // every thread's scratch writes are visible before the block's ticket
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == N_SPLITS - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
+        const int hq = kvh * QPG + idx / HEAD_DIM, d = idx % HEAD_DIM;
+        const float* sc = scratch + (unsigned long long)hq * N_SPLITS * (HEAD_DIM + 2);
+        float M = -JL_INF;
+        for (int s = 0; s < N_SPLITS; ++s) M = fmaxf(M, __ldcg(sc + s * (HEAD_DIM + 2) + HEAD_DIM));
+        float L = 0.0f, O = 0.0f;
+        for (int s = 0; s < N_SPLITS; ++s) {
+            const float* st = sc + s * (HEAD_DIM + 2);
+            const float ls = __ldcg(st + HEAD_DIM + 1);
+            if (ls == 0.0f) continue;  // empty split (m = -inf)
+            const float wgt = expf(__ldcg(st + HEAD_DIM) - M);
+            L += ls * wgt;
+            O += __ldcg(st + d) * wgt;
+        }
+        out[hq * HEAD_DIM + d] = O / L;
+    }
+    if (tid == 0) tickets[kvh] = 0u;
+#endif
     (void)out;
     (void)scratch;
     (void)seq_ptr;
+    (void)tickets;
 }
-
-#if ALGO == 2
-// Combines the N_SPLITS partial states of each query head: out = sum_s w_s o_s / sum_s w_s l_s,
-// w_s = exp(m_s - max m). grid = N_HEADS, block = HEAD_DIM.
-extern "C" __global__ void __launch_bounds__(HEAD_DIM)
-JITLLM_CAT(KERNEL_NAME, _reduce)(const float* scratch, float* out) {
-    pdl_launch_dependents();
-    pdl_wait();
-    const int h = blockIdx.x, d = threadIdx.x;
-    const float* sc = scratch + (unsigned long long)h * N_SPLITS * (HEAD_DIM + 2);
-    float M = -JL_INF;
-    for (int s = 0; s < N_SPLITS; ++s) M = fmaxf(M, sc[s * (HEAD_DIM + 2) + HEAD_DIM]);
-    float L = 0.0f, O = 0.0f;
-    for (int s = 0; s < N_SPLITS; ++s) {
-        const float* st = sc + s * (HEAD_DIM + 2);
-        if (st[HEAD_DIM + 1] == 0.0f) continue;  // empty split (m = -inf)
-        const float wgt = expf(st[HEAD_DIM] - M);
-        L += st[HEAD_DIM + 1] * wgt;
-        O += st[d] * wgt;
-    }
-    out[h * HEAD_DIM + d] = O / L;
-}
-#endif

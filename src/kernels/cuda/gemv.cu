@@ -29,6 +29,8 @@
 //                   per lane and step (gemv_dot.cuh)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
+//   EARLY_LOAD      1 (WSPLIT, not pipelined): the first step of the block's first pass is
+//                   loaded before the x prologue and the PDL wait; default 0
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
@@ -73,6 +75,9 @@
 #endif
 
 #define GROUP (REDUCE ? 32 : BLOCK)
+#ifndef EARLY_LOAD
+#define EARLY_LOAD 0
+#endif
 #include "common/gemv_dot.cuh"
 
 #define GEMV_GPB (BLOCK / GROUP)                   // groups per block
@@ -98,6 +103,23 @@ __device__ __forceinline__ const uint8_t* mat_row(const uint8_t* w0, const uint8
     if (N_MAT == 1 || o < ROWS0) return w0 + (unsigned long long)o * GEMV_ROW_BYTES;
     if (N_MAT == 2 || o < ROWS0 + ROWS1) return w1 + (unsigned long long)(o - ROWS0) * GEMV_ROW_BYTES;
     return w2 + (unsigned long long)(o - ROWS0 - ROWS1) * GEMV_ROW_BYTES;
+}
+
+// The GEMV_DR weight rows of the pass starting at output row o0 (past the end: the last row).
+__device__ __forceinline__ void pass_rows(const uint8_t* W0, const uint8_t* W1, const uint8_t* W2, int o0,
+                                          const uint8_t** rows) {
+#pragma unroll
+    for (int i = 0; i < GEMV_OPG; ++i) {
+        const int o = min(o0 + i, GEMV_OUT_ROWS - 1);  // past the end: recompute the last row
+#if EPI == 2
+        rows[2 * i] = W0 + (unsigned long long)o * GEMV_ROW_BYTES;
+        rows[2 * i + 1] = N_MAT == 2 ? W1 + (unsigned long long)o * GEMV_ROW_BYTES
+                                     : W0 + (unsigned long long)(o + UP_OFFSET_ROWS) * GEMV_ROW_BYTES;
+#else
+        rows[i] = mat_row(W0, W1, W2, o);
+#endif
+    }
+    (void)W1; (void)W2;
 }
 
 extern "C" __global__ void GEMV_LAUNCH_BOUNDS
@@ -144,6 +166,15 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             prefetch_l2(row + 128 * line);
         }
+    }
+#endif
+#if GEMV_EARLY
+    // the first pass's first step of weights, in flight during the prologue (and the PDL wait)
+    SplitSet<GEMV_DR> early;
+    {
+        const uint8_t* rows[GEMV_DR];
+        pass_rows(W0, W1, W2, (blockIdx.x * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows);
+        split_load<GEMV_DR>(early, rows, 0, tid % GROUP);
     }
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
@@ -229,21 +260,16 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     for (int o0 = (blockIdx.x * GEMV_GPB + g) * GEMV_OPG; o0 < GEMV_OUT_ROWS;
          o0 += gridDim.x * GEMV_GPB * GEMV_OPG) {
         const uint8_t* rows[GEMV_DR];
-#pragma unroll
-        for (int i = 0; i < GEMV_OPG; ++i) {
-            const int o = min(o0 + i, GEMV_OUT_ROWS - 1);  // past the end: recompute the last row
-#if EPI == 2
-            rows[2 * i] = W0 + (unsigned long long)o * GEMV_ROW_BYTES;
-            rows[2 * i + 1] = N_MAT == 2 ? W1 + (unsigned long long)o * GEMV_ROW_BYTES
-                                         : W0 + (unsigned long long)(o + UP_OFFSET_ROWS) * GEMV_ROW_BYTES;
-#else
-            rows[i] = mat_row(W0, W1, W2, o);
-#endif
-        }
+        pass_rows(W0, W1, W2, o0, rows);
         float acc[GEMV_DR];
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
-        rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
+#if GEMV_EARLY
+        if (o0 == (blockIdx.x * GEMV_GPB + g) * GEMV_OPG)
+            rows_dot_from<GEMV_DR>(rows, xs, gt, acc, early);
+        else
+#endif
+            rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
         if (o0 + gridDim.x * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
 
         // --- reduce each row's partial sums over the group
