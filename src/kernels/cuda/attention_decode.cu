@@ -279,21 +279,38 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
-        const int hq = kvh * QPG + idx / HEAD_DIM, d = idx % HEAD_DIM;
-        const float* sc = scratch + (unsigned long long)hq * N_SPLITS * (HEAD_DIM + 2);
+    // split weights w_s = exp(m_s - M) and L per query head in shared memory (one thread per
+    // head, splits in order: the sums of the former _reduce kernel, bit for bit), then every
+    // output dim sums its splits with independent loads
+    __shared__ float wsm[QPG * N_SPLITS], lsm[QPG];
+    for (int idx = tid; idx < QPG * N_SPLITS; idx += BLOCK) {
+        const float* st = scratch + ((unsigned long long)(kvh * QPG + idx / N_SPLITS) * N_SPLITS + idx % N_SPLITS) * (HEAD_DIM + 2);
+        wsm[idx] = __ldcg(st + HEAD_DIM);  // m_s for now
+        if (__ldcg(st + HEAD_DIM + 1) == 0.0f) wsm[idx] = -JL_INF;  // empty split
+    }
+    __syncthreads();
+    if (tid < QPG) {
+        float* w = wsm + tid * N_SPLITS;
+        const float* sc = scratch + (unsigned long long)(kvh * QPG + tid) * N_SPLITS * (HEAD_DIM + 2);
         float M = -JL_INF;
-        for (int s = 0; s < N_SPLITS; ++s) M = fmaxf(M, __ldcg(sc + s * (HEAD_DIM + 2) + HEAD_DIM));
-        float L = 0.0f, O = 0.0f;
+        for (int s = 0; s < N_SPLITS; ++s) M = fmaxf(M, w[s]);
+        float L = 0.0f;
         for (int s = 0; s < N_SPLITS; ++s) {
-            const float* st = sc + s * (HEAD_DIM + 2);
-            const float ls = __ldcg(st + HEAD_DIM + 1);
-            if (ls == 0.0f) continue;  // empty split (m = -inf)
-            const float wgt = expf(__ldcg(st + HEAD_DIM) - M);
+            const float ls = __ldcg(sc + s * (HEAD_DIM + 2) + HEAD_DIM + 1);
+            const float wgt = ls == 0.0f ? 0.0f : expf(w[s] - M);
             L += ls * wgt;
-            O += __ldcg(st + d) * wgt;
+            w[s] = wgt;
         }
-        out[hq * HEAD_DIM + d] = O / L;
+        lsm[tid] = L;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
+        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
+        const float* sc = scratch + (unsigned long long)(kvh * QPG + h) * N_SPLITS * (HEAD_DIM + 2) + d;
+        float O = 0.0f;
+#pragma unroll 8
+        for (int s = 0; s < N_SPLITS; ++s) O += __ldcg(sc + s * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + s];
+        out[(kvh * QPG + h) * HEAD_DIM + d] = O / lsm[h];
     }
     if (tid == 0) tickets[kvh] = 0u;
 #endif

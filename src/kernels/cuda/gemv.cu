@@ -75,6 +75,8 @@
 #endif
 
 #define GROUP (REDUCE ? 32 : BLOCK)
+#define GEMV_XT ((COLS + 4 * BLOCK - 1) / (4 * BLOCK))  // float4 of x per thread
+#define GEMV_XC (GEMV_XT < 8 ? GEMV_XT : 8)             // ... loaded per chunk
 #ifndef EARLY_LOAD
 #define EARLY_LOAD 0
 #endif
@@ -188,31 +190,47 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     xs.q = reinterpret_cast<const uint8_t*>(xsm);
     xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
     float inv = 1.0f;
+    // x is read from L2 in chunks of GEMV_XC float4 per thread, all loads of a chunk issued
+    // before any is used (a loop of one load per trip waits one L2 latency per trip)
 #if NORM_IN
     {
         float ss = 0.0f;
-        for (int k = 4 * tid; k < COLS; k += 4 * BLOCK) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
-            ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+        for (int c0 = 0; c0 < GEMV_XT; c0 += GEMV_XC) {
+            float4 v[GEMV_XC];
+#pragma unroll
+            for (int j = 0; j < GEMV_XC; ++j) {
+                const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
+                v[j] = c0 + j < GEMV_XT && k < COLS ? __ldg(reinterpret_cast<const float4*>(x + k)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+            for (int j = 0; j < GEMV_XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
         }
         // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
         inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
     }
 #endif
-    for (int base = 0; base < COLS; base += 4 * BLOCK) {  // uniform trip count: whole warps
-        const int k = base + 4 * tid;
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (k < COLS) {
-            v = __ldg(reinterpret_cast<const float4*>(x + k));
+    for (int c0 = 0; c0 < GEMV_XT; c0 += GEMV_XC) {  // uniform trip counts: whole warps
+        float4 v[GEMV_XC];
+#pragma unroll
+        for (int j = 0; j < GEMV_XC; ++j) {
+            const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
+            v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (c0 + j < GEMV_XT && k < COLS) {
+                v[j] = __ldg(reinterpret_cast<const float4*>(x + k));
 #if NORM_IN
-            const float4 w = __ldg(reinterpret_cast<const float4*>(norm_w + k));
-            v.x = v.x * inv * w.x;
-            v.y = v.y * inv * w.y;
-            v.z = v.z * inv * w.z;
-            v.w = v.w * inv * w.w;
+                const float4 w = __ldg(reinterpret_cast<const float4*>(norm_w + k));
+                v[j].x = v[j].x * inv * w.x;
+                v[j].y = v[j].y * inv * w.y;
+                v[j].z = v[j].z * inv * w.z;
+                v[j].w = v[j].w * inv * w.w;
 #endif
+            }
         }
-        xq8_store(v, k, reinterpret_cast<uint8_t*>(xsm), reinterpret_cast<float2*>(reinterpret_cast<uint8_t*>(xsm) + COLS));
+#pragma unroll
+        for (int j = 0; j < GEMV_XC; ++j)
+            if (c0 + j < GEMV_XT)
+                xq8_store(v[j], (c0 + j) * 4 * BLOCK + 4 * tid, reinterpret_cast<uint8_t*>(xsm),
+                          reinterpret_cast<float2*>(reinterpret_cast<uint8_t*>(xsm) + COLS));
     }
     (void)inv;
     __syncthreads();
@@ -220,11 +238,22 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     JITLLM_DYN_SMEM(float, xsm);
     xs.p = xsm;
     float ss = 0.0f;
-    if (COLS % 4 == 0) {
-        for (int k = 4 * tid; k < COLS; k += 4 * BLOCK) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
-            *reinterpret_cast<float4*>(xsm + k) = v;
-            ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+    if (COLS % 4 == 0) {  // chunks of loads in flight, as above
+        for (int c0 = 0; c0 < GEMV_XT; c0 += GEMV_XC) {
+            float4 v[GEMV_XC];
+#pragma unroll
+            for (int j = 0; j < GEMV_XC; ++j) {
+                const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
+                if (c0 + j < GEMV_XT && k < COLS) v[j] = __ldg(reinterpret_cast<const float4*>(x + k));
+            }
+#pragma unroll
+            for (int j = 0; j < GEMV_XC; ++j) {
+                const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
+                if (c0 + j < GEMV_XT && k < COLS) {
+                    *reinterpret_cast<float4*>(xsm + k) = v[j];
+                    ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
+                }
+            }
         }
     } else {
         for (int k = tid; k < COLS; k += BLOCK) {
@@ -236,7 +265,30 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if NORM_IN
     // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
     const float inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
-    for (int k = tid; k < COLS; k += BLOCK) xsm[k] = xsm[k] * inv * __ldg(norm_w + k);
+    if (COLS % 4 == 0) {
+        for (int c0 = 0; c0 < GEMV_XT; c0 += GEMV_XC) {
+            float4 w[GEMV_XC];
+#pragma unroll
+            for (int j = 0; j < GEMV_XC; ++j) {
+                const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
+                if (c0 + j < GEMV_XT && k < COLS) w[j] = __ldg(reinterpret_cast<const float4*>(norm_w + k));
+            }
+#pragma unroll
+            for (int j = 0; j < GEMV_XC; ++j) {
+                const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
+                if (c0 + j < GEMV_XT && k < COLS) {  // this thread wrote these four itself
+                    float4 v = *reinterpret_cast<const float4*>(xsm + k);
+                    v.x = v.x * inv * w[j].x;
+                    v.y = v.y * inv * w[j].y;
+                    v.z = v.z * inv * w[j].z;
+                    v.w = v.w * inv * w[j].w;
+                    *reinterpret_cast<float4*>(xsm + k) = v;
+                }
+            }
+        }
+    } else {
+        for (int k = tid; k < COLS; k += BLOCK) xsm[k] = xsm[k] * inv * __ldg(norm_w + k);
+    }
 #else
     (void)ss;
 #endif
