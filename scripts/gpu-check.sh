@@ -41,6 +41,14 @@ golden)
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_SIBLINGS=1 "$B/engine_golden_test" > "$OUT/golden-siblings.txt" 2>&1
     grep -E "golden\]|OK|FAILED|PASSED|Failure" "$OUT/golden-siblings.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
     ;;
+bisect)
+    # golden (default gates) under each ';'-separated BISECT_FORCE set (JITLLM_TEST_CUDA_FORCE)
+    IFS=';' read -ra sets <<< "${BISECT_FORCE:-launch.pdl=serial;attn.algo=onepass}"
+    for fs in "${sets[@]}"; do
+        log "golden with $fs"
+        JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE="$fs" "$B/engine_golden_test" 2>&1 | grep -E "^\[golden\]|FAILED  \]|PASSED" | grep -v absent | head -20 | tee -a "$OUT/summary.txt"
+    done
+    ;;
 kernels)
     log "kernels vs CPU reference"
     "$B/kernels_vs_cpu_test" > "$OUT/kernels.txt" 2>&1

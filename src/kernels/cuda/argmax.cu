@@ -83,7 +83,7 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
     int bi = 0x7fffffff;
     int k = lo + 4 * t;
     for (; k + 3 < hi; k += 4 * BLOCK) {  // ascending per thread: strict > keeps the lowest index
-        const float4 v = __ldg(reinterpret_cast<const float4*>(logits + k));
+        const float4 v = ld_act4(logits + k);
         if (better(v.x, k, bv, bi)) bv = v.x, bi = k;
         if (better(v.y, k + 1, bv, bi)) bv = v.y, bi = k + 1;
         if (better(v.z, k + 2, bv, bi)) bv = v.z, bi = k + 2;

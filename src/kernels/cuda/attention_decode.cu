@@ -79,8 +79,8 @@ static_assert(BLOCK % GS == 0 && BLOCK % 32 == 0, "BLOCK: whole position groups 
 
 // K/V of one position for this thread: KV_LOAD bytes (the upper half of w is unused for 8)
 __device__ __forceinline__ uint4 kv_load(const KV_T* p) {
-    if (KV_LOAD == 16) return ldg_stream16(p);
-    const uint2 v = ldg_stream8(p);
+    if (KV_LOAD == 16) return ld_stream16_act(p);  // the previous kernel stored this position
+    const uint2 v = ld_stream8_act(p);
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 

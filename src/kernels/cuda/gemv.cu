@@ -18,7 +18,7 @@
 //   REDUCE          1: a warp per R rows, shuffle reduction. 0: the block per R rows, shared-
 //                   memory tree (no shuffles). Both correct for any shape.
 //   X_SMEM          1: x (normalised) staged in dynamic shared memory (COLS * 4 bytes).
-//                   0: x read through L1 (__ldg), normalised on the fly. Any COLS.
+//                   0: x read through L1 (ld_act), normalised on the fly. Any COLS.
 //                   Q4_0 / Q8_0 (GEMV_XQ8, gemv_dot.cuh): ignored; x (normalised) is quantized
 //                   to Q8_0 blocks in dynamic shared memory (GEMV_XQ8_SMEM = COLS * 1.25
 //                   bytes) and the products are dp4a integer sums, as quant.h dot_rows_act_q8
@@ -200,7 +200,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #pragma unroll
             for (int j = 0; j < GEMV_XC; ++j) {
                 const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
-                v[j] = c0 + j < GEMV_XT && k < COLS ? __ldg(reinterpret_cast<const float4*>(x + k)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                v[j] = c0 + j < GEMV_XT && k < COLS ? ld_act4(x + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
             for (int j = 0; j < GEMV_XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
@@ -216,7 +216,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
             v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (c0 + j < GEMV_XT && k < COLS) {
-                v[j] = __ldg(reinterpret_cast<const float4*>(x + k));
+                v[j] = ld_act4(x + k);
 #if NORM_IN
                 const float4 w = __ldg(reinterpret_cast<const float4*>(norm_w + k));
                 v[j].x = v[j].x * inv * w.x;
@@ -244,7 +244,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #pragma unroll
             for (int j = 0; j < GEMV_XC; ++j) {
                 const int k = (c0 + j) * 4 * BLOCK + 4 * tid;
-                if (c0 + j < GEMV_XT && k < COLS) v[j] = __ldg(reinterpret_cast<const float4*>(x + k));
+                if (c0 + j < GEMV_XT && k < COLS) v[j] = ld_act4(x + k);
             }
 #pragma unroll
             for (int j = 0; j < GEMV_XC; ++j) {
@@ -257,7 +257,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         }
     } else {
         for (int k = tid; k < COLS; k += BLOCK) {
-            const float v = __ldg(x + k);
+            const float v = ld_act(x + k);
             xsm[k] = v;
             ss += v * v;
         }
@@ -298,7 +298,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if NORM_IN
     float ss = 0.0f;
     for (int k = tid; k < COLS; k += BLOCK) {
-        const float v = __ldg(x + k);
+        const float v = ld_act(x + k);
         ss += v * v;
     }
     xs.inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);

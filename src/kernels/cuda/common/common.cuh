@@ -95,6 +95,24 @@ __device__ __forceinline__ uint2 ldg_stream8(const void* p) {  // PRECOND: 8-byt
     asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
     return v;
 }
+// Activations a previous kernel wrote: coherent loads, kept after pdl_wait(). __ldg (ld.global.nc)
+// is an invariant load the compiler may hoist above griddepcontrol.wait when the loop around it is
+// unrolled (seen on the H200: F32 golden logits off by 1.0 with launch.pdl=pdl).
+__device__ __forceinline__ float4 ld_act4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float ld_act(const float* p) { return *p; }
+// ldg_stream16 for data a previous kernel wrote (the KV cache): volatile, so never above pdl_wait()
+__device__ __forceinline__ uint4 ld_stream16_act(const void* p) {
+    uint4 v;
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ uint2 ld_stream8_act(const void* p) {
+    uint2 v;
+    asm volatile("ld.global.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+    return v;
+}
 // Asks L2 to fetch the line holding p (no register, no wait): weights a kernel will read soon.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

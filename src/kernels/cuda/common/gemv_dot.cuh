@@ -69,7 +69,7 @@ struct XSrc {
 #if X_SMEM
         return *reinterpret_cast<const float4*>(p + k);  // PRECOND: k % 4 == 0
 #else
-        float4 v = __ldg(reinterpret_cast<const float4*>(p + k));
+        float4 v = ld_act4(p + k);
 #if NORM_IN
         const float4 w = __ldg(reinterpret_cast<const float4*>(nw + k));
         v.x = v.x * inv * w.x;  // same order as rms_norm: x * scale * w
@@ -84,9 +84,9 @@ struct XSrc {
 #if X_SMEM
         return p[k];
 #elif NORM_IN
-        return __ldg(p + k) * inv * __ldg(nw + k);
+        return ld_act(p + k) * inv * __ldg(nw + k);
 #else
-        return __ldg(p + k);
+        return ld_act(p + k);
 #endif
     }
 };
