@@ -545,5 +545,99 @@ TEST(QuantTypes, SplitLayoutKeepsEveryElementAndRoundTrips) {
     EXPECT_FALSE(split_layout_type(GgmlType::F16));
 }
 
+
+// --- activations quantized to Q8_0 (the engine's Q4_0/Q8_0 products, llama.cpp's CPU numerics) ---
+
+TEST(ActQ8, QuantizesLikeAQ8_0Row) {
+    std::vector<float> x(96);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.37 * double(i))) * (i < 32 ? 0.01f : 3.0f);
+    x[40] = 0.0f;
+    std::vector<int8_t> q(96);
+    std::vector<float> d(3);
+    quantize_act_q8(x.data(), 96, q.data(), d.data());
+    const Bytes ref = quant(GgmlType::Q8_0, x);
+    for (int b = 0; b < 3; ++b) {
+        uint16_t h;
+        std::memcpy(&h, ref.data() + b * 34, 2);
+        EXPECT_EQ(d[size_t(b)], fp16_to_fp32(h)) << "block " << b;
+        for (int j = 0; j < 32; ++j) EXPECT_EQ(q[size_t(b * 32 + j)], int8_t(ref[size_t(b * 34 + 2 + j)])) << b << "," << j;
+    }
+    // an all-zero block: scale 0, values 0 (no division by zero)
+    std::vector<float> z(32, 0.0f);
+    quantize_act_q8(z.data(), 32, q.data(), d.data());
+    EXPECT_EQ(d[0], 0.0f);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(q[size_t(j)], 0);
+}
+
+TEST(ActQ8, DotIsBlockIntegerSumsTimesBothScales) {
+    // hand-built: Q4_0 row of 2 blocks, d_w = 0.5 and 2; nibbles j % 16 (low) and 15 - j % 16
+    // (high); x quantized values i - 16 with d_x = 0.25 and 1
+    const int n = 64;
+    Bytes w(row_bytes(GgmlType::Q4_0, n));
+    const float dw[2] = {0.5f, 2.0f};
+    for (int b = 0; b < 2; ++b) {
+        const uint16_t h = fp32_to_fp16(dw[b]);
+        std::memcpy(w.data() + b * 18, &h, 2);
+        for (int j = 0; j < 16; ++j) w[size_t(b * 18 + 2 + j)] = uint8_t((j % 16) | ((15 - j % 16) << 4));
+    }
+    std::vector<int8_t> q(n);
+    for (int i = 0; i < n; ++i) q[size_t(i)] = int8_t(i % 32 - 16);
+    const float dx[2] = {0.25f, 1.0f};
+    float expect = 0.0f;
+    for (int b = 0; b < 2; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) isum += (j - 8) * (j - 16) + (15 - j - 8) * (j + 16 - 16);
+        expect += (dw[b] * dx[b]) * float(isum);
+    }
+    float y = 0.0f;
+    dot_rows_act_q8(GgmlType::Q4_0, w.data(), w.size(), 1, q.data(), dx, n, &y);
+    EXPECT_EQ(y, expect);
+    // Q8_0: the same x against int8 weights w_j = 3 - j % 7, d_w = 0.125
+    Bytes w8(row_bytes(GgmlType::Q8_0, n));
+    float expect8 = 0.0f;
+    for (int b = 0; b < 2; ++b) {
+        const uint16_t h = fp32_to_fp16(0.125f);
+        std::memcpy(w8.data() + b * 34, &h, 2);
+        int isum = 0;
+        for (int j = 0; j < 32; ++j) {
+            w8[size_t(b * 34 + 2 + j)] = uint8_t(int8_t(3 - j % 7));
+            isum += (3 - j % 7) * (j - 16);
+        }
+        expect8 += (0.125f * dx[b]) * float(isum);
+    }
+    dot_rows_act_q8(GgmlType::Q8_0, w8.data(), w8.size(), 1, q.data(), dx, n, &y);
+    EXPECT_EQ(y, expect8);
+}
+
+TEST(ActQ8, CloseToTheFloatDot) {
+    // random rows: the int8-activation product is within the Q8_0 rounding of x of the float one
+    const int n = 512, rows = 5;
+    uint64_t st = 12345;
+    auto rnd = [&]() { st = st * 6364136223846793005ull + 1442695040888963407ull; return float(double(st >> 40) / double(1ull << 24)) - 0.5f; };
+    std::vector<float> x(n), wf(size_t(n) * rows);
+    for (float& v : x) v = rnd();
+    for (float& v : wf) v = rnd();
+    std::vector<int8_t> q(n);
+    std::vector<float> d(n / 32);
+    quantize_act_q8(x.data(), n, q.data(), d.data());
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+        const size_t rb = row_bytes(t, n);
+        Bytes w(rb * rows);
+        for (int r = 0; r < rows; ++r) quantize_row(t, wf.data() + size_t(r) * n, w.data() + size_t(r) * rb, n);
+        std::vector<float> yq(rows), yf(rows);
+        dot_rows_act_q8(t, w.data(), rb, rows, q.data(), d.data(), n, yq.data());
+        dot_rows(t, w.data(), rb, rows, x.data(), n, yf.data());
+        for (int r = 0; r < rows; ++r) {
+            // |x - dequant(q)| <= d/2 per element: bound by sum |w| * d / 2
+            std::vector<float> deq(n);
+            dequantize_row(t, w.data() + size_t(r) * rb, deq.data(), n);
+            double bound = 0;
+            for (int i = 0; i < n; ++i) bound += std::fabs(deq[size_t(i)]) * d[size_t(i / 32)] * 0.5;
+            EXPECT_LE(std::fabs(double(yq[size_t(r)]) - yf[size_t(r)]), bound + 1e-5) << type_name(t) << " row " << r;
+            EXPECT_GT(std::fabs(double(yq[size_t(r)]) - yf[size_t(r)]), 0.0) << "int8 x must differ from float x somewhere";
+        }
+    }
+}
+
 }  // namespace
 }  // namespace jitllm
