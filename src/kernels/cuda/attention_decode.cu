@@ -61,9 +61,6 @@
 #ifndef TILE
 #define TILE (QPG > 2 ? 2 : 4)
 #endif
-#ifndef MIN_CHUNK  // ALGO=2: fewest positions per split (fewer splits on short contexts)
-#define MIN_CHUNK 32
-#endif
 #if ALGO != 2
 #undef N_SPLITS
 #define N_SPLITS 1
@@ -131,11 +128,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
     int begin = first, end = n_pos;
 #if ALGO == 2
-    // splits in use: at most N_SPLITS, at least MIN_CHUNK positions each (short contexts use
-    // fewer splits, so the combine reads fewer states); blocks past them leave at once
-    const int n_split = min(N_SPLITS, max(1, (n_pos - first + MIN_CHUNK - 1) / MIN_CHUNK));
-    if ((int)blockIdx.y >= n_split) return;
-    const int chunk = (n_pos - first + n_split - 1) / n_split;
+    const int chunk = (n_pos - first + N_SPLITS - 1) / N_SPLITS;
     begin = min(n_pos, first + (int)blockIdx.y * chunk);
     end = min(n_pos, begin + chunk);
 #endif
@@ -282,7 +275,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     __shared__ bool last;
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
     __syncthreads();
-    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == unsigned(n_split - 1);
+    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == N_SPLITS - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
@@ -290,20 +283,19 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // head, splits in order: the sums of the former _reduce kernel, bit for bit), then every
     // output dim sums its splits with independent loads
     __shared__ float wsm[QPG * N_SPLITS], lsm[QPG];
-    for (int idx = tid; idx < QPG * n_split; idx += BLOCK) {
-        const int h = idx / n_split, sp = idx % n_split;
-        const float* st = scratch + ((unsigned long long)(kvh * QPG + h) * N_SPLITS + sp) * (HEAD_DIM + 2);
-        wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM) ;  // m_s for now
-        if (__ldcg(st + HEAD_DIM + 1) == 0.0f) wsm[h * N_SPLITS + sp] = -JL_INF;  // empty split
+    for (int idx = tid; idx < QPG * N_SPLITS; idx += BLOCK) {
+        const float* st = scratch + ((unsigned long long)(kvh * QPG + idx / N_SPLITS) * N_SPLITS + idx % N_SPLITS) * (HEAD_DIM + 2);
+        wsm[idx] = __ldcg(st + HEAD_DIM);  // m_s for now
+        if (__ldcg(st + HEAD_DIM + 1) == 0.0f) wsm[idx] = -JL_INF;  // empty split
     }
     __syncthreads();
     if (tid < QPG) {
         float* w = wsm + tid * N_SPLITS;
         const float* sc = scratch + (unsigned long long)(kvh * QPG + tid) * N_SPLITS * (HEAD_DIM + 2);
         float M = -JL_INF;
-        for (int s = 0; s < n_split; ++s) M = fmaxf(M, w[s]);
+        for (int s = 0; s < N_SPLITS; ++s) M = fmaxf(M, w[s]);
         float L = 0.0f;
-        for (int s = 0; s < n_split; ++s) {
+        for (int s = 0; s < N_SPLITS; ++s) {
             const float ls = __ldcg(sc + s * (HEAD_DIM + 2) + HEAD_DIM + 1);
             const float wgt = ls == 0.0f ? 0.0f : expf(w[s] - M);
             L += ls * wgt;
@@ -317,7 +309,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         const float* sc = scratch + (unsigned long long)(kvh * QPG + h) * N_SPLITS * (HEAD_DIM + 2) + d;
         float O = 0.0f;
 #pragma unroll 8
-        for (int s = 0; s < n_split; ++s) O += __ldcg(sc + s * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + s];
+        for (int s = 0; s < N_SPLITS; ++s) O += __ldcg(sc + s * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + s];
         out[(kvh * QPG + h) * HEAD_DIM + d] = O / lsm[h];
     }
     if (tid == 0) tickets[kvh] = 0u;
