@@ -180,7 +180,7 @@ int cmd_kernels(const Args& args) {
             if (alt == 1)
                 so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                             {"sample.reduce", "tree"}, {"gemm.mma", "simt"}, {"gemm.wgmma", "mma"},
-                            {"attn.prefill", "rows"}};
+                            {"attn.prefill", "rows"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}};
             else if (so.force.empty()) so.force = {{"attn.algo", "split"}};
             for (bool fuse : {true, false}) {
                 so.fuse = fuse;
