@@ -95,6 +95,11 @@ __device__ __forceinline__ uint2 ldg_stream8(const void* p) {  // PRECOND: 8-byt
     asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
     return v;
 }
+__device__ __forceinline__ uint32_t ldg_stream_u16(const void* p) {  // PRECOND: 2-byte aligned
+    unsigned short v;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
 // Activations a previous kernel wrote: coherent loads, kept after pdl_wait(). __ldg (ld.global.nc)
 // is an invariant load the compiler may hoist above griddepcontrol.wait when the loop around it is
 // unrolled (seen on the H200: F32 golden logits off by 1.0 with launch.pdl=pdl).

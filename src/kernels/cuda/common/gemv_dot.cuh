@@ -179,11 +179,6 @@ static_assert(COLS % 256 == 0, "WSPLIT: COLS % 256 == 0");
 #endif
 #define GEMV_QBYTES (WTYPE == Q4_0 ? COLS / 2 : COLS)
 
-__device__ __forceinline__ uint32_t ldg_stream_u16(const uint8_t* p) {
-    unsigned short v;
-    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
-    return v;
-}
 
 // One step's raw units: R rows x GEMV_SPLIT_U units per lane.
 template <int R>
