@@ -8,6 +8,12 @@
 #   modes   : prompt modes (single, prefill-decode, batch chunks 1..512) on the GPU vs llama.cpp / each other
 #   gemm    : gemm.cu vs the CPU (kernels_gemm_test GemmVsCpu) and its TFLOP/s at m 512 (GemmBench)
 #   prefill : pp512 (-b 512) for the issue-7 shapes, a cuBLAS (torch) f16 GEMM ceiling, TTFT at 2048
+#   profile : per-kernel --profiler tables (PROFILE_SHAPES="shape:type ...")
+#   ncu     : Nsight Compute on plan tasks (NCU_SHAPE, NCU_KERNELS regexes, NCU_SECTIONS=full)
+#   sweep   : tg128 of SWEEP_SHAPES under each ';'-separated SWEEP_ARGS flag set (SWEEP_PROFILE=1:
+#             per-kernel means too)
+#   bisect  : golden tests under each ';'-separated BISECT_FORCE gate set (JITLLM_TEST_CUDA_FORCE)
+#   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
 set -uo pipefail
