@@ -352,33 +352,61 @@ void quantize_act_q8(const float* x, int64_t n, int8_t* q, float* d) {
     }
 }
 
+namespace {
+// Block i's integer sum for one row (Q4: nibbles minus 8; else int8), x's 32 values at xq.
+template <bool Q4>
+inline int32_t block_isum(const uint8_t* qs, const int8_t* xq) {
+    int32_t isum = 0;
+    if constexpr (Q4) {
+        for (int j = 0; j < kQK / 2; ++j)
+            isum += (int32_t(qs[j] & 0xF) - 8) * xq[j] + (int32_t(qs[j] >> 4) - 8) * xq[j + kQK / 2];
+    } else {
+        for (int j = 0; j < kQK; ++j) isum += int32_t(int8_t(qs[j])) * xq[j];
+    }
+    return isum;
+}
+
+// Two rows at a time (x's block read once for both), each summed in block order.
+template <bool Q4>
+void dot_rows_act_q8_impl(const uint8_t* base, size_t stride, int64_t n_rows, const int8_t* q,
+                          const float* d, int64_t nb, float* y) {
+    constexpr size_t bb = Q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+    int64_t r = 0;
+    for (; r + 2 <= n_rows; r += 2) {
+        const uint8_t* r0 = base + size_t(r) * stride;
+        const uint8_t* r1 = r0 + stride;
+        float a0 = 0.0f, a1 = 0.0f;
+        for (int64_t i = 0; i < nb; ++i) {
+            const uint8_t* b0 = r0 + size_t(i) * bb;
+            const uint8_t* b1 = r1 + size_t(i) * bb;
+            const int8_t* xq = q + i * kQK;
+            a0 += (fp16_to_fp32(uint16_t(b0[0] | b0[1] << 8)) * d[i]) * float(block_isum<Q4>(b0 + 2, xq));
+            a1 += (fp16_to_fp32(uint16_t(b1[0] | b1[1] << 8)) * d[i]) * float(block_isum<Q4>(b1 + 2, xq));
+        }
+        y[r] = a0;
+        y[r + 1] = a1;
+    }
+    for (; r < n_rows; ++r) {
+        const uint8_t* r0 = base + size_t(r) * stride;
+        float a0 = 0.0f;
+        for (int64_t i = 0; i < nb; ++i) {
+            const uint8_t* b0 = r0 + size_t(i) * bb;
+            a0 += (fp16_to_fp32(uint16_t(b0[0] | b0[1] << 8)) * d[i]) * float(block_isum<Q4>(b0 + 2, q + i * kQK));
+        }
+        y[r] = a0;
+    }
+}
+}  // namespace
+
 void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
                      const int8_t* q, const float* d, int64_t n, float* y) {
     JITLLM_CHECK(act_q8_type(t) && n % kQK == 0, "{} product with quantized activations over {} elements",
                  type_name(t), n);
     const auto* base = static_cast<const uint8_t*>(mat);
-    const int64_t nb = n / kQK;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const uint8_t* row = base + size_t(r) * row_stride_bytes;
-        float acc = 0.0f;
-        for (int64_t i = 0; i < nb; ++i) {
-            const int8_t* xq = q + i * kQK;
-            int32_t isum = 0;
-            float dw;
-            if (t == GgmlType::Q4_0) {
-                const auto b = load_block<BlockQ4_0>(row + size_t(i) * sizeof(BlockQ4_0));
-                dw = fp16_to_fp32(b.d);
-                for (int j = 0; j < kQK / 2; ++j)
-                    isum += (int32_t(b.qs[j] & 0xF) - 8) * xq[j] + (int32_t(b.qs[j] >> 4) - 8) * xq[j + kQK / 2];
-            } else {
-                const auto b = load_block<BlockQ8_0>(row + size_t(i) * sizeof(BlockQ8_0));
-                dw = fp16_to_fp32(b.d);
-                for (int j = 0; j < kQK; ++j) isum += int32_t(b.qs[j]) * xq[j];
-            }
-            acc += (dw * d[i]) * float(isum);
-        }
-        y[r] = acc;
-    }
+    if (t == GgmlType::Q4_0)
+        dot_rows_act_q8_impl<true>(base, row_stride_bytes, n_rows, q, d, n / kQK, y);
+    else
+        dot_rows_act_q8_impl<false>(base, row_stride_bytes, n_rows, q, d, n / kQK, y);
 }
 
 bool split_layout_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
