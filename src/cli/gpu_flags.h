@@ -13,7 +13,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false;
+    bool no_fuse = false, fuse_rope = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -30,6 +30,8 @@ struct GpuFlags {
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
+        app.add_flag("--fuse-rope", fuse_rope,
+                     "RoPE and the KV-cache store inside the q/k/v gemv (norm-style RoPE; not yet measured)");
         app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
         app.add_option("--kernel-cache", kernel_cache, "JIT cache directory (default $XDG_CACHE_HOME/jitllm)");
         app.add_flag("--no-kernel-cache", no_kernel_cache, "compile every kernel, read and write no cache");
@@ -63,6 +65,7 @@ struct GpuFlags {
     ScheduleOptions schedule() const {
         ScheduleOptions s;
         s.fuse = !no_fuse;
+        s.fuse_rope = fuse_rope;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

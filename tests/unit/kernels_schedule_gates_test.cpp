@@ -1,7 +1,7 @@
 // The schedule's layout and launch gates, without a GPU: weights.layout (which matrices are stored
 // in the split Q4_0/Q8_0 layout, which kernels read it, and that the embedding table never is) and
 // launch.pdl (programmatic launches on sm_90 for models without split matrices, never on sm_80,
-// never in the batch phase). Their numerics and speed are checked on the GPU (kernels_vs_cpu_test,
+// never in the batch phase), and the --fuse-rope fusion. Their numerics and speed are checked on the GPU (kernels_vs_cpu_test,
 // engine_golden_test, docs/perf-notes.md).
 #include <gtest/gtest.h>
 
@@ -126,6 +126,29 @@ TEST(ScheduleGates, ProgrammaticLaunchOnSm90WithoutSplitMatrices) {
     const Plan pq = plan_build(*q4, PlanOptions{128, 16, 1});
     EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), {}), "launch.pdl"), "serial");
     EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), o), "launch.pdl"), "pdl");
+}
+
+TEST(ScheduleFusion, FuseRopeTakesRopeAndKvStoreIntoTheQkvGemv) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);  // llama: adjacent-pair (norm) RoPE
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    ScheduleOptions o;
+    o.fuse_rope = true;
+    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+    const KernelStep* qkv = step(s.decode, "attn_norm_qkv_rope_kv_store");
+    ASSERT_NE(qkv, nullptr);
+    EXPECT_TRUE(has_define(qkv->variant, "EPI", "4"));
+    EXPECT_TRUE(has_define(qkv->variant, "N_ROT", "64"));
+    EXPECT_EQ(qkv->tasks.size(), 4u);  // attn_norm, attn_qkv, attn_rope, attn_kv_store
+    for (const KernelStep& k : s.decode) EXPECT_EQ(k.symbol.find("rope_norm"), std::string::npos) << k.symbol;
+    EXPECT_NE(step(s.prefill, "attn_norm_qkv_rope_kv_store"), nullptr);
+    EXPECT_EQ(step(s.batch, "attn_norm_qkv_rope_kv_store"), nullptr);  // batch rows keep rope.cu
+    // off by default, and off with --no-fuse
+    const Schedule d = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+    EXPECT_EQ(step(d.decode, "attn_norm_qkv_rope_kv_store"), nullptr);
+    EXPECT_NE(step(d.decode, "attn_norm_qkv"), nullptr);
+    o.fuse = false;
+    const Schedule u = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+    EXPECT_EQ(step(u.decode, "attn_qkv_rope_kv_store"), nullptr);
 }
 
 }  // namespace

@@ -92,10 +92,12 @@ struct Variant {
     const char* name;
     bool fuse;
     std::map<std::string, std::string> force;
+    bool fuse_rope = false;  // --fuse-rope (RoPE + KV store in the q/k/v gemv; norm-style archs)
 };
 
 const Variant kVariants[] = {
     {"gated+fused", true, {{"attn.algo", "split"}}},
+    {"gated+fused+rope", true, {{"attn.algo", "split"}}, true},
     {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
     {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
@@ -115,6 +117,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         SCOPED_TRACE(var.name);
         CudaOptions o;
         o.schedule.fuse = var.fuse;
+        o.schedule.fuse_rope = var.fuse_rope;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;

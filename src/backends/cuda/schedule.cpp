@@ -276,6 +276,11 @@ private:
         int epi = 0;                            // 0 plain, 1 residual, 2 swiglu, 3 scale
         float scale = 1.0f;
         int up_offset_rows = 0;
+        // EPI=4 (q/k/v only): RoPE on q and k, k and v into this layer's cache (attn_rope +
+        // attn_kv_store fused into the q/k/v product)
+        bool rope = false;
+        int rope_layer = -1;
+        const WeightTensor* rope_freqs = nullptr;
     };
     void gemv(std::vector<size_t> idx, const Gemv& g) {
         const WeightTensor* w0 = g.w[0];
@@ -300,6 +305,11 @@ private:
         v.set("BLOCK", block).set("ROWS_PER_BLOCK", rpb).set("REDUCE", int(warp));
         v.set("X_SMEM", int(x_smem && !act_q8_type(w0->type)));  // Q4_0/Q8_0: int8 x in smem
         v.set("NORM_IN", int(g.norm_w != nullptr)).set("HAS_BIAS", int(bias)).set("EPI", g.epi);
+        if (g.rope) {
+            JITLLM_CHECK(n_mat == 3 && g.epi == 0, "rope fusion needs the three q/k/v matrices");
+            v.set("EPI", 4).set("HEAD_DIM", c_.head_dim).set("N_ROT", c_.n_rot)
+                .set("HAS_FREQ_FACTORS", int(g.rope_freqs != nullptr)).set("KV_T", s_.kv_type);
+        }
         if (g.epi == 1) v.set("RES_SCALE", fstr(g.scale));
         if (g.epi == 3) v.set("OUT_SCALE", fstr(g.scale));
         if (g.up_offset_rows) v.set("UP_OFFSET_ROWS", g.up_offset_rows);
@@ -329,11 +339,17 @@ private:
         k.args.push_back(weight(g.norm_w));
         k.args.push_back(g.epi == 1 ? slot(g.y[0]) : null());
         k.args.push_back(f32(g.eps));
+        k.args.push_back(g.rope ? slot(Slot::Pos) : null());
+        k.args.push_back(g.rope ? kcache(g.rope_layer) : null());
+        k.args.push_back(g.rope ? vcache(g.rope_layer) : null());
+        k.args.push_back(g.rope ? weight(g.rope_freqs) : null());
+        k.args.push_back(f32(g.rope ? c_.rope_base : 0.0f));
         uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
         const int w_rows = g.epi == 2 && n_mat == 1 ? 2 * g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         b += uint64_t(w_rows) * w0->row_bytes;
         if (g.norm_w) b += uint64_t(cols) * 4;
         if (g.epi == 1 || bias) b += uint64_t(out_rows) * 4;
+        if (g.rope) b += 2 * uint64_t(c_.kv_dim()) * (o_.kv_f32 ? 4 : 2);  // the cache rows
         k.bytes = b;
     }
 
@@ -743,8 +759,10 @@ private:
             case K::AttnQkv: {
                 Gemv g;
                 fill_qkv(a, g);
-                lower_qkv(i, {i}, g);
-                return 1;
+                std::vector<size_t> idx{i};
+                const size_t extra = fuse_rope(i, g, idx);
+                lower_qkv(i, idx, g);
+                return 1 + extra;
             }
             case K::AttnQkNorm:
                 rms_norm(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps, 0);
@@ -881,6 +899,22 @@ private:
         g.y = {Slot::Q, Slot::K, Slot::V};
     }
 
+    // --fuse-rope: attn_rope + attn_kv_store after the q/k/v task at iq go into its gemv (EPI=4)
+    // when one launch serves all three matrices and RoPE pairs are adjacent (norm style, no
+    // q/k norm in between). Adds the tasks to idx; returns how many it took (0 or 2).
+    size_t fuse_rope(size_t iq, Gemv& g, std::vector<size_t>& idx) {
+        if (!o_.fuse || !o_.fuse_rope || batch_) return 0;
+        if (!is(iq + 1, K::AttnRope) || !is(iq + 2, K::AttnKvStore)) return 0;
+        if (c_.rope_style == RopeStyle::NeoX || c_.head_dim % 2 != 0 || c_.n_rot % 2 != 0) return 0;
+        if (g.w.size() != 3 || g.w[0]->type != g.w[1]->type || g.w[1]->type != g.w[2]->type) return 0;
+        g.rope = true;
+        g.rope_layer = t(iq + 1).layer;
+        g.rope_freqs = t(iq + 1).w[0];
+        idx.push_back(iq + 1);
+        idx.push_back(iq + 2);
+        return 2;
+    }
+
     // QKV: one launch when the three matrices share a type, else one per matrix.
     void lower_qkv(size_t i, std::vector<size_t> idx, const Gemv& g) {
         if (g.w[0]->type == g.w[1]->type && g.w[1]->type == g.w[2]->type) {
@@ -932,8 +966,10 @@ private:
         if (m.kind == K::AttnQkv) {
             fill_qkv(m, g);
             g.x = Slot::X;
-            lower_qkv(i, {i, i + 1}, g);
-            return 2;
+            std::vector<size_t> idx{i, i + 1};
+            const size_t extra = fuse_rope(i + 1, g, idx);
+            lower_qkv(i, idx, g);
+            return 2 + extra;
         }
         if (m.kind == K::Output) {
             g.w = {m.w[0]}; g.w_off = {0}; g.rows = {int(m.w[0]->rows)}; g.y = {Slot::Logits};

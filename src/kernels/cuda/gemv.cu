@@ -6,6 +6,9 @@
 //            2: y = silu(gate.x) * (up.x), gate = W0 rows, up = W1 rows (N_MAT=2) or W0 rows
 //               + UP_OFFSET_ROWS (N_MAT=1, phi3's fused ffn_up); ROWS0 = output rows
 //            3: y = acc * OUT_SCALE (granite's 1/logit_scale)
+//            4: q, k, v (N_MAT=3) with RoPE on q and k (adjacent pairs, rope.cu's PAIRING 0, as
+//               cpu::rope) and k, v stored into the KV cache row *pos_ptr (the decode step's
+//               attn_rope + attn_kv_store); defines HEAD_DIM, N_ROT, HAS_FREQ_FACTORS, KV_T
 //
 // params:
 //   WTYPE           F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K (quant_blocks.cuh)
@@ -39,7 +42,8 @@
 //          block = BLOCK, dynamic smem = Q4_0/Q8_0: COLS * 5 / 4, else X_SMEM ? COLS * 4 : 0 bytes (the host raises
 //          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES above 48 KiB);
 //          OUT_ROWS = ROWS0 (EPI=2) or ROWS0 + ROWS1 + ROWS2.
-// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, norm_w, resid, eps); unused ones = null.
+// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, norm_w, resid, eps, pos_ptr, k_cache, v_cache,
+//          freq_factors, freq_base); unused ones = null (the last five: EPI=4 only).
 //          PRECOND: W pointers, x and norm_w 16-byte aligned; y and x do not overlap.
 // bytes:   sum over matrices of ROWS_m * row_bytes(WTYPE, COLS) + COLS * 4 (x) + OUT_ROWS * 4
 //          (+ COLS * 4 norm weight, + OUT_ROWS * 4 resid / bias each)
@@ -107,6 +111,13 @@ __device__ __forceinline__ const uint8_t* mat_row(const uint8_t* w0, const uint8
     return w2 + (unsigned long long)(o - ROWS0 - ROWS1) * GEMV_ROW_BYTES;
 }
 
+#if EPI == 4
+#include "common/rope_angle.cuh"
+static_assert(N_MAT == 3 && GEMV_OPG % 2 == 0 && ROWS0 % 2 == 0 && ROWS1 % 2 == 0 && ROWS1 == ROWS2,
+              "EPI=4: q, k, v matrices, rotation pairs (2i, 2i+1) within a pass");
+static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && ROWS1 % HEAD_DIM == 0, "EPI=4: rope dims");
+#endif
+
 // The GEMV_DR weight rows of the pass starting at output row o0 (past the end: the last row).
 __device__ __forceinline__ void pass_rows(const uint8_t* W0, const uint8_t* W1, const uint8_t* W2, int o0,
                                           const uint8_t** rows) {
@@ -127,7 +138,8 @@ __device__ __forceinline__ void pass_rows(const uint8_t* W0, const uint8_t* W1, 
 extern "C" __global__ void GEMV_LAUNCH_BOUNDS
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
-            const float* norm_w, const float* resid, float eps) {
+            const float* norm_w, const float* resid, float eps, const int* pos_ptr, void* k_cache,
+            void* v_cache, const float* freq_factors, float freq_base) {
 #if REDUCE
     __shared__ float red[32];
 #else
@@ -369,6 +381,26 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             y[r] = resid[r] + (float)(RES_SCALE) * v;
 #elif EPI == 3
             y[r] = v * (float)(OUT_SCALE);
+#elif EPI == 4
+            // q and k rows: RoPE with the partner row r ^ 1 (same pass; rope.cu's arithmetic);
+            // k and v rows: also into the KV cache row *pos_ptr
+            const int dim = r % HEAD_DIM;
+            if (m < 2 && dim < N_ROT) {
+                float vp = acc[i ^ 1];
+#if HAS_BIAS
+                vp += (m == 0 ? b0 : b1)[r ^ 1];
+#endif
+                float c, sn;
+                rope_angle(*pos_ptr, dim / 2, freq_factors, freq_base, &c, &sn);
+                const float x0 = (dim & 1) ? vp : v, x1 = (dim & 1) ? v : vp;
+                v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
+                              : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
+            }
+            y[r] = v;
+            if (m > 0) {
+                KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);
+                store_kv(cache + (unsigned long long)(*pos_ptr) * ROWS1 + r, v);
+            }
 #else
             y[r] = v;
 #endif
@@ -376,4 +408,5 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         }
     }
     (void)b0; (void)b1; (void)b2; (void)y1; (void)y2; (void)resid; (void)W1; (void)W2;
+    (void)pos_ptr; (void)k_cache; (void)v_cache; (void)freq_factors; (void)freq_base;
 }

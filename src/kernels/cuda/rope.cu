@@ -46,10 +46,7 @@
 
 static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && HEAD_DIM % 2 == 0, "rope dims");
 
-__device__ __forceinline__ void store_kv(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_kv(half* p, float v) {
-    *reinterpret_cast<uint16_t*>(p) = f32_to_f16(v);
-}
+#include "common/rope_angle.cuh"
 
 extern "C" __global__ void __launch_bounds__(HEAD_DIM / 2)
 KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
@@ -75,15 +72,8 @@ KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
     KV_T* kc = k_cache + cache_row * KV_DIM + head * HEAD_DIM;
     if (t < N_ROT / 2) {
         const int i = t;
-        // exactly the CPU's float steps; pow, sin, cos correctly rounded via double
-        const float e = -2.0f * float(i) / float(N_ROT);
-        float theta = float(pos) * float(pow(double(freq_base), double(e)));
-#if HAS_FREQ_FACTORS
-        theta = theta / freq_factors[i];
-#endif
-        double sd, cd;
-        sincos(double(theta), &sd, &cd);
-        const float c = float(cd), s = float(sd);
+        float c, s;
+        rope_angle(pos, i, freq_factors, freq_base, &c, &s);  // exactly the CPU's float steps
         const int a = PAIRING == 0 ? 2 * i : i;
         const int b = PAIRING == 0 ? 2 * i + 1 : i + N_ROT / 2;
         const float x0 = hv[a], x1 = hv[b];
