@@ -20,7 +20,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_early_load = -1;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
     std::string profiler_dump_dir;
 
     void add(CLI::App& app) {
@@ -51,9 +51,6 @@ struct GpuFlags {
         app.add_option("--gemv-split-pipe", gemv_split_pipe,
                        "tuning: split-layout gemv loads one step ahead, 0 or 1 (-1 = auto)")
             ->check(CLI::Range(-1, 1));
-        app.add_option("--gemv-early-load", gemv_early_load,
-                       "tuning: split-layout gemv loads its first weights before x, 0 or 1 (-1 = auto)")
-            ->check(CLI::Range(-1, 1));
         app.add_option("--gemv-split-units", gemv_split_units,
                        "tuning: split-layout gemv 16-byte units per lane and step (0 = auto)")
             ->check(CLI::Range(0, 4));
@@ -72,7 +69,6 @@ struct GpuFlags {
         s.gemv_rows = gemv_rows;
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;
-        s.gemv_early_load = gemv_early_load;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

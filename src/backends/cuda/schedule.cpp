@@ -322,7 +322,6 @@ private:
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
-        if (wsplit && o_.gemv_early_load >= 0) v.set("EARLY_LOAD", o_.gemv_early_load);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "");
         auto& k = add(idx, algo, v);

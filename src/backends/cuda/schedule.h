@@ -72,7 +72,6 @@ struct ScheduleOptions {
     int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
-    int gemv_early_load = -1;                    // --gemv-early-load: split gemv's first loads before x (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
 };
 

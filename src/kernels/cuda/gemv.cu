@@ -23,8 +23,8 @@
 //   X_SMEM          1: x (normalised) staged in dynamic shared memory (COLS * 4 bytes).
 //                   0: x read through L1 (ld_act), normalised on the fly. Any COLS.
 //                   Q4_0 / Q8_0 (GEMV_XQ8, gemv_dot.cuh): ignored; x (normalised) is quantized
-//                   to Q8_0 blocks in dynamic shared memory (GEMV_XQ8_SMEM = COLS * 1.25
-//                   bytes) and the products are dp4a integer sums, as quant.h dot_rows_act_q8
+//                   to Q8_0 blocks in dynamic shared memory (COLS * 1.25 bytes) and the
+//                   products are dp4a integer sums, as quant.h dot_rows_act_q8
 //   NORM_IN, HAS_BIAS, EPI, RES_SCALE, OUT_SCALE, UP_OFFSET_ROWS   as above (0 when unused)
 //   WSPLIT          1: Q4_0/Q8_0 rows in the split device layout (quant.h: quants, then f16
 //                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging;
@@ -32,8 +32,6 @@
 //                   per lane and step (gemv_dot.cuh)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
-//   EARLY_LOAD      1 (WSPLIT, not pipelined): the first step of the block's first pass is
-//                   loaded before the x prologue and the PDL wait; default 0
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
@@ -46,7 +44,7 @@
 //          freq_factors, freq_base); unused ones = null (the last five: EPI=4 only).
 //          PRECOND: W pointers, x and norm_w 16-byte aligned; y and x do not overlap.
 // bytes:   sum over matrices of ROWS_m * row_bytes(WTYPE, COLS) + COLS * 4 (x) + OUT_ROWS * 4
-//          (+ COLS * 4 norm weight, + OUT_ROWS * 4 resid / bias each)
+//          (+ COLS * 4 norm weight, + OUT_ROWS * 4 resid / bias each, + 2 cache rows EPI=4)
 // reference: cpu::matvec (+ cpu::rms_norm before, cpu::swiglu / add_scaled after)
 //            test: tests/kernels/gemv_test.cpp
 //
@@ -81,9 +79,6 @@
 #define GROUP (REDUCE ? 32 : BLOCK)
 #define GEMV_XT ((COLS + 4 * BLOCK - 1) / (4 * BLOCK))  // float4 of x per thread
 #define GEMV_XC (GEMV_XT < 8 ? GEMV_XT : 8)             // ... loaded per chunk
-#ifndef EARLY_LOAD
-#define EARLY_LOAD 0
-#endif
 #include "common/gemv_dot.cuh"
 
 #define GEMV_GPB (BLOCK / GROUP)                   // groups per block
@@ -180,15 +175,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             prefetch_l2(row + 128 * line);
         }
-    }
-#endif
-#if GEMV_EARLY
-    // the first pass's first step of weights, in flight during the prologue (and the PDL wait)
-    SplitSet<GEMV_DR> early;
-    {
-        const uint8_t* rows[GEMV_DR];
-        pass_rows(W0, W1, W2, (blockIdx.x * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows);
-        split_load<GEMV_DR>(early, rows, 0, tid % GROUP);
     }
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
@@ -328,12 +314,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         float acc[GEMV_DR];
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
-#if GEMV_EARLY
-        if (o0 == (blockIdx.x * GEMV_GPB + g) * GEMV_OPG)
-            rows_dot_from<GEMV_DR>(rows, xs, gt, acc, early);
-        else
-#endif
-            rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
+        rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
         if (o0 + gridDim.x * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
 
         // --- reduce each row's partial sums over the group

@@ -22,7 +22,6 @@
 // sum of the block's values) as a float2 after them. dp4a integer sums, one float product per
 // block and row.
 #define GEMV_XQ8 (WTYPE == Q4_0 || WTYPE == Q8_0)
-#define GEMV_XQ8_SMEM (COLS + (COLS / 32) * 8)  // bytes
 
 // Quantizes the float4 x[k..k+3] of this lane into the shared copy. All 32 lanes of the warp
 // call it (k out of range: v = 0, nothing stored); the 8 lanes of each aligned 32-element block
@@ -274,21 +273,6 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
 #endif
 }
 
-// rows_dot with the first step's units already loaded (gemv.cu EARLY_LOAD)
-template <int R>
-__device__ __forceinline__ void rows_dot_from(const uint8_t* const* rows, const XSrc& xs, int gt,
-                                              float* acc, const SplitSet<R>& first) {
-    constexpr int NV = GEMV_QBYTES / 16;
-    constexpr int STEP = GROUP * GEMV_SPLIT_U;
-    split_dot<R>(first, xs, 0, gt, acc);
-#pragma unroll 1
-    for (int v0 = STEP; v0 < NV; v0 += STEP) {
-        SplitSet<R> a;
-        split_load<R>(a, rows, v0, gt);
-        split_dot<R>(a, xs, v0, gt, acc);
-    }
-}
-#define GEMV_EARLY (EARLY_LOAD && !GEMV_SPLIT_PIPE)
 
 // ------------------------------------------------------------------------------------------
 #elif WTYPE == Q4_K || WTYPE == Q5_K
