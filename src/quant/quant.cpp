@@ -353,9 +353,11 @@ void quantize_act_q8(const float* x, int64_t n, int8_t* q, float* d) {
 }
 
 namespace {
-// Block i's integer sum for one row (Q4: nibbles minus 8; else int8), x's 32 values at xq.
+// One weight block's term: (weight scale * activation scale) * the integer sum of its 32
+// products with x's values xq (Q4: nibbles minus 8; else int8). blk: the block's GGUF bytes.
 template <bool Q4>
-inline int32_t block_isum(const uint8_t* qs, const int8_t* xq) {
+inline float block_term(const uint8_t* blk, const int8_t* xq, float dx) {
+    const uint8_t* qs = blk + 2;
     int32_t isum = 0;
     if constexpr (Q4) {
         for (int j = 0; j < kQK / 2; ++j)
@@ -363,7 +365,7 @@ inline int32_t block_isum(const uint8_t* qs, const int8_t* xq) {
     } else {
         for (int j = 0; j < kQK; ++j) isum += int32_t(int8_t(qs[j])) * xq[j];
     }
-    return isum;
+    return (fp16_to_fp32(uint16_t(blk[0] | blk[1] << 8)) * dx) * float(isum);
 }
 
 // Two rows at a time (x's block read once for both), each summed in block order.
@@ -377,11 +379,8 @@ void dot_rows_act_q8_impl(const uint8_t* base, size_t stride, int64_t n_rows, co
         const uint8_t* r1 = r0 + stride;
         float a0 = 0.0f, a1 = 0.0f;
         for (int64_t i = 0; i < nb; ++i) {
-            const uint8_t* b0 = r0 + size_t(i) * bb;
-            const uint8_t* b1 = r1 + size_t(i) * bb;
-            const int8_t* xq = q + i * kQK;
-            a0 += (fp16_to_fp32(uint16_t(b0[0] | b0[1] << 8)) * d[i]) * float(block_isum<Q4>(b0 + 2, xq));
-            a1 += (fp16_to_fp32(uint16_t(b1[0] | b1[1] << 8)) * d[i]) * float(block_isum<Q4>(b1 + 2, xq));
+            a0 += block_term<Q4>(r0 + size_t(i) * bb, q + i * kQK, d[i]);
+            a1 += block_term<Q4>(r1 + size_t(i) * bb, q + i * kQK, d[i]);
         }
         y[r] = a0;
         y[r + 1] = a1;
@@ -389,10 +388,7 @@ void dot_rows_act_q8_impl(const uint8_t* base, size_t stride, int64_t n_rows, co
     for (; r < n_rows; ++r) {
         const uint8_t* r0 = base + size_t(r) * stride;
         float a0 = 0.0f;
-        for (int64_t i = 0; i < nb; ++i) {
-            const uint8_t* b0 = r0 + size_t(i) * bb;
-            a0 += (fp16_to_fp32(uint16_t(b0[0] | b0[1] << 8)) * d[i]) * float(block_isum<Q4>(b0 + 2, q + i * kQK));
-        }
+        for (int64_t i = 0; i < nb; ++i) a0 += block_term<Q4>(r0 + size_t(i) * bb, q + i * kQK, d[i]);
         y[r] = a0;
     }
 }
