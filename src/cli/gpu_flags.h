@@ -22,6 +22,7 @@ struct GpuFlags {
     bool profiler = false, nvtx_tasks = false;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
     std::string profiler_dump_dir;
+    std::string ablate;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -56,6 +57,9 @@ struct GpuFlags {
             ->check(CLI::Range(0, 4));
         app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));
+        app.add_option("--ablate", ablate,
+                       "measurement only: leave out the decode kernels whose symbol matches this regex "
+                       "(the output is wrong; the tok/s difference is what they cost in the replayed graph)");
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
@@ -91,6 +95,7 @@ struct GpuFlags {
         o.print_threads = print_threads;
         o.print_plan = print_plan;
         o.verbose_init = verbose_init;
+        o.ablate = ablate;
         return o;
     }
 };

@@ -25,6 +25,8 @@ struct Case {
     GgmlType type;
     float emb_scale = 0, res_scale = 0, attn_scale = 0, logit_scale = 0;  // granite keys when > 0
     int window = 0;  // <arch>.attention.sliding_window when > 0
+    int n_hist = 5;  // cached positions before the step under test
+    int n_ctx = 64;  // the plan's context
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -110,9 +112,9 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
     if (!cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
     const Case c = GetParam();
     auto m = build(c);
-    const Plan plan = plan_build(*m, 64);
+    const Plan plan = plan_build(*m, c.n_ctx);
     const ModelConfig& cfg = m->config;
-    const int n_hist = 5;  // cached positions before the step under test
+    const int n_hist = c.n_hist;
     for (const Variant& var : kVariants) {
         SCOPED_TRACE(var.name);
         CudaOptions o;
@@ -187,7 +189,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
     }
 }
 
-TinySpec spec(const char* arch, int dim, int ff, int heads, int kv, int hd, int vocab) {
+TinySpec spec(const char* arch, int dim, int ff, int heads, int kv, int hd, int vocab, int n_ctx = 64) {
     TinySpec s;
     s.arch = arch;
     s.dim = dim;
@@ -197,7 +199,7 @@ TinySpec spec(const char* arch, int dim, int ff, int heads, int kv, int hd, int 
     s.head_dim = hd;
     s.n_vocab = vocab;
     s.n_layers = 2;
-    s.n_ctx = 64;
+    s.n_ctx = n_ctx;
     return s;
 }
 
@@ -214,7 +216,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"phi3_fused_split_hd64_q4_0", spec("phi3", 256, 512, 4, 4, 64, 1003), GgmlType::Q4_0},
         Case{"granite_scales_hd64_q5_0", spec("granite", 256, 352, 4, 1, 64, 1003), GgmlType::Q5_0,
              12.0f, 0.22f, 0.25f, 2.0f},
-        Case{"phi3_window3_hd64_f16", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::F16, 0, 0, 0, 0, 3}),
+        Case{"phi3_window3_hd64_f16", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::F16, 0, 0, 0, 0, 3},
+        // split-KV with several active blocks: 2500 cached positions in chunks of 128 over 16
+        // blocks per kv head (8 kv heads, 132 SMs), so some blocks take two chunks and the last
+        // block combines 16 states; and a window of 200 starting in the 4th chunk (3 blocks)
+        Case{"llama_mha8_hd64_f16_hist2500", spec("llama", 512, 352, 8, 8, 64, 1003, 4096), GgmlType::F16,
+             0, 0, 0, 0, 0, 2500, 4096},
+        Case{"phi3_window200_hd64_q8_0_hist700", spec("phi3", 256, 352, 4, 4, 64, 1003, 1024), GgmlType::Q8_0,
+             0, 0, 0, 0, 200, 700, 1024}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

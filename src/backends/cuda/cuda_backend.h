@@ -29,6 +29,9 @@ struct CudaOptions {
     bool verbose_init = false;   // --verbose-init: memory plan, JIT statistics
     Profiler* profiler = nullptr;  // --profiler: time every launch with events (no graph replay)
     bool nvtx_tasks = false;       // --nvtx-tasks: one NVTX range per kernel launch
+    // --ablate REGEX: decode launches whose kernel symbol matches are left out (wrong output;
+    // a benchmark's tok/s difference is what those kernels cost inside the replayed graph)
+    std::string ablate;
 };
 
 struct CudaInitStats {
@@ -117,6 +120,7 @@ private:
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
     std::vector<std::string> launch_tasks_[3];
+    std::vector<bool> ablated_;  // per decode launch: left out (--ablate)
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies

@@ -48,7 +48,6 @@ std::string group_name(const std::vector<const Task*>& ts) {
 
 struct Gates {
     bool gemv_warp, norm_warp, attn_split, sample_warp;
-    int n_splits = 1;
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
@@ -87,10 +86,6 @@ public:
                                            d_.sm_count, p_.n_ctx,
                                            split ? "split the context across blocks"
                                                  : "one block per kv head fills the device"));
-        if (g_.attn_split) {
-            g_.n_splits = std::max(1, std::min((2 * d_.sm_count + c_.n_kv_heads - 1) / c_.n_kv_heads,
-                                               p_.n_ctx / 64));
-        }
         // Tensor-core gate for the batched-prefill matrix-matrix products (prefill issue): decided
         // and printed now so the gate exists before any kernel uses it.
         {
@@ -786,16 +781,32 @@ private:
             case K::Attn: {
                 const int hd = c_.head_dim;
                 const int group = c_.n_heads / c_.n_kv_heads;
+                // split: 256 threads, chunks of up to 128 positions (TILE loads of K and of V
+                // in flight per thread), so a context of <= 128 positions is one block's single
+                // round trip and needs no combine; the N_SPLITS blocks per kv head fill the SMs
+                // once (about one block per SM) for long contexts
+                int block = 128, tile = group > 2 ? 2 : 4, n_splits = 1;
+                if (g_.attn_split) {
+                    block = 256;
+                    const int kv_bytes = o_.kv_f32 ? 4 : 2;
+                    const int vec = (group > 4 && kv_bytes == 2 ? 8 : 16) / kv_bytes;
+                    const int ng = block / (hd / vec);
+                    tile = std::max(1, std::min(8, 128 / ng));
+                    if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (group * block)));  // tree: smem
+                    const int ch = ng * tile;
+                    n_splits = std::max(1, std::min(d_.sm_count / c_.n_kv_heads, (p_.n_ctx + ch - 1) / ch));
+                }
                 Variant v("cuda/attention_decode.cu", "");
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
                     .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", g_.attn_split ? 2 : 1)
-                    .set("N_SPLITS", g_.attn_split ? g_.n_splits : 1).set("BLOCK", 128)
-                    .set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4);
+                    .set("N_SPLITS", n_splits).set("BLOCK", block)
+                    .set("REDUCE", int(g_.norm_warp)).set("TILE", tile);
+                if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
-                k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(g_.attn_split ? g_.n_splits : 1));
-                k.block = Dim3(128);
+                k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
+                k.block = Dim3(unsigned(block));
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
                 k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
@@ -806,10 +817,11 @@ private:
                 if (g_.attn_split) {
                     // partial states per split; the last block of each kv head combines them
                     // (attention_decode.cu: a ticket counter per kv head, zeroed at allocation)
-                    const size_t sb = size_t(c_.n_heads) * size_t(g_.n_splits) * size_t(hd + 2) * 4;
+                    const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 2) * 4;
                     s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
                     s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads) * 4);
-                    k.bytes += 2 * sb;
+                    // (scratch traffic, 2 * sb at most, only when more than one block is active:
+                    // left out of the byte count, which is what a short context moves)
                 }
                 return 1;
             }

@@ -1,17 +1,23 @@
 // attention_decode: one query position against cached positions 0..*pos_ptr (inclusive).
 //   s_p = (q_h . k_p) * SCALE,  out_h = sum_p softmax(s)_p * v_p,  kv head = h / (N_HEADS/N_KV_HEADS)
 // One block serves all query heads of one kv head, so K/V are read once per group.
-// Online softmax over tiles of positions (no shared memory sized by the context): a thread
-// group of HEAD_DIM/VEC threads handles one position at a time, each thread VEC dims (one
-// KV_LOAD-byte K load, one V load); the groups' (max, sum, output) states merge at the end.
+// Online softmax over chunks of CH = NG * TILE positions (no shared memory sized by the
+// context): a thread group of HEAD_DIM/VEC threads handles TILE positions of a chunk, each
+// thread VEC dims (KV_LOAD-byte K and V loads, all TILE of them issued before any is used);
+// the groups' (max, sum, output) states merge at the end.
 //
 // ALGO (history, llm.c style):
 //   1  one block per kv head over the whole context; writes out.       grid = (N_KV_HEADS, 1)
-//   2  split-KV (flash-decoding): block (kvh, s) covers split s of the context, cut at run time
-//      into N_SPLITS near-equal chunks of n_pos = *pos_ptr + 1 (empty splits write m = -inf,
-//      l = 0); writes scratch; the last block of each kv head to finish (atomic ticket) combines
-//      its splits and writes out (was a second kernel, <name>_reduce, until 2026-12-01).
-//      grid = (N_KV_HEADS, N_SPLITS)
+//   2  split-KV (flash-decoding): the context is cut into chunks of CH positions; block
+//      (kvh, y) takes chunks c_lo + y, c_lo + y + N_SPLITS, ... (c_lo: the first chunk in range).
+//      Blocks with no chunk return at once. When one block is active (n_pos <= CH, or the
+//      window fits one chunk) it writes out itself: one memory round trip after the position.
+//      Otherwise each active block writes its partial state to scratch and the last to finish
+//      (atomic ticket) combines them. grid = (N_KV_HEADS, N_SPLITS)
+//      (until 2026-12-01 the context was cut into N_SPLITS equal parts at run time, so every
+//      block was active from n_pos >= N_SPLITS and every token paid the scratch + ticket +
+//      combine round trips: ~5 us per layer at short context; before that the combine was a
+//      second kernel, <name>_reduce)
 //
 // params:
 //   WINDOW (optional) attend to the last WINDOW cached positions only (sliding window; 0 = all)
@@ -19,7 +25,9 @@
 //   <= 32), KV_T (half | float), SCALE (float, e.g. 0.08838835f), ALGO, N_SPLITS (ALGO=2),
 //   KV_LOAD (bytes per thread and position: 16, or 8 = default for half with > 4 heads/group),
 //   BLOCK (multiple of HEAD_DIM/VEC and of 32; power of two if REDUCE=0), REDUCE, TILE
-//   (positions per group per step, default 4, or 2 when N_HEADS/N_KV_HEADS > 2), PDL (default 0)
+//   (positions per group per chunk, default 4, or 2 when N_HEADS/N_KV_HEADS > 2), PDL (default 0),
+//   N_CTX (cache rows; ALGO 2 without WINDOW: block 0 then loads chunk 0 together with the
+//   position and q instead of one round trip after the position)
 // launch:  grid (N_KV_HEADS, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
 // args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): N_KV_HEADS zeroed unsigned counters (left zeroed after each launch)
@@ -30,8 +38,9 @@
 //                  tickets unused (ALGO=1)
 //          PRECOND: 16-byte aligned pointers; 0 <= *pos_ptr < n_ctx.
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 2 * sizeof(KV_T) + 2 * N_HEADS * HEAD_DIM * 4
-//          (+ 2 * N_HEADS * N_SPLITS * (HEAD_DIM + 2) * 4 for ALGO=2)
-// reference: cpu::attention   test: tests/kernels/attention_decode_test.cpp
+//          (+ 2 * N_HEADS * min(N_SPLITS, chunks) * (HEAD_DIM + 2) * 4 for ALGO=2, > 1 chunk)
+// reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (one and several active
+//            blocks, windows), tests/golden/prefill_modes_test.cpp (600-position prompts)
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME attention_decode
@@ -55,6 +64,12 @@
 #define VEC (KV_LOAD / (int)sizeof(KV_T))       // dims per thread
 #define GS (HEAD_DIM / VEC)                     // threads per position
 #define NG (BLOCK / GS)                         // position groups per block
+#define CH (NG * TILE)                          // positions per chunk (one loop trip)
+#define RED_FLOATS (REDUCE ? 1 : QPG * TILE * BLOCK)
+// query heads merged per round: their group states fit 32 KiB of shared memory
+#define MRG_HMAX ((32768 / 4) / (NG * (HEAD_DIM + 2)))
+#define MRG_H (MRG_HMAX < 1 ? 1 : (QPG < MRG_HMAX ? QPG : MRG_HMAX))
+#define MRG_FLOATS (MRG_H * NG * (HEAD_DIM + 2))
 #ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
 #define WINDOW 0
 #endif
@@ -67,6 +82,12 @@
 #endif
 #ifndef BATCH  // 1: query row blockIdx.z of a batch step, at pos_ptr[row] in sequence seq_ptr[row]
 #define BATCH 0
+#endif
+// ALGO 2 without a window: block 0 loads chunk 0 before reading the position (N_CTX bounds it)
+#if ALGO == 2 && WINDOW == 0 && defined(N_CTX)
+#define PRELOAD 1
+#else
+#define PRELOAD 0
 #endif
 #if BATCH && (ALGO != 1 || !defined(N_CTX))
 #error "BATCH needs ALGO 1 (one pass) and N_CTX (positions per sequence in the cache)"
@@ -104,14 +125,32 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
             float* out, float* scratch, const int* seq_ptr, unsigned* tickets) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
-#if !REDUCE
-    __shared__ float red[QPG * TILE * BLOCK];
-#endif
-    __shared__ float mrg[NG * (HEAD_DIM + 2)];
+    // one shared array: the tree reduction's partial dots inside the loop, the group states
+    // of MRG_H query heads at a time in the merge after it
+    __shared__ __align__(16) float sm[MRG_FLOATS > RED_FLOATS ? MRG_FLOATS : RED_FLOATS];
+    __shared__ float wgt[MRG_H * NG];  // merge weights exp(m_g - M) per head and group
+    float* red = sm;
+    float* mrg = sm;
+    (void)red;
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
     const int kvh = blockIdx.x;
+    uint4 kw[TILE], vw[TILE];
+#if PRELOAD
+    // block y = 0 always takes chunk 0 (no window): its K/V loads go out with the position's,
+    // not one round trip after it; rows past the position are zeroed below, never used
+    if (blockIdx.y == 0) {
+#pragma unroll
+        for (int t = 0; t < TILE; ++t) {
+            const int p = t * NG + gi;
+            if (p < N_CTX) {
+                kw[t] = kv_load(k_cache + (unsigned long long)p * KV_DIM + kvh * HEAD_DIM + gl * VEC);
+                vw[t] = kv_load(v_cache + (unsigned long long)p * KV_DIM + kvh * HEAD_DIM + gl * VEC);
+            }
+        }
+    }
+#endif
 #if BATCH
     // causal: this row sees its sequence's cache up to its own position (the batch's K/V rows
     // were stored before this kernel)
@@ -124,15 +163,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #else
     const int n_pos = *pos_ptr + 1;
 #endif
-    // sliding window (phi3's attention.sliding_window): only the last WINDOW positions
-    const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
-    int begin = first, end = n_pos;
-#if ALGO == 2
-    const int chunk = (n_pos - first + N_SPLITS - 1) / N_SPLITS;
-    begin = min(n_pos, first + (int)blockIdx.y * chunk);
-    end = min(n_pos, begin + chunk);
-#endif
-
+    const KV_T* kb = k_cache + kvh * HEAD_DIM + gl * VEC;
+    const KV_T* vb = v_cache + kvh * HEAD_DIM + gl * VEC;
+    // q (written by the previous kernel) goes out with the position load
     float qr[QPG][VEC], o[QPG][VEC], m[QPG], l[QPG];
 #pragma unroll
     for (int h = 0; h < QPG; ++h) {
@@ -147,16 +180,25 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         m[h] = -JL_INF;
         l[h] = 0.0f;
     }
-    const KV_T* kb = k_cache + kvh * HEAD_DIM + gl * VEC;
-    const KV_T* vb = v_cache + kvh * HEAD_DIM + gl * VEC;
+
+    // sliding window (phi3's attention.sliding_window): only the last WINDOW positions
+    const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
+    const int end = n_pos;
+    // chunks c_lo..c_hi hold the positions in range; this block takes c_lo + blockIdx.y, then
+    // every N_SPLITS-th (ALGO 1: N_SPLITS = 1, blockIdx.y = 0: all of them)
+    const int c_lo = first / CH, c_hi = (n_pos - 1) / CH;
+    const int n_active = min(N_SPLITS, c_hi - c_lo + 1);  // blocks with a chunk (block-uniform)
+    if ((int)blockIdx.y >= n_active) return;
 
     // block-uniform trip count (REDUCE=0 synchronises inside)
-    for (int p0 = begin; p0 < end; p0 += NG * TILE) {
-        uint4 kw[TILE], vw[TILE];
+    for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
+        const int p0 = c * CH;
 #pragma unroll
         for (int t = 0; t < TILE; ++t) {
             const int p = p0 + t * NG + gi;
-            if (p < end) {
+            if (PRELOAD && c == 0) {  // loaded before the position was known
+                if (!(p < end)) kw[t] = vw[t] = make_uint4(0, 0, 0, 0);
+            } else if (p >= first && p < end) {
                 kw[t] = kv_load(kb + (unsigned long long)p * KV_DIM);
                 vw[t] = kv_load(vb + (unsigned long long)p * KV_DIM);
             } else {
@@ -209,7 +251,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             float mt = -JL_INF;
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
-                const bool valid = p0 + t * NG + gi < end;
+                const int p = p0 + t * NG + gi;
+                const bool valid = p >= first && p < end;
                 s[h][t] = valid ? s[h][t] * (float)(SCALE) : -JL_INF;
                 mt = fmaxf(mt, s[h][t]);
             }
@@ -232,74 +275,87 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         }
     }
 
-    // merge the NG group states, one query head at a time
+    // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
+    // shared memory, one thread per (head, group) for its weight exp(m_g - M), then every
+    // output dim of the round's heads in parallel (groups in order)
+    constexpr int ROW = HEAD_DIM + 2;
 #pragma unroll
-    for (int h = 0; h < QPG; ++h) {
+    for (int h0 = 0; h0 < QPG; h0 += MRG_H) {
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) mrg[gi * (HEAD_DIM + 2) + gl * VEC + i] = o[h][i];
-        if (gl == 0) {
-            mrg[gi * (HEAD_DIM + 2) + HEAD_DIM] = m[h];
-            mrg[gi * (HEAD_DIM + 2) + HEAD_DIM + 1] = l[h];
+        for (int hh = 0; hh < MRG_H; ++hh) {
+            if (h0 + hh >= QPG) break;
+            float* st = mrg + (hh * NG + gi) * ROW;
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) st[gl * VEC + i] = o[h0 + hh][i];
+            if (gl == 0) {
+                st[HEAD_DIM] = m[h0 + hh];
+                st[HEAD_DIM + 1] = l[h0 + hh];
+            }
         }
         __syncthreads();
-        for (int d = tid; d < HEAD_DIM; d += BLOCK) {
+        const int nh = min(MRG_H, QPG - h0);
+        for (int idx = tid; idx < nh * NG; idx += BLOCK) {
+            const int hh = idx / NG;
             float M = -JL_INF;
-            for (int g = 0; g < NG; ++g) M = fmaxf(M, mrg[g * (HEAD_DIM + 2) + HEAD_DIM]);
-            float L = 0.0f, O = 0.0f;
-            if (M != -JL_INF) {
-                for (int g = 0; g < NG; ++g) {
-                    const float* st = mrg + g * (HEAD_DIM + 2);
-                    const float wgt = expf(st[HEAD_DIM] - M);  // 0 for empty groups
-                    L += st[HEAD_DIM + 1] * wgt;
-                    O += st[d] * wgt;
-                }
-            }
-            const int hq = kvh * QPG + h;
-#if ALGO == 2
-            float* sc = scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * (HEAD_DIM + 2);
-            sc[d] = O;
-            if (d == 0) {
-                sc[HEAD_DIM] = M;
-                sc[HEAD_DIM + 1] = L;
-            }
-#else
-            out[hq * HEAD_DIM + d] = O / L;  // L > 0: position 0 is always in range
-#endif
+            for (int g = 0; g < NG; ++g) M = fmaxf(M, mrg[(hh * NG + g) * ROW + HEAD_DIM]);
+            const float mg = mrg[idx * ROW + HEAD_DIM];
+            wgt[idx] = mg == -JL_INF ? 0.0f : expf(mg - M);  // 0 for empty groups
         }
         __syncthreads();
+        for (int idx = tid; idx < nh * HEAD_DIM; idx += BLOCK) {
+            const int hh = idx / HEAD_DIM, d = idx % HEAD_DIM;
+            float M = -JL_INF, L = 0.0f, O = 0.0f;
+            for (int g = 0; g < NG; ++g) {
+                const float* st = mrg + (hh * NG + g) * ROW;
+                M = fmaxf(M, st[HEAD_DIM]);
+                L += st[HEAD_DIM + 1] * wgt[hh * NG + g];
+                O += st[d] * wgt[hh * NG + g];
+            }
+            const int hq = kvh * QPG + h0 + hh;
+            if (ALGO == 2 && n_active > 1) {
+                float* sc = scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * ROW;
+                sc[d] = O;
+                if (d == 0) {
+                    sc[HEAD_DIM] = M;
+                    sc[HEAD_DIM + 1] = L;
+                }
+            } else {
+                out[hq * HEAD_DIM + d] = O / L;  // L > 0: an active block has a position in range
+            }
+        }
+        __syncthreads();  // mrg is rewritten by the next round
     }
 #if ALGO == 2
-    // The last block of this kv head to finish (a ticket from an atomic counter) combines the
-    // N_SPLITS partial states of its QPG query heads: out = sum_s w_s o_s / sum_s w_s l_s,
-    // w_s = exp(m_s - max m); it then resets the counter for the next launch.
+    // More than one active block: the last of this kv head to finish (a ticket from an atomic
+    // counter) combines the n_active partial states of its QPG query heads: out = sum_s w_s o_s
+    // / sum_s w_s l_s, w_s = exp(m_s - max m); it then resets the counter for the next launch.
+    if (n_active == 1) return;
     __shared__ bool last;
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
     __syncthreads();
-    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == N_SPLITS - 1;
+    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == (unsigned)n_active - 1u;
     __syncthreads();
     if (!last) return;
     __threadfence();
-    // split weights w_s = exp(m_s - M) and L per query head in shared memory (one thread per
-    // head, splits in order: the sums of the former _reduce kernel, bit for bit), then every
-    // output dim sums its splits with independent loads
-    __shared__ float wsm[QPG * N_SPLITS], lsm[QPG];
-    for (int idx = tid; idx < QPG * N_SPLITS; idx += BLOCK) {
-        const float* st = scratch + ((unsigned long long)(kvh * QPG + idx / N_SPLITS) * N_SPLITS + idx % N_SPLITS) * (HEAD_DIM + 2);
-        wsm[idx] = __ldcg(st + HEAD_DIM);  // m_s for now
-        if (__ldcg(st + HEAD_DIM + 1) == 0.0f) wsm[idx] = -JL_INF;  // empty split
+    // (m_s, l_s) of every split read once, in parallel; the per-head loop below touches only
+    // shared memory (it used to re-read l_s from L2 split by split, one latency per split)
+    __shared__ float wsm[QPG * N_SPLITS], lss[QPG * N_SPLITS], lsm[QPG];
+    for (int idx = tid; idx < QPG * n_active; idx += BLOCK) {
+        const int h = idx / n_active, sp = idx % n_active;
+        const float* st = scratch + ((unsigned long long)(kvh * QPG + h) * N_SPLITS + sp) * (HEAD_DIM + 2);
+        wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
+        lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
     }
     __syncthreads();
     if (tid < QPG) {
         float* w = wsm + tid * N_SPLITS;
-        const float* sc = scratch + (unsigned long long)(kvh * QPG + tid) * N_SPLITS * (HEAD_DIM + 2);
         float M = -JL_INF;
-        for (int s = 0; s < N_SPLITS; ++s) M = fmaxf(M, w[s]);
+        for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
         float L = 0.0f;
-        for (int s = 0; s < N_SPLITS; ++s) {
-            const float ls = __ldcg(sc + s * (HEAD_DIM + 2) + HEAD_DIM + 1);
-            const float wgt = ls == 0.0f ? 0.0f : expf(w[s] - M);
-            L += ls * wgt;
-            w[s] = wgt;
+        for (int sp = 0; sp < n_active; ++sp) {
+            const float wgt = expf(w[sp] - M);
+            L += lss[tid * N_SPLITS + sp] * wgt;
+            w[sp] = wgt;
         }
         lsm[tid] = L;
     }
@@ -309,7 +365,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         const float* sc = scratch + (unsigned long long)(kvh * QPG + h) * N_SPLITS * (HEAD_DIM + 2) + d;
         float O = 0.0f;
 #pragma unroll 8
-        for (int s = 0; s < N_SPLITS; ++s) O += __ldcg(sc + s * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + s];
+        for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + sp];
         out[(kvh * QPG + h) * HEAD_DIM + d] = O / lsm[h];
     }
     if (tid == 0) tickets[kvh] = 0u;
