@@ -104,7 +104,7 @@ TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     EXPECT_TRUE(s.split_weights.empty());
 }
 
-TEST(ScheduleGates, ProgrammaticLaunchOnSm90WithoutSplitMatrices) {
+TEST(ScheduleGates, ProgrammaticLaunchOnSm90) {
     auto f16 = tiny(GgmlType::F16, GgmlType::F16, false);
     const Plan p = plan_build(*f16, PlanOptions{128, 16, 1});
     const Schedule s90 = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
@@ -121,11 +121,16 @@ TEST(ScheduleGates, ProgrammaticLaunchOnSm90WithoutSplitMatrices) {
     ScheduleOptions o;
     o.force = {{"launch.pdl", "pdl"}};
     EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), Error);
-    // split-layout matrices stay serial unless forced (measured slower with PDL)
+    // split-layout quantized matrices too (measured faster with PDL since the int8-x gemv), and
+    // the serial sibling when forced
     auto q4 = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
     const Plan pq = plan_build(*q4, PlanOptions{128, 16, 1});
-    EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), {}), "launch.pdl"), "serial");
-    EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), o), "launch.pdl"), "pdl");
+    const Schedule sq = schedule_build(pq, DeviceInfo::for_target("sm_90"), {});
+    EXPECT_FALSE(sq.split_weights.empty());
+    EXPECT_EQ(gate(sq, "launch.pdl"), "pdl");
+    ScheduleOptions serial;
+    serial.force = {{"launch.pdl", "serial"}};
+    EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), serial), "launch.pdl"), "serial");
 }
 
 TEST(ScheduleFusion, FuseRopeTakesRopeAndKvStoreIntoTheQkvGemv) {

@@ -150,19 +150,18 @@ public:
             if (use) s_.split_weights = std::move(split);
         }
         {
-            // H200, tg128, same machine (docs/perf-notes.md): PDL +2-3 % for F16 models, but -3 to
-            // -5 % when the matrices use the split-layout quantized gemv, which stays serial
+            // H200, tg128, same machine (docs/perf-notes.md): PDL +2-3 % for F16 models; with the
+            // split-layout quantized gemv it was -3 to -5 % until the int8-x gemv and the coherent
+            // activation loads (2026-12-01), now +2.9 to +3.6 % (8B Q4_0/Q8_0, 1B Q4_0/Q8_0)
             const bool sm90 = d_.cc_major >= 9;
-            const bool want = sm90 && s_.split_weights.empty();
+            const bool want = sm90;
             pdl_ = forced("launch.pdl", "pdl", "serial", want,
                           want ? fmt::format("compute capability {}.{}: decode kernels launched with programmatic stream "
                                              "serialization, each waits (griddepcontrol.wait) before reading its inputs, "
                                              "so launch and prologue overlap the previous kernel",
                                              d_.cc_major, d_.cc_minor)
-                          : sm90 ? "split-layout quantized matrices: their gemv runs slower with programmatic launches "
-                                   "(measured -3 to -5 % tg128 on the H200)"
-                                 : fmt::format("compute capability {}.{}: no programmatic dependent launch (sm_90+)",
-                                               d_.cc_major, d_.cc_minor));
+                               : fmt::format("compute capability {}.{}: no programmatic dependent launch (sm_90+)",
+                                             d_.cc_major, d_.cc_minor));
             if (pdl_ && !sm90) fail_usage("--force-variant launch.pdl=pdl: needs compute capability 9.0+");
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
