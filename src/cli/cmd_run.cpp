@@ -188,6 +188,7 @@ int cmd_run(const Args& args) {
     eo.batch_prefill_size = f.batch_prefill_size;
     eo.gpu = f.gpu;
     Profiler profiler;
+    f.g.check_ablate(f.gpu);
     eo.cuda = f.g.cuda(f.print_plan, &profiler);
     Engine e(eo);
     if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());

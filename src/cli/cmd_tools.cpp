@@ -134,6 +134,7 @@ int cmd_plan(const Args& args) {
         ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
+    g.check_ablate(true, false);
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
@@ -167,6 +168,7 @@ int cmd_kernels(const Args& args) {
         ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
+    g.check_ablate(true, false);
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});

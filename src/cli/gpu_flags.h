@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,19 @@ struct GpuFlags {
         }
         s.gemm_bm = gemm_bm;
         return s;
+    }
+
+    // --ablate is a measurement of the decode graph: a GPU run of `run` or `bench` only, and a
+    // regular expression that compiles (checked before any model is loaded)
+    void check_ablate(bool gpu, bool decode_graph = true) const {
+        if (ablate.empty()) return;
+        if (!decode_graph) fail_usage("--ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
+        if (!gpu) fail_usage("--ablate: expected --gpu (it leaves kernels out of the CUDA decode graph), found a CPU run");
+        try {
+            std::regex re(ablate);
+        } catch (const std::regex_error& e) {
+            fail_usage("--ablate: expected a regular expression over kernel symbols, found '{}' ({})", ablate, e.what());
+        }
     }
 
     CudaOptions cuda(bool print_plan, Profiler* prof = nullptr) const {
