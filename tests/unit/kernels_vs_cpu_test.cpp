@@ -95,11 +95,14 @@ struct Variant {
     bool fuse;
     std::map<std::string, std::string> force;
     bool fuse_rope = false;  // --fuse-rope (RoPE + KV store in the q/k/v gemv; norm-style archs)
+    bool attn_warp_merge = false;  // --attn-warp-merge
 };
 
 const Variant kVariants[] = {
     {"gated+fused", true, {{"attn.algo", "split"}}},
     {"gated+fused+rope", true, {{"attn.algo", "split"}}, true},
+    {"gated+fused+warp-merge", true, {{"attn.algo", "split"}}, false, true},
+    {"onepass+warp-merge", true, {{"attn.algo", "onepass"}}, false, true},
     {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
     {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
@@ -120,6 +123,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         CudaOptions o;
         o.schedule.fuse = var.fuse;
         o.schedule.fuse_rope = var.fuse_rope;
+        o.schedule.attn_warp_merge = var.attn_warp_merge;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;

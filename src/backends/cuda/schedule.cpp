@@ -801,6 +801,7 @@ private:
                     .set("N_SPLITS", n_splits).set("BLOCK", block)
                     .set("REDUCE", int(g_.norm_warp)).set("TILE", tile);
                 if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
+                if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);

@@ -65,6 +65,7 @@ struct GateDecision {
 struct ScheduleOptions {
     bool fuse = true;                            // --no-fuse: one kernel per task
     bool fuse_rope = false;                      // --fuse-rope: RoPE + KV store in the q/k/v gemv
+    bool attn_warp_merge = false;                // --attn-warp-merge: decode attention's groups merge by shuffles first
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // --gemm-bm: MMA tile rows (0: auto 64 | 128)

@@ -26,6 +26,8 @@
 //   KV_LOAD (bytes per thread and position: 16, or 8 = default for half with > 4 heads/group),
 //   BLOCK (multiple of HEAD_DIM/VEC and of 32; power of two if REDUCE=0), REDUCE, TILE
 //   (positions per group per chunk, default 4, or 2 when N_HEADS/N_KV_HEADS > 2), PDL (default 0),
+//   MERGE_WARP (0 default; 1 with REDUCE=1: the groups of a warp merge by shuffles first, and
+//   only BLOCK/32 states go through shared memory),
 //   N_CTX (cache rows; ALGO 2 without WINDOW: block 0 then loads chunk 0 together with the
 //   position and q instead of one round trip after the position)
 // launch:  grid (N_KV_HEADS, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
@@ -67,9 +69,18 @@
 #define CH (NG * TILE)                          // positions per chunk (one loop trip)
 #define RED_FLOATS (REDUCE ? 1 : QPG * TILE * BLOCK)
 // query heads merged per round: their group states fit 32 KiB of shared memory
-#define MRG_HMAX ((32768 / 4) / (NG * (HEAD_DIM + 2)))
+// MERGE_WARP=1: the 32/GS groups of a warp first merge by shuffles, then the BLOCK/32 warp
+// states through shared memory (NGM of them); 0: all NG group states through shared memory
+#ifndef MERGE_WARP
+#define MERGE_WARP 0
+#endif
+#define NGM (MERGE_WARP ? BLOCK / 32 : NG)
+#if MERGE_WARP && !REDUCE
+#error "MERGE_WARP merges by warp shuffles: REDUCE=1 only"
+#endif
+#define MRG_HMAX ((32768 / 4) / (NGM * (HEAD_DIM + 2)))
 #define MRG_H (MRG_HMAX < 1 ? 1 : (QPG < MRG_HMAX ? QPG : MRG_HMAX))
-#define MRG_FLOATS (MRG_H * NG * (HEAD_DIM + 2))
+#define MRG_FLOATS (MRG_H * NGM * (HEAD_DIM + 2))
 #ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
 #define WINDOW 0
 #endif
@@ -128,7 +139,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
     __shared__ __align__(16) float sm[MRG_FLOATS > RED_FLOATS ? MRG_FLOATS : RED_FLOATS];
-    __shared__ float wgt[MRG_H * NG];  // merge weights exp(m_g - M) per head and group
+    __shared__ float wgt[MRG_H * NGM];  // merge weights exp(m_g - M) per head and group
     float* red = sm;
     float* mrg = sm;
     (void)red;
@@ -279,12 +290,40 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // shared memory, one thread per (head, group) for its weight exp(m_g - M), then every
     // output dim of the round's heads in parallel (groups in order)
     constexpr int ROW = HEAD_DIM + 2;
+#if MERGE_WARP
+    // groups gi ^ (off / GS) of a warp hold the same dims: merge pairwise at lane distance
+    // GS, 2 GS, .. 16 (every lane ends with its warp's state), then one writer group per warp
+#pragma unroll
+    for (int off = GS; off < 32; off *= 2) {
+#pragma unroll
+        for (int h = 0; h < QPG; ++h) {
+            const float mo = __shfl_xor_sync(0xffffffffu, m[h], off);
+            const float lo = __shfl_xor_sync(0xffffffffu, l[h], off);
+            const float mm = fmaxf(m[h], mo);
+            const float a = m[h] == -JL_INF ? 0.0f : expf(m[h] - mm);
+            const float b = mo == -JL_INF ? 0.0f : expf(mo - mm);
+            l[h] = l[h] * a + lo * b;
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) {
+                const float oo = __shfl_xor_sync(0xffffffffu, o[h][i], off);
+                o[h][i] = o[h][i] * a + oo * b;
+            }
+            m[h] = mm;
+        }
+    }
+    const int gm = tid / 32;                 // this thread's state slot: its warp
+    const bool writer = (tid % 32) < GS;     // the warp's first group writes it
+#else
+    const int gm = gi;
+    const bool writer = true;
+#endif
 #pragma unroll
     for (int h0 = 0; h0 < QPG; h0 += MRG_H) {
 #pragma unroll
         for (int hh = 0; hh < MRG_H; ++hh) {
             if (h0 + hh >= QPG) break;
-            float* st = mrg + (hh * NG + gi) * ROW;
+            if (!writer) continue;
+            float* st = mrg + (hh * NGM + gm) * ROW;
 #pragma unroll
             for (int i = 0; i < VEC; ++i) st[gl * VEC + i] = o[h0 + hh][i];
             if (gl == 0) {
@@ -294,10 +333,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         }
         __syncthreads();
         const int nh = min(MRG_H, QPG - h0);
-        for (int idx = tid; idx < nh * NG; idx += BLOCK) {
-            const int hh = idx / NG;
+        for (int idx = tid; idx < nh * NGM; idx += BLOCK) {
+            const int hh = idx / NGM;
             float M = -JL_INF;
-            for (int g = 0; g < NG; ++g) M = fmaxf(M, mrg[(hh * NG + g) * ROW + HEAD_DIM]);
+            for (int g = 0; g < NGM; ++g) M = fmaxf(M, mrg[(hh * NGM + g) * ROW + HEAD_DIM]);
             const float mg = mrg[idx * ROW + HEAD_DIM];
             wgt[idx] = mg == -JL_INF ? 0.0f : expf(mg - M);  // 0 for empty groups
         }
@@ -305,11 +344,11 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         for (int idx = tid; idx < nh * HEAD_DIM; idx += BLOCK) {
             const int hh = idx / HEAD_DIM, d = idx % HEAD_DIM;
             float M = -JL_INF, L = 0.0f, O = 0.0f;
-            for (int g = 0; g < NG; ++g) {
-                const float* st = mrg + (hh * NG + g) * ROW;
+            for (int g = 0; g < NGM; ++g) {
+                const float* st = mrg + (hh * NGM + g) * ROW;
                 M = fmaxf(M, st[HEAD_DIM]);
-                L += st[HEAD_DIM + 1] * wgt[hh * NG + g];
-                O += st[d] * wgt[hh * NG + g];
+                L += st[HEAD_DIM + 1] * wgt[hh * NGM + g];
+                O += st[d] * wgt[hh * NGM + g];
             }
             const int hq = kvh * QPG + h0 + hh;
             if (ALGO == 2 && n_active > 1) {
