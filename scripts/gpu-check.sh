@@ -49,6 +49,9 @@ golden)
     log "golden (cuda, --attn-warp-merge)"
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 "$B/engine_golden_test" > "$OUT/golden-warp-merge.txt" 2>&1
     grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-warp-merge.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
+    log "golden (cuda, --gemv-early-load)"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 "$B/engine_golden_test" > "$OUT/golden-early-load.txt" 2>&1
+    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-early-load.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
     log "golden (cuda, sibling variants: tree reductions, one-pass attention, no fusion)"
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_SIBLINGS=1 "$B/engine_golden_test" > "$OUT/golden-siblings.txt" 2>&1
     grep -E "golden\]|OK|FAILED|PASSED|Failure" "$OUT/golden-siblings.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"

@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, fuse_rope = false, attn_warp_merge = false;
+    bool no_fuse = false, fuse_rope = false, attn_warp_merge = false, gemv_early_load = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -50,6 +50,8 @@ struct GpuFlags {
             ->check(CLI::Range(0, 32));
         app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
+        app.add_flag("--gemv-early-load", gemv_early_load,
+                     "tuning: each gemv group's first weight step is loaded before the PDL wait (not yet measured)");
         app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto)")
             ->check(CLI::Range(0, 8));
         app.add_option("--gemv-split-pipe", gemv_split_pipe,
@@ -74,6 +76,7 @@ struct GpuFlags {
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;
+        s.gemv_early_load = gemv_early_load;
         s.gemv_rows = gemv_rows;
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;

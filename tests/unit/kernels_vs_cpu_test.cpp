@@ -96,6 +96,7 @@ struct Variant {
     std::map<std::string, std::string> force;
     bool fuse_rope = false;  // --fuse-rope (RoPE + KV store in the q/k/v gemv; norm-style archs)
     bool attn_warp_merge = false;  // --attn-warp-merge
+    bool gemv_early_load = false;  // --gemv-early-load
 };
 
 const Variant kVariants[] = {
@@ -103,6 +104,8 @@ const Variant kVariants[] = {
     {"gated+fused+rope", true, {{"attn.algo", "split"}}, true},
     {"gated+fused+warp-merge", true, {{"attn.algo", "split"}}, false, true},
     {"onepass+warp-merge", true, {{"attn.algo", "onepass"}}, false, true},
+    {"gated+fused+early-load", true, {{"attn.algo", "split"}}, false, false, true},
+    {"unfused+early-load+serial", false, {{"launch.pdl", "serial"}}, false, false, true},
     {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
     {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
@@ -124,6 +127,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         o.schedule.fuse = var.fuse;
         o.schedule.fuse_rope = var.fuse_rope;
         o.schedule.attn_warp_merge = var.attn_warp_merge;
+        o.schedule.gemv_early_load = var.gemv_early_load;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;

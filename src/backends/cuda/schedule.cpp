@@ -314,6 +314,7 @@ private:
         const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? 2 : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
+        if (o_.gemv_early_load) v.set("EARLY_LOAD", 1);
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +

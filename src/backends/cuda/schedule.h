@@ -71,6 +71,7 @@ struct ScheduleOptions {
     int gemm_bm = 0;                             // --gemm-bm: MMA tile rows (0: auto 64 | 128)
     int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
+    bool gemv_early_load = false;                // --gemv-early-load: first weight step before the PDL wait
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)

@@ -30,6 +30,10 @@
 //                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging;
 //                   GEMV_SPLIT_PIPE=1 pipelines the loads one step ahead, GEMV_SPLIT_U units
 //                   per lane and step (gemv_dot.cuh)
+//   EARLY_LOAD      1: each group's first weight step (plain types with COLS % 8 == 0, the
+//                   unpipelined split layout) is loaded before the PDL wait and the x prologue,
+//                   so with PDL the weight stream starts while the previous kernel drains;
+//                   other types ignore it. Default 0
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
@@ -67,6 +71,9 @@
 #endif
 
 #include "common/matmul_defines.cuh"
+#ifndef EARLY_LOAD  // 1: the first weight step before the PDL wait (plain types, split layout)
+#define EARLY_LOAD 0
+#endif
 #ifndef PREFETCH
 #define PREFETCH 0
 #endif
@@ -97,6 +104,10 @@ static_assert(GEMV_GPB * GEMV_DR * GEMV_STAGE_BYTES <= 40 * 1024, "staging smem:
 #endif
 
 #define GEMV_ROW_BYTES ((unsigned long long)(COLS / QK_ELEMS(WTYPE)) * QK_BYTES(WTYPE))
+#ifndef GEMV_EARLY_OK  // the weight paths with a first-step set (gemv_dot.cuh)
+#define GEMV_EARLY_OK 0
+#endif
+#define GEMV_EARLY (EARLY_LOAD && GEMV_EARLY_OK)
 
 // Weight row `o` of the stacked matrices [W0; W1; W2] (o < ROWS0 + ROWS1 + ROWS2).
 __device__ __forceinline__ const uint8_t* mat_row(const uint8_t* w0, const uint8_t* w1,
@@ -175,6 +186,16 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             prefetch_l2(row + 128 * line);
         }
+    }
+#endif
+#if GEMV_EARLY
+    // weights do not depend on the previous kernel: the group's first step of its first pass
+    // goes out before the PDL wait (with PDL, while the previous kernel drains) and the x prologue
+    PlainSet<GEMV_DR> early;
+    {
+        const uint8_t* rows0[GEMV_DR];
+        pass_rows(W0, W1, W2, (blockIdx.x * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows0);
+        plain_load<GEMV_DR>(early, rows0, 0, tid % GROUP);
     }
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
@@ -314,7 +335,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         float acc[GEMV_DR];
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
-        rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
+#if GEMV_EARLY
+        if (o0 == (blockIdx.x * GEMV_GPB + g) * GEMV_OPG)
+            rows_dot_pre<GEMV_DR>(rows, xs, gt, acc, stage, early);
+        else
+#endif
+            rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
         if (o0 + gridDim.x * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
 
         // --- reduce each row's partial sums over the group

@@ -122,37 +122,57 @@ __device__ __forceinline__ float plain_unit_dot(uint4 w, float4 x0, float4 x1) {
 #endif
 }
 
+#define GEMV_PLAIN_U 4  // 16-byte units per lane, row and step
+#define GEMV_EARLY_OK (COLS % GEMV_VEC == 0)
+
+// One step's raw units: R rows x GEMV_PLAIN_U per lane (also the EARLY_LOAD set).
+template <int R>
+struct PlainSet {
+    uint4 w[R][GEMV_PLAIN_U];
+};
+
+template <int R>
+__device__ __forceinline__ void plain_load(PlainSet<R>& s, const uint8_t* const* rows, int v0, int gt) {
+    constexpr int NV = COLS / GEMV_VEC;
+#pragma unroll
+    for (int u = 0; u < GEMV_PLAIN_U; ++u) {
+        const int v = v0 + gt + GROUP * u;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            s.w[r][u] = v < NV ? ldg_stream16(rows[r] + 16 * (unsigned long long)v) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <int R>
+__device__ __forceinline__ void plain_dot(const PlainSet<R>& s, const XSrc& xs, int v0, int gt, float* acc) {
+    constexpr int NV = COLS / GEMV_VEC;
+#pragma unroll
+    for (int u = 0; u < GEMV_PLAIN_U; ++u) {
+        const int v = v0 + gt + GROUP * u;
+        if (v < NV) {
+            const float4 x0 = xs.load4(GEMV_VEC * v);
+            const float4 x1 = GEMV_VEC == 8 ? xs.load4(GEMV_VEC * v + 4) : x0;
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r] += plain_unit_dot(s.w[r][u], x0, x1);
+        }
+    }
+}
+
 template <int R>
 __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
-                                         float* acc, uint8_t* /*stage*/) {
+                                         float* acc, uint8_t* /*stage*/, int v_begin = 0) {
 #if COLS % GEMV_VEC == 0
     // rows are 16-byte aligned (PRECOND: W is): whole units
     constexpr int NV = COLS / GEMV_VEC;
-    constexpr int U = 4;
 #pragma unroll 1  // no hoisting across steps: registers, not ILP, bound occupancy
-    for (int v0 = 0; v0 < NV; v0 += GROUP * U) {
-        uint4 w[R][U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = v0 + gt + GROUP * u;
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-                w[r][u] = v < NV ? ldg_stream16(rows[r] + 16 * (unsigned long long)v)
-                                 : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = v0 + gt + GROUP * u;
-            if (v < NV) {
-                const float4 x0 = xs.load4(GEMV_VEC * v);
-                const float4 x1 = GEMV_VEC == 8 ? xs.load4(GEMV_VEC * v + 4) : x0;
-#pragma unroll
-                for (int r = 0; r < R; ++r) acc[r] += plain_unit_dot(w[r][u], x0, x1);
-            }
-        }
+    for (int v0 = v_begin; v0 < NV; v0 += GROUP * GEMV_PLAIN_U) {
+        PlainSet<R> w;
+        plain_load<R>(w, rows, v0, gt);
+        plain_dot<R>(w, xs, v0, gt, acc);
     }
 #else
     // odd row length: rows are not 16-byte aligned; one element per thread per step
+    (void)v_begin;
     for (int k = gt; k < COLS; k += GROUP) {
         const float xv = xs.load1(k);
 #pragma unroll
@@ -160,6 +180,16 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
     }
 #endif
 }
+
+#if COLS % GEMV_VEC == 0
+// EARLY_LOAD: the first step's units `pre` were loaded before the PDL wait (plain_load at 0)
+template <int R>
+__device__ __forceinline__ void rows_dot_pre(const uint8_t* const* rows, const XSrc& xs, int gt,
+                                             float* acc, uint8_t* stage, const PlainSet<R>& pre) {
+    plain_dot<R>(pre, xs, 0, gt, acc);
+    rows_dot<R>(rows, xs, gt, acc, stage, GROUP * GEMV_PLAIN_U);
+}
+#endif
 
 // ------------------------------------------------------------------------------------------
 #elif WSPLIT && (WTYPE == Q4_0 || WTYPE == Q8_0)
@@ -242,16 +272,25 @@ __device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, 
     }
 }
 
+#define GEMV_EARLY_OK (!GEMV_SPLIT_PIPE)
+template <int R>
+using PlainSet = SplitSet<R>;  // the EARLY_LOAD set: the first step's units and scales
+template <int R>
+__device__ __forceinline__ void plain_load(SplitSet<R>& s, const uint8_t* const* rows, int v0, int gt) {
+    split_load<R>(s, rows, v0, gt);
+}
+
 // GEMV_SPLIT_PIPE=1: software-pipelined, the next step's loads issued before this step is
 // decoded (two register sets). Default 0: load a step, decode it. H200 tg128 (pipelined vs not,
 // same session pair): 8B Q4_0 308 vs 327.5, 8B Q8_0 290.6 vs 322.1, 1B Q4_0 1444.8 vs 1437.4,
 // 1B Q8_0 1334.3 vs 1226.9 tok/s (docs/perf-notes.md).
 template <int R>
 __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
-                                         float* acc, uint8_t* /*stage*/) {
+                                         float* acc, uint8_t* /*stage*/, int v_begin = 0) {
     constexpr int NV = GEMV_QBYTES / 16;
     constexpr int STEP = GROUP * GEMV_SPLIT_U;
 #if GEMV_SPLIT_PIPE
+    (void)v_begin;
     SplitSet<R> a, b;
     split_load<R>(a, rows, 0, gt);
 #pragma unroll 1
@@ -265,13 +304,23 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
     }
 #else
 #pragma unroll 1
-    for (int v0 = 0; v0 < NV; v0 += STEP) {
+    for (int v0 = v_begin; v0 < NV; v0 += STEP) {
         SplitSet<R> a;
         split_load<R>(a, rows, v0, gt);
         split_dot<R>(a, xs, v0, gt, acc);
     }
 #endif
 }
+
+#if !GEMV_SPLIT_PIPE
+// EARLY_LOAD: the first step `pre` was loaded before the PDL wait (split_load at 0)
+template <int R>
+__device__ __forceinline__ void rows_dot_pre(const uint8_t* const* rows, const XSrc& xs, int gt,
+                                             float* acc, uint8_t* stage, const SplitSet<R>& pre) {
+    split_dot<R>(pre, xs, 0, gt, acc);
+    rows_dot<R>(rows, xs, gt, acc, stage, GROUP * GEMV_SPLIT_U);
+}
+#endif
 
 
 // ------------------------------------------------------------------------------------------
