@@ -29,7 +29,7 @@ struct GpuFlags {
         app.add_option("--force-variant", force,
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
-                       "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial); "
+                       "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--fuse-rope", fuse_rope,

@@ -1,9 +1,12 @@
 // The schedule's layout and launch gates, without a GPU: weights.layout (which matrices are stored
-// in the split Q4_0/Q8_0 layout, which kernels read it, and that the embedding table never is) and
-// launch.pdl (programmatic launches on sm_90 for models without split matrices, never on sm_80,
-// never in the batch phase), and the --fuse-rope fusion. Their numerics and speed are checked on the GPU (kernels_vs_cpu_test,
-// engine_golden_test, docs/perf-notes.md).
+// in the split Q4_0/Q8_0 layout, which kernels read it, and that the embedding table never is),
+// launch.pdl (programmatic launches on sm_90, never on sm_80, never in the batch phase),
+// batch.small (the one-row gemv list of the batch phase) and the --fuse-rope fusion. Their
+// numerics and speed are checked on the GPU (kernels_vs_cpu_test, engine_golden_test,
+// prefill_modes_test, docs/perf-notes.md).
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "backends/cuda/schedule.h"
 #include "core/error.h"
@@ -154,6 +157,61 @@ TEST(ScheduleFusion, FuseRopeTakesRopeAndKvStoreIntoTheQkvGemv) {
     o.fuse = false;
     const Schedule u = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
     EXPECT_EQ(step(u.decode, "attn_qkv_rope_kv_store"), nullptr);
+}
+
+// batch.small=gemv: a second batch list for one-row steps whose every matrix product is a
+// row-batched gemv (no GEMM tiles), norms fused into the product after them as in decode, and the
+// same tasks as the GEMM list in the body and in the output tail (a step may take its body from one
+// list and its tail from the other); off by default, so the list is empty.
+TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0}) {
+        SCOPED_TRACE(type_name(t));
+        auto m = tiny(t, t, false);
+        const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+        ASSERT_FALSE(p.batch.empty());
+        const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+        EXPECT_EQ(gate(off, "batch.small"), "gemm");
+        EXPECT_TRUE(off.batch_small.empty());
+        EXPECT_EQ(off.batch_small_rows, 0);
+        ScheduleOptions o;
+        o.force = {{"batch.small", "gemv"}};
+        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        EXPECT_EQ(gate(s, "batch.small"), "gemv");
+        ASSERT_FALSE(s.batch_small.empty());
+        EXPECT_EQ(s.batch_small_rows, 1);
+        bool any_gemm = false;
+        for (const auto& k : s.batch) any_gemm = any_gemm || k.symbol.find("__gemm_") != std::string::npos;
+        EXPECT_TRUE(any_gemm) << "the GEMM list keeps its tiles";
+        auto covered = [&](const std::vector<KernelStep>& ks, size_t from, size_t to) {
+            std::set<int> tasks;
+            for (size_t i = from; i < to; ++i) tasks.insert(ks[i].tasks.begin(), ks[i].tasks.end());
+            return tasks;
+        };
+        EXPECT_EQ(covered(s.batch_small, 0, s.batch_small_body), covered(s.batch, 0, s.batch_body));
+        EXPECT_EQ(covered(s.batch_small, s.batch_small_body, s.batch_small.size()),
+                  covered(s.batch, s.batch_body, s.batch.size()));
+        int gemv = 0, norms = 0;
+        for (const auto& k : s.batch_small) {
+            EXPECT_EQ(k.symbol.find("__gemm_"), std::string::npos) << k.symbol;
+            EXPECT_EQ(k.symbol.find("_to_f16"), std::string::npos) << k.symbol;  // no 16-bit activations
+            EXPECT_FALSE(k.pdl) << k.symbol;
+            if (k.symbol.find("__gemv_") != std::string::npos) {
+                ++gemv;
+                EXPECT_EQ(k.rows_dim, 1) << k.symbol << ": grid.y follows the step's rows";
+            }
+            if (k.symbol.find("rms_norm") != std::string::npos) ++norms;
+        }
+        // per layer: q/k/v, attn_output, gate/up, down; plus the output projection
+        EXPECT_EQ(gemv, 4 * m->config.n_layers + 1);
+        EXPECT_EQ(norms, 0) << "attn_norm, ffn_norm and output_norm ride in the gemv (NORM_IN)";
+        const KernelStep* qkv = step(s.batch_small, "attn_norm_qkv");
+        ASSERT_NE(qkv, nullptr);
+        EXPECT_TRUE(has_define(qkv->variant, "NORM_IN", "1"));
+        // the kernels tool compiles both lists: every variant is in schedule_variants
+        std::set<std::string> vs;
+        for (const auto& v : schedule_variants(s)) vs.insert(v.display_name());
+        for (const auto& k : s.batch_small) EXPECT_TRUE(vs.count(k.variant.display_name())) << k.symbol;
+    }
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     bind(sched_.decode, decode_launches_);
     bind(sched_.prefill, prefill_launches_);
     bind(sched_.batch, batch_launches_);
+    bind(sched_.batch_small, batch_small_launches_);
     if (!opt.ablate.empty()) {
         std::regex re;
         try {
@@ -74,18 +75,11 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     for (int ph = 0; ph < 3; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
-    for (int ph = 0; ph < 3; ++ph) {
-        const auto& tasks = plan.phase(Phase(ph));
-        for (const auto& k : sched_.phase(Phase(ph))) {
-            std::string tn;
-            for (int ti : k.tasks) tn += (tn.empty() ? "" : "+") + tasks[size_t(ti)].name;
-            launch_tasks_[ph].push_back(tn);
-        }
-    }
     if (opt.profiler) {
         const double bw = measure_copy_bandwidth_gb_s(*ctx_, opt.cache.dir.empty() ? default_cache_dir() : opt.cache.dir);
         opt.profiler->set_copy_bandwidth(bw, dev.name);
-        const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(), sched_.batch.size()}) + 1;
+        const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(), sched_.batch.size(),
+                                   sched_.batch_small.size()}) + 1;
         events_.resize(n);
         for (auto& e : events_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DEFAULT));
     }
@@ -359,22 +353,29 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     ctx_->synchronize();
     if (ph == Phase::Decode) token_out_ = host_io_[2];
     for (auto* c : count_ptrs_[iph]) ++*c;
-    if (prof) record_profile(ph, launches, launches.size(), 1, uint64_t(pos + 1));
+    if (prof) {
+        std::vector<const Launch*> seq;
+        for (const Launch& l : launches) seq.push_back(&l);
+        record_profile(ph, seq, 1, uint64_t(pos + 1));
+    }
     steps_[iph]++;
 }
 
-void CudaBackend::record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum,
+void CudaBackend::record_profile(Phase ph, const std::vector<const Launch*>& seq, int rows, uint64_t pos_sum,
                                  size_t tail_from, int tail_rows) {
     const CudaDriver& d = ctx_->driver();
     const int iph = int(ph);
-    for (size_t i = 0; i < n; ++i) {
+    const auto& tasks = plan_.phase(ph);
+    for (size_t i = 0; i < seq.size(); ++i) {
         float t0 = 0, dur = 0;
         JITLLM_CUDA_TRY(d, cuEventElapsedTime(&t0, origin_, events_[i]));
         JITLLM_CUDA_TRY(d, cuEventElapsedTime(&dur, events_[i], events_[i + 1]));
-        const KernelStep& k = *launches[i].step;
+        const KernelStep& k = *seq[i]->step;
+        std::string tn;
+        for (int ti : k.tasks) tn += (tn.empty() ? "" : "+") + tasks[size_t(ti)].name;
         LaunchRecord r;
         r.kernel = k.symbol;
-        r.tasks = launch_tasks_[iph][i];
+        r.tasks = std::move(tn);
         r.phase = phase_name(ph);
         r.token = steps_[iph];
         r.layer = k.layer;
@@ -505,7 +506,21 @@ void CudaBackend::batch(const BatchStep& b) {
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Seqs)], host_batch_ + 2 * R, size_t(b.n) * 4, st));
     // the output tail: every row (logits), the last row moved to row 0 (logits_last), or none
     const int tail_rows = b.logits ? b.n : b.logits_last ? 1 : 0;
-    const size_t n_launch = tail_rows ? batch_launches_.size() : sched_.batch_body;
+    // the launch sequence: the body and the output tail each from the one-row gemv list (gate
+    // batch.small) when their rows allow, else from the GEMM list
+    const bool small_body = b.n <= sched_.batch_small_rows, small_tail = tail_rows <= sched_.batch_small_rows;
+    std::vector<Launch*> seq;
+    {
+        std::vector<Launch>& lb = small_body ? batch_small_launches_ : batch_launches_;
+        const size_t body = small_body ? sched_.batch_small_body : sched_.batch_body;
+        for (size_t i = 0; i < body; ++i) seq.push_back(&lb[i]);
+    }
+    const size_t tail_from = seq.size();
+    if (tail_rows) {
+        std::vector<Launch>& lt = small_tail ? batch_small_launches_ : batch_launches_;
+        for (size_t i = small_tail ? sched_.batch_small_body : sched_.batch_body; i < lt.size(); ++i) seq.push_back(&lt[i]);
+    }
+    const size_t n_launch = seq.size();
     const int iph = int(Phase::Batch);
     NvtxRange range(fmt::format("batch {} ({} rows)", steps_[iph], b.n), NvtxColor::Prefill);
     Profiler* prof = opt_.profiler;
@@ -517,9 +532,9 @@ void CudaBackend::batch(const BatchStep& b) {
     // captured on first use; with the profiler or --nvtx-tasks, launched one by one
     auto launch_all = [&] {
         for (size_t i = 0; i < n_launch; ++i) {
-            Launch& l = batch_launches_[i];
-            const int rows = i < sched_.batch_body ? b.n : tail_rows;
-            if (i == sched_.batch_body && !b.logits && b.n > 1) {  // logits_last: X row n-1 -> row 0
+            Launch& l = *seq[i];
+            const int rows = i < tail_from ? b.n : tail_rows;
+            if (i == tail_from && !b.logits && b.n > 1) {  // logits_last: X row n-1 -> row 0
                 const size_t row_bytes = size_t(c.dim) * 4;
                 JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(slots_[size_t(Slot::X)], slots_[size_t(Slot::X)] + (b.n - 1) * row_bytes,
                                                      row_bytes, st));
@@ -567,7 +582,8 @@ void CudaBackend::batch(const BatchStep& b) {
     if (b.logits_last && !b.logits) token_out_ = batch_tokens_out_[0];
     const size_t n_tasks = tail_rows ? plan_.batch.size() : plan_.batch_body;
     for (size_t i = 0; i < n_tasks; ++i) ++*count_ptrs_[iph][i];
-    if (prof) record_profile(Phase::Batch, batch_launches_, n_launch, b.n, pos_sum, sched_.batch_body, tail_rows);
+    if (prof) record_profile(Phase::Batch, std::vector<const Launch*>(seq.begin(), seq.end()), b.n, pos_sum, tail_from,
+                             tail_rows);
     steps_[iph]++;
 }
 

@@ -79,9 +79,9 @@ private:
         std::vector<void*> ptrs;
         std::vector<size_t> rows_args;  // indices of KArg::Kind::Rows (set per batch step)
     };
-    // Profiler records of launches [0, n) of a phase step just run (events_ recorded around each).
+    // Profiler records of the launches of a phase step just run (events_ recorded around each).
     // Batch steps: launches from `tail_from` on (the output tail) ran `tail_rows` rows.
-    void record_profile(Phase ph, const std::vector<Launch>& launches, size_t n, int rows, uint64_t pos_sum,
+    void record_profile(Phase ph, const std::vector<const Launch*>& seq, int rows, uint64_t pos_sum,
                         size_t tail_from = SIZE_MAX, int tail_rows = 0);
     void upload_weights();
     void allocate_buffers();
@@ -102,6 +102,7 @@ private:
     std::map<std::string, CUdeviceptr> scratch_;
     std::map<std::string, CUfunction> functions_;  // symbol -> function
     std::vector<Launch> decode_launches_, prefill_launches_, batch_launches_;
+    std::vector<Launch> batch_small_launches_;  // gate batch.small: steps of <= batch_small_rows rows
     CUgraphExec graph_[2] = {nullptr, nullptr};
     std::vector<float> logits_;
     int32_t token_out_ = 0;
@@ -119,7 +120,6 @@ private:
     std::vector<CUevent> events_;
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
-    std::vector<std::string> launch_tasks_[3];
     std::vector<bool> ablated_;  // per decode launch: left out (--ablate)
 };
 

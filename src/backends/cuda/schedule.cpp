@@ -51,6 +51,7 @@ struct Gates {
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
+    bool batch_small = false;  // one-row batch steps through the gemv kernels
 };
 
 class Lowering {
@@ -127,6 +128,14 @@ public:
                 fail_usage("--force-variant attn.prefill=mma: {}", why);
         }
         {
+            // One-row batch steps (a server with one active slot; the logits row after a prompt
+            // chunk): the matrix products as gemv kernels over the row instead of GEMM tiles
+            // built for many rows. Not yet measured on a GPU: off until it is.
+            g_.batch_small = forced("batch.small", "gemv", "gemm", false,
+                                    "one-row batch steps through the GEMM (the gemv list for them is "
+                                    "built with --force-variant batch.small=gemv; not yet measured)");
+        }
+        {
             // Q4_0/Q8_0 matrices in the split device layout: their 18/34-byte blocks are only
             // 2-aligned, so 16-byte loads need the quants and the scales in separate runs. Every
             // weight a matrix product reads qualifies when its rows are whole 256-element
@@ -186,8 +195,14 @@ public:
         for (size_t i = 0; i < tasks.size();) i += lower_at(i);
     }
 
-    // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products.
-    void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body) {
+    bool batch_small() const { return g_.batch_small; }
+
+    // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products; small: the
+    // products as row-batched gemv kernels (the list for one-row steps).
+    void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
+                     bool small = false) {
+        small_ = small;
+        x16_next_ = x16_now_ = false;
         out_ = &out;
         tasks_ = &tasks;
         batch_ = true;
@@ -197,7 +212,9 @@ public:
             i += lower_batch_at(i);
         }
         if (body >= tasks.size()) out_body = out.size();
+        JITLLM_CHECK(norm_i_ == SIZE_MAX, "a norm was not fused into a product");
         batch_ = false;
+        small_ = false;
     }
 
 private:
@@ -367,7 +384,9 @@ private:
     };
     void gemm(std::vector<size_t> idx, Gemm g) {
         GemmSpec& s = g.spec;
-        if (s.cols % 32 != 0) {  // gemm.cu's K step is 32: the row-batched gemv takes the rest
+        // gemm.cu's K step is 32: the row-batched gemv takes the rest, and every product of the
+        // one-row list (gate batch.small)
+        if (s.cols % 32 != 0 || small_) {
             Gemv v;
             for (int m = 0; m < s.n_mat; ++m) {
                 v.w.push_back(g.w[size_t(m)].w);
@@ -377,6 +396,14 @@ private:
             }
             for (const KArg& y : g.y) v.y.push_back(y.slot);
             v.x = g.x;
+            if (small_ && norm_i_ != SIZE_MAX) {  // the norm before, fused in (NORM_IN), as in decode
+                JITLLM_CHECK(g.x == Slot::Xb, "a fused norm feeds Xb");
+                idx.insert(idx.begin(), norm_i_);
+                v.norm_w = t(norm_i_).w[0];
+                v.eps = t(norm_i_).eps;
+                v.x = Slot::X;
+                norm_i_ = SIZE_MAX;
+            }
             v.epi = s.epi;
             v.scale = s.epi == 1 ? s.res_scale : s.out_scale;
             v.up_offset_rows = s.up_offset_rows;
@@ -456,9 +483,21 @@ private:
         k.flops = gemm_flops(s, 1);
     }
 
+    // Whether the matrices of the task at i share one weight type (one product kernel).
+    bool one_type(size_t i) const {
+        const WeightTensor* first = nullptr;
+        for (const WeightTensor* w : t(i).w) {
+            if (!w || w->rows <= 1) continue;  // biases are not matrices
+            if (first && w->type != first->type) return false;
+            if (!first) first = w;
+        }
+        return first != nullptr;
+    }
+
     // Whether every matrix of the task at i would run on wgmma with 16-bit activations from Xb,
     // and their type (F16 or BF16).
     bool wgmma_all(size_t i, GgmlType* type) const {
+        if (small_) return false;  // gemv products read float activations
         if (!is(i, K::AttnQkv) && !is(i, K::FfnGateUp) && !is(i, K::Output)) return false;
         if (!g_.gemm_mma || !g_.gemm_wgmma) return false;
         const int cc = d_.cc_major * 10 + d_.cc_minor;
@@ -519,9 +558,16 @@ private:
             }
             case K::AttnNorm:
             case K::FfnNorm:
-            case K::OutputNorm:
+            case K::OutputNorm: {
+                // one-row list: into the next product when that is one gemv reading Xb
+                const K next = a.kind == K::AttnNorm ? K::AttnQkv : a.kind == K::FfnNorm ? K::FfnGateUp : K::Output;
+                if (small_ && fuse && is(i + 1, next) && one_type(i + 1)) {
+                    norm_i_ = i;
+                    return 1;
+                }
                 rms_norm_rows(i, Slot::X, Slot::Xb, 1, c_.dim, a.w[0], a.eps);
                 return 1;
+            }
             case K::AttnQkv: {
                 Gemv q;
                 fill_qkv(a, q);
@@ -1015,6 +1061,8 @@ private:
     std::vector<KernelStep>* out_ = nullptr;
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
+    bool small_ = false;  // lowering the one-row batch list (gate batch.small)
+    size_t norm_i_ = SIZE_MAX;  // one-row list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
 
@@ -1022,7 +1070,7 @@ private:
 
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout", "launch.pdl"};
+            "weights.layout", "launch.pdl", "batch.small"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -1030,7 +1078,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill, weights.layout, launch.pdl", gate, v, gate);
+                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill, weights.layout, launch.pdl, batch.small", gate, v, gate);
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);
@@ -1040,6 +1088,10 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.mark_pdl(s.decode);
     l.mark_pdl(s.prefill);
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
+    if (!plan.batch.empty() && l.batch_small()) {
+        l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
+        s.batch_small_rows = 1;
+    }
     return s;
 }
 
@@ -1103,7 +1155,7 @@ std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int
 std::vector<Variant> schedule_variants(const Schedule& s) {
     std::vector<Variant> v;
     std::set<std::string> seen;
-    for (const auto* ph : {&s.decode, &s.prefill, &s.batch})
+    for (const auto* ph : {&s.decode, &s.prefill, &s.batch, &s.batch_small})
         for (const auto& k : *ph) {
             const std::string id = k.variant.display_name();
             if (seen.insert(id).second) v.push_back(k.variant);
@@ -1115,14 +1167,20 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
     std::string out = "capability gates:\n";
     for (const auto& g : s.gates)
         out += fmt::format("  {:<14} {:<8} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
-    for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch}) {
-        const auto& ks = s.phase(ph);
+    for (int part = 0; part < 4; ++part) {
+        const Phase ph = part == 0 ? Phase::Decode : part == 1 ? Phase::Prefill : Phase::Batch;
+        const bool small = part == 3;  // the one-row list of the batch phase (gate batch.small)
+        const auto& ks = small ? s.batch_small : s.phase(ph);
         const auto& tasks = plan.phase(ph);
         if (ph == Phase::Batch && ks.empty()) continue;
         // launches per token by kernel symbol
         std::map<std::string, int> per_token;
         for (const auto& k : ks) per_token[k.symbol]++;
-        if (ph == Phase::Batch)
+        if (small)
+            out += fmt::format("phase batch, steps of <= {} row (gate batch.small): {} tasks -> {} kernel launches "
+                               "({} in the body; the output tail also for the logits row of a longer step)\n",
+                               s.batch_small_rows, tasks.size(), ks.size(), s.batch_small_body);
+        else if (ph == Phase::Batch)
             out += fmt::format("phase batch: {} tasks -> {} kernel launches per step of up to {} rows ({} per "
                                "prompt chunk; the output tail only when logits are asked)\n",
                                tasks.size(), ks.size(), plan.batch_rows, s.batch_body);

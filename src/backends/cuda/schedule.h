@@ -80,6 +80,12 @@ struct ScheduleOptions {
 struct Schedule {
     std::vector<KernelStep> decode, prefill, batch;
     size_t batch_body = 0;  // batch[0, batch_body): every step; the rest: steps with logits
+    // Gate batch.small=gemv: the same batch tasks with every matrix product as a row-batched gemv,
+    // for steps of at most batch_small_rows rows (body and output tail chosen separately; both
+    // lists read and write the same slots, so a step may mix them). Empty when the gate is off.
+    std::vector<KernelStep> batch_small;
+    size_t batch_small_body = 0;
+    int batch_small_rows = 0;
     std::vector<GateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes
     std::string kv_type;                    // "half" | "float"
@@ -93,7 +99,7 @@ struct Schedule {
 
 // Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
 // attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma,
-// attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial.
+// attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm.
 std::vector<std::string> schedule_gate_names();
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);
