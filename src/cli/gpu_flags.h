@@ -21,6 +21,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
+    int gemv_block = 0, gemv_grid_per_sm = 0;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
     std::string profiler_dump_dir;
     std::string ablate;
@@ -52,6 +53,12 @@ struct GpuFlags {
             ->check(CLI::Range(0, 1 << 20));
         app.add_flag("--gemv-early-load", gemv_early_load,
                      "tuning: each gemv group's first weight step is loaded before the PDL wait (not yet measured)");
+        app.add_option("--gemv-block", gemv_block,
+                       "tuning: threads per gemv block for plain and split-layout weights, 128, 256 or 512 (0 = auto 256)")
+            ->check(CLI::IsMember({0, 128, 256, 512}));
+        app.add_option("--gemv-grid-per-sm", gemv_grid_per_sm,
+                       "tuning: at most N gemv blocks per SM, each looping over its rows (0 = one block per row group)")
+            ->check(CLI::Range(0, 32));
         app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto)")
             ->check(CLI::Range(0, 8));
         app.add_option("--gemv-split-pipe", gemv_split_pipe,
@@ -77,6 +84,8 @@ struct GpuFlags {
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;
         s.gemv_early_load = gemv_early_load;
+        s.gemv_block = gemv_block;
+        s.gemv_grid_per_sm = gemv_grid_per_sm;
         s.gemv_rows = gemv_rows;
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;

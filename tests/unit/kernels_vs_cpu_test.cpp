@@ -97,6 +97,8 @@ struct Variant {
     bool fuse_rope = false;  // --fuse-rope (RoPE + KV store in the q/k/v gemv; norm-style archs)
     bool attn_warp_merge = false;  // --attn-warp-merge
     bool gemv_early_load = false;  // --gemv-early-load
+    int gemv_block = 0;            // --gemv-block
+    int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
 };
 
 const Variant kVariants[] = {
@@ -106,6 +108,8 @@ const Variant kVariants[] = {
     {"onepass+warp-merge", true, {{"attn.algo", "onepass"}}, false, true},
     {"gated+fused+early-load", true, {{"attn.algo", "split"}}, false, false, true},
     {"unfused+early-load+serial", false, {{"launch.pdl", "serial"}}, false, false, true},
+    {"gated+block512+grid3+early-load", true, {{"attn.algo", "split"}}, false, false, true, 512, 3},
+    {"gated+block128+grid2", true, {{"attn.algo", "split"}}, false, false, false, 128, 2},
     {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
     {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
@@ -128,6 +132,8 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         o.schedule.fuse_rope = var.fuse_rope;
         o.schedule.attn_warp_merge = var.attn_warp_merge;
         o.schedule.gemv_early_load = var.gemv_early_load;
+        o.schedule.gemv_block = var.gemv_block;
+        o.schedule.gemv_grid_max = var.gemv_grid_max;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;

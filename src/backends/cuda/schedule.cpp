@@ -298,7 +298,11 @@ private:
         const int cols = int(w0->cols);
         const int n_mat = int(g.w.size());
         const bool warp = g_.gemv_warp;
-        const int block = 256;
+        const bool wsplit = split(g.w);
+        const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
+        // --gemv-block: threads per block for the plain-type and split loops (the staged
+        // quantized loops size their staging by it: they keep 256)
+        const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0)
         const int r = o_.gemv_rows > 0 ? o_.gemv_rows : 2;
         const int rpb = warp ? (block / 32) * r : r;
@@ -306,7 +310,6 @@ private:
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
                             int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
         const bool bias = !g.bias.empty() && g.bias[0];
-        const bool wsplit = split(g.w);
         Variant v("cuda/gemv.cu", "");
         v.set("WTYPE", wtype_define(w0->type)).set("COLS", cols).set("N_MAT", n_mat);
         if (wsplit) v.set("WSPLIT", 1);
@@ -327,8 +330,8 @@ private:
         // Register cap: 2 resident blocks per SM doubles the bytes in flight of the plain-type
         // loops (measured on the H200: 1B F16 723 -> 1085 tok/s, 8B F16 179 -> 235 tok/s); the
         // staged quantized loops lose a little with it, so they keep the compiler's choice.
-        const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
-        const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? 2 : 0);
+        // (512 resident threads per SM: 2 blocks of 256, 1 of 512, 4 of 128)
+        const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? std::max(1, 512 / block) : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
         if (o_.gemv_early_load) v.set("EARLY_LOAD", 1);
@@ -339,6 +342,11 @@ private:
         auto& k = add(idx, algo, v);
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
+        // --gemv-grid-per-sm N: at most N blocks per SM, each looping over its passes (one x
+        // prologue per block instead of one per ROWS_PER_BLOCK rows)
+        if (o_.gemv_grid_per_sm > 0)
+            k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_per_sm * d_.sm_count));
+        if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
         k.block = Dim3(unsigned(block));
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;

@@ -72,6 +72,9 @@ struct ScheduleOptions {
     int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
     bool gemv_early_load = false;                // --gemv-early-load: first weight step before the PDL wait
+    int gemv_block = 0;                          // --gemv-block: threads per gemv block (0: auto 256)
+    int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: cap the gemv grid at N blocks per SM (0: none)
+    int gemv_grid_max = 0;                       // tests: cap the gemv grid at N blocks (blocks loop over passes)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
