@@ -13,6 +13,8 @@
 #   sweep   : tg128 of SWEEP_SHAPES under each ';'-separated SWEEP_ARGS flag set (SWEEP_PROFILE=1:
 #             per-kernel means too)
 #   bisect  : golden tests under each ';'-separated BISECT_FORCE gate set (JITLLM_TEST_CUDA_FORCE)
+#   prepared: the switches built without device time (session 5): modes with batch.small=gemv,
+#             golden with all of them (run `kernels` too: their kernels_vs_cpu variants)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
@@ -160,6 +162,18 @@ modes)
     log "prompt modes on the GPU (cuda)"
     JITLLM_TEST_BACKEND=cuda "$B/prefill_modes_test" > "$OUT/modes.txt" 2>&1
     grep -E "modes\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes.txt" | head -120 | tee -a "$OUT/summary.txt"
+    ;;
+prepared)
+    # session 5's switches, off by default until measured: --attn-warp-merge, --gemv-early-load,
+    # --gemv-block / --gemv-grid-per-sm (kernels stage: their kernels_vs_cpu variants) and
+    # batch.small=gemv (the one-row batch list: prompt modes batch-1 / batch-7 run it)
+    log "prompt modes with --force-variant batch.small=gemv"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/prefill_modes_test" > "$OUT/modes-small.txt" 2>&1
+    grep -E "FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes-small.txt" | head -40 | tee -a "$OUT/summary.txt"
+    log "golden with warp merge + early load + batch.small=gemv together"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 \
+        JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/engine_golden_test" > "$OUT/golden-prepared.txt" 2>&1
+    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-prepared.txt" | grep -v absent | head -40 | tee -a "$OUT/summary.txt"
     ;;
 ceiling)
     log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"
