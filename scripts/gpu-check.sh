@@ -170,9 +170,14 @@ prepared)
     log "prompt modes with --force-variant batch.small=gemv"
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/prefill_modes_test" > "$OUT/modes-small.txt" 2>&1
     grep -E "FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes-small.txt" | head -40 | tee -a "$OUT/summary.txt"
-    log "golden with warp merge + early load + batch.small=gemv together"
+    log "golden with warp merge + early load + rope table + batch.small=gemv together"
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 \
-        JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/engine_golden_test" > "$OUT/golden-prepared.txt" 2>&1
+        JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/engine_golden_test" > "$OUT/golden-prepared.txt" 2>&1
+    log "golden with --rope-table and --fuse-rope"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FUSE_ROPE=1 "$B/engine_golden_test" > "$OUT/golden-rope-table.txt" 2>&1
+    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-rope-table.txt" | grep -v absent | head -40 | tee -a "$OUT/summary.txt"
+    log "prompt modes with --rope-table (the batch phase's rope kernel reads it too)"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ROPE_TABLE=1 "$B/prefill_modes_test" 2>&1 | grep -E "FAILED|PASSED|Failure" | head -20 | tee -a "$OUT/summary.txt"
     grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-prepared.txt" | grep -v absent | head -40 | tee -a "$OUT/summary.txt"
     ;;
 ceiling)

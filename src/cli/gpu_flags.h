@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, fuse_rope = false, attn_warp_merge = false, gemv_early_load = false;
+    bool no_fuse = false, fuse_rope = false, attn_warp_merge = false, gemv_early_load = false, rope_table = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -35,6 +35,8 @@ struct GpuFlags {
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--fuse-rope", fuse_rope,
                      "RoPE and the KV-cache store inside the q/k/v gemv (norm-style RoPE; not yet measured)");
+        app.add_flag("--rope-table", rope_table,
+                     "RoPE cos/sin from a table the host fills as the CPU computes them (not yet measured)");
         app.add_flag("--attn-warp-merge", attn_warp_merge,
                      "tuning: decode attention merges the position groups of a warp by shuffles first (not yet measured)");
         app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
@@ -80,6 +82,7 @@ struct GpuFlags {
         s.fuse = !no_fuse;
         s.fuse_rope = fuse_rope;
         s.attn_warp_merge = attn_warp_merge;
+        s.rope_table = rope_table;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

@@ -214,4 +214,32 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     }
 }
 
+// --rope-table: every rope kernel (decode, batch, and the q/k/v gemv with --fuse-rope) reads the
+// host-filled (cos, sin) table instead of computing the angles; one table of n_ctx x n_rot/2 pairs.
+TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    for (bool fuse_rope : {false, true}) {
+        ScheduleOptions o;
+        o.rope_table = true;
+        o.fuse_rope = fuse_rope;
+        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        EXPECT_EQ(s.rope_table.n_pos, 128);
+        EXPECT_EQ(s.rope_table.n_rot, m->config.n_rot);
+        ASSERT_TRUE(s.scratch.count("rope_table"));
+        EXPECT_EQ(s.scratch.at("rope_table"), size_t(128) * size_t(m->config.n_rot / 2) * 8);
+        int users = 0;
+        for (const auto* ph : {&s.decode, &s.prefill, &s.batch})
+            for (const KernelStep& k : *ph) {
+                const bool rope = k.symbol.find("rope") != std::string::npos;
+                EXPECT_EQ(has_define(k.variant, "ROPE_TABLE", "1"), rope) << k.symbol;
+                if (rope) ++users;
+            }
+        EXPECT_GT(users, 0);
+    }
+    const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+    EXPECT_EQ(off.rope_table.n_pos, 0);
+    EXPECT_FALSE(off.scratch.count("rope_table"));
+}
+
 }  // namespace

@@ -101,6 +101,7 @@ struct Variant {
     bool gemv_early_load = false;  // --gemv-early-load
     int gemv_block = 0;            // --gemv-block
     int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
+    bool rope_table = false;       // --rope-table
 };
 
 const Variant kVariants[] = {
@@ -112,6 +113,8 @@ const Variant kVariants[] = {
     {"unfused+early-load+serial", false, {{"launch.pdl", "serial"}}, false, false, true},
     {"gated+block512+grid3+early-load", true, {{"attn.algo", "split"}}, false, false, true, 512, 3},
     {"gated+block128+grid2", true, {{"attn.algo", "split"}}, false, false, false, 128, 2},
+    {"gated+rope-table", true, {{"attn.algo", "split"}}, false, false, false, 0, 0, true},
+    {"gated+fused+rope+rope-table", true, {{"attn.algo", "split"}}, true, false, false, 0, 0, true},
     {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
     {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
@@ -136,6 +139,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         o.schedule.gemv_early_load = var.gemv_early_load;
         o.schedule.gemv_block = var.gemv_block;
         o.schedule.gemv_grid_max = var.gemv_grid_max;
+        o.schedule.rope_table = var.rope_table;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;

@@ -1,6 +1,8 @@
 // CPU reference operations (see cpu_ops.h): readable loops, float accumulation, the spec.
 #include "backends/cpu/cpu_ops.h"
 
+#include "core/rope_theta.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -52,9 +54,7 @@ void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
           RopePairing pairing, const float* freq_factors) {
     const int half = n_rot / 2;
     for (int i = 0; i < half; ++i) {
-        // matches llama.cpp's angle: pos * base^(-2i/n_rot), divided by the frequency factor
-        float theta = float(pos) * std::pow(base, -2.0f * float(i) / float(n_rot));
-        if (freq_factors) theta /= freq_factors[i];
+        const float theta = rope_theta(pos, i, n_rot, base, freq_factors);  // llama.cpp's angle
         const float c = std::cos(theta), s = std::sin(theta);
         for (int h = 0; h < n_heads; ++h) {
             float* hv = v + size_t(h) * head_dim;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/rope_theta.h"
 #include "core/thread_pool.h"
 #include "jit/disk_cache.h"
 #include "quant/quant.h"
@@ -50,6 +51,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     }
     allocate_buffers();
     upload_weights();
+    fill_rope_table();
     bind(sched_.decode, decode_launches_);
     bind(sched_.prefill, prefill_launches_);
     bind(sched_.batch, batch_launches_);
@@ -235,6 +237,26 @@ void CudaBackend::upload_weights() {
     if (tty && total > (256u << 20)) std::fprintf(stderr, "\n");
     init_.weight_bytes = total;
     init_.upload_ms = ms_since(t0);
+}
+
+void CudaBackend::fill_rope_table() {
+    const auto& rt = sched_.rope_table;
+    if (rt.n_pos == 0) return;
+    const int half = rt.n_rot / 2;
+    const float* ff = nullptr;
+    if (rt.freq_factors) {
+        JITLLM_CHECK(rt.freq_factors->type == GgmlType::F32 && int(rt.freq_factors->cols * rt.freq_factors->rows) >= half,
+                     "{}: rope frequency factors", rt.freq_factors->name);
+        ff = reinterpret_cast<const float*>(rt.freq_factors->data);
+    }
+    std::vector<float> t(size_t(rt.n_pos) * size_t(half) * 2);
+    for (int p = 0; p < rt.n_pos; ++p)
+        for (int i = 0; i < half; ++i) {
+            const float theta = rope_theta(p, i, rt.n_rot, rt.base, ff);  // cpu::rope's angle
+            t[(size_t(p) * half + i) * 2] = std::cos(theta);
+            t[(size_t(p) * half + i) * 2 + 1] = std::sin(theta);
+        }
+    ctx_->upload(scratch_.at("rope_table"), t.data(), t.size() * 4);
 }
 
 uint64_t CudaBackend::resolve(const KArg& a) const {

@@ -197,6 +197,21 @@ public:
 
     bool batch_small() const { return g_.batch_small; }
 
+    // The rope kernels' angle argument: the frequency factors (angles computed per pair), or with
+    // --rope-table the host-filled (cos, sin) table (variant define ROPE_TABLE=1)
+    KArg rope_angles(Variant& v, const WeightTensor* freq) {
+        if (!o_.rope_table) return weight(freq);
+        auto& rt = s_.rope_table;
+        JITLLM_CHECK(rt.n_pos == 0 || rt.freq_factors == freq, "one rope table per model");
+        rt.n_pos = p_.n_ctx;
+        rt.n_rot = c_.n_rot;
+        rt.base = c_.rope_base;
+        rt.freq_factors = freq;
+        s_.scratch["rope_table"] = size_t(p_.n_ctx) * size_t(c_.n_rot / 2) * 8;
+        v.set("ROPE_TABLE", 1);
+        return scratch("rope_table");
+    }
+
     // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products; small: the
     // products as row-batched gemv kernels (the list for one-row steps).
     void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
@@ -324,6 +339,7 @@ private:
             v.set("EPI", 4).set("HEAD_DIM", c_.head_dim).set("N_ROT", c_.n_rot)
                 .set("HAS_FREQ_FACTORS", int(g.rope_freqs != nullptr)).set("KV_T", s_.kv_type);
         }
+        const KArg rope_arg = g.rope ? rope_angles(v, g.rope_freqs) : null();
         if (g.epi == 1) v.set("RES_SCALE", fstr(g.scale));
         if (g.epi == 3) v.set("OUT_SCALE", fstr(g.scale));
         if (g.up_offset_rows) v.set("UP_OFFSET_ROWS", g.up_offset_rows);
@@ -361,7 +377,7 @@ private:
         k.args.push_back(g.rope ? slot(Slot::Pos) : null());
         k.args.push_back(g.rope ? kcache(g.rope_layer) : null());
         k.args.push_back(g.rope ? vcache(g.rope_layer) : null());
-        k.args.push_back(g.rope ? weight(g.rope_freqs) : null());
+        k.args.push_back(rope_arg);
         k.args.push_back(f32(g.rope ? c_.rope_base : 0.0f));
         uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
         const int w_rows = g.epi == 2 && n_mat == 1 ? 2 * g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
@@ -608,11 +624,12 @@ private:
                     .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
                     .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type)
                     .set("BATCH", 1).set("N_CTX", p_.n_ctx);
+                const KArg angles = rope_angles(v, a.w[0]);
                 auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox_rows" : "rope_norm_rows", v);
                 k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads), unsigned(R)); k.block = Dim3(unsigned(c_.head_dim / 2));
                 rows_grid(k, 1);
                 k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer),
-                          slot(Slot::Positions), weight(a.w[0]), f32(c_.rope_base), slot(Slot::Seqs)};
+                          slot(Slot::Positions), angles, f32(c_.rope_base), slot(Slot::Seqs)};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
                 return 2;
@@ -822,11 +839,12 @@ private:
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
                     .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
                     .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
+                const KArg angles = rope_angles(v, a.w[0]);
                 auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm", v);
                 k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
-                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kc, vc, slot(Slot::Pos), weight(a.w[0]), f32(c_.rope_base),
+                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kc, vc, slot(Slot::Pos), angles, f32(c_.rope_base),
                           null()};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;

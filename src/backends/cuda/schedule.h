@@ -75,6 +75,7 @@ struct ScheduleOptions {
     int gemv_block = 0;                          // --gemv-block: threads per gemv block (0: auto 256)
     int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: cap the gemv grid at N blocks per SM (0: none)
     int gemv_grid_max = 0;                       // tests: cap the gemv grid at N blocks (blocks loop over passes)
+    bool rope_table = false;                     // --rope-table: RoPE (cos, sin) from a table the host fills
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
@@ -86,6 +87,13 @@ struct Schedule {
     // Gate batch.small=gemv: the same batch tasks with every matrix product as a row-batched gemv,
     // for steps of at most batch_small_rows rows (body and output tail chosen separately; both
     // lists read and write the same slots, so a step may mix them). Empty when the gate is off.
+    // --rope-table: scratch "rope_table" holds (cos, sin) of every (position, pair) as floats,
+    // [n_pos][n_rot / 2], computed on the host as cpu::rope does (core/rope_theta.h); n_pos 0: none
+    struct RopeTable {
+        int n_pos = 0, n_rot = 0;
+        float base = 0;
+        const WeightTensor* freq_factors = nullptr;
+    } rope_table;
     std::vector<KernelStep> batch_small;
     size_t batch_small_body = 0;
     int batch_small_rows = 0;
