@@ -80,8 +80,9 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     if (opt.profiler) {
         const double bw = measure_copy_bandwidth_gb_s(*ctx_, opt.cache.dir.empty() ? default_cache_dir() : opt.cache.dir);
         opt.profiler->set_copy_bandwidth(bw, dev.name);
-        const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(), sched_.batch.size(),
-                                   sched_.batch_small.size()}) + 1;
+        // (a batch step may take its body from one batch list and its tail from the other)
+        const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(),
+                                   sched_.batch.size() + sched_.batch_small.size()}) + 1;
         events_.resize(n);
         for (auto& e : events_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DEFAULT));
     }
