@@ -228,7 +228,12 @@ prefprof)
 depth)
     f=$(synth llama3.1-8b q8_0)
     log "tg128 at depth 0 and 4096, 8B Q8_0"
-    "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 | tee -a "$OUT/summary.txt"
+    # DEPTH_ARGS: ';'-separated flag sets, one bench each (default: none)
+    IFS=';' read -ra dsets <<< "${DEPTH_ARGS:- }"
+    for a in "${dsets[@]}"; do
+        log "depth [$a]"
+        "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md $a 2>&1 | tee -a "$OUT/summary.txt"
+    done
     ;;
 tune)
     # gemv launch-bounds / prefetch sweep on decode (tg128), same run, same copy bandwidth

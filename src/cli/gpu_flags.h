@@ -21,7 +21,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0;
+    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
     std::string profiler_dump_dir;
     std::string ablate;
@@ -55,6 +55,12 @@ struct GpuFlags {
             ->check(CLI::Range(0, 1 << 20));
         app.add_flag("--gemv-early-load", gemv_early_load,
                      "tuning: each gemv group's first weight step is loaded before the PDL wait (not yet measured)");
+        app.add_option("--attn-chunk", attn_chunk,
+                       "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128)")
+            ->check(CLI::IsMember({0, 32, 64, 128, 256}));
+        app.add_option("--attn-splits", attn_splits,
+                       "tuning: split-KV decode attention blocks per kv head (0 = SMs / kv heads)")
+            ->check(CLI::Range(0, 1024));
         app.add_option("--gemv-block", gemv_block,
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256 or 512 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512}));
@@ -83,6 +89,8 @@ struct GpuFlags {
         s.fuse_rope = fuse_rope;
         s.attn_warp_merge = attn_warp_merge;
         s.rope_table = rope_table;
+        s.attn_chunk = attn_chunk;
+        s.attn_splits = attn_splits;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

@@ -102,6 +102,7 @@ struct Variant {
     int gemv_block = 0;            // --gemv-block
     int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
     bool rope_table = false;       // --rope-table
+    int attn_chunk = 0, attn_splits = 0;  // --attn-chunk, --attn-splits
 };
 
 const Variant kVariants[] = {
@@ -115,6 +116,7 @@ const Variant kVariants[] = {
     {"gated+block128+grid2", true, {{"attn.algo", "split"}}, false, false, false, 128, 2},
     {"gated+rope-table", true, {{"attn.algo", "split"}}, false, false, false, 0, 0, true},
     {"gated+fused+rope+rope-table", true, {{"attn.algo", "split"}}, true, false, false, 0, 0, true},
+    {"gated+attn-chunk32+splits3", true, {{"attn.algo", "split"}}, false, false, false, 0, 0, false, 32, 3},
     {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
     {"gated+unfused", false, {{"attn.algo", "split"}}},
     {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
@@ -140,6 +142,8 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         o.schedule.gemv_block = var.gemv_block;
         o.schedule.gemv_grid_max = var.gemv_grid_max;
         o.schedule.rope_table = var.rope_table;
+        o.schedule.attn_chunk = var.attn_chunk;
+        o.schedule.attn_splits = var.attn_splits;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;

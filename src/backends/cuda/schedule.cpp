@@ -863,10 +863,13 @@ private:
                     const int kv_bytes = o_.kv_f32 ? 4 : 2;
                     const int vec = (group > 4 && kv_bytes == 2 ? 8 : 16) / kv_bytes;
                     const int ng = block / (hd / vec);
-                    tile = std::max(1, std::min(8, 128 / ng));
+                    // --attn-chunk: positions per chunk (TILE = chunk / NG, at most 8)
+                    const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
+                    tile = std::max(1, std::min(8, chunk / ng));
                     if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (group * block)));  // tree: smem
                     const int ch = ng * tile;
-                    n_splits = std::max(1, std::min(d_.sm_count / c_.n_kv_heads, (p_.n_ctx + ch - 1) / ch));
+                    n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : d_.sm_count / c_.n_kv_heads,
+                                                    (p_.n_ctx + ch - 1) / ch));
                 }
                 Variant v("cuda/attention_decode.cu", "");
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
