@@ -68,7 +68,6 @@
 #define NG (BLOCK / GS)                         // position groups per block
 #define CH (NG * TILE)                          // positions per chunk (one loop trip)
 #define RED_FLOATS (REDUCE ? 1 : QPG * TILE * BLOCK)
-// query heads merged per round: their group states fit 32 KiB of shared memory
 // MERGE_WARP=1: the 32/GS groups of a warp first merge by shuffles, then the BLOCK/32 warp
 // states through shared memory (NGM of them); 0: all NG group states through shared memory
 #ifndef MERGE_WARP
@@ -78,6 +77,7 @@
 #if MERGE_WARP && !REDUCE
 #error "MERGE_WARP merges by warp shuffles: REDUCE=1 only"
 #endif
+// query heads merged per round: their group states fit 32 KiB of shared memory
 #define MRG_HMAX ((32768 / 4) / (NGM * (HEAD_DIM + 2)))
 #define MRG_H (MRG_HMAX < 1 ? 1 : (QPG < MRG_HMAX ? QPG : MRG_HMAX))
 #define MRG_FLOATS (MRG_H * NGM * (HEAD_DIM + 2))
