@@ -251,12 +251,17 @@ void CudaBackend::fill_rope_table() {
         ff = reinterpret_cast<const float*>(rt.freq_factors->data);
     }
     std::vector<float> t(size_t(rt.n_pos) * size_t(half) * 2);
-    for (int p = 0; p < rt.n_pos; ++p)
-        for (int i = 0; i < half; ++i) {
-            const float theta = rope_theta(p, i, rt.n_rot, rt.base, ff);  // cpu::rope's angle
-            t[(size_t(p) * half + i) * 2] = std::cos(theta);
-            t[(size_t(p) * half + i) * 2 + 1] = std::sin(theta);
-        }
+    ThreadPool& pool = ThreadPool::global();  // 131072 positions x 64 pairs: ~8 M angles
+    const int nt = std::max(1, std::min(pool.size(), rt.n_pos / 256));
+    const int per = (rt.n_pos + nt - 1) / nt;
+    pool.parallel_for(nt, [&](int w) {
+        for (int p = w * per; p < std::min(rt.n_pos, (w + 1) * per); ++p)
+            for (int i = 0; i < half; ++i) {
+                const float theta = rope_theta(p, i, rt.n_rot, rt.base, ff);  // cpu::rope's angle
+                t[(size_t(p) * half + i) * 2] = std::cos(theta);
+                t[(size_t(p) * half + i) * 2 + 1] = std::sin(theta);
+            }
+    });
     ctx_->upload(scratch_.at("rope_table"), t.data(), t.size() * 4);
 }
 
