@@ -170,6 +170,9 @@ prepared)
     log "prompt modes with --force-variant batch.small=gemv"
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/prefill_modes_test" > "$OUT/modes-small.txt" 2>&1
     grep -E "FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes-small.txt" | head -40 | tee -a "$OUT/summary.txt"
+    log "prompt modes with batch.small=gemv for steps of up to 8 rows (batch-7 chunks: rows-inner gemv)"
+    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8 \
+        "$B/prefill_modes_test" 2>&1 | grep -E "FAILED|PASSED|Failure" | head -20 | tee -a "$OUT/summary.txt"
     log "golden with warp merge + early load + rope table + batch.small=gemv together"
     JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 \
         JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/engine_golden_test" > "$OUT/golden-prepared.txt" 2>&1

@@ -21,7 +21,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0;
+    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, batch_small_rows = 1;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
     std::string profiler_dump_dir;
     std::string ablate;
@@ -55,6 +55,9 @@ struct GpuFlags {
             ->check(CLI::Range(0, 1 << 20));
         app.add_flag("--gemv-early-load", gemv_early_load,
                      "tuning: each gemv group's first weight step is loaded before the PDL wait (not yet measured)");
+        app.add_option("--batch-small-rows", batch_small_rows,
+                       "with --force-variant batch.small=gemv: batch steps of up to N rows take the gemv list (default 1)")
+            ->check(CLI::Range(1, 64));
         app.add_option("--attn-chunk", attn_chunk,
                        "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128)")
             ->check(CLI::IsMember({0, 32, 64, 128, 256}));
@@ -90,6 +93,7 @@ struct GpuFlags {
         s.attn_warp_merge = attn_warp_merge;
         s.rope_table = rope_table;
         s.attn_chunk = attn_chunk;
+        s.batch_small_rows = batch_small_rows;
         s.attn_splits = attn_splits;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;

@@ -179,6 +179,8 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         EXPECT_EQ(gate(s, "batch.small"), "gemv");
         ASSERT_FALSE(s.batch_small.empty());
         EXPECT_EQ(s.batch_small_rows, 1);
+        o.batch_small_rows = 8;
+        EXPECT_EQ(schedule_build(p, DeviceInfo::for_target("sm_90"), o).batch_small_rows, 8);
         bool any_gemm = false;
         for (const auto& k : s.batch) any_gemm = any_gemm || k.symbol.find("__gemm_") != std::string::npos;
         EXPECT_TRUE(any_gemm) << "the GEMM list keeps its tiles";
@@ -197,7 +199,11 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
             EXPECT_FALSE(k.pdl) << k.symbol;
             if (k.symbol.find("__gemv_") != std::string::npos) {
                 ++gemv;
-                EXPECT_EQ(k.rows_dim, 1) << k.symbol << ": grid.y follows the step's rows";
+                // rows innermost: grid.x = blocks per row group x the step's rows
+                EXPECT_EQ(k.rows_dim, 0) << k.symbol;
+                EXPECT_TRUE(has_define(k.variant, "ROWS_INNER", std::to_string(k.rows_mul))) << k.symbol;
+                EXPECT_EQ(k.grid_for_rows(3).x, 3u * unsigned(k.rows_mul)) << k.symbol;
+                EXPECT_EQ(k.grid_for_rows(3).y, 1u) << k.symbol;
             }
             if (k.symbol.find("rms_norm") != std::string::npos) ++norms;
         }

@@ -435,8 +435,17 @@ private:
             KernelStep& k = out_->back();
             k.symbol += "_rows";
             k.variant.symbol = k.symbol;
-            k.grid.y = unsigned(std::max(1, p_.batch_rows));
-            rows_grid(k, 1);
+            if (small_) {
+                // the step's rows innermost in grid.x (gemv.cu ROWS_INNER): a row group's blocks
+                // for every row run side by side and share its weights through L2
+                const unsigned nb = k.grid.x;
+                k.variant.set("ROWS_INNER", int(nb));
+                k.grid.y = 1;
+                rows_grid(k, 0, int(nb), 1);
+            } else {
+                k.grid.y = unsigned(std::max(1, p_.batch_rows));
+                rows_grid(k, 1);
+            }
             k.bytes_fixed = k.bytes;  // weights re-read per row mostly hit L2: count them once
             k.bytes = uint64_t(s.cols) * 4 + uint64_t(gemm_out_rows(s)) * 4;
             return;
@@ -1119,7 +1128,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
-        s.batch_small_rows = 1;
+        s.batch_small_rows = std::max(1, opt.batch_small_rows);
     }
     return s;
 }
@@ -1206,7 +1215,7 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         std::map<std::string, int> per_token;
         for (const auto& k : ks) per_token[k.symbol]++;
         if (small)
-            out += fmt::format("phase batch, steps of <= {} row (gate batch.small): {} tasks -> {} kernel launches "
+            out += fmt::format("phase batch, steps of <= {} rows (gate batch.small): {} tasks -> {} kernel launches "
                                "({} in the body; the output tail also for the logits row of a longer step)\n",
                                s.batch_small_rows, tasks.size(), ks.size(), s.batch_small_body);
         else if (ph == Phase::Batch)

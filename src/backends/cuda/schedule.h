@@ -76,6 +76,7 @@ struct ScheduleOptions {
     int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: cap the gemv grid at N blocks per SM (0: none)
     int gemv_grid_max = 0;                       // tests: cap the gemv grid at N blocks (blocks loop over passes)
     bool rope_table = false;                     // --rope-table: RoPE (cos, sin) from a table the host fills
+    int batch_small_rows = 1;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
     int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128)
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per kv head (0: auto SMs / kv heads)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)

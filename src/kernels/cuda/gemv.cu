@@ -40,7 +40,9 @@
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop), grid.y =
-//          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode),
+//          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode);
+//          ROWS_INNER = NB > 0 instead: grid.x = NB x rows, block b takes row b % rows of row group
+//          b / rows (the rows of a group run side by side and share the weights through L2),
 //          block = BLOCK, dynamic smem = Q4_0/Q8_0: COLS * 5 / 4, else X_SMEM ? COLS * 4 : 0 bytes (the host raises
 //          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES above 48 KiB);
 //          OUT_ROWS = ROWS0 (EPI=2) or ROWS0 + ROWS1 + ROWS2.
@@ -71,6 +73,9 @@
 #endif
 
 #include "common/matmul_defines.cuh"
+#ifndef ROWS_INNER  // batch steps: blocks per row group (grid.x = ROWS_INNER x rows, rows innermost); 0: grid.y = rows
+#define ROWS_INNER 0
+#endif
 #ifndef EARLY_LOAD  // 1: the first weight step before the PDL wait (plain types, split layout)
 #define EARLY_LOAD 0
 #endif
@@ -157,8 +162,21 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     uint8_t* stage_all = nullptr;
 #endif
     const int tid = threadIdx.x;
-    if (blockIdx.y) {  // batch row (the batch phase's fallback for shapes gemm.cu does not take)
-        const unsigned long long r = blockIdx.y;
+#if ROWS_INNER
+    // batch rows innermost: blocks r = 0..n-1 of one row group are consecutive, so the n rows'
+    // blocks read the same weights at about the same time (L2 hits after the first)
+    const int n_batch = gridDim.x / ROWS_INNER;
+    const int bx_ = blockIdx.x / n_batch, by_ = blockIdx.x % n_batch;
+#define GEMV_BX bx_
+#define GEMV_BY by_
+#define GEMV_NBX ROWS_INNER
+#else
+#define GEMV_BX blockIdx.x
+#define GEMV_BY blockIdx.y
+#define GEMV_NBX gridDim.x
+#endif
+    if (GEMV_BY) {  // batch row (the batch phase: row GEMV_BY of the step)
+        const unsigned long long r = GEMV_BY;
         x += r * COLS;
         y0 += r * ROWS0;
         if (N_MAT > 1) y1 += r * ROWS1;
@@ -175,7 +193,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         constexpr int RM = EPI == 2 ? 2 : 1;  // weight rows per output row
         for (int idx = tid; idx < ROWS_PER_BLOCK * RM * LINES; idx += BLOCK) {
             const int line = idx % LINES, rr = idx / LINES;
-            const int o = blockIdx.x * ROWS_PER_BLOCK + rr / RM;
+            const int o = GEMV_BX * ROWS_PER_BLOCK + rr / RM;
             if (o >= GEMV_OUT_ROWS) continue;
 #if EPI == 2
             const uint8_t* row = (rr % RM == 0 || N_MAT == 1)
@@ -194,7 +212,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     PlainSet<GEMV_DR> early;
     {
         const uint8_t* rows0[GEMV_DR];
-        pass_rows(W0, W1, W2, (blockIdx.x * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows0);
+        pass_rows(W0, W1, W2, (GEMV_BX * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows0);
         plain_load<GEMV_DR>(early, rows0, 0, tid % GROUP);
     }
 #endif
@@ -328,20 +346,20 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
     uint8_t* stage = stage_all ? stage_all + g * GEMV_DR * GEMV_STAGE_BYTES : nullptr;
-    for (int o0 = (blockIdx.x * GEMV_GPB + g) * GEMV_OPG; o0 < GEMV_OUT_ROWS;
-         o0 += gridDim.x * GEMV_GPB * GEMV_OPG) {
+    for (int o0 = (GEMV_BX * GEMV_GPB + g) * GEMV_OPG; o0 < GEMV_OUT_ROWS;
+         o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
         const uint8_t* rows[GEMV_DR];
         pass_rows(W0, W1, W2, o0, rows);
         float acc[GEMV_DR];
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
 #if GEMV_EARLY
-        if (o0 == (blockIdx.x * GEMV_GPB + g) * GEMV_OPG)
+        if (o0 == (GEMV_BX * GEMV_GPB + g) * GEMV_OPG)
             rows_dot_pre<GEMV_DR>(rows, xs, gt, acc, stage, early);
         else
 #endif
             rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
-        if (o0 + gridDim.x * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
+        if (o0 + GEMV_NBX * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
 
         // --- reduce each row's partial sums over the group
 #if REDUCE
