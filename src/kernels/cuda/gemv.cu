@@ -114,6 +114,17 @@ static_assert(GEMV_GPB * GEMV_DR * GEMV_STAGE_BYTES <= 40 * 1024, "staging smem:
 #endif
 #define GEMV_EARLY (EARLY_LOAD && GEMV_EARLY_OK)
 
+#if GEMV_EARLY
+// The group's products when its first step `pre` was loaded before the PDL wait (plain_load at
+// 0): that step, then rows_dot from the next one (gemv_dot.cuh: plain types and split layout)
+template <int R>
+__device__ __forceinline__ void rows_dot_pre(const uint8_t* const* rows, const XSrc& xs, int gt,
+                                             float* acc, uint8_t* stage, const PlainSet<R>& pre) {
+    plain_dot<R>(pre, xs, 0, gt, acc);
+    rows_dot<R>(rows, xs, gt, acc, stage, GEMV_EARLY_STEP);
+}
+#endif
+
 // Weight row `o` of the stacked matrices [W0; W1; W2] (o < ROWS0 + ROWS1 + ROWS2).
 __device__ __forceinline__ const uint8_t* mat_row(const uint8_t* w0, const uint8_t* w1,
                                                   const uint8_t* w2, int o) {

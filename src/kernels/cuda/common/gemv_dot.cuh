@@ -124,6 +124,7 @@ __device__ __forceinline__ float plain_unit_dot(uint4 w, float4 x0, float4 x1) {
 
 #define GEMV_PLAIN_U 4  // 16-byte units per lane, row and step
 #define GEMV_EARLY_OK (COLS % GEMV_VEC == 0)
+#define GEMV_EARLY_STEP (GROUP * GEMV_PLAIN_U)  // units of one step (EARLY_LOAD: rows_dot_pre)
 
 // One step's raw units: R rows x GEMV_PLAIN_U per lane (also the EARLY_LOAD set).
 template <int R>
@@ -180,16 +181,6 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
     }
 #endif
 }
-
-#if COLS % GEMV_VEC == 0
-// EARLY_LOAD: the first step's units `pre` were loaded before the PDL wait (plain_load at 0)
-template <int R>
-__device__ __forceinline__ void rows_dot_pre(const uint8_t* const* rows, const XSrc& xs, int gt,
-                                             float* acc, uint8_t* stage, const PlainSet<R>& pre) {
-    plain_dot<R>(pre, xs, 0, gt, acc);
-    rows_dot<R>(rows, xs, gt, acc, stage, GROUP * GEMV_PLAIN_U);
-}
-#endif
 
 // ------------------------------------------------------------------------------------------
 #elif WSPLIT && (WTYPE == Q4_0 || WTYPE == Q8_0)
@@ -272,12 +263,18 @@ __device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, 
     }
 }
 
+// EARLY_LOAD (gemv.cu rows_dot_pre) through the plain path's names: set, load and dot of a step
 #define GEMV_EARLY_OK (!GEMV_SPLIT_PIPE)
+#define GEMV_EARLY_STEP (GROUP * GEMV_SPLIT_U)
 template <int R>
-using PlainSet = SplitSet<R>;  // the EARLY_LOAD set: the first step's units and scales
+using PlainSet = SplitSet<R>;
 template <int R>
 __device__ __forceinline__ void plain_load(SplitSet<R>& s, const uint8_t* const* rows, int v0, int gt) {
     split_load<R>(s, rows, v0, gt);
+}
+template <int R>
+__device__ __forceinline__ void plain_dot(const SplitSet<R>& s, const XSrc& xs, int v0, int gt, float* acc) {
+    split_dot<R>(s, xs, v0, gt, acc);
 }
 
 // GEMV_SPLIT_PIPE=1: software-pipelined, the next step's loads issued before this step is
@@ -312,15 +309,6 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
 #endif
 }
 
-#if !GEMV_SPLIT_PIPE
-// EARLY_LOAD: the first step `pre` was loaded before the PDL wait (split_load at 0)
-template <int R>
-__device__ __forceinline__ void rows_dot_pre(const uint8_t* const* rows, const XSrc& xs, int gt,
-                                             float* acc, uint8_t* stage, const SplitSet<R>& pre) {
-    split_dot<R>(pre, xs, 0, gt, acc);
-    rows_dot<R>(rows, xs, gt, acc, stage, GROUP * GEMV_SPLIT_U);
-}
-#endif
 
 
 // ------------------------------------------------------------------------------------------
