@@ -32,6 +32,16 @@ synth() {  # shape type -> path
     [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
     echo "$f"
 }
+# cuda_test FILE TEST LABEL [VAR=VALUE ...]: one GPU test binary with the given test switches,
+# its output in $OUT/FILE.txt, its verdict lines in the summary
+cuda_test() {
+    local file=$1 test=$2 label=$3
+    shift 3
+    log "$label"
+    env JITLLM_TEST_BACKEND=cuda "$@" "$B/$test" > "$OUT/$file.txt" 2>&1
+    grep -E "golden\]|OK \]|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/$file.txt" | grep -v absent | head -80 |
+        tee -a "$OUT/summary.txt"
+}
 stages=${*:-smoke golden jit decode}
 for stage in $stages; do
 case $stage in
@@ -42,21 +52,12 @@ smoke)
     "$B/jitllm" --gpu -p "Once upon a time" -n 48 --temperature 0 --verbose-init 2>&1 | tee -a "$OUT/summary.txt"
     ;;
 golden)
-    log "golden (cuda, default gates)"
-    JITLLM_TEST_BACKEND=cuda "$B/engine_golden_test" > "$OUT/golden-default.txt" 2>&1
-    grep -E "golden\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/golden-default.txt" | grep -v absent | head -80 | tee -a "$OUT/summary.txt"
-    log "golden (cuda, --fuse-rope)"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FUSE_ROPE=1 "$B/engine_golden_test" > "$OUT/golden-fuse-rope.txt" 2>&1
-    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-fuse-rope.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
-    log "golden (cuda, --attn-warp-merge)"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 "$B/engine_golden_test" > "$OUT/golden-warp-merge.txt" 2>&1
-    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-warp-merge.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
-    log "golden (cuda, --gemv-early-load)"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 "$B/engine_golden_test" > "$OUT/golden-early-load.txt" 2>&1
-    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-early-load.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
-    log "golden (cuda, sibling variants: tree reductions, one-pass attention, no fusion)"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_SIBLINGS=1 "$B/engine_golden_test" > "$OUT/golden-siblings.txt" 2>&1
-    grep -E "golden\]|OK|FAILED|PASSED|Failure" "$OUT/golden-siblings.txt" | grep -v absent | head -60 | tee -a "$OUT/summary.txt"
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    cuda_test golden-fuse-rope engine_golden_test "golden (cuda, --fuse-rope)" JITLLM_TEST_CUDA_FUSE_ROPE=1
+    cuda_test golden-warp-merge engine_golden_test "golden (cuda, --attn-warp-merge)" JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1
+    cuda_test golden-early-load engine_golden_test "golden (cuda, --gemv-early-load)" JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1
+    cuda_test golden-siblings engine_golden_test "golden (cuda, sibling variants: tree reductions, one-pass attention, no fusion)" \
+        JITLLM_TEST_CUDA_SIBLINGS=1
     ;;
 bisect)
     # golden (default gates) under each ';'-separated BISECT_FORCE set (JITLLM_TEST_CUDA_FORCE)
@@ -165,23 +166,20 @@ modes)
     ;;
 prepared)
     # session 5's switches, off by default until measured: --attn-warp-merge, --gemv-early-load,
-    # --gemv-block / --gemv-grid-per-sm (kernels stage: their kernels_vs_cpu variants) and
-    # batch.small=gemv (the one-row batch list: prompt modes batch-1 / batch-7 run it)
-    log "prompt modes with --force-variant batch.small=gemv"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/prefill_modes_test" > "$OUT/modes-small.txt" 2>&1
-    grep -E "FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes-small.txt" | head -40 | tee -a "$OUT/summary.txt"
-    log "prompt modes with batch.small=gemv for steps of up to 8 rows (batch-7 chunks: rows-inner gemv)"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8 \
-        "$B/prefill_modes_test" 2>&1 | grep -E "FAILED|PASSED|Failure" | head -20 | tee -a "$OUT/summary.txt"
-    log "golden with warp merge + early load + rope table + batch.small=gemv together"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 \
-        JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv "$B/engine_golden_test" > "$OUT/golden-prepared.txt" 2>&1
-    log "golden with --rope-table and --fuse-rope"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FUSE_ROPE=1 "$B/engine_golden_test" > "$OUT/golden-rope-table.txt" 2>&1
-    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-rope-table.txt" | grep -v absent | head -40 | tee -a "$OUT/summary.txt"
-    log "prompt modes with --rope-table (the batch phase's rope kernel reads it too)"
-    JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_ROPE_TABLE=1 "$B/prefill_modes_test" 2>&1 | grep -E "FAILED|PASSED|Failure" | head -20 | tee -a "$OUT/summary.txt"
-    grep -E "golden\]|FAILED|PASSED|Failure" "$OUT/golden-prepared.txt" | grep -v absent | head -40 | tee -a "$OUT/summary.txt"
+    # --rope-table, --gemv-block / --gemv-grid-per-sm, --attn-chunk / --attn-splits (kernels stage:
+    # their kernels_vs_cpu variants) and batch.small=gemv (prompt modes batch-1 / batch-7 run it)
+    cuda_test modes-small prefill_modes_test "prompt modes with --force-variant batch.small=gemv" \
+        JITLLM_TEST_CUDA_FORCE=batch.small=gemv
+    cuda_test modes-small8 prefill_modes_test \
+        "prompt modes with batch.small=gemv for steps of up to 8 rows (batch-7 chunks: rows-inner gemv)" \
+        JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
+    cuda_test golden-prepared engine_golden_test "golden with warp merge + early load + rope table + batch.small=gemv together" \
+        JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 JITLLM_TEST_CUDA_ROPE_TABLE=1 \
+        JITLLM_TEST_CUDA_FORCE=batch.small=gemv
+    cuda_test golden-rope-table engine_golden_test "golden with --rope-table and --fuse-rope" \
+        JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FUSE_ROPE=1
+    cuda_test modes-rope-table prefill_modes_test "prompt modes with --rope-table (the batch phase's rope kernel reads it too)" \
+        JITLLM_TEST_CUDA_ROPE_TABLE=1
     ;;
 ceiling)
     log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"
