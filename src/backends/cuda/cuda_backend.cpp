@@ -534,7 +534,7 @@ void CudaBackend::batch(const BatchStep& b) {
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Seqs)], host_batch_ + 2 * R, size_t(b.n) * 4, st));
     // the output tail: every row (logits), the last row moved to row 0 (logits_last), or none
     const int tail_rows = b.logits ? b.n : b.logits_last ? 1 : 0;
-    // the launch sequence: the body and the output tail each from the one-row gemv list (gate
+    // the launch sequence: the body and the output tail each from the small-step gemv list (gate
     // batch.small) when their rows allow, else from the GEMM list
     const bool small_body = b.n <= sched_.batch_small_rows, small_tail = tail_rows <= sched_.batch_small_rows;
     std::vector<Launch*> seq;

@@ -51,7 +51,7 @@ struct Gates {
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
-    bool batch_small = false;  // one-row batch steps through the gemv kernels
+    bool batch_small = false;  // batch steps of few rows through the gemv kernels
 };
 
 class Lowering {
@@ -128,11 +128,11 @@ public:
                 fail_usage("--force-variant attn.prefill=mma: {}", why);
         }
         {
-            // One-row batch steps (a server with one active slot; the logits row after a prompt
-            // chunk): the matrix products as gemv kernels over the row instead of GEMM tiles
-            // built for many rows. Not yet measured on a GPU: off until it is.
+            // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
+            // the logits row after a prompt chunk): the matrix products as gemv kernels over the
+            // rows instead of GEMM tiles built for many rows. Not yet measured on a GPU: off until it is.
             g_.batch_small = forced("batch.small", "gemv", "gemm", false,
-                                    "one-row batch steps through the GEMM (the gemv list for them is "
+                                    "batch steps of few rows through the GEMM (the gemv list for steps of up to --batch-small-rows is "
                                     "built with --force-variant batch.small=gemv; not yet measured)");
         }
         {
@@ -213,7 +213,7 @@ public:
     }
 
     // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products; small: the
-    // products as row-batched gemv kernels (the list for one-row steps).
+    // products as row-batched gemv kernels (the list for steps of up to --batch-small-rows rows).
     void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
                      bool small = false) {
         small_ = small;
@@ -409,7 +409,7 @@ private:
     void gemm(std::vector<size_t> idx, Gemm g) {
         GemmSpec& s = g.spec;
         // gemm.cu's K step is 32: the row-batched gemv takes the rest, and every product of the
-        // one-row list (gate batch.small)
+        // small-step list (gate batch.small)
         if (s.cols % 32 != 0 || small_) {
             Gemv v;
             for (int m = 0; m < s.n_mat; ++m) {
@@ -592,7 +592,7 @@ private:
             case K::AttnNorm:
             case K::FfnNorm:
             case K::OutputNorm: {
-                // one-row list: into the next product when that is one gemv reading Xb
+                // small-step list: into the next product when that is one gemv reading Xb
                 const K next = a.kind == K::AttnNorm ? K::AttnQkv : a.kind == K::FfnNorm ? K::FfnGateUp : K::Output;
                 if (small_ && fuse && is(i + 1, next) && one_type(i + 1)) {
                     norm_i_ = i;
@@ -1099,8 +1099,8 @@ private:
     std::vector<KernelStep>* out_ = nullptr;
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
-    bool small_ = false;  // lowering the one-row batch list (gate batch.small)
-    size_t norm_i_ = SIZE_MAX;  // one-row list: a norm task waiting to be fused into the next gemv
+    bool small_ = false;  // lowering the small-step batch list (gate batch.small)
+    size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
 
@@ -1207,7 +1207,7 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         out += fmt::format("  {:<14} {:<8} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
     for (int part = 0; part < 4; ++part) {
         const Phase ph = part == 0 ? Phase::Decode : part == 1 ? Phase::Prefill : Phase::Batch;
-        const bool small = part == 3;  // the one-row list of the batch phase (gate batch.small)
+        const bool small = part == 3;  // the small-step list of the batch phase (gate batch.small)
         const auto& ks = small ? s.batch_small : s.phase(ph);
         const auto& tasks = plan.phase(ph);
         if (ph == Phase::Batch && ks.empty()) continue;
