@@ -13,8 +13,8 @@
 #   sweep   : tg128 of SWEEP_SHAPES under each ';'-separated SWEEP_ARGS flag set (SWEEP_PROFILE=1:
 #             per-kernel means too)
 #   bisect  : golden tests under each ';'-separated BISECT_FORCE gate set (JITLLM_TEST_CUDA_FORCE)
-#   prepared: the switches built without device time (session 5): modes with batch.small=gemv,
-#             golden with all of them (run `kernels` too: their kernels_vs_cpu variants)
+#   prepared: the switches built without device time and still off: modes with batch.small=gemv,
+#             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
@@ -53,9 +53,11 @@ smoke)
     ;;
 golden)
     cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
-    cuda_test golden-fuse-rope engine_golden_test "golden (cuda, --fuse-rope)" JITLLM_TEST_CUDA_FUSE_ROPE=1
     cuda_test golden-warp-merge engine_golden_test "golden (cuda, --attn-warp-merge)" JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1
-    cuda_test golden-early-load engine_golden_test "golden (cuda, --gemv-early-load)" JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1
+    cuda_test golden-early-all engine_golden_test "golden (cuda, early first load and grid cap forced for every gemv)" \
+        JITLLM_TEST_CUDA_FORCE=gemv.early=load,gemv.grid=capped
+    cuda_test golden-rope-computed engine_golden_test "golden (cuda, rope.angles=computed with rope.fuse=gemv)" \
+        JITLLM_TEST_CUDA_FORCE=rope.angles=computed,rope.fuse=gemv
     cuda_test golden-siblings engine_golden_test "golden (cuda, sibling variants: tree reductions, one-pass attention, no fusion)" \
         JITLLM_TEST_CUDA_SIBLINGS=1
     ;;
@@ -165,21 +167,15 @@ modes)
     grep -E "modes\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes.txt" | head -120 | tee -a "$OUT/summary.txt"
     ;;
 prepared)
-    # session 5's switches, off by default until measured: --attn-warp-merge, --gemv-early-load,
-    # --rope-table, --gemv-block / --gemv-grid-per-sm, --attn-chunk / --attn-splits (kernels stage:
-    # their kernels_vs_cpu variants) and batch.small=gemv (prompt modes batch-1 / batch-7 run it)
+    # switches built without device time, off by default until measured: batch.small=gemv (prompt
+    # modes batch-1 / batch-7 run it) and --attn-warp-merge (the kernels and golden stages run it too)
     cuda_test modes-small prefill_modes_test "prompt modes with --force-variant batch.small=gemv" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv
     cuda_test modes-small8 prefill_modes_test \
         "prompt modes with batch.small=gemv for steps of up to 8 rows (batch-7 chunks: rows-inner gemv)" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
-    cuda_test golden-prepared engine_golden_test "golden with warp merge + early load + rope table + batch.small=gemv together" \
-        JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_GEMV_EARLY_LOAD=1 JITLLM_TEST_CUDA_ROPE_TABLE=1 \
-        JITLLM_TEST_CUDA_FORCE=batch.small=gemv
-    cuda_test golden-rope-table engine_golden_test "golden with --rope-table and --fuse-rope" \
-        JITLLM_TEST_CUDA_ROPE_TABLE=1 JITLLM_TEST_CUDA_FUSE_ROPE=1
-    cuda_test modes-rope-table prefill_modes_test "prompt modes with --rope-table (the batch phase's rope kernel reads it too)" \
-        JITLLM_TEST_CUDA_ROPE_TABLE=1
+    cuda_test golden-prepared engine_golden_test "golden with warp merge + batch.small=gemv together" \
+        JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv
     ;;
 ceiling)
     log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"

@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, fuse_rope = false, attn_warp_merge = false, gemv_early_load = false, rope_table = false;
+    bool no_fuse = false, attn_warp_merge = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -30,13 +30,10 @@ struct GpuFlags {
         app.add_option("--force-variant", force,
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
-                       "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm); "
+                       "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
-        app.add_flag("--fuse-rope", fuse_rope,
-                     "RoPE and the KV-cache store inside the q/k/v gemv (norm-style RoPE; not yet measured)");
-        app.add_flag("--rope-table", rope_table,
-                     "RoPE cos/sin from a table the host fills as the CPU computes them (not yet measured)");
         app.add_flag("--attn-warp-merge", attn_warp_merge,
                      "tuning: decode attention merges the position groups of a warp by shuffles first (not yet measured)");
         app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
@@ -53,8 +50,6 @@ struct GpuFlags {
             ->check(CLI::Range(0, 32));
         app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
-        app.add_flag("--gemv-early-load", gemv_early_load,
-                     "tuning: each gemv group's first weight step is loaded before the PDL wait (not yet measured)");
         app.add_option("--batch-small-rows", batch_small_rows,
                        "with --force-variant batch.small=gemv: batch steps of up to N rows take the gemv list (default 1)")
             ->check(CLI::Range(1, 64));
@@ -68,7 +63,7 @@ struct GpuFlags {
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256 or 512 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512}));
         app.add_option("--gemv-grid-per-sm", gemv_grid_per_sm,
-                       "tuning: at most N gemv blocks per SM, each looping over its rows (0 = one block per row group)")
+                       "tuning: at most N blocks per SM for every gemv, each looping over its rows (0 = gate gemv.grid)")
             ->check(CLI::Range(0, 32));
         app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto)")
             ->check(CLI::Range(0, 8));
@@ -89,16 +84,13 @@ struct GpuFlags {
     ScheduleOptions schedule() const {
         ScheduleOptions s;
         s.fuse = !no_fuse;
-        s.fuse_rope = fuse_rope;
         s.attn_warp_merge = attn_warp_merge;
-        s.rope_table = rope_table;
         s.attn_chunk = attn_chunk;
         s.batch_small_rows = batch_small_rows;
         s.attn_splits = attn_splits;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;
-        s.gemv_early_load = gemv_early_load;
         s.gemv_block = gemv_block;
         s.gemv_grid_per_sm = gemv_grid_per_sm;
         s.gemv_rows = gemv_rows;

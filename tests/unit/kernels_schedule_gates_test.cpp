@@ -1,12 +1,16 @@
 // The schedule's layout and launch gates, without a GPU: weights.layout (which matrices are stored
 // in the split Q4_0/Q8_0 layout, which kernels read it, and that the embedding table never is),
 // launch.pdl (programmatic launches on sm_90, never on sm_80, never in the batch phase),
-// batch.small (the one-row gemv list of the batch phase) and the --fuse-rope fusion. Their
+// batch.small (the gemv list of the batch phase's small steps), rope.angles / rope.fuse (the
+// host-filled RoPE table and RoPE in the q/k/v gemv) and gemv.early / gemv.grid. Their
 // numerics and speed are checked on the GPU (kernels_vs_cpu_test, engine_golden_test,
 // prefill_modes_test, docs/perf-notes.md).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <stdexcept>
+#include <vector>
 
 #include "backends/cuda/schedule.h"
 #include "core/error.h"
@@ -21,12 +25,12 @@ using namespace jitllm::test;
 
 // dim 512 (q/k/v, attn_output, gate/up read rows of 512: split), ff 352 (ffn_down rows of 352:
 // blocks), token_embd of type `emb`, every matrix of type `t`
-std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied) {
+std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied, int dim = 512) {
     TinySpec s;
     s.arch = "llama";
-    s.dim = 512;
+    s.dim = dim;
     s.ff = 352;
-    s.n_heads = 8;
+    s.n_heads = dim / 64;
     s.n_kv_heads = 2;
     s.head_dim = 64;
     s.n_vocab = 64;
@@ -63,6 +67,12 @@ const KernelStep* step(const std::vector<KernelStep>& ks, const std::string& gro
     return nullptr;
 }
 
+// the step of a group that must exist (gtest reports the exception as a failure)
+const KernelStep& at(const std::vector<KernelStep>& ks, const std::string& group) {
+    if (const KernelStep* k = step(ks, group)) return *k;
+    throw std::runtime_error("no kernel for task group " + group);
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));
@@ -78,7 +88,7 @@ TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
         EXPECT_FALSE(split.count("blk.0.ffn_down.weight"));  // rows of 352
         EXPECT_FALSE(split.count("token_embd.weight"));      // embed rows; also the tied output
         // the kernels that read split matrices say so (define and symbol), the others do not
-        const KernelStep* qkv = step(s.decode, "attn_norm_qkv");
+        const KernelStep* qkv = step(s.decode, "attn_norm_qkv_rope_kv_store");
         ASSERT_NE(qkv, nullptr);
         EXPECT_TRUE(has_define(qkv->variant, "WSPLIT", "1"));
         EXPECT_NE(qkv->symbol.find("_split"), std::string::npos) << qkv->symbol;
@@ -97,7 +107,7 @@ TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
         const Schedule b = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
         EXPECT_EQ(gate(b, "weights.layout"), "blocks");
         EXPECT_TRUE(b.split_weights.empty());
-        EXPECT_FALSE(has_define(step(b.decode, "attn_norm_qkv")->variant, "WSPLIT", "1"));
+        EXPECT_FALSE(has_define(at(b.decode, "attn_norm_qkv_rope_kv_store").variant, "WSPLIT", "1"));
     }
     // other types have no split layout
     auto m = tiny(GgmlType::Q4_1, GgmlType::Q4_1, false);
@@ -136,12 +146,12 @@ TEST(ScheduleGates, ProgrammaticLaunchOnSm90) {
     EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), serial), "launch.pdl"), "serial");
 }
 
+// rope.fuse=gemv (default with rope.angles=table): RoPE and the KV store ride in the q/k/v gemv
 TEST(ScheduleFusion, FuseRopeTakesRopeAndKvStoreIntoTheQkvGemv) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);  // llama: adjacent-pair (norm) RoPE
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
-    ScheduleOptions o;
-    o.fuse_rope = true;
-    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+    EXPECT_EQ(gate(s, "rope.fuse"), "gemv");
     const KernelStep* qkv = step(s.decode, "attn_norm_qkv_rope_kv_store");
     ASSERT_NE(qkv, nullptr);
     EXPECT_TRUE(has_define(qkv->variant, "EPI", "4"));
@@ -150,19 +160,79 @@ TEST(ScheduleFusion, FuseRopeTakesRopeAndKvStoreIntoTheQkvGemv) {
     for (const KernelStep& k : s.decode) EXPECT_EQ(k.symbol.find("rope_norm"), std::string::npos) << k.symbol;
     EXPECT_NE(step(s.prefill, "attn_norm_qkv_rope_kv_store"), nullptr);
     EXPECT_EQ(step(s.batch, "attn_norm_qkv_rope_kv_store"), nullptr);  // batch rows keep rope.cu
-    // off by default, and off with --no-fuse
-    const Schedule d = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
-    EXPECT_EQ(step(d.decode, "attn_norm_qkv_rope_kv_store"), nullptr);
-    EXPECT_NE(step(d.decode, "attn_norm_qkv"), nullptr);
-    o.fuse = false;
-    const Schedule u = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
-    EXPECT_EQ(step(u.decode, "attn_qkv_rope_kv_store"), nullptr);
+    // the sibling (rope.cu after the gemv): forced, with computed angles (its default then), and with --no-fuse
+    for (const auto& force : std::vector<std::map<std::string, std::string>>{{{"rope.fuse", "kernel"}},
+                                                                             {{"rope.angles", "computed"}}}) {
+        ScheduleOptions o;
+        o.force = force;
+        const Schedule d = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        EXPECT_EQ(gate(d, "rope.fuse"), "kernel");
+        EXPECT_EQ(step(d.decode, "attn_norm_qkv_rope_kv_store"), nullptr);
+        EXPECT_NE(step(d.decode, "attn_norm_qkv"), nullptr);
+    }
+    ScheduleOptions u;
+    u.fuse = false;
+    EXPECT_EQ(step(schedule_build(p, DeviceInfo::for_target("sm_90"), u).decode, "attn_qkv_rope_kv_store"), nullptr);
+    // forced with computed angles: the epilogue computes them (no table)
+    ScheduleOptions c;
+    c.force = {{"rope.angles", "computed"}, {"rope.fuse", "gemv"}};
+    const Schedule sc = schedule_build(p, DeviceInfo::for_target("sm_90"), c);
+    ASSERT_NE(step(sc.decode, "attn_norm_qkv_rope_kv_store"), nullptr);
+    EXPECT_FALSE(has_define(at(sc.decode, "attn_norm_qkv_rope_kv_store").variant, "ROPE_TABLE", "1"));
 }
 
-// batch.small=gemv: a second batch list for one-row steps whose every matrix product is a
-// row-batched gemv (no GEMM tiles), norms fused into the product after them as in decode, and the
-// same tasks as the GEMM list in the body and in the output tail (a step may take its body from one
-// list and its tail from the other); off by default, so the list is empty.
+// gemv.early=load picks the split-layout gemvs on sm_90 (PDL): their first weight step before the
+// wait; plain F16 gemvs wait (measured slower), forcing it takes every gemv. gemv.grid=capped caps
+// the split-layout gemvs of >= 4096 columns at 2 blocks per SM.
+TEST(ScheduleGates, EarlyLoadAndGridCapForSplitLayoutGemvs) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto gemvs = [](const Schedule& s) {
+        std::vector<const KernelStep*> v;
+        for (const KernelStep& k : s.decode)
+            if (k.symbol.find("__gemv_") != std::string::npos) v.push_back(&k);
+        return v;
+    };
+    auto q4 = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
+    const Plan pq = plan_build(*q4, PlanOptions{128, 16, 1});
+    const Schedule sq = schedule_build(pq, h200, {});
+    EXPECT_EQ(gate(sq, "gemv.early"), "load");
+    EXPECT_EQ(gate(sq, "gemv.grid"), "full");  // 512 columns
+    int early = 0, waits = 0;
+    for (const KernelStep* k : gemvs(sq)) {
+        const bool split = has_define(k->variant, "WSPLIT", "1");
+        EXPECT_EQ(has_define(k->variant, "EARLY_LOAD", "1"), split) << k->symbol;
+        (split ? early : waits)++;
+    }
+    EXPECT_GT(early, 0);
+    EXPECT_GT(waits, 0);  // ffn_down: rows of 352, GGUF blocks
+    // no PDL on sm_80: nothing to overlap
+    EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_80"), {}), "gemv.early"), "wait");
+    // F16: every gemv waits; forced, every gemv loads early
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan pf = plan_build(*f16, PlanOptions{128, 16, 1});
+    const Schedule sf = schedule_build(pf, h200, {});
+    EXPECT_EQ(gate(sf, "gemv.early"), "wait");
+    for (const KernelStep* k : gemvs(sf)) EXPECT_FALSE(has_define(k->variant, "EARLY_LOAD", "1")) << k->symbol;
+    ScheduleOptions all;
+    all.force = {{"gemv.early", "load"}};
+    for (const KernelStep* k : gemvs(schedule_build(pf, h200, all)))
+        EXPECT_TRUE(has_define(k->variant, "EARLY_LOAD", "1")) << k->symbol;
+    // 4096 columns, split layout: q/k/v (4096 + 2 x 128 rows over 16 per block: 272 blocks) capped at 2 x 132
+    auto wide = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 4096);
+    const Plan pw = plan_build(*wide, PlanOptions{128, 16, 1});
+    const Schedule sw = schedule_build(pw, h200, {});
+    EXPECT_EQ(gate(sw, "gemv.grid"), "capped");
+    const KernelStep* qkv = step(sw.decode, "attn_norm_qkv_rope_kv_store");
+    ASSERT_NE(qkv, nullptr);
+    EXPECT_EQ(qkv->grid.x, 264u);
+    ScheduleOptions full;
+    full.force = {{"gemv.grid", "full"}};
+    EXPECT_EQ(at(schedule_build(pw, h200, full).decode, "attn_norm_qkv_rope_kv_store").grid.x, 272u);
+    ScheduleOptions per_sm;
+    per_sm.gemv_grid_per_sm = 1;  // the tuning knob overrides the gate, for every gemv
+    EXPECT_EQ(at(schedule_build(pw, h200, per_sm).decode, "attn_norm_qkv_rope_kv_store").grid.x, 132u);
+}
+
 TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));
@@ -220,16 +290,17 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     }
 }
 
-// --rope-table: every rope kernel (decode, batch, and the q/k/v gemv with --fuse-rope) reads the
-// host-filled (cos, sin) table instead of computing the angles; one table of n_ctx x n_rot/2 pairs.
+// rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
+// rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
+// of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
-    for (bool fuse_rope : {false, true}) {
+    for (const char* fuse : {"kernel", "gemv"}) {
         ScheduleOptions o;
-        o.rope_table = true;
-        o.fuse_rope = fuse_rope;
+        o.force = {{"rope.fuse", fuse}};
         const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        EXPECT_EQ(gate(s, "rope.angles"), "table");
         EXPECT_EQ(s.rope_table.n_pos, 128);
         EXPECT_EQ(s.rope_table.n_rot, m->config.n_rot);
         ASSERT_TRUE(s.scratch.count("rope_table"));
@@ -243,7 +314,9 @@ TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
             }
         EXPECT_GT(users, 0);
     }
-    const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+    ScheduleOptions c;
+    c.force = {{"rope.angles", "computed"}};
+    const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), c);
     EXPECT_EQ(off.rope_table.n_pos, 0);
     EXPECT_FALSE(off.scratch.count("rope_table"));
 }

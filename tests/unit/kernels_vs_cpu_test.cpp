@@ -96,30 +96,40 @@ struct Variant {
     const char* name;
     bool fuse;
     std::map<std::string, std::string> force;
-    bool fuse_rope = false;  // --fuse-rope (RoPE + KV store in the q/k/v gemv; norm-style archs)
     bool attn_warp_merge = false;  // --attn-warp-merge
-    bool gemv_early_load = false;  // --gemv-early-load
     int gemv_block = 0;            // --gemv-block
     int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
-    bool rope_table = false;       // --rope-table
     int attn_chunk = 0, attn_splits = 0;  // --attn-chunk, --attn-splits
 };
 
+using Force = std::map<std::string, std::string>;
+// the non-gated side of every gate (and the measured defaults' siblings)
+const Force kSiblings = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
+                         {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"},
+                         {"rope.angles", "computed"}, {"rope.fuse", "kernel"}, {"gemv.early", "wait"},
+                         {"gemv.grid", "full"}};
+Force gated(Force more) {
+    more.emplace("attn.algo", "split");
+    return more;
+}
+
+// The defaults (rope table + RoPE in the q/k/v gemv, early first load and grid cap where their
+// gates pick them) and each gate's sibling; the tuning knobs at values that exercise their loops.
 const Variant kVariants[] = {
-    {"gated+fused", true, {{"attn.algo", "split"}}},
-    {"gated+fused+rope", true, {{"attn.algo", "split"}}, true},
-    {"gated+fused+warp-merge", true, {{"attn.algo", "split"}}, false, true},
-    {"onepass+warp-merge", true, {{"attn.algo", "onepass"}}, false, true},
-    {"gated+fused+early-load", true, {{"attn.algo", "split"}}, false, false, true},
-    {"unfused+early-load+serial", false, {{"launch.pdl", "serial"}}, false, false, true},
-    {"gated+block512+grid3+early-load", true, {{"attn.algo", "split"}}, false, false, true, 512, 3},
-    {"gated+block128+grid2", true, {{"attn.algo", "split"}}, false, false, false, 128, 2},
-    {"gated+rope-table", true, {{"attn.algo", "split"}}, false, false, false, 0, 0, true},
-    {"gated+fused+rope+rope-table", true, {{"attn.algo", "split"}}, true, false, false, 0, 0, true},
-    {"gated+attn-chunk32+splits3", true, {{"attn.algo", "split"}}, false, false, false, 0, 0, false, 32, 3},
-    {"siblings+fused", true, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
-    {"gated+unfused", false, {{"attn.algo", "split"}}},
-    {"siblings+unfused", false, {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"}, {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}}},
+    {"gated+fused", true, gated({})},
+    {"gated+fused+rope-kernel", true, gated({{"rope.fuse", "kernel"}})},
+    {"gated+fused+computed-angles", true, gated({{"rope.angles", "computed"}, {"rope.fuse", "kernel"}})},
+    {"gated+fused+rope-gemv+computed-angles", true, gated({{"rope.angles", "computed"}, {"rope.fuse", "gemv"}})},
+    {"gated+fused+warp-merge", true, gated({}), true},
+    {"onepass+warp-merge", true, {{"attn.algo", "onepass"}}, true},
+    {"gated+fused+early-load-all", true, gated({{"gemv.early", "load"}})},
+    {"unfused+early-load-all+serial", false, {{"launch.pdl", "serial"}, {"gemv.early", "load"}}},
+    {"gated+block512+grid3+early-load-all", true, gated({{"gemv.early", "load"}}), false, 512, 3},
+    {"gated+block128+grid2+wait", true, gated({{"gemv.early", "wait"}}), false, 128, 2},
+    {"gated+attn-chunk32+splits3", true, gated({}), false, 0, 0, 32, 3},
+    {"siblings+fused", true, kSiblings},
+    {"gated+unfused", false, gated({})},
+    {"siblings+unfused", false, kSiblings},
 };
 
 class KernelsVsCpu : public ::testing::TestWithParam<Case> {};
@@ -132,25 +142,30 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
     const Plan plan = plan_build(*m, c.n_ctx);
     const ModelConfig& cfg = m->config;
     const int n_hist = c.n_hist;
+    // the cached positions, decoded once on the CPU (thousands of tokens for the long cases: use
+    // the host's cores); each variant starts from a copy of their KV cache
+    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    CpuBackend hist(plan, threads);
+    for (int p = 0; p < n_hist; ++p) hist.decode(int32_t((p * 131 + 7) % cfg.n_vocab), p);
+    const size_t kv_elems = size_t(n_hist) * size_t(cfg.kv_dim());
     for (const Variant& var : kVariants) {
         SCOPED_TRACE(var.name);
         CudaOptions o;
         o.schedule.fuse = var.fuse;
-        o.schedule.fuse_rope = var.fuse_rope;
         o.schedule.attn_warp_merge = var.attn_warp_merge;
-        o.schedule.gemv_early_load = var.gemv_early_load;
         o.schedule.gemv_block = var.gemv_block;
         o.schedule.gemv_grid_max = var.gemv_grid_max;
-        o.schedule.rope_table = var.rope_table;
         o.schedule.attn_chunk = var.attn_chunk;
         o.schedule.attn_splits = var.attn_splits;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;
         CudaBackend gpu(plan, o);
-        // the long-history cases decode thousands of CPU tokens per variant: use the host's cores
-        CpuBackend cpu(plan, int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
-        for (int p = 0; p < n_hist; ++p) cpu.decode(int32_t((p * 131 + 7) % cfg.n_vocab), p);
+        // the CPU starts from the history's KV cache (decoded once, before the variants)
+        CpuBackend cpu(plan, threads);
+        for (int l = 0; l < cfg.n_layers; ++l)
+            for (Slot kv : {Slot::KCache, Slot::VCache})
+                std::copy_n(hist.slot(kv, l), kv_elems, cpu.slot(kv, l));
         for (int l = 0; l < cfg.n_layers; ++l)
             gpu.upload_kv(l, cpu.slot(Slot::KCache, l), cpu.slot(Slot::VCache, l), n_hist);
         const int32_t token = 1000 % cfg.n_vocab;

@@ -84,7 +84,7 @@ private:
     void record_profile(Phase ph, const std::vector<const Launch*>& seq, int rows, uint64_t pos_sum,
                         size_t tail_from = SIZE_MAX, int tail_rows = 0);
     void upload_weights();
-    void fill_rope_table();  // --rope-table: the (cos, sin) scratch table, as cpu::rope computes them
+    void fill_rope_table();  // rope.angles=table: the (cos, sin) scratch table, as cpu::rope computes them
     void allocate_buffers();
     void compile_and_load();
     void bind(const std::vector<KernelStep>& steps, std::vector<Launch>& out);

@@ -2,6 +2,7 @@
 #include "backends/cuda/schedule.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <set>
 
 #include "backends/cuda/gemm_variant.h"
@@ -52,6 +53,14 @@ struct Gates {
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
+    bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
+    bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
+    // gemv.early=load: the first weight step before griddepcontrol.wait; by default for the
+    // split-layout gemvs only (forced: every gemv)
+    bool gemv_early = false, gemv_early_all = false;
+    // gemv.grid=capped: at most 2 blocks per SM, each looping over its row groups; by default for
+    // split-layout gemvs of >= 4096 columns only (forced: every gemv)
+    bool gemv_cap = false, gemv_cap_all = false;
 };
 
 class Lowering {
@@ -173,6 +182,48 @@ public:
                                              d_.cc_major, d_.cc_minor));
             if (pdl_ && !sm90) fail_usage("--force-variant launch.pdl=pdl: needs compute capability 9.0+");
         }
+        {
+            // H200, tg128, same machine (docs/perf-notes.md, session 6): with the table 1B F16
+            // +1.2 %, 1B Q4_0 +4.2 %; with the table and rope.fuse=gemv +1.4 to +4.5 % on all six
+            // shapes (the fused epilogue without the table: +0.7 / -0.8 %, its per-pair double pow
+            // + sincos sat on the kernel's tail)
+            const size_t bytes = size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8;
+            const size_t cap = size_t(256) << 20;
+            const bool want = c_.n_rot > 0 && bytes <= cap;
+            g_.rope_table = forced("rope.angles", "table", "computed", want,
+                                   want ? fmt::format("RoPE (cos, sin) of every (position, pair) computed once on the host as "
+                                                      "the CPU computes them, {} x {} pairs ({:.1f} MiB), read by the rope kernels",
+                                                      p_.n_ctx, c_.n_rot / 2, double(bytes) / double(1 << 20))
+                                        : fmt::format("a table of {} x {} pairs would take {:.1f} MiB (> 256): angles computed per pair",
+                                                      p_.n_ctx, c_.n_rot / 2, double(bytes) / double(1 << 20)));
+            const bool fuse = o_.fuse && g_.rope_table;
+            g_.rope_fuse = forced("rope.fuse", "gemv", "kernel", fuse,
+                                  fuse ? "RoPE and the KV-cache store in the q/k/v gemv's epilogue (angles from the table) where one "
+                                         "launch serves q, k and v and RoPE pairs are adjacent: one launch per layer less"
+                                       : !o_.fuse ? "--no-fuse" : "angles computed per pair: the epilogue would carry them");
+        }
+        {
+            // H200, tg128, same machine (session 6): early first load with PDL +1.6 % 1B Q4_0,
+            // +6.7 % 1B Q8_0, -1.4 % 8B Q4_0 alone but +3.3 % 8B Q4_0 / +3.3 % 8B Q8_0 together with
+            // the grid cap; F16 gemvs -16 % (1B) / -13 % (8B): they wait. The cap alone: +2.4 % 1B
+            // Q4_0, -3 % with the early load on 1B Q8_0 (2048 columns), -3 to -5 % on F16.
+            const bool any_split = !s_.split_weights.empty();
+            const bool early = pdl_ && any_split;
+            g_.gemv_early = forced("gemv.early", "load", "wait", early,
+                                   early ? "PDL: the split-layout (Q4_0/Q8_0) gemvs load their first weight step before "
+                                           "griddepcontrol.wait, so the weight stream starts while the previous kernel drains "
+                                           "(plain F16/F32 gemvs wait: measured slower)"
+                                         : !pdl_ ? "no programmatic dependent launch: nothing to overlap"
+                                                 : "no split-layout matrix (plain F16/F32 gemvs wait: measured slower)");
+            g_.gemv_early_all = g_.gemv_early && o_.force.count("gemv.early");
+            bool wide = false;
+            for (const WeightTensor* w : s_.split_weights) wide = wide || w->cols >= 4096;
+            g_.gemv_cap = forced("gemv.grid", "capped", "full", wide,
+                                 wide ? "split-layout gemvs of >= 4096 columns: at most 2 blocks per SM, each quantizes x once "
+                                        "and loops over its row groups"
+                                      : "no split-layout matrix of >= 4096 columns: one block per row group");
+            g_.gemv_cap_all = g_.gemv_cap && o_.force.count("gemv.grid");
+        }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
                             o_.kv_f32 ? "--kv-f32" : "half KV halves attention bytes"});
@@ -197,10 +248,10 @@ public:
 
     bool batch_small() const { return g_.batch_small; }
 
-    // The rope kernels' angle argument: the frequency factors (angles computed per pair), or with
-    // --rope-table the host-filled (cos, sin) table (variant define ROPE_TABLE=1)
+    // The rope kernels' angle argument: the frequency factors (rope.angles=computed: angles per
+    // pair), or the host-filled (cos, sin) table (rope.angles=table, variant define ROPE_TABLE=1)
     KArg rope_angles(Variant& v, const WeightTensor* freq) {
-        if (!o_.rope_table) return weight(freq);
+        if (!g_.rope_table) return weight(freq);
         auto& rt = s_.rope_table;
         JITLLM_CHECK(rt.n_pos == 0 || rt.freq_factors == freq, "one rope table per model");
         rt.n_pos = p_.n_ctx;
@@ -350,7 +401,7 @@ private:
         const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? std::max(1, 512 / block) : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
-        if (o_.gemv_early_load) v.set("EARLY_LOAD", 1);
+        if (g_.gemv_early_all || (g_.gemv_early && wsplit)) v.set("EARLY_LOAD", 1);
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
@@ -358,10 +409,11 @@ private:
         auto& k = add(idx, algo, v);
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
-        // --gemv-grid-per-sm N: at most N blocks per SM, each looping over its passes (one x
-        // prologue per block instead of one per ROWS_PER_BLOCK rows)
-        if (o_.gemv_grid_per_sm > 0)
-            k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_per_sm * d_.sm_count));
+        // gemv.grid=capped (or --gemv-grid-per-sm N): at most N blocks per SM, each looping over
+        // its passes (one x prologue per block instead of one per ROWS_PER_BLOCK rows)
+        const int per_sm = o_.gemv_grid_per_sm > 0 ? o_.gemv_grid_per_sm
+                           : g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= 4096) ? 2 : 0;
+        if (per_sm > 0) k.grid.x = std::min(k.grid.x, unsigned(per_sm * d_.sm_count));
         if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
         k.block = Dim3(unsigned(block));
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8)
@@ -995,11 +1047,11 @@ private:
         g.y = {Slot::Q, Slot::K, Slot::V};
     }
 
-    // --fuse-rope: attn_rope + attn_kv_store after the q/k/v task at iq go into its gemv (EPI=4)
+    // rope.fuse=gemv: attn_rope + attn_kv_store after the q/k/v task at iq go into its gemv (EPI=4)
     // when one launch serves all three matrices and RoPE pairs are adjacent (norm style, no
     // q/k norm in between). Adds the tasks to idx; returns how many it took (0 or 2).
     size_t fuse_rope(size_t iq, Gemv& g, std::vector<size_t>& idx) {
-        if (!o_.fuse || !o_.fuse_rope || batch_) return 0;
+        if (!o_.fuse || !g_.rope_fuse || batch_) return 0;
         if (!is(iq + 1, K::AttnRope) || !is(iq + 2, K::AttnKvStore)) return 0;
         if (c_.rope_style == RopeStyle::NeoX || c_.head_dim % 2 != 0 || c_.n_rot % 2 != 0) return 0;
         if (g.w.size() != 3 || g.w[0]->type != g.w[1]->type || g.w[1]->type != g.w[2]->type) return 0;
@@ -1108,15 +1160,14 @@ private:
 
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout", "launch.pdl", "batch.small"};
+            "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
     for (const auto& [gate, v] : opt.force) {
         const auto names = schedule_gate_names();
         if (std::find(names.begin(), names.end(), gate) == names.end())
-            fail_usage("--force-variant {}={}: unknown gate '{}'; gates: gemv.reduce, norm.reduce, "
-                       "attn.algo, sample.reduce, gemm.mma, gemm.wgmma, attn.prefill, weights.layout, launch.pdl, batch.small", gate, v, gate);
+            fail_usage("--force-variant {}={}: unknown gate '{}'; gates: {}", gate, v, gate, fmt::join(names, ", "));
     }
     Schedule s;
     Lowering l(plan, dev, opt, s);

@@ -64,18 +64,15 @@ struct GateDecision {
 
 struct ScheduleOptions {
     bool fuse = true;                            // --no-fuse: one kernel per task
-    bool fuse_rope = false;                      // --fuse-rope: RoPE + KV store in the q/k/v gemv
     bool attn_warp_merge = false;                // --attn-warp-merge: decode attention's groups merge by shuffles first
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // --gemm-bm: MMA tile rows (0: auto 64 | 128)
     int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
-    bool gemv_early_load = false;                // --gemv-early-load: first weight step before the PDL wait
     int gemv_block = 0;                          // --gemv-block: threads per gemv block (0: auto 256)
-    int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: cap the gemv grid at N blocks per SM (0: none)
+    int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: every gemv grid at most N blocks per SM (0: gate gemv.grid)
     int gemv_grid_max = 0;                       // tests: cap the gemv grid at N blocks (blocks loop over passes)
-    bool rope_table = false;                     // --rope-table: RoPE (cos, sin) from a table the host fills
     int batch_small_rows = 1;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
     int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128)
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per kv head (0: auto SMs / kv heads)
@@ -90,7 +87,7 @@ struct Schedule {
     // Gate batch.small=gemv: the same batch tasks with every matrix product as a row-batched gemv,
     // for steps of at most batch_small_rows rows (body and output tail chosen separately; both
     // lists read and write the same slots, so a step may mix them). Empty when the gate is off.
-    // --rope-table: scratch "rope_table" holds (cos, sin) of every (position, pair) as floats,
+    // Gate rope.angles=table: scratch "rope_table" holds (cos, sin) of every (position, pair) as floats,
     // [n_pos][n_rot / 2], computed on the host as cpu::rope does (core/rope_theta.h); n_pos 0: none
     struct RopeTable {
         int n_pos = 0, n_rot = 0;
