@@ -167,15 +167,15 @@ modes)
     grep -E "modes\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes.txt" | head -120 | tee -a "$OUT/summary.txt"
     ;;
 prepared)
-    # switches built without device time, off by default until measured: batch.small=gemv (prompt
-    # modes batch-1 / batch-7 run it) and --attn-warp-merge (the kernels and golden stages run it too)
+    # switches off by default: batch.small=gemv (not yet measured; prompt modes batch-1 / batch-7 run
+    # it), --attn-warp-merge and gemv.prefetch=attn (measured slower; kept as the gates' siblings)
     cuda_test modes-small prefill_modes_test "prompt modes with --force-variant batch.small=gemv" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv
     cuda_test modes-small8 prefill_modes_test \
         "prompt modes with batch.small=gemv for steps of up to 8 rows (batch-7 chunks: rows-inner gemv)" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
-    cuda_test golden-prepared engine_golden_test "golden with warp merge + batch.small=gemv together" \
-        JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv
+    cuda_test golden-prepared engine_golden_test "golden with warp merge + batch.small=gemv + gemv.prefetch=attn together" \
+        JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv,gemv.prefetch=attn
     ;;
 ceiling)
     log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"

@@ -31,11 +31,11 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--attn-warp-merge", attn_warp_merge,
-                     "tuning: decode attention merges the position groups of a warp by shuffles first (not yet measured)");
+                     "tuning: decode attention merges the position groups of a warp by shuffles first (measured 1-2 % slower on the H200)");
         app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
         app.add_option("--kernel-cache", kernel_cache, "JIT cache directory (default $XDG_CACHE_HOME/jitllm)");
         app.add_flag("--no-kernel-cache", no_kernel_cache, "compile every kernel, read and write no cache");

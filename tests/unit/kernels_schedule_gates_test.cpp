@@ -290,6 +290,36 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     }
 }
 
+// gemv.prefetch=attn: only the gemv right after decode attention prefetches its rows (whole rows:
+// PREFETCH = row bytes), in decode and prefill, never in the batch phase; needs PDL
+TEST(ScheduleGates, PrefetchAfterAttentionOnlyInTheNextGemv) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    const Schedule d = schedule_build(p, h200, {});
+    EXPECT_EQ(gate(d, "gemv.prefetch"), "none");
+    ScheduleOptions o;
+    o.force = {{"gemv.prefetch", "attn"}};
+    const Schedule s = schedule_build(p, h200, o);
+    for (const auto* ph : {&s.decode, &s.prefill, &s.batch}) {
+        int n = 0;
+        for (size_t i = 0; i < ph->size(); ++i) {
+            const KernelStep& k = (*ph)[i];
+            const bool after = i > 0 && (*ph)[i - 1].group == "attn" && k.symbol.find("__gemv_") != std::string::npos;
+            bool any = false;
+            for (const auto& [name, val] : k.variant.defines) any = any || name == "PREFETCH";
+            EXPECT_EQ(any, after && ph != &s.batch) << k.symbol;
+            if (any) {
+                EXPECT_TRUE(has_define(k.variant, "PREFETCH", std::to_string(512 * 2))) << k.symbol;  // F16 rows of 512
+                ++n;
+            }
+        }
+        EXPECT_EQ(n, ph == &s.batch ? 0 : m->config.n_layers);
+    }
+    o.force["launch.pdl"] = "serial";
+    EXPECT_THROW(schedule_build(p, h200, o), std::exception);
+}
+
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.

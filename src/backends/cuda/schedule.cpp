@@ -61,6 +61,7 @@ struct Gates {
     // gemv.grid=capped: at most 2 blocks per SM, each looping over its row groups; by default for
     // split-layout gemvs of >= 4096 columns only (forced: every gemv)
     bool gemv_cap = false, gemv_cap_all = false;
+    bool gemv_prefetch_attn = false;  // gemv.prefetch=attn: the gemv after decode attention prefetches its rows
 };
 
 class Lowering {
@@ -223,6 +224,18 @@ public:
                                         "and loops over its row groups"
                                       : "no split-layout matrix of >= 4096 columns: one block per row group");
             g_.gemv_cap_all = g_.gemv_cap && o_.force.count("gemv.grid");
+        }
+        {
+            // Decode attention at short context runs a few blocks (one per kv head) and lets the
+            // next kernel launch at its start (PDL): the attn_output gemv's blocks sit on the idle
+            // SMs, waiting. With `attn` they first prefetch their whole first pass of rows into L2
+            // (gemv.cu PREFETCH), so the matrix streams in while attention runs. Measured on the
+            // H200 (session 6): slower on every shape (8B F16 -1.5 %, 1B F16 -2.0 %, 8B Q4_0
+            // -1.3 %, 8B Q8_0 -0.5 %), so `none`.
+            g_.gemv_prefetch_attn = forced("gemv.prefetch", "attn", "none", false,
+                                           "the gemv after decode attention reads its rows after the PDL wait "
+                                           "(`attn`, prefetching them into L2 during attention, measured 0.5-2 % slower)");
+            if (g_.gemv_prefetch_attn && !pdl_) fail_usage("--force-variant gemv.prefetch=attn: needs launch.pdl=pdl");
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
@@ -400,7 +413,10 @@ private:
         // (512 resident threads per SM: 2 blocks of 256, 1 of 512, 4 of 128)
         const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? std::max(1, 512 / block) : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
+        // gemv.prefetch=attn: the first gemv after decode attention prefetches whole rows
+        const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
+        else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
         if (g_.gemv_early_all || (g_.gemv_early && wsplit)) v.set("EARLY_LOAD", 1);
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
@@ -1160,7 +1176,8 @@ private:
 
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid"};
+            "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
+            "gemv.prefetch"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
