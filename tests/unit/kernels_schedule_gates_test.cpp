@@ -320,6 +320,30 @@ TEST(ScheduleGates, PrefetchAfterAttentionOnlyInTheNextGemv) {
     EXPECT_THROW(schedule_build(p, h200, o), std::exception);
 }
 
+// --attn-heads-per-block: decode attention blocks serve fewer query heads of a kv head (grid.x and
+// the ticket counters grow by the factor, the kernel gets HPB); a non-divisor is refused
+TEST(ScheduleGates, AttentionHeadsPerBlock) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 8 query heads over 2 kv heads
+    const Plan p = plan_build(*m, PlanOptions{1024, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    ScheduleOptions o;
+    o.force = {{"attn.algo", "split"}};
+    const Schedule d = schedule_build(p, h200, o);
+    const KernelStep& a = at(d.decode, "attn");
+    EXPECT_EQ(a.grid.x, 2u);
+    for (const auto& [name, val] : a.variant.defines) EXPECT_NE(name, "HPB");
+    EXPECT_EQ(d.scratch.at("attn_tickets"), 2u * 4u);
+    o.attn_heads_per_block = 1;
+    const Schedule s = schedule_build(p, h200, o);
+    const KernelStep& b = at(s.decode, "attn");
+    EXPECT_EQ(b.grid.x, 8u);
+    EXPECT_EQ(b.grid.y, a.grid.y);
+    EXPECT_TRUE(has_define(b.variant, "HPB", "1"));
+    EXPECT_EQ(s.scratch.at("attn_tickets"), 8u * 4u);
+    o.attn_heads_per_block = 3;
+    EXPECT_THROW(schedule_build(p, h200, o), std::exception);
+}
+
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.

@@ -100,6 +100,7 @@ struct Variant {
     int gemv_block = 0;            // --gemv-block
     int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
     int attn_chunk = 0, attn_splits = 0;  // --attn-chunk, --attn-splits
+    int attn_hpb = 0;                     // --attn-heads-per-block
 };
 
 using Force = std::map<std::string, std::string>;
@@ -127,6 +128,9 @@ const Variant kVariants[] = {
     {"gated+block512+grid3+early-load-all", true, gated({{"gemv.early", "load"}}), false, 512, 3},
     {"gated+block128+grid2+wait", true, gated({{"gemv.early", "wait"}}), false, 128, 2},
     {"gated+attn-chunk32+splits3", true, gated({}), false, 0, 0, 32, 3},
+    {"gated+attn-1-head-per-block", true, gated({}), false, 0, 0, 0, 0, 1},
+    {"gated+attn-2-heads-per-block+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 2},
+    {"onepass+attn-1-head-per-block", true, {{"attn.algo", "onepass"}}, false, 0, 0, 0, 0, 1},
     {"siblings+fused", true, kSiblings},
     {"gated+unfused", false, gated({})},
     {"siblings+unfused", false, kSiblings},
@@ -157,6 +161,10 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         o.schedule.gemv_grid_max = var.gemv_grid_max;
         o.schedule.attn_chunk = var.attn_chunk;
         o.schedule.attn_splits = var.attn_splits;
+        // heads per block: only where it divides the case's query heads per kv head
+        const int qpg = c.spec.n_heads / c.spec.n_kv_heads;
+        if (var.attn_hpb > 0 && qpg % var.attn_hpb != 0) continue;
+        o.schedule.attn_heads_per_block = var.attn_hpb;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;
@@ -263,7 +271,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"llama_mha8_hd64_f16_hist2500", spec("llama", 512, 352, 8, 8, 64, 1003, 4096), GgmlType::F16,
              0, 0, 0, 0, 0, 2500, 4096},
         Case{"phi3_window200_hd64_q8_0_hist700", spec("phi3", 256, 352, 4, 4, 64, 1003, 1024), GgmlType::Q8_0,
-             0, 0, 0, 0, 200, 700, 1024}),
+             0, 0, 0, 0, 200, 700, 1024},
+        // grouped heads with several active blocks: 4 query heads per kv head, 300 positions in
+        // 3 chunks (the heads-per-block variants combine per (kv head, head set))
+        Case{"llama_gqa4_hd128_f16_hist300", spec("llama", 512, 352, 8, 2, 128, 1003, 1024), GgmlType::F16,
+             0, 0, 0, 0, 0, 300, 1024}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -934,16 +934,22 @@ private:
                 // in flight per thread), so a context of <= 128 positions is one block's single
                 // round trip and needs no combine; the N_SPLITS blocks per kv head fill the SMs
                 // once (about one block per SM) for long contexts
-                int block = 128, tile = group > 2 ? 2 : 4, n_splits = 1;
+                // --attn-heads-per-block: query heads per block (QPG / hpb blocks per kv head)
+                const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block : group;
+                if (group % hpb != 0)
+                    fail_usage("--attn-heads-per-block {}: expected a divisor of the {} query heads per kv head",
+                               hpb, group);
+                const int hsplit = group / hpb;
+                int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
                 if (g_.attn_split) {
                     block = 256;
                     const int kv_bytes = o_.kv_f32 ? 4 : 2;
-                    const int vec = (group > 4 && kv_bytes == 2 ? 8 : 16) / kv_bytes;
+                    const int vec = (hpb > 4 && kv_bytes == 2 ? 8 : 16) / kv_bytes;
                     const int ng = block / (hd / vec);
                     // --attn-chunk: positions per chunk (TILE = chunk / NG, at most 8)
                     const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
                     tile = std::max(1, std::min(8, chunk / ng));
-                    if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (group * block)));  // tree: smem
+                    if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (hpb * block)));  // tree: smem
                     const int ch = ng * tile;
                     n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : d_.sm_count / c_.n_kv_heads,
                                                     (p_.n_ctx + ch - 1) / ch));
@@ -956,9 +962,10 @@ private:
                 if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
                 if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
+                if (hsplit > 1) v.set("HPB", hpb);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
-                k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
+                k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
                 k.block = Dim3(unsigned(block));
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
@@ -969,10 +976,10 @@ private:
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 if (g_.attn_split) {
                     // partial states per split; the last block of each kv head combines them
-                    // (attention_decode.cu: a ticket counter per kv head, zeroed at allocation)
+                    // (attention_decode.cu: a ticket counter per block x, zeroed at allocation)
                     const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 2) * 4;
                     s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
-                    s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads) * 4);
+                    s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads * hsplit) * 4);
                     // (scratch traffic, 2 * sb at most, only when more than one block is active:
                     // left out of the byte count, which is what a short context moves)
                 }

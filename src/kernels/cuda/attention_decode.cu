@@ -1,6 +1,7 @@
 // attention_decode: one query position against cached positions 0..*pos_ptr (inclusive).
 //   s_p = (q_h . k_p) * SCALE,  out_h = sum_p softmax(s)_p * v_p,  kv head = h / (N_HEADS/N_KV_HEADS)
-// One block serves all query heads of one kv head, so K/V are read once per group.
+// One block serves all query heads of one kv head, so K/V are read once per group (HPB < QPG:
+// QPG / HPB blocks per kv head, HPB query heads each, reading the same K/V).
 // Online softmax over chunks of CH = NG * TILE positions (no shared memory sized by the
 // context): a thread group of HEAD_DIM/VEC threads handles TILE positions of a chunk, each
 // thread VEC dims (KV_LOAD-byte K and V loads, all TILE of them issued before any is used);
@@ -29,10 +30,12 @@
 //   MERGE_WARP (0 default; 1 with REDUCE=1: the groups of a warp merge by shuffles first, and
 //   only BLOCK/32 states go through shared memory),
 //   N_CTX (cache rows; ALGO 2 without WINDOW: block 0 then loads chunk 0 together with the
-//   position and q instead of one round trip after the position)
-// launch:  grid (N_KV_HEADS, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
+//   position and q instead of one round trip after the position),
+//   HPB (query heads per block, a divisor of N_HEADS/N_KV_HEADS; default all of them): block x
+//   serves kv head x / (QPG / HPB), query heads HPB * (x % (QPG / HPB)) .. of its group
+// launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
 // args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
-//          tickets (ALGO=2): N_KV_HEADS zeroed unsigned counters (left zeroed after each launch)
+//          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
 //          cache of sequence seq_ptr[r] (causal within a prompt chunk)
 //                  floats; caches: [n_ctx][N_KV_HEADS * HEAD_DIM] KV_T (this layer's base);
@@ -60,14 +63,18 @@
 #include "common/common.cuh"
 
 #define QPG (N_HEADS / N_KV_HEADS)             // query heads per kv head
+#ifndef HPB  // query heads per block
+#define HPB QPG
+#endif
+#define HSPLIT (QPG / HPB)                      // blocks per kv head along x
 #ifndef KV_LOAD  // bytes of K (and of V) per thread and position: 8 halves registers for big groups
-#define KV_LOAD (QPG > 4 && sizeof(KV_T) == 2 ? 8 : 16)
+#define KV_LOAD (HPB > 4 && sizeof(KV_T) == 2 ? 8 : 16)
 #endif
 #define VEC (KV_LOAD / (int)sizeof(KV_T))       // dims per thread
 #define GS (HEAD_DIM / VEC)                     // threads per position
 #define NG (BLOCK / GS)                         // position groups per block
 #define CH (NG * TILE)                          // positions per chunk (one loop trip)
-#define RED_FLOATS (REDUCE ? 1 : QPG * TILE * BLOCK)
+#define RED_FLOATS (REDUCE ? 1 : HPB * TILE * BLOCK)
 // MERGE_WARP=1: the 32/GS groups of a warp first merge by shuffles, then the BLOCK/32 warp
 // states through shared memory (NGM of them); 0: all NG group states through shared memory
 #ifndef MERGE_WARP
@@ -79,13 +86,13 @@
 #endif
 // query heads merged per round: their group states fit 32 KiB of shared memory
 #define MRG_HMAX ((32768 / 4) / (NGM * (HEAD_DIM + 2)))
-#define MRG_H (MRG_HMAX < 1 ? 1 : (QPG < MRG_HMAX ? QPG : MRG_HMAX))
+#define MRG_H (MRG_HMAX < 1 ? 1 : (HPB < MRG_HMAX ? HPB : MRG_HMAX))
 #define MRG_FLOATS (MRG_H * NGM * (HEAD_DIM + 2))
 #ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
 #define WINDOW 0
 #endif
 #ifndef TILE
-#define TILE (QPG > 2 ? 2 : 4)
+#define TILE (HPB > 2 ? 2 : 4)
 #endif
 #if ALGO != 2
 #undef N_SPLITS
@@ -105,6 +112,7 @@
 #endif
 
 static_assert(N_HEADS % N_KV_HEADS == 0, "GQA: whole groups");
+static_assert(HPB >= 1 && QPG % HPB == 0, "HPB: a divisor of the query heads per kv head");
 static_assert(HEAD_DIM % VEC == 0 && GS <= 32 && (GS & (GS - 1)) == 0, "HEAD_DIM / VEC: power of two <= 32");
 static_assert((KV_LOAD == 16 || KV_LOAD == 8) && VEC % 4 == 0, "KV_LOAD: 16 or 8 bytes, >= 4 dims");
 static_assert(BLOCK % GS == 0 && BLOCK % 32 == 0, "BLOCK: whole position groups and warps");
@@ -146,7 +154,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
-    const int kvh = blockIdx.x;
+    const int bx = blockIdx.x;
+    const int kvh = bx / HSPLIT;
+    const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
     uint4 kw[TILE], vw[TILE];
 #if PRELOAD
     // block y = 0 always takes chunk 0 (no window): its K/V loads go out with the position's,
@@ -177,10 +187,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const KV_T* kb = k_cache + kvh * HEAD_DIM + gl * VEC;
     const KV_T* vb = v_cache + kvh * HEAD_DIM + gl * VEC;
     // q (written by the previous kernel) goes out with the position load
-    float qr[QPG][VEC], o[QPG][VEC], m[QPG], l[QPG];
+    float qr[HPB][VEC], o[HPB][VEC], m[HPB], l[HPB];
 #pragma unroll
-    for (int h = 0; h < QPG; ++h) {
-        const float* qh = q + (kvh * QPG + h) * HEAD_DIM + gl * VEC;
+    for (int h = 0; h < HPB; ++h) {
+        const float* qh = q + (hb + h) * HEAD_DIM + gl * VEC;
 #pragma unroll
         for (int i = 0; i < VEC; i += 4) {
             const float4 v = *reinterpret_cast<const float4*>(qh + i);
@@ -216,13 +226,13 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 kw[t] = vw[t] = make_uint4(0, 0, 0, 0);
             }
         }
-        float s[QPG][TILE];
+        float s[HPB][TILE];
 #pragma unroll
         for (int t = 0; t < TILE; ++t) {
             float kf[VEC];
             kv_to_float(kw[t], kf);
 #pragma unroll
-            for (int h = 0; h < QPG; ++h) {
+            for (int h = 0; h < HPB; ++h) {
                 float a = 0.0f;
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) a += qr[h][i] * kf[i];
@@ -232,7 +242,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         // sum the partial dots over the GS threads of each position group
 #if REDUCE
 #pragma unroll
-        for (int h = 0; h < QPG; ++h)
+        for (int h = 0; h < HPB; ++h)
 #pragma unroll
             for (int t = 0; t < TILE; ++t)
 #pragma unroll
@@ -240,12 +250,12 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                     s[h][t] += __shfl_xor_sync(0xffffffffu, s[h][t], off);
 #else
 #pragma unroll
-        for (int h = 0; h < QPG; ++h)
+        for (int h = 0; h < HPB; ++h)
 #pragma unroll
             for (int t = 0; t < TILE; ++t) red[(h * TILE + t) * BLOCK + tid] = s[h][t];
         __syncthreads();
 #pragma unroll
-        for (int h = 0; h < QPG; ++h)
+        for (int h = 0; h < HPB; ++h)
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
                 const float* r = red + (h * TILE + t) * BLOCK + gi * GS;
@@ -258,7 +268,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #endif
         // online softmax update: all GS threads of a group hold identical s, m, l
 #pragma unroll
-        for (int h = 0; h < QPG; ++h) {
+        for (int h = 0; h < HPB; ++h) {
             float mt = -JL_INF;
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
@@ -296,7 +306,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
     for (int off = GS; off < 32; off *= 2) {
 #pragma unroll
-        for (int h = 0; h < QPG; ++h) {
+        for (int h = 0; h < HPB; ++h) {
             const float mo = __shfl_xor_sync(0xffffffffu, m[h], off);
             const float lo = __shfl_xor_sync(0xffffffffu, l[h], off);
             const float mm = fmaxf(m[h], mo);
@@ -318,10 +328,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const bool writer = true;
 #endif
 #pragma unroll
-    for (int h0 = 0; h0 < QPG; h0 += MRG_H) {
+    for (int h0 = 0; h0 < HPB; h0 += MRG_H) {
 #pragma unroll
         for (int hh = 0; hh < MRG_H; ++hh) {
-            if (h0 + hh >= QPG) break;
+            if (h0 + hh >= HPB) break;
             if (!writer) continue;
             float* st = mrg + (hh * NGM + gm) * ROW;
 #pragma unroll
@@ -332,7 +342,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
         }
         __syncthreads();
-        const int nh = min(MRG_H, QPG - h0);
+        const int nh = min(MRG_H, HPB - h0);
         for (int idx = tid; idx < nh * NGM; idx += BLOCK) {
             const int hh = idx / NGM;
             float M = -JL_INF;
@@ -350,7 +360,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 L += st[HEAD_DIM + 1] * wgt[hh * NGM + g];
                 O += st[d] * wgt[hh * NGM + g];
             }
-            const int hq = kvh * QPG + h0 + hh;
+            const int hq = hb + h0 + hh;
             if (ALGO == 2 && n_active > 1) {
                 float* sc = scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * ROW;
                 sc[d] = O;
@@ -365,28 +375,28 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         __syncthreads();  // mrg is rewritten by the next round
     }
 #if ALGO == 2
-    // More than one active block: the last of this kv head to finish (a ticket from an atomic
-    // counter) combines the n_active partial states of its QPG query heads: out = sum_s w_s o_s
+    // More than one active block: the last of this kv head's (and head set's) blocks to finish (a
+    // ticket from an atomic counter per block x) combines the n_active partial states of its HPB query heads: out = sum_s w_s o_s
     // / sum_s w_s l_s, w_s = exp(m_s - max m); it then resets the counter for the next launch.
     if (n_active == 1) return;
     __shared__ bool last;
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
     __syncthreads();
-    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == (unsigned)n_active - 1u;
+    if (tid == 0) last = atomicAdd(tickets + bx, 1u) == (unsigned)n_active - 1u;
     __syncthreads();
     if (!last) return;
     __threadfence();
     // (m_s, l_s) of every split read once, in parallel; the per-head loop below touches only
     // shared memory (it used to re-read l_s from L2 split by split, one latency per split)
-    __shared__ float wsm[QPG * N_SPLITS], lss[QPG * N_SPLITS], lsm[QPG];
-    for (int idx = tid; idx < QPG * n_active; idx += BLOCK) {
+    __shared__ float wsm[HPB * N_SPLITS], lss[HPB * N_SPLITS], lsm[HPB];
+    for (int idx = tid; idx < HPB * n_active; idx += BLOCK) {
         const int h = idx / n_active, sp = idx % n_active;
-        const float* st = scratch + ((unsigned long long)(kvh * QPG + h) * N_SPLITS + sp) * (HEAD_DIM + 2);
+        const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * (HEAD_DIM + 2);
         wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
         lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
     }
     __syncthreads();
-    if (tid < QPG) {
+    if (tid < HPB) {
         float* w = wsm + tid * N_SPLITS;
         float M = -JL_INF;
         for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
@@ -399,15 +409,15 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         lsm[tid] = L;
     }
     __syncthreads();
-    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
+    for (int idx = tid; idx < HPB * HEAD_DIM; idx += BLOCK) {
         const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-        const float* sc = scratch + (unsigned long long)(kvh * QPG + h) * N_SPLITS * (HEAD_DIM + 2) + d;
+        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * (HEAD_DIM + 2) + d;
         float O = 0.0f;
 #pragma unroll 8
         for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + sp];
-        out[(kvh * QPG + h) * HEAD_DIM + d] = O / lsm[h];
+        out[(hb + h) * HEAD_DIM + d] = O / lsm[h];
     }
-    if (tid == 0) tickets[kvh] = 0u;
+    if (tid == 0) tickets[bx] = 0u;
 #endif
     (void)out;
     (void)scratch;

@@ -123,7 +123,10 @@ __device__ __forceinline__ float plain_unit_dot(uint4 w, float4 x0, float4 x1) {
 }
 
 #define GEMV_PLAIN_U 4  // 16-byte units per lane, row and step
-#define GEMV_EARLY_OK (COLS % GEMV_VEC == 0)
+// EARLY_LOAD on plain types: only when the early set is at most 8 units (GEMV_DR <= 2 rows): the
+// gate/up kernel's 4 rows x 4 units (64 registers held across the x prologue) spilled at the
+// 2-blocks-per-SM register cap (456 bytes, 1B F16), so it waits
+#define GEMV_EARLY_OK (COLS % GEMV_VEC == 0 && GEMV_DR * GEMV_PLAIN_U <= 8)
 #define GEMV_EARLY_STEP (GROUP * GEMV_PLAIN_U)  // units of one step (EARLY_LOAD: rows_dot_pre)
 
 // One step's raw units: R rows x GEMV_PLAIN_U per lane (also the EARLY_LOAD set).
