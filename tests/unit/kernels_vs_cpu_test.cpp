@@ -101,6 +101,7 @@ struct Variant {
     int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
     int attn_chunk = 0, attn_splits = 0;  // --attn-chunk, --attn-splits
     int attn_hpb = 0;                     // --attn-heads-per-block
+    bool kv_f32 = false;                  // --kv-f32 (the fused RoPE epilogue stores floats)
 };
 
 using Force = std::map<std::string, std::string>;
@@ -131,6 +132,7 @@ const Variant kVariants[] = {
     {"gated+attn-1-head-per-block", true, gated({}), false, 0, 0, 0, 0, 1},
     {"gated+attn-2-heads-per-block+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 2},
     {"onepass+attn-1-head-per-block", true, {{"attn.algo", "onepass"}}, false, 0, 0, 0, 0, 1},
+    {"gated+fused+kv-f32", true, gated({}), false, 0, 0, 0, 0, 0, true},
     {"siblings+fused", true, kSiblings},
     {"gated+unfused", false, gated({})},
     {"siblings+unfused", false, kSiblings},
@@ -165,6 +167,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         const int qpg = c.spec.n_heads / c.spec.n_kv_heads;
         if (var.attn_hpb > 0 && qpg % var.attn_hpb != 0) continue;
         o.schedule.attn_heads_per_block = var.attn_hpb;
+        o.schedule.kv_f32 = var.kv_f32;
         o.schedule.force = var.force;
         o.cache.disk = false;
         o.graphs = false;
