@@ -205,9 +205,9 @@ public:
         }
         {
             // H200, tg128, same machine (session 6): early first load with PDL +1.6 % 1B Q4_0,
-            // +6.7 % 1B Q8_0, -1.4 % 8B Q4_0 alone but +3.3 % 8B Q4_0 / +3.3 % 8B Q8_0 together with
-            // the grid cap; F16 gemvs -16 % (1B) / -13 % (8B): they wait. The cap alone: +2.4 % 1B
-            // Q4_0, -3 % with the early load on 1B Q8_0 (2048 columns), -3 to -5 % on F16.
+            // +6.7 % 1B Q8_0; on 8B -4.6 % Q4_0 / -0.7 % Q8_0 alone but +3.3 % / +2.6 % together
+            // with the grid cap; F16 gemvs -16 % (1B) / -13 % (8B): they wait. The cap alone: +2.4 %
+            // 1B Q4_0, -3 % with the early load on 1B Q8_0 (2048 columns), -3 to -5 % on F16.
             const bool any_split = !s_.split_weights.empty();
             const bool early = pdl_ && any_split;
             g_.gemv_early = forced("gemv.early", "load", "wait", early,

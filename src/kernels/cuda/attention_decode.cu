@@ -376,8 +376,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
 #if ALGO == 2
     // More than one active block: the last of this kv head's (and head set's) blocks to finish (a
-    // ticket from an atomic counter per block x) combines the n_active partial states of its HPB query heads: out = sum_s w_s o_s
-    // / sum_s w_s l_s, w_s = exp(m_s - max m); it then resets the counter for the next launch.
+    // ticket from an atomic counter per block x) combines the n_active partial states of its HPB
+    // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = exp(m_s - max m); it then resets the
+    // counter for the next launch.
     if (n_active == 1) return;
     __shared__ bool last;
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
