@@ -168,7 +168,8 @@ modes)
     ;;
 prepared)
     # switches off by default: batch.small=gemv (not yet measured; prompt modes batch-1 / batch-7 run
-    # it), --attn-warp-merge and gemv.prefetch=attn (measured slower; kept as the gates' siblings)
+    # it), --attn-heads-per-block 1 (not yet measured), --attn-warp-merge and gemv.prefetch=attn
+    # (measured slower; kept as the gates' siblings)
     cuda_test modes-small prefill_modes_test "prompt modes with --force-variant batch.small=gemv" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv
     cuda_test modes-small8 prefill_modes_test \
@@ -176,6 +177,9 @@ prepared)
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
     cuda_test golden-prepared engine_golden_test "golden with warp merge + batch.small=gemv + gemv.prefetch=attn together" \
         JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv,gemv.prefetch=attn
+    cuda_test golden-hpb1 engine_golden_test "golden with --attn-heads-per-block 1" JITLLM_TEST_CUDA_ATTN_HPB=1
+    cuda_test modes-hpb1 prefill_modes_test "prompt modes with --attn-heads-per-block 1 (600-position prompts decoded token by token)" \
+        JITLLM_TEST_CUDA_ATTN_HPB=1
     ;;
 ceiling)
     log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"
