@@ -39,7 +39,7 @@ cuda_test() {
     shift 3
     log "$label"
     env JITLLM_TEST_BACKEND=cuda "$@" "$B/$test" > "$OUT/$file.txt" 2>&1
-    grep -E "golden\]|OK \]|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/$file.txt" | grep -v absent | head -80 |
+    grep -E "golden\]|modes\]|OK \]|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/$file.txt" | grep -v absent | head -120 |
         tee -a "$OUT/summary.txt"
 }
 stages=${*:-smoke golden jit decode}
@@ -64,9 +64,8 @@ golden)
 bisect)
     # golden (default gates) under each ';'-separated BISECT_FORCE set (JITLLM_TEST_CUDA_FORCE)
     IFS=';' read -ra sets <<< "${BISECT_FORCE:-launch.pdl=serial;attn.algo=onepass}"
-    for fs in "${sets[@]}"; do
-        log "golden with $fs"
-        JITLLM_TEST_BACKEND=cuda JITLLM_TEST_CUDA_FORCE="$fs" "$B/engine_golden_test" 2>&1 | grep -E "^\[golden\]|FAILED  \]|PASSED" | grep -v absent | head -20 | tee -a "$OUT/summary.txt"
+    for n in "${!sets[@]}"; do
+        cuda_test "bisect-$n" engine_golden_test "golden with ${sets[$n]}" JITLLM_TEST_CUDA_FORCE="${sets[$n]}"
     done
     ;;
 kernels)
@@ -162,9 +161,7 @@ gemm)
         grep -E "TFLOP|FAIL" | tee -a "$OUT/summary.txt"
     ;;
 modes)
-    log "prompt modes on the GPU (cuda)"
-    JITLLM_TEST_BACKEND=cuda "$B/prefill_modes_test" > "$OUT/modes.txt" 2>&1
-    grep -E "modes\]|OK|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/modes.txt" | head -120 | tee -a "$OUT/summary.txt"
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
     ;;
 prepared)
     # switches off by default: batch.small=gemv (not yet measured; prompt modes batch-1 / batch-7 run

@@ -188,7 +188,7 @@ public:
             // +1.2 %, 1B Q4_0 +4.2 %; with the table and rope.fuse=gemv +1.4 to +4.5 % on all six
             // shapes (the fused epilogue without the table: +0.7 / -0.8 %, its per-pair double pow
             // + sincos sat on the kernel's tail)
-            const size_t bytes = size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8;
+            const size_t bytes = rope_table_bytes();
             const size_t cap = size_t(256) << 20;
             const bool want = c_.n_rot > 0 && bytes <= cap;
             g_.rope_table = forced("rope.angles", "table", "computed", want,
@@ -218,7 +218,7 @@ public:
                                                  : "no split-layout matrix (plain F16/F32 gemvs wait: measured slower)");
             g_.gemv_early_all = g_.gemv_early && o_.force.count("gemv.early");
             bool wide = false;
-            for (const WeightTensor* w : s_.split_weights) wide = wide || w->cols >= 4096;
+            for (const WeightTensor* w : s_.split_weights) wide = wide || w->cols >= kCapCols;
             g_.gemv_cap = forced("gemv.grid", "capped", "full", wide,
                                  wide ? "split-layout gemvs of >= 4096 columns: at most 2 blocks per SM, each quantizes x once "
                                         "and loops over its row groups"
@@ -261,6 +261,11 @@ public:
 
     bool batch_small() const { return g_.batch_small; }
 
+    // gate rope.angles=table: (cos, sin) floats for every (position, pair)
+    size_t rope_table_bytes() const { return size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8; }
+    // gate gemv.grid=capped: split-layout gemvs of at least this many columns
+    static constexpr int kCapCols = 4096;
+
     // The rope kernels' angle argument: the frequency factors (rope.angles=computed: angles per
     // pair), or the host-filled (cos, sin) table (rope.angles=table, variant define ROPE_TABLE=1)
     KArg rope_angles(Variant& v, const WeightTensor* freq) {
@@ -271,7 +276,7 @@ public:
         rt.n_rot = c_.n_rot;
         rt.base = c_.rope_base;
         rt.freq_factors = freq;
-        s_.scratch["rope_table"] = size_t(p_.n_ctx) * size_t(c_.n_rot / 2) * 8;
+        s_.scratch["rope_table"] = rope_table_bytes();
         v.set("ROPE_TABLE", 1);
         return scratch("rope_table");
     }
@@ -428,7 +433,7 @@ private:
         // gemv.grid=capped (or --gemv-grid-per-sm N): at most N blocks per SM, each looping over
         // its passes (one x prologue per block instead of one per ROWS_PER_BLOCK rows)
         const int per_sm = o_.gemv_grid_per_sm > 0 ? o_.gemv_grid_per_sm
-                           : g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= 4096) ? 2 : 0;
+                           : g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= kCapCols) ? 2 : 0;
         if (per_sm > 0) k.grid.x = std::min(k.grid.x, unsigned(per_sm * d_.sm_count));
         if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
         k.block = Dim3(unsigned(block));
