@@ -13,6 +13,7 @@
 #   sweep   : tg128 of SWEEP_SHAPES under each ';'-separated SWEEP_ARGS flag set (SWEEP_PROFILE=1:
 #             per-kernel means too)
 #   bisect  : golden tests under each ';'-separated BISECT_FORCE gate set (JITLLM_TEST_CUDA_FORCE)
+#   bulk    : golden with gemv.load=bulk (with and without PDL)
 #   prepared: the switches built without device time and still off: modes with batch.small=gemv,
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
@@ -141,8 +142,9 @@ sweep)
     for spec in ${SWEEP_SHAPES:-llama3.1-8b:q4_0}; do
         f=$(synth "${spec%%:*}" "${spec##*:}")
         for a in "${sets[@]}"; do
-            r=$("$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1 | grep -E '^\| .*tg' | tail -1)
-            log "sweep $spec [$a]: $r"
+            o=$(timeout "${SWEEP_TIMEOUT:-300}" "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1)
+            r=$(echo "$o" | grep -E '^\| .*tg' | tail -1)
+            log "sweep $spec [$a]: ${r:-FAILED (exit $?): $(echo "$o" | tail -3 | tr '\n' ' ')}"
             if [ -n "${SWEEP_PROFILE:-}" ]; then  # per-kernel mean µs (profiler: event per kernel)
                 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0 --profiler $a 2>&1 >/dev/null |
                     awk '$1 == "decode" && $2 != "(all" {printf "%s %s %s%%; ", $2, $5, $9} END {print ""}' | tee -a "$OUT/summary.txt"
@@ -177,6 +179,13 @@ prepared)
     cuda_test golden-hpb1 engine_golden_test "golden with --attn-heads-per-block 1" JITLLM_TEST_CUDA_ATTN_HPB=1
     cuda_test modes-hpb1 prefill_modes_test "prompt modes with --attn-heads-per-block 1 (600-position prompts decoded token by token)" \
         JITLLM_TEST_CUDA_ATTN_HPB=1
+    ;;
+bulk)
+    # gemv.load=bulk (cp.async.bulk rings for decode's split-layout gemvs); run `kernels` too: its
+    # kernels_vs_cpu variants (default ring, 1 KiB ring with 3 blocks, unfused + serial)
+    cuda_test golden-bulk engine_golden_test "golden with --force-variant gemv.load=bulk" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    cuda_test golden-bulk-serial engine_golden_test "golden with gemv.load=bulk and launch.pdl=serial" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk,launch.pdl=serial
     ;;
 ceiling)
     log "tensor-core ceiling: torch (cuBLAS) f16 GEMM, same machine"

@@ -22,7 +22,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0;
     std::string profiler_dump_dir;
     std::string ablate;
 
@@ -31,7 +31,7 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--attn-warp-merge", attn_warp_merge,
@@ -77,6 +77,9 @@ struct GpuFlags {
         app.add_option("--gemv-split-units", gemv_split_units,
                        "tuning: split-layout gemv 16-byte units per lane and step (0 = auto)")
             ->check(CLI::Range(0, 4));
+        app.add_option("--gemv-bulk-kb", gemv_bulk_kb,
+                       "tuning: with gemv.load=bulk, KiB of shared-memory rings per gemv block (0 = auto 96)")
+            ->check(CLI::Range(0, 220));
         app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));
         app.add_option("--ablate", ablate,
@@ -101,6 +104,7 @@ struct GpuFlags {
         s.gemv_rows = gemv_rows;
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;
+        s.gemv_bulk_kb = gemv_bulk_kb;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

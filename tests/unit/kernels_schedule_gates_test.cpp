@@ -233,6 +233,46 @@ TEST(ScheduleGates, EarlyLoadAndGridCapForSplitLayoutGemvs) {
     EXPECT_EQ(at(schedule_build(pw, h200, per_sm).decode, "attn_norm_qkv_rope_kv_store").grid.x, 132u);
 }
 
+// gemv.load=bulk (gemv.cu BULK): forced only (not the default until measured), sm_90 only, decode's
+// split-layout gemvs only; one block per SM; the ring's items fit the --gemv-bulk-kb budget.
+TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto wide = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 4096);
+    const Plan p = plan_build(*wide, PlanOptions{128, 16, 1});
+    EXPECT_EQ(gate(schedule_build(p, h200, {}), "gemv.load"), "lanes");
+    ScheduleOptions o;
+    o.force = {{"gemv.load", "bulk"}};
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), Error);
+    const Schedule s = schedule_build(p, h200, o);
+    EXPECT_EQ(gate(s, "gemv.load"), "bulk");
+    int bulk = 0;
+    for (const KernelStep& k : s.decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        const bool split = has_define(k.variant, "WSPLIT", "1");
+        EXPECT_EQ(has_define(k.variant, "BULK", "1"), split) << k.symbol;
+        if (!split) continue;
+        ++bulk;
+        EXPECT_NE(k.symbol.find("_split_bulk"), std::string::npos) << k.symbol;
+        EXPECT_FALSE(has_define(k.variant, "EARLY_LOAD", "1")) << k.symbol;
+        EXPECT_LE(k.grid.x, unsigned(h200.sm_count)) << k.symbol;
+        // 4096 columns: 2048-column items of 2 rows (Q4_0: 2 x 1152 bytes), 8 warps x 5 slots
+        EXPECT_TRUE(has_define(k.variant, "BULK_CH", "2048")) << k.symbol;
+        EXPECT_TRUE(has_define(k.variant, "BULK_S", "5")) << k.symbol;
+        EXPECT_GE(k.smem, 8u * 5 * 2 * 1152) << k.symbol;
+        EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
+    }
+    EXPECT_GE(bulk, 3);  // q/k/v, attn_output, gate/up (down: 352-column GGUF blocks)
+    // the batch phase keeps its kernels
+    for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
+    // a 1 KiB budget: the smallest items (256 columns), 2 slots
+    o.gemv_bulk_kb = 1;
+    for (const KernelStep& k : schedule_build(p, h200, o).decode)
+        if (has_define(k.variant, "BULK", "1")) {
+            EXPECT_TRUE(has_define(k.variant, "BULK_CH", "256")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BULK_S", "2")) << k.symbol;
+        }
+}
+
 TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

@@ -62,6 +62,7 @@ struct Gates {
     // split-layout gemvs of >= 4096 columns only (forced: every gemv)
     bool gemv_cap = false, gemv_cap_all = false;
     bool gemv_prefetch_attn = false;  // gemv.prefetch=attn: the gemv after decode attention prefetches its rows
+    bool gemv_bulk = false;  // gemv.load=bulk: decode's split-layout gemvs stream rows by cp.async.bulk into smem rings
 };
 
 class Lowering {
@@ -226,6 +227,18 @@ public:
             g_.gemv_cap_all = g_.gemv_cap && o_.force.count("gemv.grid");
         }
         {
+            // gemv.load=bulk (sm_90: cp.async.bulk + mbarrier transaction counts): decode's split-layout
+            // gemvs get their weights through per-warp shared-memory rings filled by bulk copies
+            // (gemv.cu BULK), one block per SM, instead of 16-byte loads into registers (`lanes`).
+            const bool sm90 = d_.cc_major >= 9;
+            const bool any_split = !s_.split_weights.empty();
+            g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", false,
+                                  !sm90 ? fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor)
+                                  : !any_split ? "no split-layout (Q4_0/Q8_0) matrix"
+                                               : "16-byte loads into registers (`bulk`: cp.async.bulk rings, not yet measured)");
+            if (g_.gemv_bulk && !sm90) fail_usage("--force-variant gemv.load=bulk: needs compute capability 9.0+");
+        }
+        {
             // Decode attention at short context runs a few blocks (one per kv head) and lets the
             // next kernel launch at its start (PDL): the attn_output gemv's blocks sit on the idle
             // SMs, waiting. With `attn` they first prefetch their whole first pass of rows into L2
@@ -265,6 +278,26 @@ public:
     size_t rope_table_bytes() const { return size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8; }
     // gate gemv.grid=capped: split-layout gemvs of at least this many columns
     static constexpr int kCapCols = 4096;
+
+    // gemv.load=bulk geometry (gemv.cu BULK): an item is `chunk` columns of a warp's `dr` rows
+    // (quants, then scales; chunk: a multiple of 256 dividing the columns, at most 2048); each of
+    // `warps` warps has a ring of `slots` items, 2 to 8, in --gemv-bulk-kb (default 96 KiB of
+    // rings per block). The largest chunk that still leaves 4 slots (3 items in flight while one
+    // is read), else the smallest.
+    struct Bulk {
+        int chunk = 0, slots = 0, ring_bytes = 0;
+    };
+    Bulk bulk_shape(GgmlType t, int cols, int dr, int warps) const {
+        const int budget = (o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 96) * 1024;
+        auto item = [&](int c) { return dr * ((t == GgmlType::Q4_0 ? c / 2 : c) + c / 16); };
+        Bulk b;
+        for (int c = 256; c <= std::min(cols, 2048); c += 256)
+            if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= 4)) b.chunk = c;
+        JITLLM_CHECK(b.chunk > 0, "gemv.load=bulk: columns not a multiple of 256");
+        b.slots = std::clamp(budget / (warps * item(b.chunk)), 2, 8);
+        b.ring_bytes = warps * b.slots * item(b.chunk);
+        return b;
+    }
 
     // The rope kernels' angle argument: the frequency factors (rope.angles=computed: angles per
     // pair), or the host-filled (cos, sin) table (rope.angles=table, variant define ROPE_TABLE=1)
@@ -387,8 +420,12 @@ private:
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256)
         const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : 256;
-        // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0)
-        const int r = o_.gemv_rows > 0 ? o_.gemv_rows : 2;
+        // gemv.load=bulk: decode's split-layout gemvs (a warp per row set) stream their rows into
+        // per-warp shared-memory rings, one block per SM
+        const bool bulk = g_.gemv_bulk && wsplit && warp && !batch_;
+        // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
+        // bulk: 2 weight rows per warp item (gate/up: one output row)
+        const int r = o_.gemv_rows > 0 ? o_.gemv_rows : bulk && g.epi == 2 ? 1 : 2;
         const int rpb = warp ? (block / 32) * r : r;
         // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
@@ -422,14 +459,22 @@ private:
         const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
         else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
-        if (g_.gemv_early_all || (g_.gemv_early && wsplit)) v.set("EARLY_LOAD", 1);
+        int bulk_ring = 0;
+        if (bulk) {
+            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32);
+            v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
+            bulk_ring = b.ring_bytes;
+        } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
+            v.set("EARLY_LOAD", 1);
+        }
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
-                                 (wsplit ? "_split" : "");
+                                 (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
         auto& k = add(idx, algo, v);
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
+        if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
         // gemv.grid=capped (or --gemv-grid-per-sm N): at most N blocks per SM, each looping over
         // its passes (one x prologue per block instead of one per ROWS_PER_BLOCK rows)
         const int per_sm = o_.gemv_grid_per_sm > 0 ? o_.gemv_grid_per_sm
@@ -439,6 +484,7 @@ private:
         k.block = Dim3(unsigned(block));
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
+        if (bulk) k.smem = unsigned((k.smem + 127) / 128 * 128) + unsigned(bulk_ring);  // gemv.cu BULK_XBYTES + rings
         k.args.clear();
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());
@@ -1189,7 +1235,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch"};
+            "gemv.prefetch", "gemv.load"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

@@ -80,6 +80,7 @@ struct ScheduleOptions {
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
+    int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)
 };
 
 struct Schedule {

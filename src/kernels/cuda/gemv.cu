@@ -34,12 +34,19 @@
 //                   unpipelined split layout) is loaded before the PDL wait and the x prologue,
 //                   so with PDL the weight stream starts while the previous kernel drains;
 //                   other types ignore it. Default 0
+//   BULK            1 (sm_90, gate gemv.load=bulk; split-layout Q4_0/Q8_0, REDUCE=1, decode): the
+//                   weights do not pass through registers: each warp streams its items (a pass's
+//                   GEMV_DR rows, BULK_CH columns at a time: quants, then scales) into its own ring
+//                   of BULK_S shared-memory slots with cp.async.bulk copies completing on one
+//                   mbarrier per slot; the first BULK_S items go out before the PDL wait and the x
+//                   prologue. Dynamic smem: BULK_XBYTES (x) + BLOCK / 32 * BULK_S * BULK_SLOT
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
-// launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop), grid.y =
+// launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
+//          one block per SM), grid.y =
 //          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode);
 //          ROWS_INNER = NB > 0 instead: grid.x = NB x rows, block b takes row b % rows of row group
 //          b / rows (the rows of a group run side by side and share the weights through L2),
@@ -88,6 +95,19 @@
 #define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK)
 #endif
 
+#ifndef BULK
+#define BULK 0
+#endif
+#include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
+#if BULK
+// a warp item: BULK_CH columns of each of its GEMV_DR rows (quants, then the chunk's scales)
+#define BULK_NCH (COLS / BULK_CH)                         // items per pass
+#define BULK_QB (WTYPE == Q4_0 ? BULK_CH / 2 : BULK_CH)   // quant bytes of a row chunk
+#define BULK_SB (BULK_CH / 16)                            // its f16 scales (one per 32 columns)
+#define BULK_RB (BULK_QB + BULK_SB)
+#define BULK_XBYTES ((COLS + COLS / 32 * 8 + 127) / 128 * 128)  // the int8 x copy (GEMV_XQ8), rounded
+static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: whole 256-column chunks");
+#endif
 #define GROUP (REDUCE ? 32 : BLOCK)
 #define GEMV_XT ((COLS + 4 * BLOCK - 1) / (4 * BLOCK))  // float4 of x per thread
 #define GEMV_XC (GEMV_XT < 8 ? GEMV_XT : 8)             // ... loaded per chunk
@@ -112,7 +132,11 @@ static_assert(GEMV_GPB * GEMV_DR * GEMV_STAGE_BYTES <= 40 * 1024, "staging smem:
 #ifndef GEMV_EARLY_OK  // the weight paths with a first-step set (gemv_dot.cuh)
 #define GEMV_EARLY_OK 0
 #endif
-#define GEMV_EARLY (EARLY_LOAD && GEMV_EARLY_OK)
+#define GEMV_EARLY (EARLY_LOAD && GEMV_EARLY_OK && !BULK)
+#if BULK
+#define BULK_SLOT (GEMV_DR * BULK_RB)  // bytes of one item
+static_assert(WSPLIT && (WTYPE == Q4_0 || WTYPE == Q8_0) && REDUCE, "BULK: split-layout Q4_0/Q8_0 rows, a warp per row set");
+#endif
 
 #if GEMV_EARLY
 // The group's products when its first step `pre` was loaded before the PDL wait (plain_load at
@@ -226,6 +250,37 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         pass_rows(W0, W1, W2, (GEMV_BX * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows0);
         plain_load<GEMV_DR>(early, rows0, 0, tid % GROUP);
     }
+#endif
+#if BULK
+    // this warp's items: passes o_first + p * o_stride, BULK_NCH column chunks each, through its
+    // ring of BULK_S slots; weights do not depend on the previous kernel, so the first BULK_S
+    // items go out now (with PDL: while the previous kernel drains) and during the x prologue
+    __shared__ __align__(8) uint64_t bulk_bar[GEMV_GPB * BULK_S];
+    extern __shared__ __align__(128) uint8_t bulk_dyn[];
+    const int bulk_w = tid / 32, lane = tid % 32;
+    const int o_first = (GEMV_BX * GEMV_GPB + bulk_w) * GEMV_OPG, o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
+    const int n_items = (o_first < GEMV_OUT_ROWS ? (GEMV_OUT_ROWS - 1 - o_first) / o_stride + 1 : 0) * BULK_NCH;
+    const uint32_t bar0 = smem_addr(bulk_bar + bulk_w * BULK_S);
+    const uint32_t ring = smem_addr(bulk_dyn + BULK_XBYTES + bulk_w * BULK_S * BULK_SLOT);
+    auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
+        const uint8_t* rows[GEMV_DR];
+        pass_rows(W0, W1, W2, o_first + (i / BULK_NCH) * o_stride, rows);
+        const int c = i % BULK_NCH;
+        const uint32_t bar = bar0 + 8 * (i % BULK_S), dst = ring + (i % BULK_S) * BULK_SLOT;
+        mbar_arrive_expect_tx(bar, BULK_SLOT);
+#pragma unroll
+        for (int r = 0; r < GEMV_DR; ++r) {
+            bulk_g2s(dst + r * BULK_RB, rows[r] + c * BULK_QB, BULK_QB, bar);
+            bulk_g2s(dst + r * BULK_RB + BULK_QB, rows[r] + GEMV_QBYTES + c * BULK_SB, BULK_SB, bar);
+        }
+    };
+    if (lane == 0) {
+        for (int s = 0; s < BULK_S; ++s) mbar_init(bar0 + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int i = 0; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+    }
+    __syncwarp();
+    if (n_items <= BULK_S) pdl_launch_dependents();  // every load of this warp is out
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
     XSrc xs;
@@ -357,13 +412,32 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
     uint8_t* stage = stage_all ? stage_all + g * GEMV_DR * GEMV_STAGE_BYTES : nullptr;
+#if BULK
+    int item = 0;  // this warp's next item (BULK_NCH per pass)
+#endif
     for (int o0 = (GEMV_BX * GEMV_GPB + g) * GEMV_OPG; o0 < GEMV_OUT_ROWS;
          o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
-        const uint8_t* rows[GEMV_DR];
-        pass_rows(W0, W1, W2, o0, rows);
         float acc[GEMV_DR];
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
+#if BULK
+        for (int c = 0; c < BULK_NCH; ++c, ++item) {
+            const int slot = item % BULK_S;
+            mbar_wait(bar0 + 8 * slot, (item / BULK_S) & 1);
+            bulk_dot<GEMV_DR>(bulk_dyn + BULK_XBYTES + (bulk_w * BULK_S + slot) * BULK_SLOT, xs, c, lane, acc);
+            __syncwarp();  // every lane's reads of the slot are done before it is refilled
+            const int next = item + BULK_S;
+            if (next < n_items) {
+                if (lane == 0) {
+                    fence_proxy_async();  // the generic-proxy reads before the async-proxy writes
+                    bulk_issue(next);
+                }
+                if (next == n_items - 1) pdl_launch_dependents();  // this warp's last load is out
+            }
+        }
+#else
+        const uint8_t* rows[GEMV_DR];
+        pass_rows(W0, W1, W2, o0, rows);
 #if GEMV_EARLY
         if (o0 == (GEMV_BX * GEMV_GPB + g) * GEMV_OPG)
             rows_dot_pre<GEMV_DR>(rows, xs, gt, acc, stage, early);
@@ -371,6 +445,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
         if (o0 + GEMV_NBX * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
+#endif
 
         // --- reduce each row's partial sums over the group
 #if REDUCE

@@ -1,6 +1,7 @@
 // Shared-memory addresses, cp.async (16-byte global -> shared copies, zero-filled past
 // src_bytes), commit / wait groups and ldmatrix: the tensor-core kernels' copy helpers
-// (gemm.cu MMA=1, common/gemm_wgmma.cuh, attention_prefill.cu). sm_80+.
+// (gemm.cu MMA=1, common/gemm_wgmma.cuh, attention_prefill.cu), sm_80+; mbarriers and bulk copies
+// (common/gemm_wgmma.cuh, gemv.cu BULK).
 #pragma once
 
 #include "common/common.cuh"
@@ -27,4 +28,37 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t* r, uint32_t addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
+// mbarrier (sm_80+ arrive/wait; the tx-count forms below are sm_90): shared-memory barriers of
+// the ring pipelines (gemm_wgmma.cuh, gemv.cu BULK)
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// One arrival on `bar` once all of this thread's earlier cp.async copies have landed.
+__device__ __forceinline__ void mbar_arrive_cp_async(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+// generic-proxy shared writes (st.shared, cp.async) <-> async proxy (wgmma operand reads)
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// One arrival on `bar` that also expects `bytes` of async-proxy transactions in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Bulk copy (TMA, no tensor map) of `bytes` from global to shared memory, completing `bytes`
+// transactions on `bar`. PRECOND: dst, src 16-byte aligned, bytes a multiple of 16.
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+#endif
 #endif

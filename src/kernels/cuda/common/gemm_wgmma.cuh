@@ -72,25 +72,7 @@ static_assert(GEMM_NT == 128 * (2 + G2_PW), "MMA=2: GEMM_NT = 128 * (2 + G2_PW)"
 #define G2_WSETS ((BN == 256 || (BN == 128 && (WTYPE == Q4_K || WTYPE == Q5_K || WTYPE == Q6_K))) ? 1 : 2)
 #endif
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// One arrival on `bar` once all of this thread's earlier cp.async copies have landed.
-__device__ __forceinline__ void mbar_arrive_cp_async(uint32_t bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-// generic-proxy shared writes (st.shared, cp.async) <-> async proxy (wgmma operand reads)
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// mbar_* and fence_proxy_async: common/async_copy.cuh
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>

@@ -224,6 +224,42 @@ __device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const*
     }
 }
 
+// 16-byte unit v (Q4_0: block v; Q8_0: half block v) of R rows, w[r] with its f16 scale d[r],
+// times x: acc[r] += the unit's dot product
+template <int R>
+__device__ __forceinline__ void split_unit(const uint4* w, const uint32_t* d, const XSrc& xs, int v, float* acc) {
+#if WTYPE == Q4_0
+    // word i: elements 4i..4i+3 (low nibbles, plane A word i) and 16+4i.. (high nibbles, plane
+    // B word i); nibbles 0..15, the -8 via the block's 8 * sum
+    const uint4 xa = xs.q16(16 * v), xb = xs.q16(COLS / 2 + 16 * v);
+    const float2 xd = xs.qd[v];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        int t = __dp4a(int(w[r].x & 0x0F0F0F0Fu), int(xa.x), 0);
+        t = __dp4a(int((w[r].x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
+        t = __dp4a(int(w[r].y & 0x0F0F0F0Fu), int(xa.y), t);
+        t = __dp4a(int((w[r].y >> 4) & 0x0F0F0F0Fu), int(xb.y), t);
+        t = __dp4a(int(w[r].z & 0x0F0F0F0Fu), int(xa.z), t);
+        t = __dp4a(int((w[r].z >> 4) & 0x0F0F0F0Fu), int(xb.z), t);
+        t = __dp4a(int(w[r].w & 0x0F0F0F0Fu), int(xa.w), t);
+        t = __dp4a(int((w[r].w >> 4) & 0x0F0F0F0Fu), int(xb.w), t);
+        acc[r] += (f16_to_f32(uint16_t(d[r])) * xd.x) * (float(t) - xd.y);
+    }
+#else
+    // elements 16v..16v+15, int8 x int8
+    const uint4 xv = xs.q16(16 * v);
+    const float xd = xs.qd[v >> 1].x;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        int t = __dp4a(int(w[r].x), int(xv.x), 0);
+        t = __dp4a(int(w[r].y), int(xv.y), t);
+        t = __dp4a(int(w[r].z), int(xv.z), t);
+        t = __dp4a(int(w[r].w), int(xv.w), t);
+        acc[r] += (f16_to_f32(uint16_t(d[r])) * xd) * float(t);
+    }
+#endif
+}
+
 template <int R>
 __device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, int v0, int gt, float* acc) {
     constexpr int NV = GEMV_QBYTES / 16;
@@ -231,40 +267,39 @@ __device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, 
     for (int u = 0; u < GEMV_SPLIT_U; ++u) {
         const int v = v0 + gt + GROUP * u;
         if (v >= NV) continue;
-#if WTYPE == Q4_0
-        // unit v = block v; word i: elements 4i..4i+3 (low nibbles, plane A word i) and
-        // 16+4i.. (high nibbles, plane B word i); nibbles 0..15, the -8 via the block's 8 * sum
-        const uint4 xa = xs.q16(16 * v), xb = xs.q16(COLS / 2 + 16 * v);
-        const float2 xd = xs.qd[v];
+        uint4 w[R];
+        uint32_t d[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            const uint4 w = s.w[r][u];
-            int t = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xa.x), 0);
-            t = __dp4a(int((w.x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
-            t = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xa.y), t);
-            t = __dp4a(int((w.y >> 4) & 0x0F0F0F0Fu), int(xb.y), t);
-            t = __dp4a(int(w.z & 0x0F0F0F0Fu), int(xa.z), t);
-            t = __dp4a(int((w.z >> 4) & 0x0F0F0F0Fu), int(xb.z), t);
-            t = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xa.w), t);
-            t = __dp4a(int((w.w >> 4) & 0x0F0F0F0Fu), int(xb.w), t);
-            acc[r] += (f16_to_f32(uint16_t(s.d[r][u])) * xd.x) * (float(t) - xd.y);
+            w[r] = s.w[r][u];
+            d[r] = s.d[r][u];
         }
-#else
-        // unit v = half block: elements 16v..16v+15, int8 x int8
-        const uint4 xv = xs.q16(16 * v);
-        const float xd = xs.qd[v >> 1].x;
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const uint4 w = s.w[r][u];
-            int t = __dp4a(int(w.x), int(xv.x), 0);
-            t = __dp4a(int(w.y), int(xv.y), t);
-            t = __dp4a(int(w.z), int(xv.z), t);
-            t = __dp4a(int(w.w), int(xv.w), t);
-            acc[r] += (f16_to_f32(uint16_t(s.d[r][u])) * xd) * float(t);
-        }
-#endif
+        split_unit<R>(w, d, xs, v, acc);
     }
 }
+
+#if BULK
+// gemv.cu BULK: a warp's item is the BULK_CH-column chunk `c` of its R rows, bulk-copied into the
+// shared-memory slot `sm` (row r at r * BULK_RB: the chunk's quants, then its f16 scales); lane
+// t takes the chunk's units t, t + 32, ...
+template <int R>
+__device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int c, int lane, float* acc) {
+    constexpr int NU = BULK_QB / 16, EPU = WTYPE == Q4_0 ? 32 : 16;  // units per row chunk, elements per unit
+#pragma unroll
+    for (int j = 0; j < (NU + 31) / 32; ++j) {
+        const int u = lane + 32 * j;
+        if (NU % 32 != 0 && u >= NU) break;
+        uint4 w[R];
+        uint32_t d[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            w[r] = *reinterpret_cast<const uint4*>(sm + r * BULK_RB + 16 * u);
+            d[r] = *reinterpret_cast<const uint16_t*>(sm + r * BULK_RB + BULK_QB + 2 * ((u * EPU) >> 5));
+        }
+        split_unit<R>(w, d, xs, c * NU + u, acc);
+    }
+}
+#endif
 
 // EARLY_LOAD (gemv.cu rows_dot_pre) through the plain path's names: set, load and dot of a step
 #define GEMV_EARLY_OK (!GEMV_SPLIT_PIPE)
