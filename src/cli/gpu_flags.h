@@ -64,8 +64,8 @@ struct GpuFlags {
                        "(0 = all of them: one block per kv head and split)")
             ->check(CLI::Range(0, 256));
         app.add_option("--gemv-block", gemv_block,
-                       "tuning: threads per gemv block for plain and split-layout weights, 128, 256 or 512 (0 = auto 256)")
-            ->check(CLI::IsMember({0, 128, 256, 512}));
+                       "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
+            ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
         app.add_option("--gemv-grid-per-sm", gemv_grid_per_sm,
                        "tuning: at most N blocks per SM for every gemv, each looping over its rows (0 = gate gemv.grid)")
             ->check(CLI::Range(0, 32));

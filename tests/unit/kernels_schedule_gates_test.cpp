@@ -218,32 +218,41 @@ TEST(ScheduleGates, EarlyLoadAndGridCapForSplitLayoutGemvs) {
     for (const KernelStep* k : gemvs(schedule_build(pf, h200, all)))
         EXPECT_TRUE(has_define(k->variant, "EARLY_LOAD", "1")) << k->symbol;
     // 4096 columns, split layout: q/k/v (4096 + 2 x 128 rows over 16 per block: 272 blocks) capped at 2 x 132
+    // (with gemv.load=lanes: the bulk rings, default for these, take one block per SM)
     auto wide = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 4096);
     const Plan pw = plan_build(*wide, PlanOptions{128, 16, 1});
-    const Schedule sw = schedule_build(pw, h200, {});
+    ScheduleOptions lanes;
+    lanes.force = {{"gemv.load", "lanes"}};
+    const Schedule sw = schedule_build(pw, h200, lanes);
     EXPECT_EQ(gate(sw, "gemv.grid"), "capped");
     const KernelStep* qkv = step(sw.decode, "attn_norm_qkv_rope_kv_store");
     ASSERT_NE(qkv, nullptr);
     EXPECT_EQ(qkv->grid.x, 264u);
     ScheduleOptions full;
-    full.force = {{"gemv.grid", "full"}};
+    full.force = {{"gemv.grid", "full"}, {"gemv.load", "lanes"}};
     EXPECT_EQ(at(schedule_build(pw, h200, full).decode, "attn_norm_qkv_rope_kv_store").grid.x, 272u);
-    ScheduleOptions per_sm;
+    ScheduleOptions per_sm = lanes;
     per_sm.gemv_grid_per_sm = 1;  // the tuning knob overrides the gate, for every gemv
     EXPECT_EQ(at(schedule_build(pw, h200, per_sm).decode, "attn_norm_qkv_rope_kv_store").grid.x, 132u);
 }
 
-// gemv.load=bulk (gemv.cu BULK): forced only (not the default until measured), sm_90 only, decode's
-// split-layout gemvs only; one block per SM; the ring's items fit the --gemv-bulk-kb budget.
+// gemv.load=bulk (gemv.cu BULK): sm_90 only, decode's split-layout gemvs of >= 4096 columns by
+// default (forced: every split-layout gemv); 16 warps, one block per SM; the ring's items fit
+// the --gemv-bulk-kb budget.
 TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto narrow = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);  // 512 columns
+    const Plan pn = plan_build(*narrow, PlanOptions{128, 16, 1});
+    EXPECT_EQ(gate(schedule_build(pn, h200, {}), "gemv.load"), "lanes");
     auto wide = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 4096);
     const Plan p = plan_build(*wide, PlanOptions{128, 16, 1});
-    EXPECT_EQ(gate(schedule_build(p, h200, {}), "gemv.load"), "lanes");
+    EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_80"), {}), "gemv.load"), "lanes");
     ScheduleOptions o;
     o.force = {{"gemv.load", "bulk"}};
     EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), Error);
-    const Schedule s = schedule_build(p, h200, o);
+    for (const KernelStep& k : schedule_build(pn, h200, o).decode)  // forced: narrow ones too
+        if (has_define(k.variant, "WSPLIT", "1")) EXPECT_TRUE(has_define(k.variant, "BULK", "1")) << k.symbol;
+    const Schedule s = schedule_build(p, h200, {});
     EXPECT_EQ(gate(s, "gemv.load"), "bulk");
     int bulk = 0;
     for (const KernelStep& k : s.decode) {
@@ -255,18 +264,21 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_NE(k.symbol.find("_split_bulk"), std::string::npos) << k.symbol;
         EXPECT_FALSE(has_define(k.variant, "EARLY_LOAD", "1")) << k.symbol;
         EXPECT_LE(k.grid.x, unsigned(h200.sm_count)) << k.symbol;
-        // 4096 columns: 2048-column items of 2 rows (Q4_0: 2 x 1152 bytes), 8 warps x 5 slots
+        // 4096 columns: 2048-column items of 2 rows (Q4_0: 2 x 1152 bytes), 16 warps x 5 slots
+        // (200 KiB / 36 KiB)
+        EXPECT_TRUE(has_define(k.variant, "BLOCK", "512")) << k.symbol;
         EXPECT_TRUE(has_define(k.variant, "BULK_CH", "2048")) << k.symbol;
         EXPECT_TRUE(has_define(k.variant, "BULK_S", "5")) << k.symbol;
-        EXPECT_GE(k.smem, 8u * 5 * 2 * 1152) << k.symbol;
+        EXPECT_GE(k.smem, 16u * 5 * 2 * 1152) << k.symbol;
         EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
     }
     EXPECT_GE(bulk, 3);  // q/k/v, attn_output, gate/up (down: 352-column GGUF blocks)
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
     // a 1 KiB budget: the smallest items (256 columns), 2 slots
-    o.gemv_bulk_kb = 1;
-    for (const KernelStep& k : schedule_build(p, h200, o).decode)
+    ScheduleOptions small;
+    small.gemv_bulk_kb = 1;
+    for (const KernelStep& k : schedule_build(p, h200, small).decode)
         if (has_define(k.variant, "BULK", "1")) {
             EXPECT_TRUE(has_define(k.variant, "BULK_CH", "256")) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "BULK_S", "2")) << k.symbol;
@@ -361,25 +373,30 @@ TEST(ScheduleGates, PrefetchAfterAttentionOnlyInTheNextGemv) {
 }
 
 // --attn-heads-per-block: decode attention blocks serve fewer query heads of a kv head (grid.x and
-// the ticket counters grow by the factor, the kernel gets HPB); a non-divisor is refused
+// the ticket counters grow by the factor, the kernel gets HPB); a non-divisor is refused. Split
+// attention takes one head per block by default, one-pass all of a kv head's heads.
 TEST(ScheduleGates, AttentionHeadsPerBlock) {
     auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 8 query heads over 2 kv heads
     const Plan p = plan_build(*m, PlanOptions{1024, 16, 1});
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
     ScheduleOptions o;
     o.force = {{"attn.algo", "split"}};
+    o.attn_heads_per_block = 4;  // all of a kv head's heads: one block per kv head and split
     const Schedule d = schedule_build(p, h200, o);
     const KernelStep& a = at(d.decode, "attn");
     EXPECT_EQ(a.grid.x, 2u);
     for (const auto& [name, val] : a.variant.defines) EXPECT_NE(name, "HPB");
     EXPECT_EQ(d.scratch.at("attn_tickets"), 2u * 4u);
-    o.attn_heads_per_block = 1;
+    o.attn_heads_per_block = 0;  // the default
     const Schedule s = schedule_build(p, h200, o);
     const KernelStep& b = at(s.decode, "attn");
     EXPECT_EQ(b.grid.x, 8u);
     EXPECT_EQ(b.grid.y, a.grid.y);
     EXPECT_TRUE(has_define(b.variant, "HPB", "1"));
     EXPECT_EQ(s.scratch.at("attn_tickets"), 8u * 4u);
+    o.force = {{"attn.algo", "onepass"}};
+    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").grid.x, 2u);
+    o.force = {{"attn.algo", "split"}};
     o.attn_heads_per_block = 3;
     EXPECT_THROW(schedule_build(p, h200, o), std::exception);
 }

@@ -101,7 +101,7 @@ struct Variant {
     int gemv_block = 0;            // --gemv-block
     int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
     int attn_chunk = 0, attn_splits = 0;  // --attn-chunk, --attn-splits
-    int attn_hpb = 0;                     // --attn-heads-per-block
+    int attn_hpb = 0;                     // --attn-heads-per-block (-1: all of a kv head's heads)
     bool kv_f32 = false;                  // --kv-f32 (the fused RoPE epilogue stores floats)
     int gemv_bulk_kb = 0;                 // --gemv-bulk-kb (with gemv.load=bulk)
     // gates whose chosen side needs sm_90 (cp.async.bulk): not built for older targets
@@ -116,14 +116,16 @@ using Force = std::map<std::string, std::string>;
 const Force kSiblings = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                          {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"},
                          {"rope.angles", "computed"}, {"rope.fuse", "kernel"}, {"gemv.early", "wait"},
-                         {"gemv.grid", "full"}};
+                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}};
 Force gated(Force more) {
     more.emplace("attn.algo", "split");
     return more;
 }
 
 // The defaults (rope table + RoPE in the q/k/v gemv, early first load and grid cap where their
-// gates pick them) and each gate's sibling; the tuning knobs at values that exercise their loops.
+// gates pick them, one query head per split-attention block; gemv.load=bulk only from 4096
+// columns, so forced here) and each gate's sibling; the tuning knobs at values that exercise
+// their loops.
 const Variant kVariants[] = {
     {"gated+fused", true, gated({})},
     {"gated+fused+rope-kernel", true, gated({{"rope.fuse", "kernel"}})},
@@ -136,7 +138,7 @@ const Variant kVariants[] = {
     {"gated+block512+grid3+early-load-all", true, gated({{"gemv.early", "load"}}), false, 512, 3},
     {"gated+block128+grid2+wait", true, gated({{"gemv.early", "wait"}}), false, 128, 2},
     {"gated+attn-chunk32+splits3", true, gated({}), false, 0, 0, 32, 3},
-    {"gated+attn-1-head-per-block", true, gated({}), false, 0, 0, 0, 0, 1},
+    {"gated+attn-all-heads-per-block", true, gated({}), false, 0, 0, 0, 0, -1},
     {"gated+attn-2-heads-per-block+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 2},
     {"onepass+attn-1-head-per-block", true, {{"attn.algo", "onepass"}}, false, 0, 0, 0, 0, 1},
     {"gated+fused+kv-f32", true, gated({}), false, 0, 0, 0, 0, 0, true},
@@ -155,13 +157,14 @@ const Variant kVariants[] = {
 bool variant_options(const Variant& var, const Case& c, CudaOptions& o) {
     const int qpg = c.spec.n_heads / c.spec.n_kv_heads;
     if (var.attn_hpb > 0 && qpg % var.attn_hpb != 0) return false;
+    const int hpb = var.attn_hpb < 0 ? qpg : var.attn_hpb;
     o.schedule.fuse = var.fuse;
     o.schedule.attn_warp_merge = var.attn_warp_merge;
     o.schedule.gemv_block = var.gemv_block;
     o.schedule.gemv_grid_max = var.gemv_grid_max;
     o.schedule.attn_chunk = var.attn_chunk;
     o.schedule.attn_splits = var.attn_splits;
-    o.schedule.attn_heads_per_block = var.attn_hpb;
+    o.schedule.attn_heads_per_block = hpb;
     o.schedule.kv_f32 = var.kv_f32;
     o.schedule.gemv_bulk_kb = var.gemv_bulk_kb;
     o.schedule.force = var.force;

@@ -62,7 +62,9 @@ struct Gates {
     // split-layout gemvs of >= 4096 columns only (forced: every gemv)
     bool gemv_cap = false, gemv_cap_all = false;
     bool gemv_prefetch_attn = false;  // gemv.prefetch=attn: the gemv after decode attention prefetches its rows
-    bool gemv_bulk = false;  // gemv.load=bulk: decode's split-layout gemvs stream rows by cp.async.bulk into smem rings
+    // gemv.load=bulk: decode's split-layout gemvs stream rows by cp.async.bulk into smem rings; by
+    // default for those of >= 4096 columns (forced: every split-layout decode gemv)
+    bool gemv_bulk = false, gemv_bulk_all = false;
 };
 
 class Lowering {
@@ -230,12 +232,21 @@ public:
             // gemv.load=bulk (sm_90: cp.async.bulk + mbarrier transaction counts): decode's split-layout
             // gemvs get their weights through per-warp shared-memory rings filled by bulk copies
             // (gemv.cu BULK), one block per SM, instead of 16-byte loads into registers (`lanes`).
+            // H200, tg128, same machine (session 7): 8B Q4_0 528 -> 618 tok/s, 8B Q8_0 366 -> 410 with
+            // 16 warps and ~200 KiB of rings per block (8 warps: 509 / 391; 96 KiB: 476 / 335); the
+            // bytes in flight per SM are what the registers could not hold. By default for split
+            // gemvs of >= 4096 columns (forced: every split gemv; 1B, 2048 columns, keeps `lanes`:
+            // its q/k/v and attn_output would fill 96 and 64 of the 132 SMs).
             const bool sm90 = d_.cc_major >= 9;
-            const bool any_split = !s_.split_weights.empty();
-            g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", false,
+            bool wide = false;
+            for (const WeightTensor* w : s_.split_weights) wide = wide || w->cols >= kCapCols;
+            g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", sm90 && wide,
                                   !sm90 ? fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor)
-                                  : !any_split ? "no split-layout (Q4_0/Q8_0) matrix"
-                                               : "16-byte loads into registers (`bulk`: cp.async.bulk rings, not yet measured)");
+                                  : !wide ? "no split-layout (Q4_0/Q8_0) matrix of >= 4096 columns: 16-byte loads into registers"
+                                          : "sm_90, split-layout gemvs of >= 4096 columns: rows streamed by cp.async.bulk into "
+                                            "per-warp shared-memory rings (~200 KiB per block, 16 warps, one block per SM), the "
+                                            "first items before the PDL wait");
+            g_.gemv_bulk_all = g_.gemv_bulk && o_.force.count("gemv.load");
             if (g_.gemv_bulk && !sm90) fail_usage("--force-variant gemv.load=bulk: needs compute capability 9.0+");
         }
         {
@@ -281,20 +292,23 @@ public:
 
     // gemv.load=bulk geometry (gemv.cu BULK): an item is `chunk` columns of a warp's `dr` rows
     // (quants, then scales; chunk: a multiple of 256 dividing the columns, at most 2048); each of
-    // `warps` warps has a ring of `slots` items, 2 to 8, in --gemv-bulk-kb (default 96 KiB of
-    // rings per block). The largest chunk that still leaves 4 slots (3 items in flight while one
-    // is read), else the smallest.
+    // `warps` warps has a ring of `slots` items, 2 to 16, in --gemv-bulk-kb (default 200 KiB of
+    // rings per block, less what the x copy of `x_bytes` and 2 KiB of static shared memory leave
+    // of the block's opt-in maximum). The largest chunk that still leaves 4 slots (3 items in
+    // flight while one is read), else the smallest.
     struct Bulk {
         int chunk = 0, slots = 0, ring_bytes = 0;
     };
-    Bulk bulk_shape(GgmlType t, int cols, int dr, int warps) const {
-        const int budget = (o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 96) * 1024;
+    Bulk bulk_shape(GgmlType t, int cols, int dr, int warps, int64_t x_bytes) const {
+        const int64_t room = int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin)) -
+                             (x_bytes + 127) / 128 * 128 - 2048;
+        const int budget = int(std::min<int64_t>(room, int64_t(o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200) * 1024));
         auto item = [&](int c) { return dr * ((t == GgmlType::Q4_0 ? c / 2 : c) + c / 16); };
         Bulk b;
         for (int c = 256; c <= std::min(cols, 2048); c += 256)
             if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= 4)) b.chunk = c;
         JITLLM_CHECK(b.chunk > 0, "gemv.load=bulk: columns not a multiple of 256");
-        b.slots = std::clamp(budget / (warps * item(b.chunk)), 2, 8);
+        b.slots = std::clamp(budget / (warps * item(b.chunk)), 2, 16);
         b.ring_bytes = warps * b.slots * item(b.chunk);
         return b;
     }
@@ -417,12 +431,13 @@ private:
         const bool warp = g_.gemv_warp;
         const bool wsplit = split(g.w);
         const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
-        // --gemv-block: threads per block for the plain-type and split loops (the staged
-        // quantized loops size their staging by it: they keep 256)
-        const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : 256;
         // gemv.load=bulk: decode's split-layout gemvs (a warp per row set) stream their rows into
         // per-warp shared-memory rings, one block per SM
-        const bool bulk = g_.gemv_bulk && wsplit && warp && !batch_;
+        const bool bulk = g_.gemv_bulk && wsplit && warp && !batch_ && (g_.gemv_bulk_all || cols >= kCapCols);
+        // --gemv-block: threads per block for the plain-type and split loops (the staged
+        // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
+        // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
+        const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : bulk ? 512 : 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
         const int r = o_.gemv_rows > 0 ? o_.gemv_rows : bulk && g.epi == 2 ? 1 : 2;
@@ -461,7 +476,8 @@ private:
         else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
         int bulk_ring = 0;
         if (bulk) {
-            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32);
+            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32,
+                                      int64_t(cols) + cols / 32 * 8);
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             bulk_ring = b.ring_bytes;
         } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
@@ -986,7 +1002,10 @@ private:
                 // round trip and needs no combine; the N_SPLITS blocks per kv head fill the SMs
                 // once (about one block per SM) for long contexts
                 // --attn-heads-per-block: query heads per block (QPG / hpb blocks per kv head)
-                const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block : group;
+                // (default: one per block for split, so QPG blocks per kv head read its positions,
+                // the later ones from L2; H200 tg128, session 7: 8B F16 249.4 -> 253.1, 1B F16
+                // 1202.7 -> 1218.2, 8B Q4_0 530.3 -> 544.1, 1B Q8_0 1578.8 -> 1598.0; onepass: all)
+                const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block : g_.attn_split ? 1 : group;
                 if (group % hpb != 0)
                     fail_usage("--attn-heads-per-block {}: expected a divisor of the {} query heads per kv head",
                                hpb, group);
