@@ -235,15 +235,15 @@ public:
             // H200, tg128, same machine (session 7): 8B Q4_0 528 -> 618 tok/s, 8B Q8_0 366 -> 410 with
             // 16 warps and ~200 KiB of rings per block (8 warps: 509 / 391; 96 KiB: 476 / 335); the
             // bytes in flight per SM are what the registers could not hold. By default for split
-            // gemvs of >= 4096 columns (forced: every split gemv; 1B, 2048 columns, keeps `lanes`:
-            // its q/k/v and attn_output would fill 96 and 64 of the 132 SMs).
+            // gemvs of >= 4096 columns and rows (forced: every split gemv); 1B (2048-row matrices)
+            // keeps `lanes`: 32 rows per block pass would leave half the SMs idle.
             const bool sm90 = d_.cc_major >= 9;
             bool wide = false;
-            for (const WeightTensor* w : s_.split_weights) wide = wide || w->cols >= kCapCols;
+            for (const WeightTensor* w : s_.split_weights) wide = wide || (w->cols >= kCapCols && w->rows >= kCapCols);
             g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", sm90 && wide,
                                   !sm90 ? fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor)
-                                  : !wide ? "no split-layout (Q4_0/Q8_0) matrix of >= 4096 columns: 16-byte loads into registers"
-                                          : "sm_90, split-layout gemvs of >= 4096 columns: rows streamed by cp.async.bulk into "
+                                  : !wide ? "no split-layout (Q4_0/Q8_0) matrix of >= 4096 columns and rows: 16-byte loads into registers"
+                                          : "sm_90, split-layout gemvs of >= 4096 columns and rows: rows streamed by cp.async.bulk into "
                                             "per-warp shared-memory rings (~200 KiB per block, 16 warps, one block per SM), the "
                                             "first items before the PDL wait");
             g_.gemv_bulk_all = g_.gemv_bulk && o_.force.count("gemv.load");
@@ -433,7 +433,9 @@ private:
         const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
         // gemv.load=bulk: decode's split-layout gemvs (a warp per row set) stream their rows into
         // per-warp shared-memory rings, one block per SM
-        const bool bulk = g_.gemv_bulk && wsplit && warp && !batch_ && (g_.gemv_bulk_all || cols >= kCapCols);
+        const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
+        const bool bulk = g_.gemv_bulk && wsplit && warp && !batch_ &&
+                          (g_.gemv_bulk_all || (cols >= kCapCols && out_rows >= kCapCols));
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
@@ -488,7 +490,6 @@ private:
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
         auto& k = add(idx, algo, v);
-        const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
         if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
         // gemv.grid=capped (or --gemv-grid-per-sm N): at most N blocks per SM, each looping over
