@@ -167,8 +167,8 @@ modes)
     ;;
 prepared)
     # switches off by default: batch.small=gemv (not yet measured; prompt modes batch-1 / batch-7 run
-    # it), --attn-heads-per-block 1 (not yet measured), --attn-warp-merge and gemv.prefetch=attn
-    # (measured slower; kept as the gates' siblings)
+    # it), --attn-pipe (not yet measured), --attn-warp-merge and gemv.prefetch=attn (measured
+    # slower; kept as the gates' siblings); one head per block has been the default since session 7
     cuda_test modes-small prefill_modes_test "prompt modes with --force-variant batch.small=gemv" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv
     cuda_test modes-small8 prefill_modes_test \
@@ -176,9 +176,10 @@ prepared)
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
     cuda_test golden-prepared engine_golden_test "golden with warp merge + batch.small=gemv + gemv.prefetch=attn together" \
         JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv,gemv.prefetch=attn
-    cuda_test golden-hpb1 engine_golden_test "golden with --attn-heads-per-block 1" JITLLM_TEST_CUDA_ATTN_HPB=1
-    cuda_test modes-hpb1 prefill_modes_test "prompt modes with --attn-heads-per-block 1 (600-position prompts decoded token by token)" \
-        JITLLM_TEST_CUDA_ATTN_HPB=1
+    cuda_test golden-pipe engine_golden_test "golden with --attn-pipe 1 --attn-chunk 64" \
+        JITLLM_TEST_CUDA_ATTN_PIPE=1 JITLLM_TEST_CUDA_ATTN_CHUNK=64
+    cuda_test modes-pipe prefill_modes_test "prompt modes with --attn-pipe 1 --attn-chunk 64 (600-position prompts decoded token by token)" \
+        JITLLM_TEST_CUDA_ATTN_PIPE=1 JITLLM_TEST_CUDA_ATTN_CHUNK=64
     ;;
 bulk)
     # gemv.load=bulk (cp.async.bulk rings for decode's split-layout gemvs); run `kernels` too: its

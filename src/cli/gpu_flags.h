@@ -21,7 +21,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, batch_small_rows = 1;
+    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = 0, batch_small_rows = 1;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0;
     std::string profiler_dump_dir;
     std::string ablate;
@@ -61,8 +61,12 @@ struct GpuFlags {
             ->check(CLI::Range(0, 1024));
         app.add_option("--attn-heads-per-block", attn_heads_per_block,
                        "tuning: decode attention query heads per block, a divisor of the heads per kv head "
-                       "(0 = all of them: one block per kv head and split)")
+                       "(0 = auto: 1 for split-KV attention, all of a kv head's heads for one-pass)")
             ->check(CLI::Range(0, 256));
+        app.add_option("--attn-pipe", attn_pipe,
+                       "tuning: split-KV decode attention blocks load their next chunk before using the current one, 0 or 1 "
+                       "(default 0; long contexts)")
+            ->check(CLI::Range(0, 1));
         app.add_option("--gemv-block", gemv_block,
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
@@ -96,6 +100,7 @@ struct GpuFlags {
         s.batch_small_rows = batch_small_rows;
         s.attn_splits = attn_splits;
         s.attn_heads_per_block = attn_heads_per_block;
+        s.attn_pipe = attn_pipe;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

@@ -250,8 +250,11 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     ScheduleOptions o;
     o.force = {{"gemv.load", "bulk"}};
     EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), Error);
-    for (const KernelStep& k : schedule_build(pn, h200, o).decode)  // forced: narrow ones too
-        if (has_define(k.variant, "WSPLIT", "1")) EXPECT_TRUE(has_define(k.variant, "BULK", "1")) << k.symbol;
+    for (const KernelStep& k : schedule_build(pn, h200, o).decode) {  // forced: narrow ones too
+        if (has_define(k.variant, "WSPLIT", "1")) {
+            EXPECT_TRUE(has_define(k.variant, "BULK", "1")) << k.symbol;
+        }
+    }
     const Schedule s = schedule_build(p, h200, {});
     EXPECT_EQ(gate(s, "gemv.load"), "bulk");
     int bulk = 0;
@@ -399,7 +402,12 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
     EXPECT_EQ(s.scratch.at("attn_tickets"), 8u * 4u);
     o.force = {{"attn.algo", "onepass"}};
     EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").grid.x, 2u);
+    o.attn_heads_per_block = 0;
+    o.attn_pipe = 1;  // --attn-pipe: split only
+    EXPECT_FALSE(has_define(at(schedule_build(p, h200, o).decode, "attn").variant, "PIPE", "1"));
     o.force = {{"attn.algo", "split"}};
+    EXPECT_TRUE(has_define(at(schedule_build(p, h200, o).decode, "attn").variant, "PIPE", "1"));
+    o.attn_pipe = 0;
     o.attn_heads_per_block = 3;
     EXPECT_THROW(schedule_build(p, h200, o), std::exception);
 }

@@ -104,6 +104,7 @@ struct Variant {
     int attn_hpb = 0;                     // --attn-heads-per-block (-1: all of a kv head's heads)
     bool kv_f32 = false;                  // --kv-f32 (the fused RoPE epilogue stores floats)
     int gemv_bulk_kb = 0;                 // --gemv-bulk-kb (with gemv.load=bulk)
+    int attn_pipe = 0;                    // --attn-pipe
     // gates whose chosen side needs sm_90 (cp.async.bulk): not built for older targets
     bool sm90() const {
         auto it = force.find("gemv.load");
@@ -142,6 +143,10 @@ const Variant kVariants[] = {
     {"gated+attn-2-heads-per-block+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 2},
     {"onepass+attn-1-head-per-block", true, {{"attn.algo", "onepass"}}, false, 0, 0, 0, 0, 1},
     {"gated+fused+kv-f32", true, gated({}), false, 0, 0, 0, 0, 0, true},
+    // --attn-pipe: blocks with several chunks (hist2500: 20 chunks on 16 blocks; chunk 32 over 3
+    // blocks: many), all heads per block and one
+    {"gated+attn-pipe", true, gated({}), false, 0, 0, 0, 0, 0, false, 0, 1},
+    {"gated+attn-pipe+all-heads+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, -1, false, 0, 1},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", true, gated({{"gemv.load", "bulk"}})},
@@ -167,6 +172,7 @@ bool variant_options(const Variant& var, const Case& c, CudaOptions& o) {
     o.schedule.attn_heads_per_block = hpb;
     o.schedule.kv_f32 = var.kv_f32;
     o.schedule.gemv_bulk_kb = var.gemv_bulk_kb;
+    o.schedule.attn_pipe = var.attn_pipe;
     o.schedule.force = var.force;
     o.cache.disk = false;
     o.graphs = false;

@@ -1034,6 +1034,7 @@ private:
                 if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
+                if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", 1);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));

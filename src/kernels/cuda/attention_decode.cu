@@ -33,6 +33,9 @@
 //   position and q instead of one round trip after the position),
 //   HPB (query heads per block, a divisor of N_HEADS/N_KV_HEADS; default all of them): block x
 //   serves kv head x / (QPG / HPB), query heads HPB * (x % (QPG / HPB)) .. of its group
+//   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
+//   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
+//   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread)
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
 // args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
@@ -97,6 +100,9 @@
 #if ALGO != 2
 #undef N_SPLITS
 #define N_SPLITS 1
+#endif
+#ifndef PIPE  // 1: a block's next chunk is loaded before its current one is used (--attn-pipe)
+#define PIPE 0
 #endif
 #ifndef BATCH  // 1: query row blockIdx.z of a batch step, at pos_ptr[row] in sequence seq_ptr[row]
 #define BATCH 0
@@ -211,21 +217,36 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const int n_active = min(N_SPLITS, c_hi - c_lo + 1);  // blocks with a chunk (block-uniform)
     if ((int)blockIdx.y >= n_active) return;
 
+    // chunk c's K/V rows of this thread (zero outside [first, end)); chunk 0 was loaded before
+    // the position was known (PRELOAD): only its rows past the position are zeroed
+    auto chunk_load = [&](int c, uint4* kt, uint4* vt) {
+#pragma unroll
+        for (int t = 0; t < TILE; ++t) {
+            const int p = c * CH + t * NG + gi;
+            if (PRELOAD && c == 0) {
+                if (!(p < end)) kt[t] = vt[t] = make_uint4(0, 0, 0, 0);
+            } else if (p >= first && p < end) {
+                kt[t] = kv_load(kb + (unsigned long long)p * KV_DIM);
+                vt[t] = kv_load(vb + (unsigned long long)p * KV_DIM);
+            } else {
+                kt[t] = vt[t] = make_uint4(0, 0, 0, 0);
+            }
+        }
+    };
+#if PIPE
+    chunk_load(c_lo + (int)blockIdx.y, kw, vw);
+#endif
     // block-uniform trip count (REDUCE=0 synchronises inside)
     for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
         const int p0 = c * CH;
-#pragma unroll
-        for (int t = 0; t < TILE; ++t) {
-            const int p = p0 + t * NG + gi;
-            if (PRELOAD && c == 0) {  // loaded before the position was known
-                if (!(p < end)) kw[t] = vw[t] = make_uint4(0, 0, 0, 0);
-            } else if (p >= first && p < end) {
-                kw[t] = kv_load(kb + (unsigned long long)p * KV_DIM);
-                vw[t] = kv_load(vb + (unsigned long long)p * KV_DIM);
-            } else {
-                kw[t] = vw[t] = make_uint4(0, 0, 0, 0);
-            }
-        }
+#if PIPE
+        // the block's next chunk goes out before this one is used (a second register set)
+        uint4 kn[TILE], vn[TILE];
+        const bool more = c + N_SPLITS <= c_hi;
+        if (more) chunk_load(c + N_SPLITS, kn, vn);
+#else
+        chunk_load(c, kw, vw);
+#endif
         float s[HPB][TILE];
 #pragma unroll
         for (int t = 0; t < TILE; ++t) {
@@ -294,6 +315,12 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
             m[h] = mn;
         }
+#if PIPE
+        if (more) {
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) kw[t] = kn[t], vw[t] = vn[t];
+        }
+#endif
     }
 
     // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
