@@ -167,7 +167,7 @@ modes)
     ;;
 prepared)
     # switches off by default: batch.small=gemv (not yet measured; prompt modes batch-1 / batch-7 run
-    # it), --attn-pipe (not yet measured), --attn-warp-merge and gemv.prefetch=attn (measured
+    # it), --attn-pipe and --attn-kv-stages (not yet measured), --attn-warp-merge and gemv.prefetch=attn (measured
     # slower; kept as the gates' siblings); one head per block has been the default since session 7
     cuda_test modes-small prefill_modes_test "prompt modes with --force-variant batch.small=gemv" \
         JITLLM_TEST_CUDA_FORCE=batch.small=gemv
@@ -178,6 +178,9 @@ prepared)
         JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1 JITLLM_TEST_CUDA_FORCE=batch.small=gemv,gemv.prefetch=attn
     cuda_test golden-pipe engine_golden_test "golden with --attn-pipe 1 --attn-chunk 64" \
         JITLLM_TEST_CUDA_ATTN_PIPE=1 JITLLM_TEST_CUDA_ATTN_CHUNK=64
+    cuda_test golden-kv-stages engine_golden_test "golden with --attn-kv-stages 3" JITLLM_TEST_CUDA_ATTN_KV_STAGES=3
+    cuda_test modes-kv-stages prefill_modes_test "prompt modes with --attn-kv-stages 3 (600-position prompts decoded token by token)" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=3
     cuda_test modes-pipe prefill_modes_test "prompt modes with --attn-pipe 1 --attn-chunk 64 (600-position prompts decoded token by token)" \
         JITLLM_TEST_CUDA_ATTN_PIPE=1 JITLLM_TEST_CUDA_ATTN_CHUNK=64
     ;;

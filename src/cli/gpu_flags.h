@@ -21,7 +21,7 @@ struct GpuFlags {
     bool no_graphs = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = 0, batch_small_rows = 1;
+    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = 0, attn_kv_stages = 0, batch_small_rows = 1;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0;
     std::string profiler_dump_dir;
     std::string ablate;
@@ -67,6 +67,10 @@ struct GpuFlags {
                        "tuning: split-KV decode attention blocks load their next chunk before using the current one, 0 or 1 "
                        "(default 0; long contexts)")
             ->check(CLI::Range(0, 1));
+        app.add_option("--attn-kv-stages", attn_kv_stages,
+                       "tuning: split-KV decode attention streams K/V chunks through an N-deep cp.async ring in shared "
+                       "memory, 2 to 4 (default 0: loads into registers; long contexts)")
+            ->check(CLI::IsMember({0, 2, 3, 4}));
         app.add_option("--gemv-block", gemv_block,
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
@@ -101,6 +105,7 @@ struct GpuFlags {
         s.attn_splits = attn_splits;
         s.attn_heads_per_block = attn_heads_per_block;
         s.attn_pipe = attn_pipe;
+        s.attn_kv_stages = attn_kv_stages;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

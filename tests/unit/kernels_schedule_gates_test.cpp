@@ -415,6 +415,30 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.
+// --attn-kv-stages N: the split-KV kernel gets KV_STAGES and N x 2 (K, V) x TILE x BLOCK x 16 bytes
+// of dynamic shared memory; refused below sm_80, together with --attn-pipe, and with 8-byte loads
+TEST(ScheduleGates, AttentionKvStagesRing) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 8 query heads over 2 kv heads, head_dim 64
+    const Plan p = plan_build(*m, PlanOptions{1024, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    ScheduleOptions o;
+    o.force = {{"attn.algo", "split"}};
+    o.attn_kv_stages = 3;
+    const KernelStep& a = at(schedule_build(p, h200, o).decode, "attn");
+    EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
+    EXPECT_TRUE(has_define(a.variant, "TILE", "4"));  // 128-position chunks over 32 groups
+    EXPECT_EQ(a.smem, 3u * 2 * 4 * 256 * 16);
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_75"), o), std::exception);
+    ScheduleOptions both = o;
+    both.attn_pipe = 1;
+    EXPECT_THROW(schedule_build(p, h200, both), std::exception);
+    ScheduleOptions big = o;
+    big.attn_heads_per_block = 8;  // 8 heads per block: 8-byte K/V loads
+    EXPECT_THROW(schedule_build(p, h200, big), std::exception);
+    o.force = {{"attn.algo", "onepass"}};  // one-pass: no ring
+    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").smem, 0u);
+}
+
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});

@@ -105,6 +105,7 @@ struct Variant {
     bool kv_f32 = false;                  // --kv-f32 (the fused RoPE epilogue stores floats)
     int gemv_bulk_kb = 0;                 // --gemv-bulk-kb (with gemv.load=bulk)
     int attn_pipe = 0;                    // --attn-pipe
+    int attn_kv_stages = 0;               // --attn-kv-stages
     // gates whose chosen side needs sm_90 (cp.async.bulk): not built for older targets
     bool sm90() const {
         auto it = force.find("gemv.load");
@@ -147,6 +148,9 @@ const Variant kVariants[] = {
     // blocks: many), all heads per block and one
     {"gated+attn-pipe", true, gated({}), false, 0, 0, 0, 0, 0, false, 0, 1},
     {"gated+attn-pipe+all-heads+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, -1, false, 0, 1},
+    // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)
+    {"gated+attn-kv-stages3", true, gated({}), false, 0, 0, 0, 0, 0, false, 0, 0, 3},
+    {"gated+attn-kv-stages2+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 0, false, 0, 0, 2},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", true, gated({{"gemv.load", "bulk"}})},
@@ -173,6 +177,7 @@ bool variant_options(const Variant& var, const Case& c, CudaOptions& o) {
     o.schedule.kv_f32 = var.kv_f32;
     o.schedule.gemv_bulk_kb = var.gemv_bulk_kb;
     o.schedule.attn_pipe = var.attn_pipe;
+    o.schedule.attn_kv_stages = var.attn_kv_stages;
     o.schedule.force = var.force;
     o.cache.disk = false;
     o.graphs = false;

@@ -1035,10 +1035,23 @@ private:
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
                 if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", 1);
+                // --attn-kv-stages N: K/V chunks through an N-deep cp.async ring in shared memory
+                int kv_stages = 0;
+                if (o_.attn_kv_stages > 0 && g_.attn_split) {
+                    const int cc = d_.cc_major * 10 + d_.cc_minor;
+                    if (cc < 80) fail_usage("--attn-kv-stages {}: needs cp.async (compute capability 8.0+)", o_.attn_kv_stages);
+                    if (o_.attn_pipe > 0) fail_usage("--attn-kv-stages and --attn-pipe: one or the other");
+                    if (hpb > 4 && !o_.kv_f32)
+                        fail_usage("--attn-kv-stages {}: needs 16-byte K/V loads (at most 4 query heads per block with a "
+                                   "half cache; found {})", o_.attn_kv_stages, hpb);
+                    kv_stages = o_.attn_kv_stages;
+                    v.set("KV_STAGES", kv_stages);
+                }
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
                 k.block = Dim3(unsigned(block));
+                if (kv_stages > 0) k.smem = unsigned(kv_stages * 2 * tile * block * 16);  // attention_decode.cu KV_STAGES
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
                 k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),

@@ -78,6 +78,7 @@ struct ScheduleOptions {
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per kv head (0: auto SMs / kv heads)
     int attn_heads_per_block = 0;                // --attn-heads-per-block: decode attention query heads per block (0: 1 split, all onepass)
     int attn_pipe = 0;                           // --attn-pipe: split-KV blocks load their next chunk before using this one
+    int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)

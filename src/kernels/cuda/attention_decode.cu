@@ -33,10 +33,13 @@
 //   position and q instead of one round trip after the position),
 //   HPB (query heads per block, a divisor of N_HEADS/N_KV_HEADS; default all of them): block x
 //   serves kv head x / (QPG / HPB), query heads HPB * (x % (QPG / HPB)) .. of its group
+//   KV_STAGES (0 default; N >= 2, ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through an N-deep ring in
+//   dynamic shared memory (smem = N * 2 * TILE * BLOCK * 16 bytes) filled by per-thread 16-byte
+//   cp.async, N - 1 chunks in flight; no chunk-0 preload
 //   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
 //   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
 //   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread)
-// launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0
+// launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
 // args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
@@ -64,6 +67,7 @@
 #endif
 
 #include "common/common.cuh"
+#include "common/async_copy.cuh"  // KV_STAGES (unconditional: the include expansion takes each file once)
 
 #define QPG (N_HEADS / N_KV_HEADS)             // query heads per kv head
 #ifndef HPB  // query heads per block
@@ -107,8 +111,14 @@
 #ifndef BATCH  // 1: query row blockIdx.z of a batch step, at pos_ptr[row] in sequence seq_ptr[row]
 #define BATCH 0
 #endif
+#ifndef KV_STAGES  // > 0 (ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through a KV_STAGES-deep cp.async ring
+#define KV_STAGES 0
+#endif
+#if KV_STAGES && (ALGO != 2 || PIPE)
+#error "KV_STAGES: split-KV (ALGO 2) only, and instead of PIPE"
+#endif
 // ALGO 2 without a window: block 0 loads chunk 0 before reading the position (N_CTX bounds it)
-#if ALGO == 2 && WINDOW == 0 && defined(N_CTX)
+#if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES
 #define PRELOAD 1
 #else
 #define PRELOAD 0
@@ -236,6 +246,32 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #if PIPE
     chunk_load(c_lo + (int)blockIdx.y, kw, vw);
 #endif
+#if KV_STAGES
+    // K/V through a ring of KV_STAGES chunks in dynamic shared memory, filled by 16-byte cp.async:
+    // each thread copies exactly the rows it reads later (entry ((stage * 2 + kv) * TILE + t) *
+    // BLOCK + tid), so completion is per thread (cp.async.wait_group), no block barrier; rows
+    // outside [first, end) are zero-filled. KV_STAGES - 1 chunks stay in flight.
+    static_assert(KV_LOAD == 16, "KV_STAGES: 16-byte K/V loads");
+    extern __shared__ __align__(16) uint4 kv_ring[];
+    auto ring_issue = [&](int c, int st) {
+#pragma unroll
+        for (int t = 0; t < TILE; ++t) {
+            const int p = c * CH + t * NG + gi;
+            const bool ok = p >= first && p < end;
+            const unsigned long long off = ok ? (unsigned long long)p * KV_DIM : 0ull;
+            cp_async16(smem_addr(kv_ring + ((st * 2 + 0) * TILE + t) * BLOCK + tid), kb + off, ok ? 16 : 0);
+            cp_async16(smem_addr(kv_ring + ((st * 2 + 1) * TILE + t) * BLOCK + tid), vb + off, ok ? 16 : 0);
+        }
+    };
+    // one commit group per ring slot, empty past the block's last chunk (uniform group counting)
+#pragma unroll
+    for (int i = 0; i < KV_STAGES - 1; ++i) {
+        const int c = c_lo + (int)blockIdx.y + i * N_SPLITS;
+        if (c <= c_hi) ring_issue(c, i);
+        cp_async_commit();
+    }
+    int it = 0;
+#endif
     // block-uniform trip count (REDUCE=0 synchronises inside)
     for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
         const int p0 = c * CH;
@@ -244,6 +280,20 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         uint4 kn[TILE], vn[TILE];
         const bool more = c + N_SPLITS <= c_hi;
         if (more) chunk_load(c + N_SPLITS, kn, vn);
+#elif KV_STAGES
+        {
+            const int cn = c + (KV_STAGES - 1) * N_SPLITS;  // into the slot read one trip ago
+            if (cn <= c_hi) ring_issue(cn, (it + KV_STAGES - 1) % KV_STAGES);
+            cp_async_commit();
+            cp_async_wait<KV_STAGES - 1>();  // this chunk's group (the newer ones may be in flight)
+            const int st = it % KV_STAGES;
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) {
+                kw[t] = kv_ring[((st * 2 + 0) * TILE + t) * BLOCK + tid];
+                vw[t] = kv_ring[((st * 2 + 1) * TILE + t) * BLOCK + tid];
+            }
+            ++it;
+        }
 #else
         chunk_load(c, kw, vw);
 #endif
