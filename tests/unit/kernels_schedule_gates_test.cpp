@@ -281,6 +281,21 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     EXPECT_EQ(bulk, 4);  // 2 layers
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
+    // F16: `lanes` by default; forced, the plain-type gemvs with x in shared memory take rings of
+    // 512-column items (2 rows x 1 KiB; 16 warps x 6 slots = 192 KiB + the 16 KiB float x copy)
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 4096);
+    const Plan pf = plan_build(*f16, PlanOptions{128, 16, 1});
+    EXPECT_EQ(gate(schedule_build(pf, h200, {}), "gemv.load"), "lanes");
+    int f16_bulk = 0;
+    for (const KernelStep& k : schedule_build(pf, h200, o).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        ++f16_bulk;
+        EXPECT_TRUE(has_define(k.variant, "X_SMEM", "1")) << k.symbol;
+        EXPECT_TRUE(has_define(k.variant, "BULK_CH", "512")) << k.symbol;
+        EXPECT_TRUE(has_define(k.variant, "BULK_S", "6")) << k.symbol;
+        EXPECT_EQ(k.smem, 4096u * 4 + 16u * 6 * 2 * 1024) << k.symbol;
+    }
+    EXPECT_EQ(f16_bulk, 2 * 3 + 1);  // per layer q/k/v, attn_output, gate/up (4096 columns); the output
     // a 1 KiB budget: the smallest items (256 columns), 2 slots
     ScheduleOptions small;
     small.gemv_bulk_kb = 1;

@@ -63,7 +63,8 @@ struct Gates {
     bool gemv_cap = false, gemv_cap_all = false;
     bool gemv_prefetch_attn = false;  // gemv.prefetch=attn: the gemv after decode attention prefetches its rows
     // gemv.load=bulk: decode's split-layout gemvs stream rows by cp.async.bulk into smem rings; by
-    // default for those of >= 4096 columns (forced: every split-layout decode gemv)
+    // default for those of >= 4096 columns and rows (forced: every split-layout decode gemv and the
+    // plain-type ones with x in shared memory)
     bool gemv_bulk = false, gemv_bulk_all = false;
 };
 
@@ -303,7 +304,10 @@ public:
         const int64_t room = int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin)) -
                              (x_bytes + 127) / 128 * 128 - 2048;
         const int budget = int(std::min<int64_t>(room, int64_t(o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200) * 1024));
-        auto item = [&](int c) { return dr * ((t == GgmlType::Q4_0 ? c / 2 : c) + c / 16); };
+        // bytes of `c` columns of a row: split Q4_0 / Q8_0 quants + f16 scales, or plain elements
+        auto item = [&](int c) {
+            return dr * (t == GgmlType::Q4_0 ? c / 2 + c / 16 : t == GgmlType::Q8_0 ? c + c / 16 : c * int(type_traits(t).type_size));
+        };
         Bulk b;
         for (int c = 256; c <= std::min(cols, 2048); c += 256)
             if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= 4)) b.chunk = c;
@@ -434,8 +438,15 @@ private:
         // gemv.load=bulk: decode's split-layout gemvs (a warp per row set) stream their rows into
         // per-warp shared-memory rings, one block per SM
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
-        const bool bulk = g_.gemv_bulk && wsplit && warp && !batch_ &&
-                          (g_.gemv_bulk_all || (cols >= kCapCols && out_rows >= kCapCols));
+        // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
+        const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
+                            int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
+        // by default the split-layout gemvs of >= 4096 columns and rows; forced: every split-layout
+        // gemv and every plain-type one with x in shared memory and whole 256-column chunks
+        const bool plain_type = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16;
+        const bool bulk_able = warp && !batch_ && (wsplit || (plain_type && x_smem && cols % 256 == 0));
+        const bool bulk = g_.gemv_bulk && bulk_able &&
+                          (g_.gemv_bulk_all || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
@@ -444,9 +455,6 @@ private:
         // bulk: 2 weight rows per warp item (gate/up: one output row)
         const int r = o_.gemv_rows > 0 ? o_.gemv_rows : bulk && g.epi == 2 ? 1 : 2;
         const int rpb = warp ? (block / 32) * r : r;
-        // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
-        const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
-                            int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
         const bool bias = !g.bias.empty() && g.bias[0];
         Variant v("cuda/gemv.cu", "");
         v.set("WTYPE", wtype_define(w0->type)).set("COLS", cols).set("N_MAT", n_mat);
@@ -479,7 +487,7 @@ private:
         int bulk_ring = 0;
         if (bulk) {
             const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32,
-                                      int64_t(cols) + cols / 32 * 8);
+                                      act_q8_type(w0->type) ? int64_t(cols) + cols / 32 * 8 : int64_t(cols) * 4);
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             bulk_ring = b.ring_bytes;
         } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {

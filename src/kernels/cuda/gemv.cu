@@ -34,7 +34,8 @@
 //                   unpipelined split layout) is loaded before the PDL wait and the x prologue,
 //                   so with PDL the weight stream starts while the previous kernel drains;
 //                   other types ignore it. Default 0
-//   BULK            1 (sm_90, gate gemv.load=bulk; split-layout Q4_0/Q8_0, REDUCE=1, decode): the
+//   BULK            1 (sm_90, gate gemv.load=bulk; split-layout Q4_0/Q8_0, or plain types with
+//                   X_SMEM=1; REDUCE=1, decode): the
 //                   weights do not pass through registers: each warp streams its items (a pass's
 //                   GEMV_DR rows, BULK_CH columns at a time: quants, then scales) into its own ring
 //                   of BULK_S shared-memory slots with cp.async.bulk copies completing on one
@@ -100,12 +101,14 @@
 #endif
 #include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
 #if BULK
-// a warp item: BULK_CH columns of each of its GEMV_DR rows (quants, then the chunk's scales)
-#define BULK_NCH (COLS / BULK_CH)                         // items per pass
-#define BULK_QB (WTYPE == Q4_0 ? BULK_CH / 2 : BULK_CH)   // quant bytes of a row chunk
-#define BULK_SB (BULK_CH / 16)                            // its f16 scales (one per 32 columns)
+// a warp item: BULK_CH columns of each of its GEMV_DR rows (split layout: the quants, then the
+// chunk's scales; plain types: the elements)
+#define BULK_NCH (COLS / BULK_CH)  // items per pass
+#define BULK_QB (WTYPE == Q4_0 ? BULK_CH / 2 : WTYPE == Q8_0 ? BULK_CH : BULK_CH * QK_BYTES(WTYPE))
+#define BULK_SB (WTYPE == Q4_0 || WTYPE == Q8_0 ? BULK_CH / 16 : 0)  // f16 scales, one per 32 columns
 #define BULK_RB (BULK_QB + BULK_SB)
-#define BULK_XBYTES ((COLS + COLS / 32 * 8 + 127) / 128 * 128)  // the int8 x copy (GEMV_XQ8), rounded
+// x in front of the rings: the int8 copy (GEMV_XQ8) or the float copy (X_SMEM), 128-byte rounded
+#define BULK_XBYTES (((WTYPE == Q4_0 || WTYPE == Q8_0 ? COLS + COLS / 32 * 8 : COLS * 4) + 127) / 128 * 128)
 static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: whole 256-column chunks");
 #endif
 #define GROUP (REDUCE ? 32 : BLOCK)
@@ -135,7 +138,8 @@ static_assert(GEMV_GPB * GEMV_DR * GEMV_STAGE_BYTES <= 40 * 1024, "staging smem:
 #define GEMV_EARLY (EARLY_LOAD && GEMV_EARLY_OK && !BULK)
 #if BULK
 #define BULK_SLOT (GEMV_DR * BULK_RB)  // bytes of one item
-static_assert(WSPLIT && (WTYPE == Q4_0 || WTYPE == Q8_0) && REDUCE, "BULK: split-layout Q4_0/Q8_0 rows, a warp per row set");
+static_assert(((WSPLIT && GEMV_XQ8) || (QK_PLAIN(WTYPE) && X_SMEM)) && REDUCE,
+              "BULK: split-layout Q4_0/Q8_0 or plain rows with x in shared memory, a warp per row set");
 #endif
 
 #if GEMV_EARLY
@@ -271,7 +275,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #pragma unroll
         for (int r = 0; r < GEMV_DR; ++r) {
             bulk_g2s(dst + r * BULK_RB, rows[r] + c * BULK_QB, BULK_QB, bar);
+#if GEMV_XQ8
             bulk_g2s(dst + r * BULK_RB + BULK_QB, rows[r] + GEMV_QBYTES + c * BULK_SB, BULK_SB, bar);
+#endif
         }
     };
     if (lane == 0) {

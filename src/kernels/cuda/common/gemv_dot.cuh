@@ -162,6 +162,26 @@ __device__ __forceinline__ void plain_dot(const PlainSet<R>& s, const XSrc& xs, 
     }
 }
 
+#if BULK
+// gemv.cu BULK: R rows of the BULK_CH-column chunk `c` in the slot `sm` (row r at r * BULK_RB);
+// lane t takes the chunk's 16-byte units t, t + 32, ...; x from the float copy in shared memory
+template <int R>
+__device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int c, int lane, float* acc) {
+    constexpr int NU = BULK_QB / 16;
+#pragma unroll
+    for (int j = 0; j < (NU + 31) / 32; ++j) {
+        const int u = lane + 32 * j;
+        if (NU % 32 != 0 && u >= NU) break;
+        const int v = c * NU + u;
+        const float4 x0 = xs.load4(GEMV_VEC * v);
+        const float4 x1 = GEMV_VEC == 8 ? xs.load4(GEMV_VEC * v + 4) : x0;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            acc[r] += plain_unit_dot(*reinterpret_cast<const uint4*>(sm + r * BULK_RB + 16 * u), x0, x1);
+    }
+}
+#endif
+
 template <int R>
 __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
                                          float* acc, uint8_t* /*stage*/, int v_begin = 0) {
