@@ -299,6 +299,7 @@ public:
     // flight while one is read), else the smallest.
     struct Bulk {
         int chunk = 0, slots = 0, ring_bytes = 0;
+        bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
     };
     Bulk bulk_shape(GgmlType t, int cols, int dr, int warps, int64_t x_bytes) const {
         const int64_t room = int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin)) -
@@ -311,9 +312,10 @@ public:
         Bulk b;
         for (int c = 256; c <= std::min(cols, 2048); c += 256)
             if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= 4)) b.chunk = c;
-        JITLLM_CHECK(b.chunk > 0, "gemv.load=bulk: columns not a multiple of 256");
+        if (b.chunk == 0) return b;  // columns not a multiple of 256
         b.slots = std::clamp(budget / (warps * item(b.chunk)), 2, 16);
         b.ring_bytes = warps * b.slots * item(b.chunk);
+        b.fits = int64_t(b.ring_bytes) <= room;
         return b;
     }
 
@@ -435,16 +437,18 @@ private:
         const bool warp = g_.gemv_warp;
         const bool wsplit = split(g.w);
         const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
-        // gemv.load=bulk: decode's split-layout gemvs (a warp per row set) stream their rows into
-        // per-warp shared-memory rings, one block per SM
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
                             int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
-        // by default the split-layout gemvs of >= 4096 columns and rows; forced: every split-layout
-        // gemv and every plain-type one with x in shared memory and whole 256-column chunks
+        // gemv.load=bulk: decode's gemvs (a warp per row set) stream their rows into per-warp
+        // shared-memory rings, one block per SM; by default the split-layout gemvs of >= 4096
+        // columns and rows; forced: every split-layout gemv and every plain-type one with x in
+        // shared memory and whole 256-column chunks, where x and the smallest rings fit
         const bool plain_type = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16;
-        const bool bulk_able = warp && !batch_ && (wsplit || (plain_type && x_smem && cols % 256 == 0));
+        const int64_t bulk_x = act_q8_type(w0->type) ? int64_t(cols) + cols / 32 * 8 : int64_t(cols) * 4;
+        const bool bulk_able = warp && !batch_ && (wsplit || (plain_type && x_smem && cols % 256 == 0)) &&
+                               bulk_shape(w0->type, cols, 2, 16, bulk_x).fits;
         const bool bulk = g_.gemv_bulk && bulk_able &&
                           (g_.gemv_bulk_all || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
         // --gemv-block: threads per block for the plain-type and split loops (the staged
@@ -486,8 +490,11 @@ private:
         else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
         int bulk_ring = 0;
         if (bulk) {
-            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32,
-                                      act_q8_type(w0->type) ? int64_t(cols) + cols / 32 * 8 : int64_t(cols) * 4);
+            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32, bulk_x);
+            if (!b.fits)
+                fail_usage("gemv.load=bulk with {} threads and {} rows per warp: {} bytes of rings beside x do not fit "
+                           "the {} bytes of shared memory per block (lower --gemv-block or --gemv-rows)",
+                           block, r, b.ring_bytes, std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             bulk_ring = b.ring_bytes;
         } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
