@@ -1026,11 +1026,14 @@ private:
                     fail_usage("--attn-heads-per-block {}: expected a divisor of the {} query heads per kv head",
                                hpb, group);
                 const int hsplit = group / hpb;
+                // KV_LOAD: bytes of K (and of V) per thread and position; 8 with a half cache and
+                // more than 4 heads per block (halves the registers holding q and the output)
+                const int kv_bytes = o_.kv_f32 ? 4 : 2;
+                const int kv_load = hpb > 4 && kv_bytes == 2 ? 8 : 16;
                 int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
                 if (g_.attn_split) {
                     block = 256;
-                    const int kv_bytes = o_.kv_f32 ? 4 : 2;
-                    const int vec = (hpb > 4 && kv_bytes == 2 ? 8 : 16) / kv_bytes;
+                    const int vec = kv_load / kv_bytes;
                     const int ng = block / (hd / vec);
                     // --attn-chunk: positions per chunk (TILE = chunk / NG, at most 8)
                     const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
@@ -1044,7 +1047,7 @@ private:
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
                     .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", g_.attn_split ? 2 : 1)
                     .set("N_SPLITS", n_splits).set("BLOCK", block)
-                    .set("REDUCE", int(g_.norm_warp)).set("TILE", tile);
+                    .set("REDUCE", int(g_.norm_warp)).set("TILE", tile).set("KV_LOAD", kv_load);
                 if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
                 if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
@@ -1056,7 +1059,7 @@ private:
                     const int cc = d_.cc_major * 10 + d_.cc_minor;
                     if (cc < 80) fail_usage("--attn-kv-stages {}: needs cp.async (compute capability 8.0+)", o_.attn_kv_stages);
                     if (o_.attn_pipe > 0) fail_usage("--attn-kv-stages and --attn-pipe: one or the other");
-                    if (hpb > 4 && !o_.kv_f32)
+                    if (kv_load != 16)
                         fail_usage("--attn-kv-stages {}: needs 16-byte K/V loads (at most 4 query heads per block with a "
                                    "half cache; found {})", o_.attn_kv_stages, hpb);
                     kv_stages = o_.attn_kv_stages;

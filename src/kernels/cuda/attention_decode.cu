@@ -75,6 +75,7 @@
 #endif
 #define HSPLIT (QPG / HPB)                      // blocks per kv head along x
 #ifndef KV_LOAD  // bytes of K (and of V) per thread and position: 8 halves registers for big groups
+                 // (the schedule always passes it; this default is for standalone checks)
 #define KV_LOAD (HPB > 4 && sizeof(KV_T) == 2 ? 8 : 16)
 #endif
 #define VEC (KV_LOAD / (int)sizeof(KV_T))       // dims per thread
