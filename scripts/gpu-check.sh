@@ -39,7 +39,9 @@ cuda_test() {
     local file=$1 test=$2 label=$3
     shift 3
     log "$label"
-    env JITLLM_TEST_BACKEND=cuda "$@" "$B/$test" > "$OUT/$file.txt" 2>&1
+    # TEST_TIMEOUT: seconds per test binary (a hung kernel ends the binary, not the device call)
+    timeout "${TEST_TIMEOUT:-400}" env JITLLM_TEST_BACKEND=cuda "$@" "$B/$test" > "$OUT/$file.txt" 2>&1 ||
+        echo "$label: exit $? (124: TEST_TIMEOUT)" | tee -a "$OUT/summary.txt"
     grep -E "golden\]|modes\]|OK \]|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/$file.txt" | grep -v absent | head -120 |
         tee -a "$OUT/summary.txt"
 }
@@ -71,7 +73,8 @@ bisect)
     ;;
 kernels)
     log "kernels vs CPU reference"
-    "$B/kernels_vs_cpu_test" > "$OUT/kernels.txt" 2>&1
+    timeout "${TEST_TIMEOUT:-400}" "$B/kernels_vs_cpu_test" > "$OUT/kernels.txt" 2>&1 ||
+        echo "kernels: exit $? (124: TEST_TIMEOUT)" | tee -a "$OUT/summary.txt"
     grep -E "^\[ +(OK|FAILED|PASSED) |slot " "$OUT/kernels.txt" | head -60 | tee -a "$OUT/summary.txt"
     ;;
 jit)
@@ -243,7 +246,8 @@ depth)
     IFS=';' read -ra dsets <<< "${DEPTH_ARGS:- }"
     for a in "${dsets[@]}"; do
         log "depth [$a]"
-        "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md $a 2>&1 | tee -a "$OUT/summary.txt"
+        timeout "${SWEEP_TIMEOUT:-300}" "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r "${BENCH_R:-3}" \
+            --no-warmup --with-prefill-decode -o md $a 2>&1 | tee -a "$OUT/summary.txt"
     done
     ;;
 tune)

@@ -233,7 +233,7 @@ public:
             // gemv.load=bulk (sm_90: cp.async.bulk + mbarrier transaction counts): decode's split-layout
             // gemvs get their weights through per-warp shared-memory rings filled by bulk copies
             // (gemv.cu BULK), one block per SM, instead of 16-byte loads into registers (`lanes`).
-            // H200, tg128, same machine (session 7): 8B Q4_0 528 -> 618 tok/s, 8B Q8_0 366 -> 410 with
+            // H200, tg128, same machine (session 7): 8B Q4_0 530 -> 618 tok/s, 8B Q8_0 366 -> 410 with
             // 16 warps and ~200 KiB of rings per block (8 warps: 509 / 391; 96 KiB: 476 / 335); the
             // bytes in flight per SM are what the registers could not hold. By default for split
             // gemvs of >= 4096 columns and rows (forced: every split gemv); 1B (2048-row matrices)
