@@ -105,10 +105,10 @@
 // chunk's scales; plain types: the elements)
 #define BULK_NCH (COLS / BULK_CH)  // items per pass
 #define BULK_QB (WTYPE == Q4_0 ? BULK_CH / 2 : WTYPE == Q8_0 ? BULK_CH : BULK_CH * QK_BYTES(WTYPE))
-#define BULK_SB (WTYPE == Q4_0 || WTYPE == Q8_0 ? BULK_CH / 16 : 0)  // f16 scales, one per 32 columns
+#define BULK_SB (GEMV_XQ8 ? BULK_CH / 16 : 0)  // f16 scales, one per 32 columns
 #define BULK_RB (BULK_QB + BULK_SB)
 // x in front of the rings: the int8 copy (GEMV_XQ8) or the float copy (X_SMEM), 128-byte rounded
-#define BULK_XBYTES (((WTYPE == Q4_0 || WTYPE == Q8_0 ? COLS + COLS / 32 * 8 : COLS * 4) + 127) / 128 * 128)
+#define BULK_XBYTES (((GEMV_XQ8 ? COLS + COLS / 32 * 8 : COLS * 4) + 127) / 128 * 128)
 static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: whole 256-column chunks");
 #endif
 #define GROUP (REDUCE ? 32 : BLOCK)
@@ -282,7 +282,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     };
     if (lane == 0) {
         for (int s = 0; s < BULK_S; ++s) mbar_init(bar0 + 8 * s, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_init_fence();
         for (int i = 0; i < min(BULK_S, n_items); ++i) bulk_issue(i);
     }
     __syncwarp();

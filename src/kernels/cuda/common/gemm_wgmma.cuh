@@ -214,7 +214,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             mbar_init(full + 8 * s, X_F16 && G2_ASYNC_W ? G2_PT : 2 * G2_PT);  // producer threads: cp.async, + stores
             mbar_init(empty + 8 * s, 8);                 // consumer warps
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_init_fence();
     }
     __syncthreads();
 
