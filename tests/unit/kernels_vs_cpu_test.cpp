@@ -93,23 +93,16 @@ bool cuda_available(std::string* why) {
     }
 }
 
+// A variant: the schedule options of a backend (designated initializers: only what differs from
+// the defaults); attn_heads_per_block = kAllHeads: all of a case's query heads per kv head.
+constexpr int kAllHeads = -1;
 struct Variant {
     const char* name;
-    bool fuse;
-    std::map<std::string, std::string> force;
-    bool attn_warp_merge = false;  // --attn-warp-merge
-    int gemv_block = 0;            // --gemv-block
-    int gemv_grid_max = 0;         // gemv grid capped: blocks loop over their passes
-    int attn_chunk = 0, attn_splits = 0;  // --attn-chunk, --attn-splits
-    int attn_hpb = 0;                     // --attn-heads-per-block (-1: all of a kv head's heads)
-    bool kv_f32 = false;                  // --kv-f32 (the fused RoPE epilogue stores floats)
-    int gemv_bulk_kb = 0;                 // --gemv-bulk-kb (with gemv.load=bulk)
-    int attn_pipe = 0;                    // --attn-pipe
-    int attn_kv_stages = 0;               // --attn-kv-stages
+    ScheduleOptions s;
     // gates whose chosen side needs sm_90 (cp.async.bulk): not built for older targets
     bool sm90() const {
-        auto it = force.find("gemv.load");
-        return it != force.end() && it->second == "bulk";
+        auto it = s.force.find("gemv.load");
+        return it != s.force.end() && it->second == "bulk";
     }
 };
 
@@ -129,56 +122,48 @@ Force gated(Force more) {
 // columns, so forced here) and each gate's sibling; the tuning knobs at values that exercise
 // their loops.
 const Variant kVariants[] = {
-    {"gated+fused", true, gated({})},
-    {"gated+fused+rope-kernel", true, gated({{"rope.fuse", "kernel"}})},
-    {"gated+fused+computed-angles", true, gated({{"rope.angles", "computed"}, {"rope.fuse", "kernel"}})},
-    {"gated+fused+rope-gemv+computed-angles", true, gated({{"rope.angles", "computed"}, {"rope.fuse", "gemv"}})},
-    {"gated+fused+warp-merge", true, gated({}), true},
-    {"onepass+warp-merge", true, {{"attn.algo", "onepass"}}, true},
-    {"gated+fused+early-load-all", true, gated({{"gemv.early", "load"}})},
-    {"unfused+early-load-all+serial", false, {{"launch.pdl", "serial"}, {"gemv.early", "load"}}},
-    {"gated+block512+grid3+early-load-all", true, gated({{"gemv.early", "load"}}), false, 512, 3},
-    {"gated+block128+grid2+wait", true, gated({{"gemv.early", "wait"}}), false, 128, 2},
-    {"gated+attn-chunk32+splits3", true, gated({}), false, 0, 0, 32, 3},
-    {"gated+attn-all-heads-per-block", true, gated({}), false, 0, 0, 0, 0, -1},
-    {"gated+attn-2-heads-per-block+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 2},
-    {"onepass+attn-1-head-per-block", true, {{"attn.algo", "onepass"}}, false, 0, 0, 0, 0, 1},
-    {"gated+fused+kv-f32", true, gated({}), false, 0, 0, 0, 0, 0, true},
+    {"gated+fused", {.force = gated({})}},
+    {"gated+fused+rope-kernel", {.force = gated({{"rope.fuse", "kernel"}})}},
+    {"gated+fused+computed-angles", {.force = gated({{"rope.angles", "computed"}, {"rope.fuse", "kernel"}})}},
+    {"gated+fused+rope-gemv+computed-angles", {.force = gated({{"rope.angles", "computed"}, {"rope.fuse", "gemv"}})}},
+    {"gated+fused+warp-merge", {.attn_warp_merge = true, .force = gated({})}},
+    {"onepass+warp-merge", {.attn_warp_merge = true, .force = {{"attn.algo", "onepass"}}}},
+    {"gated+fused+early-load-all", {.force = gated({{"gemv.early", "load"}})}},
+    {"unfused+early-load-all+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.early", "load"}}}},
+    {"gated+block512+grid3+early-load-all", {.force = gated({{"gemv.early", "load"}}), .gemv_block = 512, .gemv_grid_max = 3}},
+    {"gated+block128+grid2+wait", {.force = gated({{"gemv.early", "wait"}}), .gemv_block = 128, .gemv_grid_max = 2}},
+    {"gated+attn-chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3}},
+    {"gated+attn-all-heads-per-block", {.force = gated({}), .attn_heads_per_block = kAllHeads}},
+    {"gated+attn-2-heads-per-block+chunk32+splits3",
+     {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2}},
+    {"onepass+attn-1-head-per-block", {.force = {{"attn.algo", "onepass"}}, .attn_heads_per_block = 1}},
+    {"gated+fused+kv-f32", {.force = gated({}), .kv_f32 = true}},
     // --attn-pipe: blocks with several chunks (hist2500: 20 chunks on 16 blocks; chunk 32 over 3
     // blocks: many), all heads per block and one
-    {"gated+attn-pipe", true, gated({}), false, 0, 0, 0, 0, 0, false, 0, 1},
-    {"gated+attn-pipe+all-heads+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, -1, false, 0, 1},
+    {"gated+attn-pipe", {.force = gated({}), .attn_pipe = 1}},
+    {"gated+attn-pipe+all-heads+chunk32+splits3",
+     {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = kAllHeads, .attn_pipe = 1}},
     // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)
-    {"gated+attn-kv-stages3", true, gated({}), false, 0, 0, 0, 0, 0, false, 0, 0, 3},
-    {"gated+attn-kv-stages2+chunk32+splits3", true, gated({}), false, 0, 0, 32, 3, 0, false, 0, 0, 2},
+    {"gated+attn-kv-stages3", {.force = gated({}), .attn_kv_stages = 3}},
+    {"gated+attn-kv-stages2+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2}},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
-    {"gated+fused+bulk", true, gated({{"gemv.load", "bulk"}})},
-    {"gated+fused+bulk+ring1k+grid3", true, gated({{"gemv.load", "bulk"}}), false, 0, 3, 0, 0, 0, false, 1},
-    {"unfused+bulk+serial", false, {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}},
-    {"siblings+fused", true, kSiblings},
-    {"gated+unfused", false, gated({})},
-    {"siblings+unfused", false, kSiblings},
+    {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
+    {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
+    {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
+    {"siblings+fused", {.force = kSiblings}},
+    {"gated+unfused", {.fuse = false, .force = gated({})}},
+    {"siblings+unfused", {.fuse = false, .force = kSiblings}},
 };
 
 // The backend options of a variant for a case; false when the variant does not apply to it
 // (heads per block that do not divide the case's query heads per kv head).
 bool variant_options(const Variant& var, const Case& c, CudaOptions& o) {
     const int qpg = c.spec.n_heads / c.spec.n_kv_heads;
-    if (var.attn_hpb > 0 && qpg % var.attn_hpb != 0) return false;
-    const int hpb = var.attn_hpb < 0 ? qpg : var.attn_hpb;
-    o.schedule.fuse = var.fuse;
-    o.schedule.attn_warp_merge = var.attn_warp_merge;
-    o.schedule.gemv_block = var.gemv_block;
-    o.schedule.gemv_grid_max = var.gemv_grid_max;
-    o.schedule.attn_chunk = var.attn_chunk;
-    o.schedule.attn_splits = var.attn_splits;
-    o.schedule.attn_heads_per_block = hpb;
-    o.schedule.kv_f32 = var.kv_f32;
-    o.schedule.gemv_bulk_kb = var.gemv_bulk_kb;
-    o.schedule.attn_pipe = var.attn_pipe;
-    o.schedule.attn_kv_stages = var.attn_kv_stages;
-    o.schedule.force = var.force;
+    const int hpb = var.s.attn_heads_per_block;
+    if (hpb > 0 && qpg % hpb != 0) return false;
+    o.schedule = var.s;
+    if (hpb == kAllHeads) o.schedule.attn_heads_per_block = qpg;
     o.cache.disk = false;
     o.graphs = false;
     return true;
