@@ -427,6 +427,32 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
     EXPECT_THROW(schedule_build(p, h200, o), std::exception);
 }
 
+// Split-KV attention's split count (grid.y): about two resident blocks per SM for 1-2 query heads
+// per block, one for more (132 SMs: 264 or 132 blocks over grid.x), at most one per chunk of the
+// context; --attn-splits overrides. (Until session 8: SMs / kv heads whatever the heads per block.)
+TEST(ScheduleGates, AttentionSplitsFillTheSms) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 8 query heads over 2 kv heads, head_dim 64
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    ASSERT_EQ(h200.sm_count, 132);
+    const Plan p = plan_build(*m, PlanOptions{16384, 16, 1});  // 128 chunks of 128 positions
+    ScheduleOptions o;
+    o.force = {{"attn.algo", "split"}};
+    for (const auto& [hpb, grid_x, splits] : {std::tuple{1, 8u, 33u}, {2, 4u, 66u}, {4, 2u, 66u}}) {
+        o.attn_heads_per_block = hpb;
+        const KernelStep& a = at(schedule_build(p, h200, o).decode, "attn");
+        EXPECT_EQ(a.grid.x, grid_x) << hpb;
+        EXPECT_EQ(a.grid.y, splits) << hpb;
+        EXPECT_TRUE(has_define(a.variant, "N_SPLITS", std::to_string(splits))) << hpb;
+    }
+    o.attn_heads_per_block = 0;  // default: one head per block
+    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").grid.y, 33u);
+    o.attn_splits = 5;
+    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").grid.y, 5u);
+    o.attn_splits = 0;
+    const Plan short_ctx = plan_build(*m, PlanOptions{1024, 16, 1});  // 8 chunks: at most 8 splits
+    EXPECT_EQ(at(schedule_build(short_ctx, h200, o).decode, "attn").grid.y, 8u);
+}
+
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.

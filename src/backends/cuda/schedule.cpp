@@ -1015,8 +1015,8 @@ private:
                 const int group = c_.n_heads / c_.n_kv_heads;
                 // split: 256 threads, chunks of up to 128 positions (TILE loads of K and of V
                 // in flight per thread), so a context of <= 128 positions is one block's single
-                // round trip and needs no combine; the N_SPLITS blocks per kv head fill the SMs
-                // once (about one block per SM) for long contexts
+                // round trip and needs no combine; the N_SPLITS blocks per query-head set fill the
+                // SMs once for long contexts (n_splits below)
                 // --attn-heads-per-block: query heads per block (QPG / hpb blocks per kv head)
                 // (default: one per block for split, so QPG blocks per kv head read its positions,
                 // the later ones from L2; H200 tg128, session 7: 8B F16 249.4 -> 253.1, 1B F16
@@ -1040,8 +1040,13 @@ private:
                     tile = std::max(1, std::min(8, chunk / ng));
                     if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (hpb * block)));  // tree: smem
                     const int ch = ng * tile;
-                    n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : d_.sm_count / c_.n_kv_heads,
-                                                    (p_.n_ctx + ch - 1) / ch));
+                    // --attn-splits: blocks per query-head set along the context (default: about two
+                    // resident blocks per SM for 1-2 heads per block (<= 128 registers), one for more;
+                    // H200, 8B Q8_0, one head per block, tg128 at depth 4096, session 8: 16 splits
+                    // (512 blocks, two waves) 361.05, 8 splits (256) 375.90, 6: 363.96, 4: 350.01)
+                    const int per_sm = hpb <= 2 ? 2 : 1;
+                    const int splits = std::max(1, per_sm * d_.sm_count / (c_.n_kv_heads * hsplit));
+                    n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
                 }
                 Variant v("cuda/attention_decode.cu", "");
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
