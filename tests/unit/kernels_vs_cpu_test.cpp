@@ -133,14 +133,19 @@ const Variant kVariants[] = {
     {"gated+block512+grid3+early-load-all", {.force = gated({{"gemv.early", "load"}}), .gemv_block = 512, .gemv_grid_max = 3}},
     {"gated+block128+grid2+wait", {.force = gated({{"gemv.early", "wait"}}), .gemv_block = 128, .gemv_grid_max = 2}},
     {"gated+attn-chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3}},
+    // attention's reduction: the transposed one needs TILE a power of two in 2..GS; chunk 48 gives
+    // TILE 3 (head dim 128) and 1 (64): every lane reduces every position; chunk 256 with head dim
+    // 64 gives TILE = GS = 8 (one lane per position after the exchanges)
+    {"gated+attn-chunk48", {.force = gated({}), .attn_chunk = 48}},
+    {"gated+attn-chunk256", {.force = gated({}), .attn_chunk = 256}},
     {"gated+attn-all-heads-per-block", {.force = gated({}), .attn_heads_per_block = kAllHeads}},
     {"gated+attn-2-heads-per-block+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2}},
     {"onepass+attn-1-head-per-block", {.force = {{"attn.algo", "onepass"}}, .attn_heads_per_block = 1}},
     {"gated+fused+kv-f32", {.force = gated({}), .kv_f32 = true}},
-    // --attn-pipe: blocks with several chunks (hist2500: 20 chunks on 16 blocks; chunk 32 over 3
+    // --attn-pipe: blocks with several chunks (hist2500: 20 chunks on 16 blocks, forced; chunk 32 over 3
     // blocks: many), all heads per block and one
-    {"gated+attn-pipe", {.force = gated({}), .attn_pipe = 1}},
+    {"gated+attn-pipe", {.force = gated({}), .attn_splits = 16, .attn_pipe = 1}},
     {"gated+attn-pipe+all-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = kAllHeads, .attn_pipe = 1}},
     // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)

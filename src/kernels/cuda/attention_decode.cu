@@ -115,6 +115,10 @@
 #ifndef KV_STAGES  // > 0 (ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through a KV_STAGES-deep cp.async ring
 #define KV_STAGES 0
 #endif
+// XRED (REDUCE=1, TILE a power of two in 2..GS): the transposed reduction below (one position per
+// lane after it); otherwise every lane of a group reduces every position (TILE x log2(GS) shuffles)
+#define XR (GS / TILE)
+#define XRED (REDUCE && TILE >= 2 && TILE <= GS && (TILE & (TILE - 1)) == 0)  // for if constexpr (GS: sizeof)
 #if KV_STAGES && (ALGO != 2 || PIPE)
 #error "KV_STAGES: split-KV (ALGO 2) only, and instead of PIPE"
 #endif
@@ -203,7 +207,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #endif
     const KV_T* kb = k_cache + kvh * HEAD_DIM + gl * VEC;
     const KV_T* vb = v_cache + kvh * HEAD_DIM + gl * VEC;
-    // q (written by the previous kernel) goes out with the position load
+    // q (written by the previous kernel) goes out with the position load; scaled by SCALE * log2(e)
+    // so the scores come out in base 2 (every exponential below is exp2, the maxima m in base 2)
+    constexpr float QS = (float)(SCALE) * 1.4426950408889634f;
     float qr[HPB][VEC], o[HPB][VEC], m[HPB], l[HPB];
 #pragma unroll
     for (int h = 0; h < HPB; ++h) {
@@ -211,7 +217,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
         for (int i = 0; i < VEC; i += 4) {
             const float4 v = *reinterpret_cast<const float4*>(qh + i);
-            qr[h][i] = v.x, qr[h][i + 1] = v.y, qr[h][i + 2] = v.z, qr[h][i + 3] = v.w;
+            qr[h][i] = v.x * QS, qr[h][i + 1] = v.y * QS, qr[h][i + 2] = v.z * QS, qr[h][i + 3] = v.w * QS;
         }
 #pragma unroll
         for (int i = 0; i < VEC; ++i) o[h][i] = 0.0f;
@@ -312,7 +318,34 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
         }
         // sum the partial dots over the GS threads of each position group
+        // XRED: transposed reduction: each halving exchange (lane distance GS/2, GS/4, ..) sends half of
+        // a lane's remaining partial dots and adds the partner's other half, so after log2(TILE)
+        // of them a lane holds one position (t_own = gl / XR) summed over GS / XR lanes; the
+        // log2(XR) plain exchanges after that finish it. TILE - 1 + log2(XR) shuffles per head
+        // instead of TILE * log2(GS); the softmax below then runs once per position, not per lane.
+        float so[HPB];  // XRED: this lane's position's dot per head
 #if REDUCE
+        if constexpr (XRED) {
+#pragma unroll
+        for (int h = 0; h < HPB; ++h) {
+            float a[TILE];
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) a[t] = s[h][t];
+#pragma unroll
+            for (int n = TILE, off = GS / 2; n > 1; n >>= 1, off >>= 1) {
+                const bool up = (gl & off) != 0;  // keeps the upper half
+#pragma unroll
+                for (int j = 0; j < n / 2; ++j) {
+                    const float send = up ? a[j] : a[j + n / 2];
+                    const float keep = up ? a[j + n / 2] : a[j];
+                    a[j] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+                }
+            }
+#pragma unroll
+            for (int off = XR / 2; off > 0; off >>= 1) a[0] += __shfl_xor_sync(0xffffffffu, a[0], off);
+            so[h] = a[0];
+        }
+        } else {
 #pragma unroll
         for (int h = 0; h < HPB; ++h)
 #pragma unroll
@@ -320,6 +353,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
                 for (int off = GS / 2; off > 0; off >>= 1)
                     s[h][t] += __shfl_xor_sync(0xffffffffu, s[h][t], off);
+        }
 #else
 #pragma unroll
         for (int h = 0; h < HPB; ++h)
@@ -338,6 +372,40 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
         __syncthreads();
 #endif
+        if constexpr (XRED) {
+        // online softmax update, one position per lane: the tile maximum over the group's lanes,
+        // this lane's weight, the weights broadcast for the V sum. No branch on "nothing valid
+        // yet" (every lane of the warp must reach the shuffles): mr = 0 then, and all stays 0.
+        // l holds this lane's own positions' weights (summed over the group after the loop).
+        {
+            const int t_own = gl / XR;
+            const int p = p0 + t_own * NG + gi;
+            const bool valid = p >= first && p < end;
+#pragma unroll
+            for (int h = 0; h < HPB; ++h) {
+                const float sv = valid ? so[h] : -JL_INF;
+                float mt = sv;
+#pragma unroll
+                for (int off = GS / 2; off >= XR; off >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+                const float mn = fmaxf(m[h], mt);
+                const float mr = mn == -JL_INF ? 0.0f : mn;
+                const float corr = exp2f(m[h] - mr);  // 0 when m was -inf
+                const float pw = exp2f(sv - mr);      // 0 for an invalid position
+                l[h] = l[h] * corr + pw;
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) o[h][i] *= corr;
+#pragma unroll
+                for (int t = 0; t < TILE; ++t) {
+                    const float pt = __shfl_sync(0xffffffffu, pw, t * XR, GS);
+                    float vf[VEC];
+                    kv_to_float(vw[t], vf);
+#pragma unroll
+                    for (int i = 0; i < VEC; ++i) o[h][i] += pt * vf[i];
+                }
+                m[h] = mn;
+            }
+        }
+        } else {
         // online softmax update: all GS threads of a group hold identical s, m, l
 #pragma unroll
         for (int h = 0; h < HPB; ++h) {
@@ -346,18 +414,18 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             for (int t = 0; t < TILE; ++t) {
                 const int p = p0 + t * NG + gi;
                 const bool valid = p >= first && p < end;
-                s[h][t] = valid ? s[h][t] * (float)(SCALE) : -JL_INF;
+                s[h][t] = valid ? s[h][t] : -JL_INF;
                 mt = fmaxf(mt, s[h][t]);
             }
             const float mn = fmaxf(m[h], mt);
             if (mn == -JL_INF) continue;  // nothing valid yet
-            const float corr = expf(m[h] - mn);  // 0 when m was -inf
+            const float corr = exp2f(m[h] - mn);  // 0 when m was -inf
             l[h] *= corr;
 #pragma unroll
             for (int i = 0; i < VEC; ++i) o[h][i] *= corr;
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
-                const float pw = expf(s[h][t] - mn);  // 0 for invalid positions
+                const float pw = exp2f(s[h][t] - mn);  // 0 for invalid positions
                 float vf[VEC];
                 kv_to_float(vw[t], vf);
                 l[h] += pw;
@@ -366,12 +434,22 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
             m[h] = mn;
         }
+        }
 #if PIPE
         if (more) {
 #pragma unroll
             for (int t = 0; t < TILE; ++t) kw[t] = kn[t], vw[t] = vn[t];
         }
 #endif
+    }
+
+    if constexpr (XRED) {
+    // each lane's l holds its own positions' weights: the group's sum (lanes at distance < XR
+    // hold the same positions, so only distances >= XR are added)
+#pragma unroll
+    for (int h = 0; h < HPB; ++h)
+#pragma unroll
+        for (int off = GS / 2; off >= XR; off >>= 1) l[h] += __shfl_xor_sync(0xffffffffu, l[h], off);
     }
 
     // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
@@ -388,8 +466,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             const float mo = __shfl_xor_sync(0xffffffffu, m[h], off);
             const float lo = __shfl_xor_sync(0xffffffffu, l[h], off);
             const float mm = fmaxf(m[h], mo);
-            const float a = m[h] == -JL_INF ? 0.0f : expf(m[h] - mm);
-            const float b = mo == -JL_INF ? 0.0f : expf(mo - mm);
+            const float a = m[h] == -JL_INF ? 0.0f : exp2f(m[h] - mm);
+            const float b = mo == -JL_INF ? 0.0f : exp2f(mo - mm);
             l[h] = l[h] * a + lo * b;
 #pragma unroll
             for (int i = 0; i < VEC; ++i) {
@@ -426,7 +504,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             float M = -JL_INF;
             for (int g = 0; g < NGM; ++g) M = fmaxf(M, mrg[(hh * NGM + g) * ROW + HEAD_DIM]);
             const float mg = mrg[idx * ROW + HEAD_DIM];
-            wgt[idx] = mg == -JL_INF ? 0.0f : expf(mg - M);  // 0 for empty groups
+            wgt[idx] = mg == -JL_INF ? 0.0f : exp2f(mg - M);  // 0 for empty groups
         }
         __syncthreads();
         for (int idx = tid; idx < nh * HEAD_DIM; idx += BLOCK) {
@@ -455,7 +533,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #if ALGO == 2
     // More than one active block: the last of this kv head's (and head set's) blocks to finish (a
     // ticket from an atomic counter per block x) combines the n_active partial states of its HPB
-    // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = exp(m_s - max m); it then resets the
+    // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
     // counter for the next launch.
     if (n_active == 1) return;
     __shared__ bool last;
@@ -481,7 +559,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
         float L = 0.0f;
         for (int sp = 0; sp < n_active; ++sp) {
-            const float wgt = expf(w[sp] - M);
+            const float wgt = exp2f(w[sp] - M);
             L += lss[tid * N_SPLITS + sp] * wgt;
             w[sp] = wgt;
         }
