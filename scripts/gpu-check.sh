@@ -2,7 +2,9 @@
 # GPU checks, run on the H200 host through the device tool (never in CI). Stages (args):
 #   smoke   : device info, bundled model greedy on the GPU, driver/JIT round trip test
 #   golden  : golden logits/greedy tests with JITLLM_TEST_BACKEND=cuda (+ both gate siblings)
-#   kernels : every kernel variant vs the CPU reference at odd shapes (tests/kernels)
+#   kernels : every kernel variant vs the CPU reference at odd shapes (tests/kernels; KERNELS_FILTER:
+#             a gtest filter, e.g. '*/llama_gqa4_hd128_q4_0:*hist*' for a short call)
+#   golden1 : the golden tests with the default gates only
 #   jit     : cold (empty cache) and warm JIT start for a Llama-3.2-1B-shaped model
 #   decode  : tg128 decode tok/s for 1B-shaped F16/Q8_0/Q4_0 synthetic files
 #   modes   : prompt modes (single, prefill-decode, batch chunks 1..512) on the GPU vs llama.cpp / each other
@@ -16,6 +18,7 @@
 #   bulk    : golden with gemv.load=bulk (with and without PDL)
 #   prepared: the switches built without device time and still off: modes with batch.small=gemv,
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
+#   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
@@ -54,6 +57,9 @@ smoke)
     "$B/backend_cuda_driver_test" 2>&1 | tail -5 | tee -a "$OUT/summary.txt"
     "$B/jitllm" --gpu -p "Once upon a time" -n 48 --temperature 0 --verbose-init 2>&1 | tee -a "$OUT/summary.txt"
     ;;
+golden1)
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    ;;
 golden)
     cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
     cuda_test golden-warp-merge engine_golden_test "golden (cuda, --attn-warp-merge)" JITLLM_TEST_CUDA_ATTN_WARP_MERGE=1
@@ -73,7 +79,7 @@ bisect)
     ;;
 kernels)
     log "kernels vs CPU reference"
-    timeout "${TEST_TIMEOUT:-400}" "$B/kernels_vs_cpu_test" > "$OUT/kernels.txt" 2>&1 ||
+    timeout "${TEST_TIMEOUT:-400}" "$B/kernels_vs_cpu_test" --gtest_filter="${KERNELS_FILTER:-*}" > "$OUT/kernels.txt" 2>&1 ||
         echo "kernels: exit $? (124: TEST_TIMEOUT)" | tee -a "$OUT/summary.txt"
     grep -E "^\[ +(OK|FAILED|PASSED) |slot " "$OUT/kernels.txt" | head -60 | tee -a "$OUT/summary.txt"
     ;;
@@ -248,6 +254,29 @@ depth)
         log "depth [$a]"
         timeout "${SWEEP_TIMEOUT:-300}" "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r "${BENCH_R:-3}" \
             --no-warmup --with-prefill-decode -o md $a 2>&1 | tee -a "$OUT/summary.txt"
+    done
+    ;;
+depthprof)
+    # where the time goes at depth 4096 (8B Q8_0): per-kernel table of 32 decode tokens, then
+    # Nsight Compute (full sections) on two split-KV attention launches at that depth (the depth
+    # filled by 512-row prompt chunks, so decode's kernels run only at depth 4096; DEPTHPROF_NCU=0: none)
+    f=$(synth llama3.1-8b q8_0)
+    IFS=';' read -ra dsets <<< "${DEPTH_ARGS:- }"
+    for a in "${dsets[@]}"; do
+        log "per-kernel table, tg32 at depth 4096, 8B Q8_0 [$a]"
+        "$B/jitllm" bench --gpu -m "$f" -p 0 -n 32 -d 4096 -b 512 -r 1 --no-warmup --profiler -o md $a 2>&1 |
+            grep -E "^decode|tg32" | tee -a "$OUT/summary.txt"
+        [ "${DEPTHPROF_NCU:-1}" = 1 ] || continue
+        n=$(echo "$a" | tr -c 'a-z0-9' '_')
+        log "ncu attn__split_kv at depth 4096 [$a]"
+        timeout 240 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats --csv \
+            --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 2 -- \
+            "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$OUT/ncu-depth$n.csv" 2> "$OUT/ncu-depth$n.err"
+        echo "rc=$? $(wc -l < "$OUT/ncu-depth$n.csv") lines" | tee -a "$OUT/summary.txt"
+        grep -E "\"(Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|L2 Hit Rate|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Waves Per SM|Eligible Warps Per Scheduler|Issued Warp Per Scheduler|Warp Cycles Per Issued Instruction|Block Limit Registers|Block Limit Shared Mem)\"" \
+            "$OUT/ncu-depth$n.csv" | awk -F'","' '{print $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$OUT/summary.txt"
+        tail -3 "$OUT/ncu-depth$n.err" | tee -a "$OUT/summary.txt"
     done
     ;;
 tune)
