@@ -18,6 +18,7 @@
 #   bulk    : golden with gemv.load=bulk (with and without PDL)
 #   prepared: the switches built without device time and still off: modes with batch.small=gemv,
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
+#   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
@@ -192,6 +193,15 @@ prepared)
         JITLLM_TEST_CUDA_ATTN_KV_STAGES=3
     cuda_test modes-pipe prefill_modes_test "prompt modes with --attn-pipe 1 --attn-chunk 64 (600-position prompts decoded token by token)" \
         JITLLM_TEST_CUDA_ATTN_PIPE=1 JITLLM_TEST_CUDA_ATTN_CHUNK=64
+    ;;
+mma)
+    # attn.decode=mma (session 8, not yet run on a GPU): golden and prompt modes with decode
+    # attention on tensor cores; run `KERNELS_FILTER=... kernels` too (variants gated+attn-mma*)
+    # (stories260K's head dim 8 is refused by the gate: left out)
+    cuda_test golden-attn-mma engine_golden_test "golden with --force-variant attn.decode=mma" JITLLM_TEST_CUDA_FORCE=attn.decode=mma \
+        GTEST_FILTER='-Stories260K*'
+    cuda_test modes-attn-mma prefill_modes_test "prompt modes with attn.decode=mma (600-position prompts decoded token by token)" \
+        JITLLM_TEST_CUDA_FORCE=attn.decode=mma
     ;;
 bulk)
     # gemv.load=bulk (cp.async.bulk rings for decode's split-layout gemvs); run `kernels` too: its

@@ -73,6 +73,15 @@ const KernelStep& at(const std::vector<KernelStep>& ks, const std::string& group
     throw std::runtime_error("no kernel for task group " + group);
 }
 
+// Decode attention's step (a copy: the schedule is a temporary) with split-KV forced unless o says
+// otherwise, on the tiny F16 model (8 query heads over 2 kv heads, head dim 64) with n_ctx positions.
+KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90") {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan p = plan_build(*m, PlanOptions{n_ctx, 16, 1});
+    o.force.emplace("attn.algo", "split");
+    return at(schedule_build(p, DeviceInfo::for_target(target), o).decode, "attn");
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));
@@ -431,26 +440,54 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
 // per block, one for more (132 SMs: 264 or 132 blocks over grid.x), at most one per chunk of the
 // context; --attn-splits overrides. (Until session 8: SMs / kv heads whatever the heads per block.)
 TEST(ScheduleGates, AttentionSplitsFillTheSms) {
-    auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 8 query heads over 2 kv heads, head_dim 64
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    ASSERT_EQ(h200.sm_count, 132);
-    const Plan p = plan_build(*m, PlanOptions{16384, 16, 1});  // 128 chunks of 128 positions
-    ScheduleOptions o;
-    o.force = {{"attn.algo", "split"}};
+    ASSERT_EQ(DeviceInfo::for_target("sm_90").sm_count, 132);
+    ScheduleOptions o;  // 16384 positions: 128 chunks of 128
     for (const auto& [hpb, grid_x, splits] : {std::tuple{1, 8u, 33u}, {2, 4u, 66u}, {4, 2u, 66u}}) {
         o.attn_heads_per_block = hpb;
-        const KernelStep& a = at(schedule_build(p, h200, o).decode, "attn");
+        const KernelStep a = split_attn(16384, o);
         EXPECT_EQ(a.grid.x, grid_x) << hpb;
         EXPECT_EQ(a.grid.y, splits) << hpb;
         EXPECT_TRUE(has_define(a.variant, "N_SPLITS", std::to_string(splits))) << hpb;
     }
     o.attn_heads_per_block = 0;  // default: one head per block
-    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").grid.y, 33u);
+    EXPECT_EQ(split_attn(16384, o).grid.y, 33u);
     o.attn_splits = 5;
-    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").grid.y, 5u);
+    EXPECT_EQ(split_attn(16384, o).grid.y, 5u);
     o.attn_splits = 0;
-    const Plan short_ctx = plan_build(*m, PlanOptions{1024, 16, 1});  // 8 chunks: at most 8 splits
-    EXPECT_EQ(at(schedule_build(short_ctx, h200, o).decode, "attn").grid.y, 8u);
+    EXPECT_EQ(split_attn(1024, o).grid.y, 8u);  // 8 chunks: at most 8 splits
+}
+
+// attn.decode=mma (off by default until measured): split-KV decode attention on tensor cores, every
+// query head of a kv head per block (no HPB), 16 positions per warp (--attn-chunk 64: 4 warps),
+// about 3 blocks per SM; refused below sm_80, with a float cache, with one-pass attention and with
+// the SIMT kernel's options.
+TEST(ScheduleGates, AttentionDecodeOnTensorCores) {
+    ScheduleOptions o;
+    EXPECT_EQ(split_attn(16384, o).symbol, "attn__split_kv_f16");  // default: simt
+    o.force["attn.decode"] = "mma";
+    const KernelStep a = split_attn(16384, o);
+    EXPECT_EQ(a.symbol, "attn__split_kv_mma_f16");
+    EXPECT_TRUE(has_define(a.variant, "MMA", "1"));
+    EXPECT_TRUE(has_define(a.variant, "KV_LOAD", "16"));
+    for (const auto& [name, val] : a.variant.defines) EXPECT_NE(name, "HPB");
+    EXPECT_EQ(a.block.x, 128u);
+    EXPECT_EQ(a.grid.x, 2u);
+    EXPECT_EQ(a.grid.y, 3u * 132 / 2);  // 198 of the 256 chunks of 64 positions
+    o.attn_chunk = 32;
+    EXPECT_EQ(split_attn(16384, o).block.x, 64u);
+    o.attn_chunk = 40;
+    EXPECT_THROW(split_attn(16384, o), std::exception);
+    o.attn_chunk = 0;
+    EXPECT_THROW(split_attn(16384, o, "sm_75"), std::exception);
+    ScheduleOptions f = o;
+    f.kv_f32 = true;
+    EXPECT_THROW(split_attn(16384, f), std::exception);
+    f = o;
+    f.attn_pipe = 1;
+    EXPECT_THROW(split_attn(16384, f), std::exception);
+    f = o;
+    f.force["attn.algo"] = "onepass";
+    EXPECT_THROW(split_attn(16384, f), std::exception);
 }
 
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
@@ -459,25 +496,21 @@ TEST(ScheduleGates, AttentionSplitsFillTheSms) {
 // --attn-kv-stages N: the split-KV kernel gets KV_STAGES and N x 2 (K, V) x TILE x BLOCK x 16 bytes
 // of dynamic shared memory; refused below sm_80, together with --attn-pipe, and with 8-byte loads
 TEST(ScheduleGates, AttentionKvStagesRing) {
-    auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 8 query heads over 2 kv heads, head_dim 64
-    const Plan p = plan_build(*m, PlanOptions{1024, 16, 1});
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
     ScheduleOptions o;
-    o.force = {{"attn.algo", "split"}};
     o.attn_kv_stages = 3;
-    const KernelStep& a = at(schedule_build(p, h200, o).decode, "attn");
+    const KernelStep a = split_attn(1024, o);  // (a reference into a temporary until session 8)
     EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
     EXPECT_TRUE(has_define(a.variant, "TILE", "4"));  // 128-position chunks over 32 groups
     EXPECT_EQ(a.smem, 3u * 2 * 4 * 256 * 16);
-    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_75"), o), std::exception);
+    EXPECT_THROW(split_attn(1024, o, "sm_75"), std::exception);
     ScheduleOptions both = o;
     both.attn_pipe = 1;
-    EXPECT_THROW(schedule_build(p, h200, both), std::exception);
+    EXPECT_THROW(split_attn(1024, both), std::exception);
     ScheduleOptions big = o;
     big.attn_heads_per_block = 8;  // 8 heads per block: 8-byte K/V loads
-    EXPECT_THROW(schedule_build(p, h200, big), std::exception);
+    EXPECT_THROW(split_attn(1024, big), std::exception);
     o.force = {{"attn.algo", "onepass"}};  // one-pass: no ring
-    EXPECT_EQ(at(schedule_build(p, h200, o).decode, "attn").smem, 0u);
+    EXPECT_EQ(split_attn(1024, o).smem, 0u);
 }
 
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {

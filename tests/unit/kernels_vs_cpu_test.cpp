@@ -138,6 +138,10 @@ const Variant kVariants[] = {
     // 64 gives TILE = GS = 8 (one lane per position after the exchanges)
     {"gated+attn-chunk48", {.force = gated({}), .attn_chunk = 48}},
     {"gated+attn-chunk256", {.force = gated({}), .attn_chunk = 256}},
+    // attn.decode=mma: decode attention's dot products on tensor cores (q and the weights rounded
+    // to f16); 4 warps per block, and 2 warps over 3 blocks (several chunks per block)
+    {"gated+attn-mma", {.force = gated({{"attn.decode", "mma"}})}},
+    {"gated+attn-mma+chunk32+splits3", {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3}},
     {"gated+attn-all-heads-per-block", {.force = gated({}), .attn_heads_per_block = kAllHeads}},
     {"gated+attn-2-heads-per-block+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2}},

@@ -52,6 +52,7 @@ struct Gates {
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
+    bool attn_decode_mma = false;   // attn.decode=mma: split-KV decode attention's dot products on tensor cores
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
@@ -140,6 +141,29 @@ public:
                                             : why);
             if (g_.attn_prefill_mma && !ok)
                 fail_usage("--force-variant attn.prefill=mma: {}", why);
+        }
+        {
+            // Decode attention's dot products on tensor cores (attention_decode.cu MMA): a block per
+            // kv head and split, every query head of the group as a row of m16n8k16 tiles, K and V
+            // used as B fragments as loaded (no f16 -> f32 conversions); q and the weights rounded to
+            // f16 as in attention_prefill. Built and compiled without a GPU in session 8: off until measured.
+            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
+            std::string why;
+            if (!g_.attn_split) why = "attn.algo=onepass: the tensor-core kernel is split-KV";
+            else if (cc < 80) why = fmt::format("compute capability {}.{}: no mma.sync f16", d_.cc_major, d_.cc_minor);
+            else if (o_.kv_f32) why = "--kv-f32: the mma kernel reads a half KV cache";
+            else if (!g_.norm_warp) why = "norm.reduce=tree: the mma kernel's softmax uses warp shuffles";
+            else if (c_.head_dim % 64 != 0 || c_.head_dim > 256) why = fmt::format("head_dim {} not a multiple of 64 <= 256", c_.head_dim);
+            else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the tiles' rows)", qpg);
+            else if (o_.attn_pipe > 0 || o_.attn_kv_stages > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
+                why = "--attn-pipe, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
+            const bool ok = why.empty();
+            g_.attn_decode_mma = forced("attn.decode", "mma", "simt", false,
+                                        ok ? "tensor-core split-KV decode attention not yet measured on a GPU "
+                                             "(--force-variant attn.decode=mma)"
+                                           : why);
+            if (g_.attn_decode_mma && !ok) fail_usage("--force-variant attn.decode=mma: {}", why);
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -1021,7 +1045,9 @@ private:
                 // (default: one per block for split, so QPG blocks per kv head read its positions,
                 // the later ones from L2; H200 tg128, session 7: 8B F16 249.4 -> 253.1, 1B F16
                 // 1202.7 -> 1218.2, 8B Q4_0 530.3 -> 544.1, 1B Q8_0 1578.8 -> 1598.0; onepass: all)
-                const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block : g_.attn_split ? 1 : group;
+                // attn.decode=mma: all heads of a kv head per block (the tiles' rows)
+                const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block
+                                : g_.attn_split && !g_.attn_decode_mma ? 1 : group;
                 if (group % hpb != 0)
                     fail_usage("--attn-heads-per-block {}: expected a divisor of the {} query heads per kv head",
                                hpb, group);
@@ -1029,9 +1055,21 @@ private:
                 // KV_LOAD: bytes of K (and of V) per thread and position; 8 with a half cache and
                 // more than 4 heads per block (halves the registers holding q and the output)
                 const int kv_bytes = o_.kv_f32 ? 4 : 2;
-                const int kv_load = hpb > 4 && kv_bytes == 2 ? 8 : 16;
+                const int kv_load = hpb > 4 && kv_bytes == 2 && !g_.attn_decode_mma ? 8 : 16;
                 int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
-                if (g_.attn_split) {
+                if (g_.attn_decode_mma) {
+                    // 16 positions per warp and chunk (--attn-chunk: 16 x warps, default 64: 4 warps);
+                    // resident blocks per SM estimated at 160 registers a thread (159 on the 8B shape,
+                    // 88 at head dim 64): 3 of 128 threads
+                    const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 64;
+                    if (chunk % 16 != 0 || chunk < 32 || chunk > 512)
+                        fail_usage("--attn-chunk {} with attn.decode=mma: expected a multiple of 16 in 32..512", chunk);
+                    block = 2 * chunk;
+                    tile = 1;
+                    const int per_sm = std::max(1, 65536 / (160 * block));
+                    const int splits = std::max(1, per_sm * d_.sm_count / c_.n_kv_heads);
+                    n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + chunk - 1) / chunk));
+                } else if (g_.attn_split) {
                     block = 256;
                     const int vec = kv_load / kv_bytes;
                     const int ng = block / (hd / vec);
@@ -1055,6 +1093,7 @@ private:
                     .set("REDUCE", int(g_.norm_warp)).set("TILE", tile).set("KV_LOAD", kv_load);
                 if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
                 if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
+                if (g_.attn_decode_mma) v.set("MMA", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
                 if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", 1);
@@ -1071,7 +1110,7 @@ private:
                     v.set("KV_STAGES", kv_stages);
                 }
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
-                auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
+                auto& k = add({i}, (g_.attn_split ? g_.attn_decode_mma ? "split_kv_mma_" : "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
                 k.block = Dim3(unsigned(block));
                 if (kv_stages > 0) k.smem = unsigned(kv_stages * 2 * tile * block * 16);  // attention_decode.cu KV_STAGES
@@ -1292,7 +1331,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load"};
+            "gemv.prefetch", "gemv.load", "attn.decode"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

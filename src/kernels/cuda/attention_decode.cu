@@ -36,6 +36,9 @@
 //   KV_STAGES (0 default; N >= 2, ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through an N-deep ring in
 //   dynamic shared memory (smem = N * 2 * TILE * BLOCK * 16 bytes) filled by per-thread 16-byte
 //   cp.async, N - 1 chunks in flight; no chunk-0 preload
+//   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM % 64 == 0):
+//   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
+//   q and the softmax weights rounded to f16 (see "MMA" in the loop); sm_80+
 //   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
 //   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
 //   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread)
@@ -81,14 +84,14 @@
 #define VEC (KV_LOAD / (int)sizeof(KV_T))       // dims per thread
 #define GS (HEAD_DIM / VEC)                     // threads per position
 #define NG (BLOCK / GS)                         // position groups per block
-#define CH (NG * TILE)                          // positions per chunk (one loop trip)
+#define CH (MMA ? 16 * (BLOCK / 32) : NG * TILE)  // positions per chunk (one loop trip; MMA: 16 per warp)
 #define RED_FLOATS (REDUCE ? 1 : HPB * TILE * BLOCK)
 // MERGE_WARP=1: the 32/GS groups of a warp first merge by shuffles, then the BLOCK/32 warp
 // states through shared memory (NGM of them); 0: all NG group states through shared memory
 #ifndef MERGE_WARP
 #define MERGE_WARP 0
 #endif
-#define NGM (MERGE_WARP ? BLOCK / 32 : NG)
+#define NGM ((MERGE_WARP || MMA) ? BLOCK / 32 : NG)  // MMA: one state per warp
 #if MERGE_WARP && !REDUCE
 #error "MERGE_WARP merges by warp shuffles: REDUCE=1 only"
 #endif
@@ -115,6 +118,19 @@
 #ifndef KV_STAGES  // > 0 (ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through a KV_STAGES-deep cp.async ring
 #define KV_STAGES 0
 #endif
+#ifndef MMA  // 1 (gate attn.decode=mma): the dot products on tensor cores (see "MMA" above the loop)
+#define MMA 0
+#endif
+#if MMA
+#if ALGO != 2 || PIPE || KV_STAGES || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
+    HEAD_DIM > 256 || BLOCK % 32 != 0 || KV_LOAD != 16
+#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM a multiple of 64 <= 256, 16-byte loads, no PIPE/KV_STAGES/MERGE_WARP"
+#endif
+#define MKU (HEAD_DIM / 32)  // K: 16-byte loads per position and lane (each serves two k-steps)
+#define MVU (HEAD_DIM / 64)  // V: 16-byte loads per row and lane
+#define MNT (HEAD_DIM / 8)   // n-tiles of the output; also the dims one lane group owns in V
+#define VD(n, t) (64 * ((t) / 8) + 8 * (n) + (t) % 8)  // output tile t, column n <-> this dim
+#endif
 // XRED (REDUCE=1, TILE a power of two in 2..GS): the transposed reduction below (one position per
 // lane after it); otherwise every lane of a group reduces every position (TILE x log2(GS) shuffles)
 #define XR (GS / TILE)
@@ -123,7 +139,7 @@
 #error "KV_STAGES: split-KV (ALGO 2) only, and instead of PIPE"
 #endif
 // ALGO 2 without a window: block 0 loads chunk 0 before reading the position (N_CTX bounds it)
-#if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES
+#if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES && !MMA
 #define PRELOAD 1
 #else
 #define PRELOAD 0
@@ -160,6 +176,22 @@ __device__ __forceinline__ void kv_to_float(uint4 w, float* f) {  // VEC floats
         f[3] = __uint_as_float(w.w);
     }
 }
+
+#if MMA
+// D = A B + C on an m16n8k16 tile (f16 x f16 -> f32) whose A rows 8..15 are zero: a0 = (row g,
+// k 2c..2c+1), a2 = (row g, k 2c+8..2c+9); rows 8..15 of the result are dropped (g = lane / 4,
+// c = lane % 4; c0, c1: row g, columns 2c, 2c+1).
+__device__ __forceinline__ void mma_rows8(float& c0, float& c1, uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+    float d2, d3;
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %5}, {%7, %8}, "
+                 "{%0, %1, %9, %9};"
+                 : "+f"(c0), "+f"(c1), "=f"(d2), "=f"(d3)
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(b0), "r"(b1), "f"(0.0f));
+}
+__device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a compile-time constant
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
@@ -210,6 +242,29 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // q (written by the previous kernel) goes out with the position load; scaled by SCALE * log2(e)
     // so the scores come out in base 2 (every exponential below is exp2, the maxima m in base 2)
     constexpr float QS = (float)(SCALE) * 1.4426950408889634f;
+#if MMA
+    // lane = 4 mg + mc of warp wp. The tiles' rows are the group's query heads (mg < QPG; the
+    // rest are zero); q is rounded to f16 once, as A fragments in the permuted k order the K
+    // loads below use: lane mc, k-steps 2u and 2u + 1 <-> dims 32u + 8mc + 0..3 and + 4..7.
+    const int lane = tid % 32, wp = tid / 32, mg = lane / 4, mc = lane % 4;
+    uint32_t qa[2 * MKU][2];
+#pragma unroll
+    for (int u = 0; u < MKU; ++u) {
+        float4 x0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), x1 = x0;
+        if (mg < QPG) {
+            const float* qp = q + (hb + mg) * HEAD_DIM + 32 * u + 8 * mc;
+            x0 = *reinterpret_cast<const float4*>(qp);
+            x1 = *reinterpret_cast<const float4*>(qp + 4);
+        }
+        qa[2 * u][0] = pack_16x2<0>(x0.x, x0.y), qa[2 * u][1] = pack_16x2<0>(x0.z, x0.w);
+        qa[2 * u + 1][0] = pack_16x2<0>(x1.x, x1.y), qa[2 * u + 1][1] = pack_16x2<0>(x1.z, x1.w);
+    }
+    // head mg's state in this lane: o[t] = output dims VD(2 mc, t) and VD(2 mc + 1, t) (below);
+    // m, l over this lane's positions (l summed over the lane quad after the loop)
+    float o[MNT][2], m = -JL_INF, l = 0.0f;
+#pragma unroll
+    for (int t = 0; t < MNT; ++t) o[t][0] = o[t][1] = 0.0f;
+#else
     float qr[HPB][VEC], o[HPB][VEC], m[HPB], l[HPB];
 #pragma unroll
     for (int h = 0; h < HPB; ++h) {
@@ -224,6 +279,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         m[h] = -JL_INF;
         l[h] = 0.0f;
     }
+#endif
 
     // sliding window (phi3's attention.sliding_window): only the last WINDOW positions
     const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
@@ -282,6 +338,80 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // block-uniform trip count (REDUCE=0 synchronises inside)
     for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
         const int p0 = c * CH;
+#if MMA
+        // MMA: warp wp takes positions pw .. pw + 15 of the chunk. S = Q K^T on two n8 tiles of
+        // positions (tile j, column g <-> position pw + 8 j + g: lane group g loads that
+        // position's K, lane mc its dims 32 u + 8 mc .. + 7, the B fragments of k-steps 2u, 2u + 1
+        // as they are), then the online softmax per head (row), then O += P V with P as the A
+        // fragment straight from S's accumulators (k <-> positions pw + 0..15) and V as B: lane
+        // (g, mc) loads rows pw + 2mc, +1, +8, +9 at dims 64 x + 8 g .. + 7 (a warp's load: 128
+        // contiguous bytes per row) and pairs them per dim (byte_perm): column g of output tile t
+        // <-> dim VD(g, t) = 64 (t / 8) + 8 g + t % 8. Rows outside [first, end) are zero (V must
+        // be: its products meet zero weights). No conversion instructions.
+        const int pw = p0 + 16 * wp;
+        uint4 kq[2][MKU], vq[4][MVU];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = pw + 8 * j + mg;
+            const bool ok = p >= first && p < end;
+            const KV_T* kr = k_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + kvh * HEAD_DIM + 8 * mc;
+#pragma unroll
+            for (int u = 0; u < MKU; ++u) kq[j][u] = ok ? kv_load(kr + 32 * u) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int p = pw + 2 * mc + (r & 1) + 8 * (r >> 1);
+            const bool ok = p >= first && p < end;
+            const KV_T* vr = v_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + kvh * HEAD_DIM + 8 * mg;
+#pragma unroll
+            for (int x = 0; x < MVU; ++x) vq[r][x] = ok ? kv_load(vr + 64 * x) : make_uint4(0, 0, 0, 0);
+        }
+        float sc[2][2];  // head mg, positions pw + 8 j + 2 mc + i
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            sc[j][0] = sc[j][1] = 0.0f;
+#pragma unroll
+            for (int u = 0; u < MKU; ++u) {
+                mma_rows8(sc[j][0], sc[j][1], qa[2 * u][0], qa[2 * u][1], kq[j][u].x, kq[j][u].y);
+                mma_rows8(sc[j][0], sc[j][1], qa[2 * u + 1][0], qa[2 * u + 1][1], kq[j][u].z, kq[j][u].w);
+            }
+        }
+        float mx = -JL_INF;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const int p = pw + 8 * j + 2 * mc + i;
+                sc[j][i] = p >= first && p < end ? sc[j][i] * QS : -JL_INF;
+                mx = fmaxf(mx, sc[j][i]);
+            }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the quad holds one head's 16 positions
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mn = fmaxf(m, mx);
+        const float mr = mn == -JL_INF ? 0.0f : mn;  // nothing valid yet: everything stays 0
+        const float corr = exp2f(m - mr);
+        float pr[2][2], ps = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                pr[j][i] = exp2f(sc[j][i] - mr);
+                ps += pr[j][i];
+            }
+        l = l * corr + ps;
+        m = mn;
+#pragma unroll
+        for (int t = 0; t < MNT; ++t) o[t][0] *= corr, o[t][1] *= corr;
+        const uint32_t pa0 = pack_16x2<0>(pr[0][0], pr[0][1]), pa2 = pack_16x2<0>(pr[1][0], pr[1][1]);
+#pragma unroll
+        for (int t = 0; t < MNT; ++t) {
+            const int x = t / 8, wi = (t % 8) / 2;
+            const unsigned sel = (t & 1) ? 0x7632u : 0x5410u;  // high or low halves of the two rows
+            const uint32_t b0 = __byte_perm(u4_word(vq[0][x], wi), u4_word(vq[1][x], wi), sel);
+            const uint32_t b1 = __byte_perm(u4_word(vq[2][x], wi), u4_word(vq[3][x], wi), sel);
+            mma_rows8(o[t][0], o[t][1], pa0, pa2, b0, b1);
+        }
+#else
 #if PIPE
         // the block's next chunk goes out before this one is used (a second register set)
         uint4 kn[TILE], vn[TILE];
@@ -441,8 +571,13 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             for (int t = 0; t < TILE; ++t) kw[t] = kn[t], vw[t] = vn[t];
         }
 #endif
+#endif  // MMA
     }
 
+#if MMA
+    l += __shfl_xor_sync(0xffffffffu, l, 1);  // the quad's positions
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+#else
     if constexpr (XRED) {
     // each lane's l holds its own positions' weights: the group's sum (lanes at distance < XR
     // hold the same positions, so only distances >= XR are added)
@@ -451,6 +586,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
         for (int off = GS / 2; off >= XR; off >>= 1) l[h] += __shfl_xor_sync(0xffffffffu, l[h], off);
     }
+#endif
 
     // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
     // shared memory, one thread per (head, group) for its weight exp(m_g - M), then every
@@ -488,6 +624,20 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
         for (int hh = 0; hh < MRG_H; ++hh) {
             if (h0 + hh >= HPB) break;
+#if MMA
+            // the lanes of head h0 + hh write their warp's state (state slot: the warp)
+            if (mg != h0 + hh) continue;
+            float* st = mrg + (hh * NGM + wp) * ROW;
+#pragma unroll
+            for (int t = 0; t < MNT; ++t) {
+                st[VD(2 * mc, t)] = o[t][0];
+                st[VD(2 * mc + 1, t)] = o[t][1];
+            }
+            if (mc == 0) {
+                st[HEAD_DIM] = m;
+                st[HEAD_DIM + 1] = l;
+            }
+#else
             if (!writer) continue;
             float* st = mrg + (hh * NGM + gm) * ROW;
 #pragma unroll
@@ -496,6 +646,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 st[HEAD_DIM] = m[h0 + hh];
                 st[HEAD_DIM + 1] = l[h0 + hh];
             }
+#endif
         }
         __syncthreads();
         const int nh = min(MRG_H, HPB - h0);
