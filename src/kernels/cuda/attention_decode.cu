@@ -139,6 +139,7 @@
 #error "KV_STAGES: split-KV (ALGO 2) only, and instead of PIPE"
 #endif
 // ALGO 2 without a window: block 0 loads chunk 0 before reading the position (N_CTX bounds it)
+// (not with MMA: tried offline, 159 -> 189 registers on the 8B shape, or spills at 3 blocks per SM)
 #if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES && !MMA
 #define PRELOAD 1
 #else
