@@ -154,7 +154,8 @@ public:
             else if (cc < 80) why = fmt::format("compute capability {}.{}: no mma.sync f16", d_.cc_major, d_.cc_minor);
             else if (o_.kv_f32) why = "--kv-f32: the mma kernel reads a half KV cache";
             else if (!g_.norm_warp) why = "norm.reduce=tree: the mma kernel's softmax uses warp shuffles";
-            else if (c_.head_dim % 64 != 0 || c_.head_dim > 256) why = fmt::format("head_dim {} not a multiple of 64 <= 256", c_.head_dim);
+            else if (c_.head_dim != 64 && c_.head_dim != 128)  // 256: 255 registers and spills (sm_80, offline)
+                why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
             else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the tiles' rows)", qpg);
             else if (o_.attn_pipe > 0 || o_.attn_kv_stages > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
                 why = "--attn-pipe, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";

@@ -36,7 +36,7 @@
 //   KV_STAGES (0 default; N >= 2, ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through an N-deep ring in
 //   dynamic shared memory (smem = N * 2 * TILE * BLOCK * 16 bytes) filled by per-thread 16-byte
 //   cp.async, N - 1 chunks in flight; no chunk-0 preload
-//   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM % 64 == 0):
+//   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM 64 or 128):
 //   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
 //   q and the softmax weights rounded to f16 (see "MMA" in the loop); sm_80+
 //   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
@@ -123,8 +123,8 @@
 #endif
 #if MMA
 #if ALGO != 2 || PIPE || KV_STAGES || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
-    HEAD_DIM > 256 || BLOCK % 32 != 0 || KV_LOAD != 16
-#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM a multiple of 64 <= 256, 16-byte loads, no PIPE/KV_STAGES/MERGE_WARP"
+    HEAD_DIM > 128 || BLOCK % 32 != 0 || KV_LOAD != 16
+#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM 64 or 128, 16-byte loads, no PIPE/KV_STAGES/MERGE_WARP"
 #endif
 #define MKU (HEAD_DIM / 32)  // K: 16-byte loads per position and lane (each serves two k-steps)
 #define MVU (HEAD_DIM / 64)  // V: 16-byte loads per row and lane
