@@ -54,10 +54,12 @@ struct GpuFlags {
                        "with --force-variant batch.small=gemv: batch steps of up to N rows take the gemv list (default 1)")
             ->check(CLI::Range(1, 64));
         app.add_option("--attn-chunk", attn_chunk,
-                       "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128)")
+                       "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128; "
+                       "attn.decode=mma: 64, 16 per warp)")
             ->check(CLI::IsMember({0, 32, 64, 128, 256}));
         app.add_option("--attn-splits", attn_splits,
-                       "tuning: split-KV decode attention blocks per kv head (0 = SMs / kv heads)")
+                       "tuning: split-KV decode attention blocks per query-head set along the context (0 = about 2 "
+                       "resident blocks per SM for 1-2 query heads per block, else 1; attn.decode=mma: about 3)")
             ->check(CLI::Range(0, 1024));
         app.add_option("--attn-heads-per-block", attn_heads_per_block,
                        "tuning: decode attention query heads per block, a divisor of the heads per kv head "

@@ -74,8 +74,8 @@ struct ScheduleOptions {
     int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: every gemv grid at most N blocks per SM (0: gate gemv.grid)
     int gemv_grid_max = 0;                       // tests: cap the gemv grid at N blocks (blocks loop over passes)
     int batch_small_rows = 1;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
-    int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128)
-    int attn_splits = 0;                         // --attn-splits: split-KV blocks per kv head (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1)
+    int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128; mma 64)
+    int attn_splits = 0;                         // --attn-splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1; mma 3)
     int attn_heads_per_block = 0;                // --attn-heads-per-block: decode attention query heads per block (0: 1 split, all onepass)
     int attn_pipe = 0;                           // --attn-pipe: split-KV blocks load their next chunk before using this one
     int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
