@@ -159,6 +159,9 @@ const Variant kVariants[] = {
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
     {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
+    // one weight row per warp item (--gemv-rows 1; gate/up keep their pair): for row counts that
+    // 2-row sets spread unevenly over the warps (8B q/k/v: 3072 sets on 2112 warps)
+    {"gated+fused+bulk+rows1", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows = 1}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},
