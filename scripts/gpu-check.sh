@@ -18,7 +18,8 @@
 #   bulk    : golden with gemv.load=bulk (with and without PDL)
 #   prepared: the switches built without device time and still off: modes with batch.small=gemv,
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
-#   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores)
+#   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
+#             modes with attn.prefill=rows
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
@@ -202,6 +203,9 @@ mma)
         GTEST_FILTER='-Stories260K*'
     cuda_test modes-attn-mma prefill_modes_test "prompt modes with attn.decode=mma (600-position prompts decoded token by token)" \
         JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    # and the batch phase's SIMT attention sibling (attention_decode.cu BATCH=1, whose reduction and
+    # exp2 changed in session 8; the default batch attention is attention_prefill's mma)
+    cuda_test modes-prefill-rows prefill_modes_test "prompt modes with attn.prefill=rows" JITLLM_TEST_CUDA_FORCE=attn.prefill=rows
     ;;
 bulk)
     # gemv.load=bulk (cp.async.bulk rings for decode's split-layout gemvs); run `kernels` too: its
