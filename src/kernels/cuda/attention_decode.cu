@@ -201,7 +201,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
     __shared__ __align__(16) float sm[MRG_FLOATS > RED_FLOATS ? MRG_FLOATS : RED_FLOATS];
-    __shared__ float wgt[MRG_H * NGM];  // merge weights exp(m_g - M) per head and group
+    __shared__ float wgt[MRG_H * NGM];  // merge weights 2^(m_g - M) per head and group
     float* red = sm;
     float* mrg = sm;
     (void)red;
@@ -590,7 +590,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #endif
 
     // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
-    // shared memory, one thread per (head, group) for its weight exp(m_g - M), then every
+    // shared memory, one thread per (head, group) for its weight 2^(m_g - M), then every
     // output dim of the round's heads in parallel (groups in order)
     constexpr int ROW = HEAD_DIM + 2;
 #if MERGE_WARP
@@ -655,8 +655,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             const int hh = idx / NGM;
             float M = -JL_INF;
             for (int g = 0; g < NGM; ++g) M = fmaxf(M, mrg[(hh * NGM + g) * ROW + HEAD_DIM]);
-            const float mg = mrg[idx * ROW + HEAD_DIM];
-            wgt[idx] = mg == -JL_INF ? 0.0f : exp2f(mg - M);  // 0 for empty groups
+            const float m_g = mrg[idx * ROW + HEAD_DIM];
+            wgt[idx] = m_g == -JL_INF ? 0.0f : exp2f(m_g - M);  // 0 for empty groups
         }
         __syncthreads();
         for (int idx = tid; idx < nh * HEAD_DIM; idx += BLOCK) {
