@@ -32,6 +32,10 @@ struct DeviceInfo {
     int mem_bus_bits = 0;   // global memory bus width; 0 when unknown
     bool measured = false;  // true: read from a device; false: for_target figures
 
+    // Compute capability as one number: 90 for 9.0.
+    int cc() const { return cc_major * 10 + cc_minor; }
+    // Shared memory one block may use (the opt-in maximum when there is one).
+    int max_shared_block() const { return max_shared_per_block_optin > max_shared_per_block ? max_shared_per_block_optin : max_shared_per_block; }
     // Theoretical DRAM bandwidth in GB/s (2 transfers per clock), 0 when unknown.
     double peak_bw_gb_s() const;
     // One line: "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB, L2 60.0 MiB, 4.8 TB/s peak)".

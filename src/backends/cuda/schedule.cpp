@@ -105,7 +105,7 @@ public:
         // Tensor-core gate for the batched-prefill matrix-matrix products (prefill issue): decided
         // and printed now so the gate exists before any kernel uses it.
         {
-            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const int cc = d_.cc();
             std::string why;
             const bool mma = gemm_mma_supported(GgmlType::F16, cc, &why);
             g_.gemm_mma = forced("gemm.mma", "mma", "simt", mma,
@@ -115,7 +115,7 @@ public:
                                      : why);
         }
         {
-            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const int cc = d_.cc();
             const bool wg = g_.gemm_mma && gemm_mma_level(GgmlType::F16, cc) >= 2;
             g_.gemm_wgmma = forced("gemm.wgmma", "wgmma", "mma", wg,
                                    wg ? "sm_90: wgmma.mma_async from shared memory (sm_90a) for F16/BF16 and quantized "
@@ -126,7 +126,7 @@ public:
         {
             // Batch-phase attention: flash-attention-2 style tiles on mma.sync (attention_prefill.cu)
             // or one block per (kv head, row) on SIMT units (attention_decode.cu BATCH=1)
-            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const int cc = d_.cc();
             const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
             std::string why;
             if (cc < 80) why = fmt::format("compute capability {}.{}: no mma.sync f16 / cp.async", d_.cc_major, d_.cc_minor);
@@ -147,7 +147,7 @@ public:
             // kv head and split, every query head of the group as a row of m16n8k16 tiles, K and V
             // used as B fragments as loaded (no f16 -> f32 conversions); q and the weights rounded to
             // f16 as in attention_prefill. Built and compiled without a GPU in session 8: off until measured.
-            const int cc = d_.cc_major * 10 + d_.cc_minor;
+            const int cc = d_.cc();
             const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
             std::string why;
             if (!g_.attn_split) why = "attn.algo=onepass: the tensor-core kernel is split-KV";
@@ -327,7 +327,7 @@ public:
         bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
     };
     Bulk bulk_shape(GgmlType t, int cols, int dr, int warps, int64_t x_bytes) const {
-        const int64_t room = int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin)) -
+        const int64_t room = int64_t(d_.max_shared_block()) -
                              (x_bytes + 127) / 128 * 128 - 2048;
         const int budget = int(std::min<int64_t>(room, int64_t(o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200) * 1024));
         // bytes of `c` columns of a row: split Q4_0 / Q8_0 quants + f16 scales, or plain elements
@@ -465,7 +465,7 @@ private:
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
-                            int64_t(std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
+                            int64_t(d_.max_shared_block());
         // gemv.load=bulk: decode's gemvs (a warp per row set) stream their rows into per-warp
         // shared-memory rings, one block per SM; by default the split-layout gemvs of >= 4096
         // columns and rows; forced: every split-layout gemv and every plain-type one with x in
@@ -519,7 +519,7 @@ private:
             if (!b.fits)
                 fail_usage("gemv.load=bulk with {} threads and {} rows per warp: {} bytes of rings beside x do not fit "
                            "the {} bytes of shared memory per block (lower --gemv-block or --gemv-rows)",
-                           block, r, b.ring_bytes, std::max(d_.max_shared_per_block, d_.max_shared_per_block_optin));
+                           block, r, b.ring_bytes, d_.max_shared_block());
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             bulk_ring = b.ring_bytes;
         } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
@@ -627,7 +627,7 @@ private:
             return;
         }
         const bool f32w = s.wtype == GgmlType::F32;
-        const int cc = d_.cc_major * 10 + d_.cc_minor;
+        const int cc = d_.cc();
         s.wsplit = split(g.w);
         s.mma = g_.gemm_mma && !f32w && gemm_mma_supported(s.wtype, cc) ? 1 : 0;
         KArg x = slot(g.x);
@@ -709,7 +709,7 @@ private:
         if (small_) return false;  // gemv products read float activations
         if (!is(i, K::AttnQkv) && !is(i, K::FfnGateUp) && !is(i, K::Output)) return false;
         if (!g_.gemm_mma || !g_.gemm_wgmma) return false;
-        const int cc = d_.cc_major * 10 + d_.cc_minor;
+        const int cc = d_.cc();
         const WeightTensor* first = nullptr;
         for (size_t j = 0; j < 3 && j < t(i).w.size(); ++j) {
             const WeightTensor* w = t(i).w[j];
@@ -1058,6 +1058,7 @@ private:
                 const int kv_bytes = o_.kv_f32 ? 4 : 2;
                 const int kv_load = hpb > 4 && kv_bytes == 2 && !g_.attn_decode_mma ? 8 : 16;
                 int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
+                int ch = 0, per_sm = 1;  // split: positions per chunk, resident blocks per SM
                 if (g_.attn_decode_mma) {
                     // 16 positions per warp and chunk (--attn-chunk: 16 x warps, default 64: 4 warps);
                     // resident blocks per SM estimated at 160 registers a thread (159 on the 8B shape,
@@ -1067,9 +1068,8 @@ private:
                         fail_usage("--attn-chunk {} with attn.decode=mma: expected a multiple of 16 in 32..512", chunk);
                     block = 2 * chunk;
                     tile = 1;
-                    const int per_sm = std::max(1, 65536 / (160 * block));
-                    const int splits = std::max(1, per_sm * d_.sm_count / c_.n_kv_heads);
-                    n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + chunk - 1) / chunk));
+                    ch = chunk;
+                    per_sm = std::max(1, 65536 / (160 * block));
                 } else if (g_.attn_split) {
                     block = 256;
                     const int vec = kv_load / kv_bytes;
@@ -1078,12 +1078,15 @@ private:
                     const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
                     tile = std::max(1, std::min(8, chunk / ng));
                     if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (hpb * block)));  // tree: smem
-                    const int ch = ng * tile;
-                    // --attn-splits: blocks per query-head set along the context (default: about two
-                    // resident blocks per SM for 1-2 heads per block (<= 128 registers), one for more;
-                    // H200, 8B Q8_0, one head per block, tg128 at depth 4096, session 8: 16 splits
-                    // (512 blocks, two waves) 361.05, 8 splits (256) 375.90, 6: 363.96, 4: 350.01)
-                    const int per_sm = hpb <= 2 ? 2 : 1;
+                    ch = ng * tile;
+                    // about two resident blocks per SM for 1-2 heads per block (<= 128 registers), one
+                    // for more; H200, 8B Q8_0, one head per block, tg128 at depth 4096, session 8: 16
+                    // splits (512 blocks, two waves) 361.05, 8 splits (256) 375.90, 6: 363.96, 4: 350.01
+                    per_sm = hpb <= 2 ? 2 : 1;
+                }
+                // --attn-splits: blocks per query-head set along the context (default: the resident
+                // blocks fill the SMs once), at most one per chunk
+                if (g_.attn_split) {
                     const int splits = std::max(1, per_sm * d_.sm_count / (c_.n_kv_heads * hsplit));
                     n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
                 }
@@ -1101,7 +1104,7 @@ private:
                 // --attn-kv-stages N: K/V chunks through an N-deep cp.async ring in shared memory
                 int kv_stages = 0;
                 if (o_.attn_kv_stages > 0 && g_.attn_split) {
-                    const int cc = d_.cc_major * 10 + d_.cc_minor;
+                    const int cc = d_.cc();
                     if (cc < 80) fail_usage("--attn-kv-stages {}: needs cp.async (compute capability 8.0+)", o_.attn_kv_stages);
                     if (o_.attn_pipe > 0) fail_usage("--attn-kv-stages and --attn-pipe: one or the other");
                     if (kv_load != 16)
