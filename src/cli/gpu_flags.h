@@ -66,9 +66,10 @@ struct GpuFlags {
                        "(0 = auto: 1 for split-KV attention, all of a kv head's heads for one-pass)")
             ->check(CLI::Range(0, 256));
         app.add_option("--attn-pipe", attn_pipe,
-                       "tuning: split-KV decode attention blocks load their next chunk before using the current one, 0 or 1 "
-                       "(default 0; long contexts)")
-            ->check(CLI::Range(0, 1));
+                       "tuning: split-KV decode attention blocks load their next chunk before using the current one: 1 into "
+                       "a second register set, 2 into the current chunk's K registers after its dot products and V registers "
+                       "after its V sum (default 0; long contexts)")
+            ->check(CLI::Range(0, 2));
         app.add_option("--attn-kv-stages", attn_kv_stages,
                        "tuning: split-KV decode attention streams K/V chunks through an N-deep cp.async ring in shared "
                        "memory, 2 to 4 (default 0: loads into registers; long contexts)")
@@ -79,7 +80,8 @@ struct GpuFlags {
         app.add_option("--gemv-grid-per-sm", gemv_grid_per_sm,
                        "tuning: at most N blocks per SM for every gemv, each looping over its rows (0 = gate gemv.grid)")
             ->check(CLI::Range(0, 32));
-        app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto)")
+        app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto; the q/k/v gemv with RoPE fused rounds an odd "
+                       "count up: rotation pairs)")
             ->check(CLI::Range(0, 8));
         app.add_option("--gemv-split-pipe", gemv_split_pipe,
                        "tuning: split-layout gemv loads one step ahead, 0 or 1 (-1 = auto)")

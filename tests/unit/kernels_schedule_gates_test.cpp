@@ -485,6 +485,10 @@ TEST(ScheduleGates, AttentionDecodeOnTensorCores) {
     f = o;
     f.attn_pipe = 1;
     EXPECT_THROW(split_attn(16384, f), std::exception);
+    f.attn_pipe = 2;  // the next chunk into the current one's registers: ~192 registers, 2 blocks per SM
+    const KernelStep p2 = split_attn(16384, f);
+    EXPECT_TRUE(has_define(p2.variant, "PIPE", "2"));
+    EXPECT_EQ(p2.grid.y, 2u * 132 / 2);
     f = o;
     f.force["attn.algo"] = "onepass";
     EXPECT_THROW(split_attn(16384, f), std::exception);

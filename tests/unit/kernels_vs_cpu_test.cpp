@@ -142,6 +142,8 @@ const Variant kVariants[] = {
     // to f16); 4 warps per block, and 2 warps over 3 blocks (several chunks per block)
     {"gated+attn-mma", {.force = gated({{"attn.decode", "mma"}})}},
     {"gated+attn-mma+chunk32+splits3", {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3}},
+    {"gated+attn-mma+pipe2+chunk32+splits3",
+     {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3, .attn_pipe = 2}},
     {"gated+attn-all-heads-per-block", {.force = gated({}), .attn_heads_per_block = kAllHeads}},
     {"gated+attn-2-heads-per-block+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2}},
@@ -152,6 +154,10 @@ const Variant kVariants[] = {
     {"gated+attn-pipe", {.force = gated({}), .attn_splits = 16, .attn_pipe = 1}},
     {"gated+attn-pipe+all-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = kAllHeads, .attn_pipe = 1}},
+    // --attn-pipe 2: the next chunk's K and V into the current chunk's registers after each half's use
+    {"gated+attn-pipe2", {.force = gated({}), .attn_splits = 16, .attn_pipe = 2}},
+    {"gated+attn-pipe2+2-heads+chunk32+splits3",
+     {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_pipe = 2}},
     // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)
     {"gated+attn-kv-stages3", {.force = gated({}), .attn_kv_stages = 3}},
     {"gated+attn-kv-stages2+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2}},

@@ -157,8 +157,8 @@ public:
             else if (c_.head_dim != 64 && c_.head_dim != 128)  // 256: 255 registers and spills (sm_80, offline)
                 why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
             else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the tiles' rows)", qpg);
-            else if (o_.attn_pipe > 0 || o_.attn_kv_stages > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
-                why = "--attn-pipe, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
+            else if (o_.attn_pipe == 1 || o_.attn_kv_stages > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
+                why = "--attn-pipe 1, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
             const bool ok = why.empty();
             g_.attn_decode_mma = forced("attn.decode", "mma", "simt", false,
                                         ok ? "tensor-core split-KV decode attention not yet measured on a GPU "
@@ -482,7 +482,10 @@ private:
         const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : bulk ? 512 : 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
-        const int r = o_.gemv_rows > 0 ? o_.gemv_rows : bulk && g.epi == 2 ? 1 : 2;
+        // (RoPE in the epilogue: an even count, the rotation pairs (2i, 2i + 1) within a pass;
+        // --gemv-rows 1 and 3 become 2 and 4 there)
+        int r = o_.gemv_rows > 0 ? o_.gemv_rows : bulk && g.epi == 2 ? 1 : 2;
+        if (g.rope && r % 2 != 0) ++r;
         const int rpb = warp ? (block / 32) * r : r;
         const bool bias = !g.bias.empty() && g.bias[0];
         Variant v("cuda/gemv.cu", "");
@@ -1062,14 +1065,15 @@ private:
                 if (g_.attn_decode_mma) {
                     // 16 positions per warp and chunk (--attn-chunk: 16 x warps, default 64: 4 warps);
                     // resident blocks per SM estimated at 160 registers a thread (159 on the 8B shape,
-                    // 88 at head dim 64): 3 of 128 threads
+                    // 88 at head dim 64): 3 of 128 threads; --attn-pipe 2 (the next chunk's K and V
+                    // held during this one's work): 192 (191 on the 8B shape), 2 of 128 threads
                     const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 64;
                     if (chunk % 16 != 0 || chunk < 32 || chunk > 512)
                         fail_usage("--attn-chunk {} with attn.decode=mma: expected a multiple of 16 in 32..512", chunk);
                     block = 2 * chunk;
                     tile = 1;
                     ch = chunk;
-                    per_sm = std::max(1, 65536 / (160 * block));
+                    per_sm = std::max(1, 65536 / ((o_.attn_pipe == 2 ? 192 : 160) * block));
                 } else if (g_.attn_split) {
                     block = 256;
                     const int vec = kv_load / kv_bytes;
@@ -1100,7 +1104,7 @@ private:
                 if (g_.attn_decode_mma) v.set("MMA", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
-                if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", 1);
+                if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", o_.attn_pipe);
                 // --attn-kv-stages N: K/V chunks through an N-deep cp.async ring in shared memory
                 int kv_stages = 0;
                 if (o_.attn_kv_stages > 0 && g_.attn_split) {
@@ -1128,7 +1132,7 @@ private:
                 if (g_.attn_split) {
                     // partial states per split; the last block of each kv head combines them
                     // (attention_decode.cu: a ticket counter per block x, zeroed at allocation)
-                    const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 2) * 4;
+                    const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 4) * 4;  // 16-byte rows
                     s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
                     s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads * hsplit) * 4);
                     // (scratch traffic, 2 * sb at most, only when more than one block is active:

@@ -36,23 +36,27 @@
 //   KV_STAGES (0 default; N >= 2, ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through an N-deep ring in
 //   dynamic shared memory (smem = N * 2 * TILE * BLOCK * 16 bytes) filled by per-thread 16-byte
 //   cp.async, N - 1 chunks in flight; no chunk-0 preload
-//   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM 64 or 128):
+//   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM 64 or 128,
+//   PIPE 0 or 2):
 //   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
 //   q and the softmax weights rounded to f16 (see "MMA" in the loop); sm_80+
 //   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
 //   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
-//   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread)
+//   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread;
+//   2: no second set: the next chunk's K rows are loaded into K's registers as soon as this
+//   chunk's dot products have used them, its V rows into V's after the V sum, so each load is in
+//   flight during the other half's work)
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
 // args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
 //          cache of sequence seq_ptr[r] (causal within a prompt chunk)
 //                  floats; caches: [n_ctx][N_KV_HEADS * HEAD_DIM] KV_T (this layer's base);
-//                  scratch (ALGO=2): N_HEADS * N_SPLITS * (HEAD_DIM + 2) floats; scratch and
+//                  scratch (ALGO=2): N_HEADS * N_SPLITS * (HEAD_DIM + 4) floats (rows of + 2 without MMA); scratch and
 //                  tickets unused (ALGO=1)
 //          PRECOND: 16-byte aligned pointers; 0 <= *pos_ptr < n_ctx.
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 2 * sizeof(KV_T) + 2 * N_HEADS * HEAD_DIM * 4
-//          (+ 2 * N_HEADS * min(N_SPLITS, chunks) * (HEAD_DIM + 2) * 4 for ALGO=2, > 1 chunk)
+//          (+ 2 * N_HEADS * min(N_SPLITS, chunks) * (HEAD_DIM + 4) * 4 for ALGO=2, > 1 chunk)
 // reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (one and several active
 //            blocks, windows), tests/golden/prefill_modes_test.cpp (600-position prompts)
 
@@ -122,9 +126,9 @@
 #define MMA 0
 #endif
 #if MMA
-#if ALGO != 2 || PIPE || KV_STAGES || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
+#if ALGO != 2 || PIPE == 1 || KV_STAGES || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
     HEAD_DIM > 128 || BLOCK % 32 != 0 || KV_LOAD != 16
-#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM 64 or 128, 16-byte loads, no PIPE/KV_STAGES/MERGE_WARP"
+#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM 64 or 128, 16-byte loads, no PIPE 1/KV_STAGES/MERGE_WARP"
 #endif
 #define MKU (HEAD_DIM / 32)  // K: 16-byte loads per position and lane (each serves two k-steps)
 #define MVU (HEAD_DIM / 64)  // V: 16-byte loads per row and lane
@@ -307,7 +311,48 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
         }
     };
-#if PIPE
+    // PIPE 2: one of K or V of a later chunk c (> 0: never the preloaded chunk 0) into rows xt
+    auto half_load = [&](int c, const KV_T* base, uint4* xt) {
+#pragma unroll
+        for (int t = 0; t < TILE; ++t) {
+            const int p = c * CH + t * NG + gi;
+            xt[t] = p >= first && p < end ? kv_load(base + (unsigned long long)p * KV_DIM) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    (void)half_load;
+#if MMA
+    // warp wp's rows of chunk c: K of positions pw + 8 j + mg (lane mc: dims 32 u + 8 mc .. + 7,
+    // the B fragments of k-steps 2u, 2u + 1 as they are); V of rows pw + 2 mc, +1, +8, +9 at dims
+    // 64 x + 8 mg .. + 7 (a warp's load: 128 contiguous bytes per row). Rows outside [first, end)
+    // are zero (V must be: its products meet zero weights).
+    uint4 kq[2][MKU], vq[4][MVU];
+    auto mma_load_k = [&](int c) {
+        const int pw = c * CH + 16 * wp;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = pw + 8 * j + mg;
+            const bool ok = p >= first && p < end;
+            const KV_T* kr = k_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + kvh * HEAD_DIM + 8 * mc;
+#pragma unroll
+            for (int u = 0; u < MKU; ++u) kq[j][u] = ok ? kv_load(kr + 32 * u) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto mma_load_v = [&](int c) {
+        const int pw = c * CH + 16 * wp;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int p = pw + 2 * mc + (r & 1) + 8 * (r >> 1);
+            const bool ok = p >= first && p < end;
+            const KV_T* vr = v_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + kvh * HEAD_DIM + 8 * mg;
+#pragma unroll
+            for (int x = 0; x < MVU; ++x) vq[r][x] = ok ? kv_load(vr + 64 * x) : make_uint4(0, 0, 0, 0);
+        }
+    };
+#if PIPE == 2
+    mma_load_k(c_lo + (int)blockIdx.y);
+    mma_load_v(c_lo + (int)blockIdx.y);
+#endif
+#elif PIPE
     chunk_load(c_lo + (int)blockIdx.y, kw, vw);
 #endif
 #if KV_STAGES
@@ -340,33 +385,21 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
         const int p0 = c * CH;
 #if MMA
-        // MMA: warp wp takes positions pw .. pw + 15 of the chunk. S = Q K^T on two n8 tiles of
-        // positions (tile j, column g <-> position pw + 8 j + g: lane group g loads that
-        // position's K, lane mc its dims 32 u + 8 mc .. + 7, the B fragments of k-steps 2u, 2u + 1
-        // as they are), then the online softmax per head (row), then O += P V with P as the A
-        // fragment straight from S's accumulators (k <-> positions pw + 0..15) and V as B: lane
-        // (g, mc) loads rows pw + 2mc, +1, +8, +9 at dims 64 x + 8 g .. + 7 (a warp's load: 128
-        // contiguous bytes per row) and pairs them per dim (byte_perm): column g of output tile t
-        // <-> dim VD(g, t) = 64 (t / 8) + 8 g + t % 8. Rows outside [first, end) are zero (V must
-        // be: its products meet zero weights). No conversion instructions.
+        // MMA: warp wp takes positions pw .. pw + 15 of the chunk (K and V rows: mma_load_k/v).
+        // S = Q K^T on two n8 tiles of positions (tile j, column g <-> position pw + 8 j + g),
+        // then the online softmax per head (row), then O += P V with P as the A fragment straight
+        // from S's accumulators (k <-> positions pw + 0..15) and V as B, its rows paired per dim
+        // (byte_perm): column g of output tile t <-> dim VD(g, t) = 64 (t / 8) + 8 g + t % 8.
+        // No conversion instructions.
         const int pw = p0 + 16 * wp;
-        uint4 kq[2][MKU], vq[4][MVU];
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = pw + 8 * j + mg;
-            const bool ok = p >= first && p < end;
-            const KV_T* kr = k_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + kvh * HEAD_DIM + 8 * mc;
-#pragma unroll
-            for (int u = 0; u < MKU; ++u) kq[j][u] = ok ? kv_load(kr + 32 * u) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int p = pw + 2 * mc + (r & 1) + 8 * (r >> 1);
-            const bool ok = p >= first && p < end;
-            const KV_T* vr = v_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + kvh * HEAD_DIM + 8 * mg;
-#pragma unroll
-            for (int x = 0; x < MVU; ++x) vq[r][x] = ok ? kv_load(vr + 64 * x) : make_uint4(0, 0, 0, 0);
-        }
+#if PIPE == 2
+        // this chunk's K and V are in kq, vq (before the loop or during the last trip)
+        const int c_next = c + N_SPLITS;
+        const bool more = c_next <= c_hi;  // block-uniform
+#else
+        mma_load_k(c);
+        mma_load_v(c);
+#endif
         float sc[2][2];  // head mg, positions pw + 8 j + 2 mc + i
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -377,6 +410,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 mma_rows8(sc[j][0], sc[j][1], qa[2 * u + 1][0], qa[2 * u + 1][1], kq[j][u].z, kq[j][u].w);
             }
         }
+#if PIPE == 2
+        if (more) mma_load_k(c_next);  // K is used: the next chunk's in flight during softmax and P V
+#endif
         float mx = -JL_INF;
 #pragma unroll
         for (int j = 0; j < 2; ++j)
@@ -412,8 +448,15 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             const uint32_t b1 = __byte_perm(u4_word(vq[2][x], wi), u4_word(vq[3][x], wi), sel);
             mma_rows8(o[t][0], o[t][1], pa0, pa2, b0, b1);
         }
+#if PIPE == 2
+        if (more) mma_load_v(c_next);  // in flight during the next trip's S = Q K^T
+#endif
 #else
-#if PIPE
+#if PIPE == 2
+        // chunk c's K and V are in kw, vw already (loaded before the loop or during the last trip)
+        const int c_next = c + N_SPLITS;
+        const bool more = c_next <= c_hi;  // block-uniform
+#elif PIPE
         // the block's next chunk goes out before this one is used (a second register set)
         uint4 kn[TILE], vn[TILE];
         const bool more = c + N_SPLITS <= c_hi;
@@ -448,6 +491,11 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 s[h][t] = a;
             }
         }
+#if PIPE == 2
+        // K is used: the next chunk's K goes into its registers now, in flight during the
+        // reduction, the softmax and the V sum (V's next rows follow the V sum)
+        if (more) half_load(c_next, kb, kw);
+#endif
         // sum the partial dots over the GS threads of each position group
         // XRED: transposed reduction: each halving exchange (lane distance GS/2, GS/4, ..) sends half of
         // a lane's remaining partial dots and adds the partner's other half, so after log2(TILE)
@@ -566,7 +614,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             m[h] = mn;
         }
         }
-#if PIPE
+#if PIPE == 2
+        if (more) half_load(c_next, vb, vw);  // in flight during the next trip's dot products
+#elif PIPE
         if (more) {
 #pragma unroll
             for (int t = 0; t < TILE; ++t) kw[t] = kn[t], vw[t] = vn[t];
@@ -593,6 +643,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // shared memory, one thread per (head, group) for its weight 2^(m_g - M), then every
     // output dim of the round's heads in parallel (groups in order)
     constexpr int ROW = HEAD_DIM + 2;
+    // a partial state in scratch; MMA: 16-byte rows for the float4 merge below (the SIMT kernel keeps
+    // HEAD_DIM + 2 and the scalar merge: with the float4 one, H200 8B Q8_0 tg128 at depth 4096 fell
+    // 379.1 -> 369.2, session 9; MMA at 16 splits rose 362.9 -> 368.3)
+    constexpr int SROW = MMA ? HEAD_DIM + 4 : HEAD_DIM + 2;
 #if MERGE_WARP
     // groups gi ^ (off / GS) of a warp hold the same dims: merge pairwise at lane distance
     // GS, 2 GS, .. 16 (every lane ends with its warp's state), then one writer group per warp
@@ -670,7 +724,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
             const int hq = hb + h0 + hh;
             if (ALGO == 2 && n_active > 1) {
-                float* sc = scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * ROW;
+                float* sc = scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
                 sc[d] = O;
                 if (d == 0) {
                     sc[HEAD_DIM] = M;
@@ -700,7 +754,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     __shared__ float wsm[HPB * N_SPLITS], lss[HPB * N_SPLITS], lsm[HPB];
     for (int idx = tid; idx < HPB * n_active; idx += BLOCK) {
         const int h = idx / n_active, sp = idx % n_active;
-        const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * (HEAD_DIM + 2);
+        const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * SROW;
         wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
         lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
     }
@@ -718,13 +772,30 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         lsm[tid] = L;
     }
     __syncthreads();
+    if constexpr (!MMA) {
     for (int idx = tid; idx < HPB * HEAD_DIM; idx += BLOCK) {
         const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * (HEAD_DIM + 2) + d;
+        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
         float O = 0.0f;
 #pragma unroll 8
-        for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * (HEAD_DIM + 2)) * wsm[h * N_SPLITS + sp];
+        for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * SROW) * wsm[h * N_SPLITS + sp];
         out[(hb + h) * HEAD_DIM + d] = O / lsm[h];
+    }
+    } else {
+    // MMA: four dims per thread (16-byte loads, up to 16 splits' in flight at once)
+    for (int idx = tid; idx < HPB * HEAD_DIM / 4; idx += BLOCK) {
+        const int h = idx / (HEAD_DIM / 4), d = 4 * (idx % (HEAD_DIM / 4));
+        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
+        float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+        for (int sp = 0; sp < n_active; ++sp) {
+            const float4 x = __ldcg(reinterpret_cast<const float4*>(sc + sp * SROW));
+            const float w = wsm[h * N_SPLITS + sp];
+            O.x += x.x * w, O.y += x.y * w, O.z += x.z * w, O.w += x.w * w;
+        }
+        const float L = lsm[h];
+        *reinterpret_cast<float4*>(out + (hb + h) * HEAD_DIM + d) = make_float4(O.x / L, O.y / L, O.z / L, O.w / L);
+    }
     }
     if (tid == 0) tickets[bx] = 0u;
 #endif
