@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_one_trip = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -31,9 +31,12 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, attn.decode=mma|simt); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, attn.decode=mma|simt, attn.merge=cluster|ticket); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
+        app.add_flag("--attn-merge-one-trip", attn_merge_one_trip,
+                     "tuning: the last split-KV attention block reads every split's partial state in one round trip "
+                     "(default: the splits' maxima and sums first, then their outputs; not yet measured)");
         app.add_flag("--attn-warp-merge", attn_warp_merge,
                      "tuning: decode attention merges the position groups of a warp by shuffles first (measured 1-2 % slower on the H200)");
         app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
@@ -104,6 +107,7 @@ struct GpuFlags {
         ScheduleOptions s;
         s.fuse = !no_fuse;
         s.attn_warp_merge = attn_warp_merge;
+        s.attn_merge_one_trip = attn_merge_one_trip;
         s.attn_chunk = attn_chunk;
         s.batch_small_rows = batch_small_rows;
         s.attn_splits = attn_splits;

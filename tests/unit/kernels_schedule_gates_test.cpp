@@ -494,6 +494,33 @@ TEST(ScheduleGates, AttentionDecodeOnTensorCores) {
     EXPECT_THROW(split_attn(16384, f), std::exception);
 }
 
+// attn.merge=cluster (off by default until measured): the split-KV blocks of a query-head set are
+// launched as one cluster (1 x splits, at most 8) and merge through distributed shared memory;
+// refused below sm_90 and with --attn-splits above 8. The default (ticket) has no cluster.
+TEST(ScheduleGates, AttentionMergeInAThreadBlockCluster) {
+    ScheduleOptions o;
+    const KernelStep t = split_attn(16384, o);
+    EXPECT_FALSE(has_define(t.variant, "CLUSTER", "1"));
+    EXPECT_EQ(t.cluster.x * t.cluster.y * t.cluster.z, 1u);
+    o.force["attn.merge"] = "cluster";
+    const KernelStep c = split_attn(16384, o);
+    EXPECT_TRUE(has_define(c.variant, "CLUSTER", "1"));
+    EXPECT_EQ(c.grid.y, 8u);  // 2 x 132 / 32 = 8: one portable cluster
+    EXPECT_EQ(c.cluster.x, 1u);
+    EXPECT_EQ(c.cluster.y, c.grid.y);
+    o.attn_splits = 3;
+    EXPECT_EQ(split_attn(16384, o).cluster.y, 3u);
+    o.attn_splits = 16;
+    EXPECT_THROW(split_attn(16384, o), std::exception);
+    o.attn_splits = 0;
+    o.force["attn.decode"] = "mma";  // with the tensor-core kernel: 3 x 132 / 2 would be 198, capped
+    const KernelStep m = split_attn(16384, o);
+    EXPECT_EQ(m.grid.y, 8u);
+    EXPECT_EQ(m.cluster.y, 8u);
+    o.force.erase("attn.decode");
+    EXPECT_THROW(split_attn(16384, o, "sm_80"), std::exception);
+}
+
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.

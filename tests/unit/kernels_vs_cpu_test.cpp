@@ -99,10 +99,11 @@ constexpr int kAllHeads = -1;
 struct Variant {
     const char* name;
     ScheduleOptions s;
-    // gates whose chosen side needs sm_90 (cp.async.bulk): not built for older targets
+    // gates whose chosen side needs sm_90 (cp.async.bulk, thread-block clusters): not built for older targets
     bool sm90() const {
         auto it = s.force.find("gemv.load");
-        return it != s.force.end() && it->second == "bulk";
+        auto cl = s.force.find("attn.merge");
+        return (it != s.force.end() && it->second == "bulk") || (cl != s.force.end() && cl->second == "cluster");
     }
 };
 
@@ -154,6 +155,15 @@ const Variant kVariants[] = {
     {"gated+attn-pipe", {.force = gated({}), .attn_splits = 16, .attn_pipe = 1}},
     {"gated+attn-pipe+all-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = kAllHeads, .attn_pipe = 1}},
+    // attn.merge=cluster: the splits of a query-head set merge through distributed shared memory
+    // (default split count; 3 splits of 32-position chunks: several chunks per block, and short
+    // histories where some of a cluster's blocks have no chunk); with the mma kernel
+    {"gated+attn-cluster", {.force = gated({{"attn.merge", "cluster"}})}},
+    // --attn-merge-one-trip: the ticketed merge's loads at once (SIMT: 16 splits on hist2500; mma: float4 rows)
+    {"gated+attn-merge1+splits16", {.force = gated({}), .attn_splits = 16, .attn_merge_one_trip = true}},
+    {"gated+attn-mma+merge1+splits5", {.force = gated({{"attn.decode", "mma"}}), .attn_splits = 5, .attn_merge_one_trip = true}},
+    {"gated+attn-cluster+chunk32+splits3", {.force = gated({{"attn.merge", "cluster"}}), .attn_chunk = 32, .attn_splits = 3}},
+    {"gated+attn-mma+cluster", {.force = gated({{"attn.decode", "mma"}, {"attn.merge", "cluster"}})}},
     // --attn-pipe 2: the next chunk's K and V into the current chunk's registers after each half's use
     {"gated+attn-pipe2", {.force = gated({}), .attn_splits = 16, .attn_pipe = 2}},
     {"gated+attn-pipe2+2-heads+chunk32+splits3",

@@ -344,9 +344,11 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
             if (ph == Phase::Decode && !ablated_.empty() && ablated_[i]) continue;
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
-                ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl);
+                ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,
+                             l.step->cluster);
             } else {
-                ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl);
+                ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,
+                             l.step->cluster);
             }
         }
         if (prof) record(events_[launches.size()]);
@@ -445,7 +447,8 @@ void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
     auto& launches = ph == Phase::Decode ? decode_launches_ : prefill_launches_;
     JITLLM_CHECK(index < launches.size(), "step {} of {}", index, launches.size());
     const Launch& l = launches[index];
-    ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl);
+    ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,
+                             l.step->cluster);
     // the attention split-KV main kernel's partial results are combined by the next launch
     ctx_->synchronize();
 }
@@ -575,9 +578,9 @@ void CudaBackend::batch(const BatchStep& b) {
             const Dim3 grid = l.step->grid_for_rows(rows);
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
-                ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl);
+                ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl, l.step->cluster);
             } else {
-                ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl);
+                ctx_->launch(l.fn, grid, l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl, l.step->cluster);
             }
         }
         if (prof) JITLLM_CUDA_TRY(d, cuEventRecord(events_[n_launch], st));

@@ -263,20 +263,30 @@ void CudaContext::set_max_dynamic_shared(CUfunction f, int bytes) const {
                     cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
-void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl) const {
+void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl, Dim3 cluster) const {
     make_current();
     CUresult r;
-    if (pdl) {
-        CUlaunchAttribute attr{};
-        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
+    const bool clustered = cluster.x * cluster.y * cluster.z > 1;
+    if (pdl || clustered) {
+        CUlaunchAttribute attrs[2]{};
+        unsigned n = 0;
+        if (pdl) {
+            attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+        }
+        if (clustered) {
+            attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attrs[n].value.clusterDim.x = cluster.x;
+            attrs[n].value.clusterDim.y = cluster.y;
+            attrs[n++].value.clusterDim.z = cluster.z;
+        }
         CUlaunchConfig cfg{};
         cfg.gridDimX = grid.x, cfg.gridDimY = grid.y, cfg.gridDimZ = grid.z;
         cfg.blockDimX = block.x, cfg.blockDimY = block.y, cfg.blockDimZ = block.z;
         cfg.sharedMemBytes = smem;
         cfg.hStream = stream_;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        cfg.attrs = attrs;
+        cfg.numAttrs = n;
         r = drv_.cuLaunchKernelEx(&cfg, f, args, nullptr);
     } else {
         r = drv_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, stream_, args, nullptr);
@@ -288,8 +298,9 @@ void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, voi
         auto it = names_.find(f);
         name = it == names_.end() ? "?" : it->second;
     }
-    fail_device("cuLaunchKernel({}, grid [{}, {}, {}], block [{}, {}, {}], smem {}): {}", name,
-                grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, drv_.describe(r));
+    fail_device("cuLaunchKernel({}, grid [{}, {}, {}], block [{}, {}, {}], cluster [{}, {}, {}], smem {}): {}", name,
+                grid.x, grid.y, grid.z, block.x, block.y, block.z, cluster.x, cluster.y, cluster.z, smem,
+                drv_.describe(r));
 }
 
 }  // namespace jitllm

@@ -53,6 +53,7 @@ struct Gates {
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
     bool attn_decode_mma = false;   // attn.decode=mma: split-KV decode attention's dot products on tensor cores
+    bool attn_cluster = false;      // attn.merge=cluster: split-KV blocks merge through distributed shared memory
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
@@ -146,7 +147,9 @@ public:
             // Decode attention's dot products on tensor cores (attention_decode.cu MMA): a block per
             // kv head and split, every query head of the group as a row of m16n8k16 tiles, K and V
             // used as B fragments as loaded (no f16 -> f32 conversions); q and the weights rounded to
-            // f16 as in attention_prefill. Built and compiled without a GPU in session 8: off until measured.
+            // f16 as in attention_prefill. H200, 8B Q8_0 tg128 (session 9): depth 0 411.89 against
+            // 426.97 for simt, depth 4096 346.58 against 379.76; with --attn-pipe 2 and chunks of 128
+            // at 16 splits 421.38 / 379.22 against 425.58 / 379.09: simt.
             const int cc = d_.cc();
             const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
             std::string why;
@@ -161,10 +164,29 @@ public:
                 why = "--attn-pipe 1, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
             const bool ok = why.empty();
             g_.attn_decode_mma = forced("attn.decode", "mma", "simt", false,
-                                        ok ? "tensor-core split-KV decode attention not yet measured on a GPU "
-                                             "(--force-variant attn.decode=mma)"
+                                        ok ? "tensor-core split-KV decode attention measured slower on the H200 (8B Q8_0: "
+                                             "-3.5 % at depth 0, -8.7 % at depth 4096; with --attn-pipe 2 --attn-chunk 128 "
+                                             "-1.0 % / +0.0 %)"
                                            : why);
             if (g_.attn_decode_mma && !ok) fail_usage("--force-variant attn.decode=mma: {}", why);
+        }
+        {
+            // attn.merge=cluster (sm_90): the split-KV blocks of a query-head set form one thread-block
+            // cluster (1 x splits, at most 8: the portable size) and combine their partial states
+            // through distributed shared memory (barrier.cluster, ld.shared::cluster), instead of
+            // scratch in global memory, a fence, an atomic ticket and the last block's loads (`ticket`:
+            // about three dependent L2 round trips after the last block's loop). Built and compiled
+            // without a GPU in session 9: off until measured.
+            const int cc = d_.cc();
+            std::string why;
+            if (!g_.attn_split) why = "attn.algo=onepass: nothing to merge";
+            else if (cc < 90) why = fmt::format("compute capability {}.{}: no thread-block clusters (sm_90+)", d_.cc_major, d_.cc_minor);
+            const bool ok = why.empty();
+            g_.attn_cluster = forced("attn.merge", "cluster", "ticket", false,
+                                     ok ? "split-KV partial states through global scratch and an atomic ticket; the "
+                                          "cluster merge (--force-variant attn.merge=cluster) is not yet measured on a GPU"
+                                        : why);
+            if (g_.attn_cluster && !ok) fail_usage("--force-variant attn.merge=cluster: {}", why);
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -1093,6 +1115,12 @@ private:
                 if (g_.attn_split) {
                     const int splits = std::max(1, per_sm * d_.sm_count / (c_.n_kv_heads * hsplit));
                     n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
+                    // attn.merge=cluster: a cluster holds a query-head set's splits (portable size <= 8)
+                    if (g_.attn_cluster) {
+                        if (o_.attn_splits > 8)
+                            fail_usage("--attn-splits {} with attn.merge=cluster: at most 8 (one cluster)", o_.attn_splits);
+                        n_splits = std::min(n_splits, 8);
+                    }
                 }
                 Variant v("cuda/attention_decode.cu", "");
                 v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
@@ -1102,6 +1130,9 @@ private:
                 if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
                 if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
                 if (g_.attn_decode_mma) v.set("MMA", 1);
+                const bool cluster = g_.attn_cluster && n_splits > 1;
+                if (cluster) v.set("CLUSTER", 1);
+                if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
                 if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", o_.attn_pipe);
@@ -1121,6 +1152,7 @@ private:
                 auto& k = add({i}, (g_.attn_split ? g_.attn_decode_mma ? "split_kv_mma_" : "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
                 k.block = Dim3(unsigned(block));
+                if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
                 if (kv_stages > 0) k.smem = unsigned(kv_stages * 2 * tile * block * 16);  // attention_decode.cu KV_STAGES
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
@@ -1339,7 +1371,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "attn.decode"};
+            "gemv.prefetch", "gemv.load", "attn.decode", "attn.merge"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -1462,6 +1494,8 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
             out += fmt::format("  {:<44} {}", k.symbol, tn);
             if (threads) out += fmt::format("  grid ({},{},{}) block ({},{},{}) smem {}", k.grid.x, k.grid.y,
                                             k.grid.z, k.block.x, k.block.y, k.block.z, k.smem);
+            if (threads && (k.cluster.x * k.cluster.y * k.cluster.z > 1))
+                out += fmt::format(" cluster ({},{},{})", k.cluster.x, k.cluster.y, k.cluster.z);
             out += "\n";
         }
         if (plan.config->n_layers > 1)

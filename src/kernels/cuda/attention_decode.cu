@@ -40,6 +40,13 @@
 //   PIPE 0 or 2):
 //   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
 //   q and the softmax weights rounded to f16 (see "MMA" in the loop); sm_80+
+//   MERGE1 (0 default; 1: --attn-merge-one-trip, N_SPLITS <= 16): the last block of a ticketed
+//   split-KV launch loads every split's (o, m, l) at once (one L2 round trip) instead of (m, l)
+//   first and o after (two); the same operations in the same order
+//   CLUSTER (0 default; 1: gate attn.merge=cluster, ALGO 2, N_SPLITS <= 8, sm_90): launched as
+//   clusters of 1 x N_SPLITS blocks; the partial states stay in each block's shared memory and
+//   are combined through distributed shared memory after a cluster barrier (no scratch, no
+//   ticket, no fence); with several active blocks the inactive ones take part in the barriers
 //   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
 //   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
 //   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread;
@@ -125,6 +132,15 @@
 #ifndef MMA  // 1 (gate attn.decode=mma): the dot products on tensor cores (see "MMA" above the loop)
 #define MMA 0
 #endif
+#ifndef MERGE1  // 1 (--attn-merge-one-trip): the last block reads the splits' states in one round trip
+#define MERGE1 0
+#endif
+#ifndef CLUSTER  // 1 (gate attn.merge=cluster, sm_90): launched as clusters of 1 x N_SPLITS blocks
+#define CLUSTER 0
+#endif
+#if CLUSTER && (ALGO != 2 || N_SPLITS > 8 || BATCH)
+#error "CLUSTER: split-KV decode (ALGO 2) with at most 8 splits (one portable cluster)"
+#endif
 #if MMA
 #if ALGO != 2 || PIPE == 1 || KV_STAGES || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
     HEAD_DIM > 128 || BLOCK % 32 != 0 || KV_LOAD != 16
@@ -181,6 +197,24 @@ __device__ __forceinline__ void kv_to_float(uint4 w, float* f) {  // VEC floats
         f[3] = __uint_as_float(w.w);
     }
 }
+
+template <int N> struct IntTag { static constexpr int value = N; };  // a compile-time count for a lambda
+
+#if CLUSTER
+// every thread of every block of the cluster: this block's shared-memory writes are visible to the
+// cluster after it (release), the others' to this block (acquire)
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// the float at shared address a (this block's layout) in the block of cluster rank `rank`
+__device__ __forceinline__ float ld_cluster_f32(uint32_t a, int rank) {
+    uint32_t ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+#endif
 
 #if MMA
 // D = A B + C on an m16n8k16 tile (f16 x f16 -> f32) whose A rows 8..15 are zero: a0 = (row g,
@@ -293,7 +327,13 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // every N_SPLITS-th (ALGO 1: N_SPLITS = 1, blockIdx.y = 0: all of them)
     const int c_lo = first / CH, c_hi = (n_pos - 1) / CH;
     const int n_active = min(N_SPLITS, c_hi - c_lo + 1);  // blocks with a chunk (block-uniform)
+#if CLUSTER
+    // with several active blocks the cluster's inactive ones stay for the cluster barriers (no
+    // chunk: their loop runs no trip, their state is empty: m = -inf, l = 0, o = 0)
+    if ((int)blockIdx.y >= n_active && n_active == 1) return;
+#else
     if ((int)blockIdx.y >= n_active) return;
+#endif
 
     // chunk c's K/V rows of this thread (zero outside [first, end)); chunk 0 was loaded before
     // the position was known (PRELOAD): only its rows past the position are zeroed
@@ -647,6 +687,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // HEAD_DIM + 2 and the scalar merge: with the float4 one, H200 8B Q8_0 tg128 at depth 4096 fell
     // 379.1 -> 369.2, session 9; MMA at 16 splits rose 362.9 -> 368.3)
     constexpr int SROW = MMA ? HEAD_DIM + 4 : HEAD_DIM + 2;
+    __shared__ __align__(16) float cst[CLUSTER ? HPB * SROW : 1];  // CLUSTER: this block's state
+    (void)cst;
 #if MERGE_WARP
     // groups gi ^ (off / GS) of a warp hold the same dims: merge pairwise at lane distance
     // GS, 2 GS, .. 16 (every lane ends with its warp's state), then one writer group per warp
@@ -724,7 +766,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
             const int hq = hb + h0 + hh;
             if (ALGO == 2 && n_active > 1) {
-                float* sc = scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
+                // the block's state: scratch in global memory, or (CLUSTER) its own shared memory
+                float* sc = CLUSTER ? cst + (h0 + hh) * SROW : scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
                 sc[d] = O;
                 if (d == 0) {
                     sc[HEAD_DIM] = M;
@@ -742,6 +785,62 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
     // counter for the next launch.
     if (n_active == 1) return;
+    // out = sum_s w_s o_s / sum_s w_s l_s over the active splits, w_s = 2^(m_s - max m), for DV
+    // dims; get(sp, i) reads split sp's value i (i < DV: the dims, DV: m_s, DV + 1: l_s); all of
+    // them are read first (independent loads), then combined in split order
+    auto combine = [&](auto get, float* dst, auto dv_tag) {
+        constexpr int DV = decltype(dv_tag)::value;
+        float os[N_SPLITS][DV], ms[N_SPLITS], ls[N_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp) {
+            if (sp < n_active) {
+#pragma unroll
+                for (int i = 0; i < DV; ++i) os[sp][i] = get(sp, i);
+                ms[sp] = get(sp, DV);
+                ls[sp] = get(sp, DV + 1);
+            }
+        }
+        float M = -JL_INF;
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp)
+            if (sp < n_active) M = fmaxf(M, ms[sp]);
+        float L = 0.0f, O[DV];
+#pragma unroll
+        for (int i = 0; i < DV; ++i) O[i] = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp) {
+            if (sp < n_active) {
+                const float wgt = exp2f(ms[sp] - M);
+                L += ls[sp] * wgt;
+#pragma unroll
+                for (int i = 0; i < DV; ++i) O[i] += os[sp][i] * wgt;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < DV; ++i) dst[i] = O[i] / L;
+    };
+    (void)combine;
+#if CLUSTER
+    // the cluster (1 x N_SPLITS blocks: rank = blockIdx.y) combines through distributed shared
+    // memory: every state is in its block's cst after the barrier; block r writes items
+    // [r * PER, (r + 1) * PER) of the HPB x HEAD_DIM outputs; the second barrier keeps every
+    // block (and its shared memory) until the last read
+    cluster_barrier();
+    {
+        constexpr int ITEMS = HPB * HEAD_DIM, PER = (ITEMS + N_SPLITS - 1) / N_SPLITS;
+        for (int j = tid; j < PER; j += BLOCK) {
+            const int idx = (int)blockIdx.y * PER + j;
+            if (idx < ITEMS) {
+                const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
+                const unsigned a_o = smem_addr(cst + h * SROW + d), a_m = smem_addr(cst + h * SROW + HEAD_DIM);
+                combine([&](int sp, int i) { return ld_cluster_f32(i == 0 ? a_o : i == 1 ? a_m : a_m + 4, sp); },
+                        out + (hb + h) * HEAD_DIM + d, IntTag<1>());
+            }
+        }
+    }
+    cluster_barrier();
+    return;
+#endif
     __shared__ bool last;
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
     __syncthreads();
@@ -749,53 +848,77 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     __syncthreads();
     if (!last) return;
     __threadfence();
-    // (m_s, l_s) of every split read once, in parallel; the per-head loop below touches only
-    // shared memory (it used to re-read l_s from L2 split by split, one latency per split)
-    __shared__ float wsm[HPB * N_SPLITS], lss[HPB * N_SPLITS], lsm[HPB];
-    for (int idx = tid; idx < HPB * n_active; idx += BLOCK) {
-        const int h = idx / n_active, sp = idx % n_active;
-        const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * SROW;
-        wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
-        lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
-    }
-    __syncthreads();
-    if (tid < HPB) {
-        float* w = wsm + tid * N_SPLITS;
-        float M = -JL_INF;
-        for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
-        float L = 0.0f;
-        for (int sp = 0; sp < n_active; ++sp) {
-            const float wgt = exp2f(w[sp] - M);
-            L += lss[tid * N_SPLITS + sp] * wgt;
-            w[sp] = wgt;
+    if constexpr (MERGE1 && N_SPLITS <= 16) {
+    // MERGE1, one round trip: each thread loads its dims' partial outputs of every active split together
+    // with the splits' (m_s, l_s) (the same addresses across a warp: broadcast)
+    constexpr int DV = MMA ? 4 : 1;  // dims per thread (MMA: float4 loads of its 16-byte rows)
+    for (int idx = tid; idx < HPB * HEAD_DIM / DV; idx += BLOCK) {
+        const int h = idx / (HEAD_DIM / DV), d = DV * (idx % (HEAD_DIM / DV));
+        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW;
+        if constexpr (DV == 4) {
+            float4 xo[N_SPLITS];
+#pragma unroll
+            for (int sp = 0; sp < N_SPLITS; ++sp)
+                if (sp < n_active) xo[sp] = __ldcg(reinterpret_cast<const float4*>(sc + sp * SROW + d));
+            combine([&](int sp, int i) {
+                        return i == 0 ? xo[sp].x : i == 1 ? xo[sp].y : i == 2 ? xo[sp].z : i == 3 ? xo[sp].w
+                               : __ldcg(sc + sp * SROW + HEAD_DIM + i - DV);
+                    },
+                    out + (hb + h) * HEAD_DIM + d, IntTag<DV>());
+        } else {
+            combine([&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); },
+                    out + (hb + h) * HEAD_DIM + d, IntTag<1>());
         }
-        lsm[tid] = L;
-    }
-    __syncthreads();
-    if constexpr (!MMA) {
-    for (int idx = tid; idx < HPB * HEAD_DIM; idx += BLOCK) {
-        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
-        float O = 0.0f;
-#pragma unroll 8
-        for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * SROW) * wsm[h * N_SPLITS + sp];
-        out[(hb + h) * HEAD_DIM + d] = O / lsm[h];
     }
     } else {
-    // MMA: four dims per thread (16-byte loads, up to 16 splits' in flight at once)
-    for (int idx = tid; idx < HPB * HEAD_DIM / 4; idx += BLOCK) {
-        const int h = idx / (HEAD_DIM / 4), d = 4 * (idx % (HEAD_DIM / 4));
-        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
-        float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 16
-        for (int sp = 0; sp < n_active; ++sp) {
-            const float4 x = __ldcg(reinterpret_cast<const float4*>(sc + sp * SROW));
-            const float w = wsm[h * N_SPLITS + sp];
-            O.x += x.x * w, O.y += x.y * w, O.z += x.z * w, O.w += x.w * w;
+        // (m_s, l_s) of every split read once, in parallel; the per-head loop below touches only
+        // shared memory (it used to re-read l_s from L2 split by split, one latency per split)
+        __shared__ float wsm[HPB * N_SPLITS], lss[HPB * N_SPLITS], lsm[HPB];
+        for (int idx = tid; idx < HPB * n_active; idx += BLOCK) {
+            const int h = idx / n_active, sp = idx % n_active;
+            const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * SROW;
+            wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
+            lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
         }
-        const float L = lsm[h];
-        *reinterpret_cast<float4*>(out + (hb + h) * HEAD_DIM + d) = make_float4(O.x / L, O.y / L, O.z / L, O.w / L);
-    }
+        __syncthreads();
+        if (tid < HPB) {
+            float* w = wsm + tid * N_SPLITS;
+            float M = -JL_INF;
+            for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
+            float L = 0.0f;
+            for (int sp = 0; sp < n_active; ++sp) {
+                const float wgt = exp2f(w[sp] - M);
+                L += lss[tid * N_SPLITS + sp] * wgt;
+                w[sp] = wgt;
+            }
+            lsm[tid] = L;
+        }
+        __syncthreads();
+        if constexpr (!MMA) {
+        for (int idx = tid; idx < HPB * HEAD_DIM; idx += BLOCK) {
+            const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
+            const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
+            float O = 0.0f;
+#pragma unroll 8
+            for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * SROW) * wsm[h * N_SPLITS + sp];
+            out[(hb + h) * HEAD_DIM + d] = O / lsm[h];
+        }
+        } else {
+        // MMA: four dims per thread (16-byte loads, up to 16 splits' in flight at once)
+        for (int idx = tid; idx < HPB * HEAD_DIM / 4; idx += BLOCK) {
+            const int h = idx / (HEAD_DIM / 4), d = 4 * (idx % (HEAD_DIM / 4));
+            const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
+            float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+            for (int sp = 0; sp < n_active; ++sp) {
+                const float4 x = __ldcg(reinterpret_cast<const float4*>(sc + sp * SROW));
+                const float w = wsm[h * N_SPLITS + sp];
+                O.x += x.x * w, O.y += x.y * w, O.z += x.z * w, O.w += x.w * w;
+            }
+            const float L = lsm[h];
+            *reinterpret_cast<float4*>(out + (hb + h) * HEAD_DIM + d) = make_float4(O.x / L, O.y / L, O.z / L, O.w / L);
+        }
+        }
     }
     if (tid == 0) tickets[bx] = 0u;
 #endif
