@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_one_trip = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_one_trip = false, gemv_warp_major = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -34,6 +34,9 @@ struct GpuFlags {
                        "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, attn.decode=mma|simt, attn.merge=cluster|ticket); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
+        app.add_flag("--gemv-warp-major", gemv_warp_major,
+                     "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
+                     "over every SM (default: block by block; not yet measured)");
         app.add_flag("--attn-merge-one-trip", attn_merge_one_trip,
                      "tuning: the last split-KV attention block reads every split's partial state in one round trip "
                      "(default: the splits' maxima and sums first, then their outputs; not yet measured)");
@@ -120,6 +123,7 @@ struct GpuFlags {
         s.gemv_block = gemv_block;
         s.gemv_grid_per_sm = gemv_grid_per_sm;
         s.gemv_rows = gemv_rows;
+        s.gemv_warp_major = gemv_warp_major;
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;
         s.gemv_bulk_kb = gemv_bulk_kb;

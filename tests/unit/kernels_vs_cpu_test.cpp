@@ -178,6 +178,10 @@ const Variant kVariants[] = {
     // one weight row per warp item (--gemv-rows 1; gate/up keep their pair): for row counts that
     // 2-row sets spread unevenly over the warps (8B q/k/v: 3072 sets on 2112 warps)
     {"gated+fused+bulk+rows1", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows = 1}},
+    // --gemv-warp-major: row sets assigned warp-major over 3 blocks (several passes, a partial last
+    // one), with the bulk rings and with the default loops (split types: the early first load)
+    {"gated+fused+bulk+warp-major+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_warp_major = true}},
+    {"gated+fused+warp-major+grid3", {.force = gated({}), .gemv_grid_max = 3, .gemv_warp_major = true}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},

@@ -84,6 +84,7 @@ struct ScheduleOptions {
     int attn_pipe = 0;                           // --attn-pipe: split-KV blocks load their next chunk before using this one
     int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
+    bool gemv_warp_major = false;                // --gemv-warp-major: a pass's row sets round the blocks first
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)

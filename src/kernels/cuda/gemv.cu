@@ -44,6 +44,8 @@
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
+//   WARP_MAJOR      1: row sets of a pass assigned group-major (group g of block b takes set g * blocks
+//                   + b), so a last, partial pass spreads over every block; 0: block-major (default)
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
@@ -83,6 +85,9 @@
 #include "common/matmul_defines.cuh"
 #ifndef ROWS_INNER  // batch steps: blocks per row group (grid.x = ROWS_INNER x rows, rows innermost); 0: grid.y = rows
 #define ROWS_INNER 0
+#endif
+#ifndef WARP_MAJOR  // 1: a pass's row sets go to group 0 of every block first (GEMV_O_FIRST)
+#define WARP_MAJOR 0
 #endif
 #ifndef EARLY_LOAD  // 1: the first weight step before the PDL wait (plain types, split layout)
 #define EARLY_LOAD 0
@@ -214,6 +219,15 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #define GEMV_BY blockIdx.y
 #define GEMV_NBX gridDim.x
 #endif
+    // group g's first output row; WARP_MAJOR: a pass's row sets go round the blocks first (group
+    // 0 of every block, then group 1, ...), so a last, partial pass spreads over every block
+    // instead of filling the first ones (8B q/k/v on 132 blocks of 16 warps: 3072 row sets, the
+    // second pass's 960 on 60 blocks block-major: those SMs stream 32 sets, the others 16)
+#if WARP_MAJOR
+#define GEMV_O_FIRST(g) (((g) * GEMV_NBX + GEMV_BX) * GEMV_OPG)
+#else
+#define GEMV_O_FIRST(g) ((GEMV_BX * GEMV_GPB + (g)) * GEMV_OPG)
+#endif
     if (GEMV_BY) {  // batch row (the batch phase: row GEMV_BY of the step)
         const unsigned long long r = GEMV_BY;
         x += r * COLS;
@@ -251,7 +265,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     PlainSet<GEMV_DR> early;
     {
         const uint8_t* rows0[GEMV_DR];
-        pass_rows(W0, W1, W2, (GEMV_BX * GEMV_GPB + tid / GROUP) * GEMV_OPG, rows0);
+        pass_rows(W0, W1, W2, GEMV_O_FIRST(tid / GROUP), rows0);
         plain_load<GEMV_DR>(early, rows0, 0, tid % GROUP);
     }
 #endif
@@ -262,7 +276,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     __shared__ __align__(8) uint64_t bulk_bar[GEMV_GPB * BULK_S];
     extern __shared__ __align__(128) uint8_t bulk_dyn[];
     const int bulk_w = tid / 32, lane = tid % 32;
-    const int o_first = (GEMV_BX * GEMV_GPB + bulk_w) * GEMV_OPG, o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
+    const int o_first = GEMV_O_FIRST(bulk_w), o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
     const int n_items = (o_first < GEMV_OUT_ROWS ? (GEMV_OUT_ROWS - 1 - o_first) / o_stride + 1 : 0) * BULK_NCH;
     const uint32_t bar0 = smem_addr(bulk_bar + bulk_w * BULK_S);
     const uint32_t ring = smem_addr(bulk_dyn + BULK_XBYTES + bulk_w * BULK_S * BULK_SLOT);
@@ -421,7 +435,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if BULK
     int item = 0;  // this warp's next item (BULK_NCH per pass)
 #endif
-    for (int o0 = (GEMV_BX * GEMV_GPB + g) * GEMV_OPG; o0 < GEMV_OUT_ROWS;
+    for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS;
          o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
         float acc[GEMV_DR];
 #pragma unroll
@@ -445,7 +459,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         const uint8_t* rows[GEMV_DR];
         pass_rows(W0, W1, W2, o0, rows);
 #if GEMV_EARLY
-        if (o0 == (GEMV_BX * GEMV_GPB + g) * GEMV_OPG)
+        if (o0 == GEMV_O_FIRST(g))
             rows_dot_pre<GEMV_DR>(rows, xs, gt, acc, stage, early);
         else
 #endif
