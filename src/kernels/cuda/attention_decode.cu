@@ -202,9 +202,10 @@ template <int N> struct IntTag { static constexpr int value = N; };  // a compil
 
 #if CLUSTER
 // every thread of every block of the cluster: this block's shared-memory writes are visible to the
-// cluster after it (release), the others' to this block (acquire)
+// cluster after it (release), the others' to this block (acquire); not .aligned: callers come out
+// of per-thread loops (no warp-convergence requirement)
 __device__ __forceinline__ void cluster_barrier() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 // the float at shared address a (this block's layout) in the block of cluster rank `rank`
 __device__ __forceinline__ float ld_cluster_f32(uint32_t a, int rank) {
