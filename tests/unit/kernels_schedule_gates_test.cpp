@@ -521,6 +521,26 @@ TEST(ScheduleGates, AttentionMergeInAThreadBlockCluster) {
     EXPECT_THROW(split_attn(16384, o, "sm_80"), std::exception);
 }
 
+// attn.vsum=half2 (off by default until measured): the SIMT decode kernel's V sums in f16 pairs
+// per tile (VH2) where its transposed reduction runs; refused below sm_80, with a float cache and
+// with the tensor-core kernel.
+TEST(ScheduleGates, AttentionVSumInHalfPairs) {
+    ScheduleOptions o;
+    EXPECT_FALSE(has_define(split_attn(16384, o).variant, "VH2", "1"));
+    o.force["attn.vsum"] = "half2";
+    EXPECT_TRUE(has_define(split_attn(16384, o).variant, "VH2", "1"));
+    o.attn_chunk = 48;  // TILE 3: the plain reduction, no VH2
+    EXPECT_FALSE(has_define(split_attn(16384, o).variant, "VH2", "1"));
+    o.attn_chunk = 0;
+    EXPECT_THROW(split_attn(16384, o, "sm_75"), std::exception);
+    ScheduleOptions f = o;
+    f.kv_f32 = true;
+    EXPECT_THROW(split_attn(16384, f), std::exception);
+    f = o;
+    f.force["attn.decode"] = "mma";
+    EXPECT_THROW(split_attn(16384, f), std::exception);
+}
+
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.

@@ -159,6 +159,9 @@ const Variant kVariants[] = {
     // (default split count; 3 splits of 32-position chunks: several chunks per block, and short
     // histories where some of a cluster's blocks have no chunk); with the mma kernel
     {"gated+attn-cluster", {.force = gated({{"attn.merge", "cluster"}})}},
+    // attn.vsum=half2: V sums in f16 pairs per tile (default tiles; 2-position tiles over 3 splits)
+    {"gated+attn-vh2", {.force = gated({{"attn.vsum", "half2"}})}},
+    {"gated+attn-vh2+chunk32+splits3", {.force = gated({{"attn.vsum", "half2"}}), .attn_chunk = 32, .attn_splits = 3}},
     // --attn-merge-one-trip: the ticketed merge's loads at once (SIMT: 16 splits on hist2500; mma: float4 rows)
     {"gated+attn-merge1+splits16", {.force = gated({}), .attn_splits = 16, .attn_merge_one_trip = true}},
     {"gated+attn-mma+merge1+splits5", {.force = gated({{"attn.decode", "mma"}}), .attn_splits = 5, .attn_merge_one_trip = true}},

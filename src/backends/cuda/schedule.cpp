@@ -54,6 +54,7 @@ struct Gates {
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
     bool attn_decode_mma = false;   // attn.decode=mma: split-KV decode attention's dot products on tensor cores
     bool attn_cluster = false;      // attn.merge=cluster: split-KV blocks merge through distributed shared memory
+    bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
@@ -187,6 +188,25 @@ public:
                                           "cluster merge (--force-variant attn.merge=cluster) is not yet measured on a GPU"
                                         : why);
             if (g_.attn_cluster && !ok) fail_usage("--force-variant attn.merge=cluster: {}", why);
+        }
+        {
+            // attn.vsum=half2 (sm_80+): the SIMT decode kernel sums a tile's weighted V rows in f16
+            // pairs (fma.rn.f16x2, the weights rounded to f16) and adds them to its f32 output once
+            // per tile, instead of converting every V element and FMA-ing in f32: 4 instructions per
+            // position and 8 dims instead of ~25 (the kernel is issue-bound at depth: 0.47 issued
+            // warps per scheduler, session 9). Built without a GPU in session 9: off until measured.
+            const int cc = d_.cc();
+            std::string why;
+            if (cc < 80) why = fmt::format("compute capability {}.{}: no cvt.rn.f16x2.f32", d_.cc_major, d_.cc_minor);
+            else if (o_.kv_f32) why = "--kv-f32: V is read as floats";
+            else if (!g_.norm_warp) why = "norm.reduce=tree: the half2 sum sits in the shuffle-reduction loop";
+            else if (g_.attn_decode_mma) why = "attn.decode=mma: V products on tensor cores";
+            const bool ok = why.empty();
+            g_.attn_vh2 = forced("attn.vsum", "half2", "float", false,
+                                 ok ? "decode attention's V sums in f32 (the f16-pair sum per tile, --force-variant "
+                                      "attn.vsum=half2, is not yet measured on a GPU)"
+                                    : why);
+            if (g_.attn_vh2 && !ok) fail_usage("--force-variant attn.vsum=half2: {}", why);
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -1131,6 +1151,9 @@ private:
                 if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
                 if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
                 if (g_.attn_decode_mma) v.set("MMA", 1);
+                // attn.vsum=half2: where the transposed reduction runs (TILE a power of two <= lanes per position)
+                const int gs = hd / (kv_load / kv_bytes);
+                if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
                 const bool cluster = g_.attn_cluster && n_splits > 1;
                 if (cluster) v.set("CLUSTER", 1);
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
@@ -1372,7 +1395,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "attn.decode", "attn.merge"};
+            "gemv.prefetch", "gemv.load", "attn.decode", "attn.merge", "attn.vsum"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

@@ -40,6 +40,10 @@
 //   PIPE 0 or 2):
 //   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
 //   q and the softmax weights rounded to f16 (see "MMA" in the loop); sm_80+
+//   VH2 (0 default; 1: gate attn.vsum=half2, REDUCE=1, half cache, KV_LOAD 16, transposed
+//   reduction): each lane sums a tile's p_t v_t in f16 pairs (fma.rn.f16x2; p_t rounded to f16,
+//   at most TILE terms, each p_t <= 1) and adds the pairs to its f32 output once per tile: 4
+//   f16x2 FMAs per position instead of 8 conversions and 8 FMAs (HEAD_DIM 128)
 //   MERGE1 (0 default; 1: --attn-merge-one-trip, N_SPLITS <= 16): the last block of a ticketed
 //   split-KV launch loads every split's (o, m, l) at once (one L2 round trip) instead of (m, l)
 //   first and o after (two); the same operations in the same order
@@ -132,6 +136,12 @@
 #ifndef MMA  // 1 (gate attn.decode=mma): the dot products on tensor cores (see "MMA" above the loop)
 #define MMA 0
 #endif
+#ifndef VH2  // 1 (gate attn.vsum=half2): a tile's weighted V rows summed in f16 pairs (XRED path)
+#define VH2 0
+#endif
+#if VH2 && (MMA || !REDUCE || KV_LOAD != 16)
+#error "VH2: the SIMT kernel's transposed reduction (REDUCE=1) with a half cache and 16-byte loads"
+#endif
 #ifndef MERGE1  // 1 (--attn-merge-one-trip): the last block reads the splits' states in one round trip
 #define MERGE1 0
 #endif
@@ -198,7 +208,16 @@ __device__ __forceinline__ void kv_to_float(uint4 w, float* f) {  // VEC floats
     }
 }
 
-template <int N> struct IntTag { static constexpr int value = N; };  // a compile-time count for a lambda
+template <int N> struct IntTag { static constexpr int value = N; };
+
+#if VH2
+// d = a * b + c on f16 pairs, one rounding (sm_53+; the pair conversions need sm_80)
+__device__ __forceinline__ uint32_t hfma2(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+#endif  // a compile-time count for a lambda
 
 #if CLUSTER
 // every thread of every block of the cluster: this block's shared-memory writes are visible to the
@@ -614,6 +633,26 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 l[h] = l[h] * corr + pw;
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) o[h][i] *= corr;
+#if VH2
+                // the tile's weighted V rows summed in f16 pairs (the weights rounded to f16), then
+                // added to the f32 output once per tile: no per-position f16 -> f32 conversion
+                uint32_t va[VEC / 2];
+#pragma unroll
+                for (int i = 0; i < VEC / 2; ++i) va[i] = 0u;
+#pragma unroll
+                for (int t = 0; t < TILE; ++t) {
+                    const float pt = __shfl_sync(0xffffffffu, pw, t * XR, GS);
+                    const uint32_t p2 = pack_16x2<0>(pt, pt);
+                    const uint32_t u[4] = {vw[t].x, vw[t].y, vw[t].z, vw[t].w};
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; ++i) va[i] = hfma2(p2, u[i], va[i]);
+                }
+#pragma unroll
+                for (int i = 0; i < VEC / 2; ++i) {
+                    o[h][2 * i] += f16_lo(va[i]);
+                    o[h][2 * i + 1] += f16_hi(va[i]);
+                }
+#else
 #pragma unroll
                 for (int t = 0; t < TILE; ++t) {
                     const float pt = __shfl_sync(0xffffffffu, pw, t * XR, GS);
@@ -622,6 +661,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
                     for (int i = 0; i < VEC; ++i) o[h][i] += pt * vf[i];
                 }
+#endif
                 m[h] = mn;
             }
         }
