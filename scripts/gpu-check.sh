@@ -20,6 +20,8 @@
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
+#   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
+#             --attn-merge-one-trip, --gemv-warp-major)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
@@ -175,6 +177,19 @@ gemm)
     ;;
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    ;;
+prepared9)
+    # session 9's switches, built without device time and off by default: golden and prompt modes
+    # (600-position prompts decoded token by token: several splits, the merges) with each; run
+    # `KERNELS_FILTER=... kernels` too (variants gated+attn-cluster*, *merge1*, *vh2*, *warp-major*)
+    cuda_test golden-cluster engine_golden_test "golden with attn.merge=cluster" JITLLM_TEST_CUDA_FORCE=attn.merge=cluster
+    cuda_test modes-cluster prefill_modes_test "prompt modes with attn.merge=cluster" JITLLM_TEST_CUDA_FORCE=attn.merge=cluster
+    cuda_test golden-vh2 engine_golden_test "golden with attn.vsum=half2" JITLLM_TEST_CUDA_FORCE=attn.vsum=half2
+    cuda_test modes-vh2 prefill_modes_test "prompt modes with attn.vsum=half2" JITLLM_TEST_CUDA_FORCE=attn.vsum=half2
+    cuda_test golden-merge1 engine_golden_test "golden with --attn-merge-one-trip and --gemv-warp-major" \
+        JITLLM_TEST_CUDA_ATTN_MERGE1=1 JITLLM_TEST_CUDA_GEMV_WARP_MAJOR=1
+    cuda_test modes-merge1 prefill_modes_test "prompt modes with --attn-merge-one-trip and --gemv-warp-major" \
+        JITLLM_TEST_CUDA_ATTN_MERGE1=1 JITLLM_TEST_CUDA_GEMV_WARP_MAJOR=1
     ;;
 prepared)
     # switches off by default: batch.small=gemv (not yet measured; prompt modes batch-1 / batch-7 run
