@@ -541,6 +541,39 @@ TEST(ScheduleGates, AttentionVSumInHalfPairs) {
     EXPECT_THROW(split_attn(16384, f), std::exception);
 }
 
+// gemv_balance (--print-threads): row sets per block as gemv.cu assigns them. The 8B q/k/v gemv
+// with the bulk rings: 6144 rows, 2 per group, 16 groups in each of 132 blocks: 3072 sets in 2
+// passes; block-major, the second pass's 960 sets fill blocks 0-59 (16 each): 32 on those; group-
+// major they go 8 or 7 to every block: 16 + 8 = 24. The mean is 3072 / 132 = 23.3.
+TEST(ScheduleGates, GemvBalanceCountsRowSetsPerBlock) {
+    KernelStep k;
+    k.variant = Variant("cuda/gemv.cu", "");
+    k.variant.set("N_MAT", 3).set("ROWS0", 4096).set("ROWS1", 1024).set("ROWS2", 1024).set("BLOCK", 512)
+        .set("ROWS_PER_BLOCK", 32).set("REDUCE", 1).set("EPI", 4);
+    k.grid = Dim3(132);
+    auto b = gemv_balance(k);
+    ASSERT_TRUE(b.has_value());
+    EXPECT_EQ(b->sets, 3072);
+    EXPECT_EQ(b->passes, 2);
+    EXPECT_EQ(b->max_per_block, 32);
+    EXPECT_NEAR(b->mean_per_block, 23.27, 0.01);
+    k.variant.set("WARP_MAJOR", 1);
+    EXPECT_EQ(gemv_balance(k)->max_per_block, 24);
+    // gate/up (EPI 2): one output row per group pass over ROWS0 = 14336 rows, 7 passes; the
+    // seventh's 1664 sets: 104 full blocks block-major (112), 12-13 per block group-major (109)
+    k.variant = Variant("cuda/gemv.cu", "");
+    k.variant.set("N_MAT", 2).set("ROWS0", 14336).set("ROWS1", 14336).set("BLOCK", 512).set("ROWS_PER_BLOCK", 16)
+        .set("REDUCE", 1).set("EPI", 2);
+    b = gemv_balance(k);
+    EXPECT_EQ(b->passes, 7);
+    EXPECT_EQ(b->max_per_block, 112);
+    k.variant.set("WARP_MAJOR", 1);
+    EXPECT_EQ(gemv_balance(k)->max_per_block, 109);
+    // not a gemv: nothing
+    k.variant = Variant("cuda/attention_decode.cu", "");
+    EXPECT_FALSE(gemv_balance(k).has_value());
+}
+
 // rope.angles=table (default): every rope kernel (decode, batch, and the q/k/v gemv with
 // rope.fuse=gemv) reads the host-filled (cos, sin) table instead of computing the angles; one table
 // of n_ctx x n_rot/2 pairs. The sibling (rope.angles=computed) has no table.

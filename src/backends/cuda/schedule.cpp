@@ -2,6 +2,7 @@
 #include "backends/cuda/schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <set>
 
@@ -1487,6 +1488,34 @@ std::vector<Variant> schedule_variants(const Schedule& s) {
     return v;
 }
 
+std::optional<GemvBalance> gemv_balance(const KernelStep& k) {
+    if (k.variant.source != "cuda/gemv.cu" || k.rows_dim >= 0 || k.grid.y > 1) return std::nullopt;
+    auto def = [&](const char* name, int dflt) {
+        for (const auto& [n, v] : k.variant.defines)
+            if (n == name) return std::atoi(v.c_str());
+        return dflt;
+    };
+    const int block = def("BLOCK", 0), rpb = def("ROWS_PER_BLOCK", 0), epi = def("EPI", 0), n_mat = def("N_MAT", 1);
+    const int gpb = def("REDUCE", 0) ? block / 32 : 1;
+    if (block <= 0 || rpb <= 0 || gpb <= 0 || rpb % gpb != 0 || k.grid.x == 0) return std::nullopt;
+    const int opg = rpb / gpb;  // gemv.cu GEMV_OPG
+    const int rows = epi == 2 ? def("ROWS0", 0)
+                              : def("ROWS0", 0) + (n_mat > 1 ? def("ROWS1", 0) : 0) + (n_mat > 2 ? def("ROWS2", 0) : 0);
+    const int nbx = int(k.grid.x), groups = nbx * gpb;
+    const bool warp_major = def("WARP_MAJOR", 0) != 0;
+    GemvBalance b;
+    b.sets = (rows + opg - 1) / opg;
+    b.passes = (b.sets + groups - 1) / groups;
+    std::vector<int> per(size_t(nbx), 0);
+    for (int s = 0; s < b.sets; ++s) {
+        const int slot = s % groups;  // gemv.cu GEMV_O_FIRST: group g of block bx starts at set (bx * GPB + g) or (g * NBX + bx)
+        ++per[size_t(warp_major ? slot % nbx : slot / gpb)];
+    }
+    b.max_per_block = *std::max_element(per.begin(), per.end());
+    b.mean_per_block = double(b.sets) / double(nbx);
+    return b;
+}
+
 std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads) {
     std::string out = "capability gates:\n";
     for (const auto& g : s.gates)
@@ -1520,6 +1549,10 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
                                             k.grid.z, k.block.x, k.block.y, k.block.z, k.smem);
             if (threads && (k.cluster.x * k.cluster.y * k.cluster.z > 1))
                 out += fmt::format(" cluster ({},{},{})", k.cluster.x, k.cluster.y, k.cluster.z);
+            if (const auto b = threads ? gemv_balance(k) : std::nullopt;
+                b && (b->passes > 1 || b->max_per_block > int(std::ceil(b->mean_per_block))))
+                out += fmt::format(" row sets {} in {} passes, per block max {} mean {:.1f}", b->sets, b->passes,
+                                   b->max_per_block, b->mean_per_block);
             out += "\n";
         }
         if (plan.config->n_layers > 1)

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -126,6 +127,14 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
 
 // --print-plan (kernels with tasks and launches per token), --print-threads (grid/block).
 std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads);
+// A gemv launch's row sets (a group's output rows of one pass) per block, as gemv.cu assigns them
+// (block-major, or WARP_MAJOR): with the grid capped at one block per SM, the most a block streams
+// against the mean is the kernel's imbalance. Empty for other kernels and batch steps.
+struct GemvBalance {
+    int passes = 0, sets = 0, max_per_block = 0;
+    double mean_per_block = 0;
+};
+std::optional<GemvBalance> gemv_balance(const KernelStep& k);
 // Launch accounting for ncu: per kernel symbol, launches per decode token, per prefill step and
 // in warm-up, and the --launch-skip that reaches the steady state of decode (after the prompt and
 // `warmup_tokens` generated tokens) and of prefill (after `warmup_tokens` prefill steps).
