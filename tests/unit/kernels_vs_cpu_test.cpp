@@ -184,6 +184,8 @@ const Variant kVariants[] = {
     // --gemv-warp-major: row sets assigned warp-major over 3 blocks (several passes, a partial last
     // one), with the bulk rings and with the default loops (split types: the early first load)
     {"gated+fused+bulk+warp-major+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_warp_major = true}},
+    // (uncapped: a bulk gemv then takes one block per SM, most of them with no row set here)
+    {"gated+fused+bulk+warp-major", {.force = gated({{"gemv.load", "bulk"}}), .gemv_warp_major = true}},
     {"gated+fused+warp-major+grid3", {.force = gated({}), .gemv_grid_max = 3, .gemv_warp_major = true}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},

@@ -579,6 +579,9 @@ private:
         auto& k = add(idx, algo, v);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
         if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
+        // --gemv-warp-major: a bulk gemv takes every SM (its sets spread group-major: 8B attn_output
+        // and ffn_down, 2048 sets, 15-16 per block on 132 instead of 16 on 128)
+        if (bulk && o_.gemv_warp_major) k.grid.x = unsigned(d_.sm_count);
         // gemv.grid=capped (or --gemv-grid-per-sm N): at most N blocks per SM, each looping over
         // its passes (one x prologue per block instead of one per ROWS_PER_BLOCK rows)
         const int per_sm = o_.gemv_grid_per_sm > 0 ? o_.gemv_grid_per_sm
