@@ -52,6 +52,7 @@ cuda_test() {
     grep -E "golden\]|modes\]|OK \]|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/$file.txt" | grep -v absent | head -120 |
         tee -a "$OUT/summary.txt"
 }
+[ -f .gpu/build-info.txt ] && sed 's/^/== build: /' .gpu/build-info.txt | tee -a "$OUT/summary.txt"
 stages=${*:-smoke golden jit decode}
 for stage in $stages; do
 case $stage in

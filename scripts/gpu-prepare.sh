@@ -25,4 +25,10 @@ for f in ${GPU_GOLDEN_FILES:-llama-f32 llama-f16 llama-q8_0 llama-q4_0 llama-q4_
     cp "$SH/golden/synthetic/$f.gguf" .gpu/shared/golden/synthetic/
 done
 cp "$SH/testdata/vocab/ggml-vocab-llama3-npm.gguf" .gpu/shared/testdata/vocab/
+# what was built: every gpu-check summary starts with it (a stale .gpu shows at once)
+{
+    echo "prepared $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git describe --always --dirty 2>/dev/null || echo unknown)"
+    echo "jitllm sha256 $(sha256sum "$BUILD/jitllm" | cut -c1-16) built $(date -u -r "$BUILD/jitllm" +%Y-%m-%dT%H:%M:%SZ)"
+} > .gpu/build-info.txt
+cat .gpu/build-info.txt
 du -sh .gpu
