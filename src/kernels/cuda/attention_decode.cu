@@ -139,8 +139,8 @@
 #ifndef VH2  // 1 (gate attn.vsum=half2): a tile's weighted V rows summed in f16 pairs (XRED path)
 #define VH2 0
 #endif
-#if VH2 && (MMA || !REDUCE || KV_LOAD != 16)
-#error "VH2: the SIMT kernel's transposed reduction (REDUCE=1) with a half cache and 16-byte loads"
+#if VH2 && (MMA || !REDUCE)
+#error "VH2: the SIMT kernel's transposed reduction (REDUCE=1)"
 #endif
 #ifndef MERGE1  // 1 (--attn-merge-one-trip): the last block reads the splits' states in one round trip
 #define MERGE1 0
@@ -184,6 +184,7 @@ static_assert(HPB >= 1 && QPG % HPB == 0, "HPB: a divisor of the query heads per
 static_assert(HEAD_DIM % VEC == 0 && GS <= 32 && (GS & (GS - 1)) == 0, "HEAD_DIM / VEC: power of two <= 32");
 static_assert((KV_LOAD == 16 || KV_LOAD == 8) && VEC % 4 == 0, "KV_LOAD: 16 or 8 bytes, >= 4 dims");
 static_assert(BLOCK % GS == 0 && BLOCK % 32 == 0, "BLOCK: whole position groups and warps");
+static_assert(!VH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "VH2: a half cache read 16 bytes at a time");  // (sizeof: not in #if)
 
 // K/V of one position for this thread: KV_LOAD bytes (the upper half of w is unused for 8)
 __device__ __forceinline__ uint4 kv_load(const KV_T* p) {
