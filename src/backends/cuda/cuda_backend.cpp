@@ -307,6 +307,16 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
                             k.symbol, static_smem + int(k.smem), optin);
             ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
         }
+        // thread-block clusters (attn.merge=cluster): say so once per kernel when its clusters do
+        // not all fit at once (the rest wait for a second wave: the gate then costs time)
+        if (const unsigned per = k.cluster.x * k.cluster.y * k.cluster.z; per > 1 && k.layer <= 0) {
+            const unsigned want = k.grid.x * k.grid.y * k.grid.z / per;
+            const int fit = ctx_->max_active_clusters(l.fn, k.grid, k.block, k.smem, k.cluster);
+            if (fit < int(want))
+                std::fprintf(stderr, "[jitllm] %s: %d of its %u thread-block clusters of (%u,%u,%u) resident at once; "
+                             "the others wait for a second wave\n", k.symbol.c_str(), fit, want, k.cluster.x,
+                             k.cluster.y, k.cluster.z);
+        }
         l.vals.resize(k.args.size());
         for (size_t a = 0; a < k.args.size(); ++a) {
             l.vals[a] = resolve(k.args[a]);

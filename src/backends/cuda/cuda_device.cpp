@@ -263,6 +263,25 @@ void CudaContext::set_max_dynamic_shared(CUfunction f, int bytes) const {
                     cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
+int CudaContext::max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, Dim3 cluster) const {
+    make_current();
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster.x;
+    attr.value.clusterDim.y = cluster.y;
+    attr.value.clusterDim.z = cluster.z;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid.x, cfg.gridDimY = grid.y, cfg.gridDimZ = grid.z;
+    cfg.blockDimX = block.x, cfg.blockDimY = block.y, cfg.blockDimZ = block.z;
+    cfg.sharedMemBytes = smem;
+    cfg.hStream = stream_;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    JITLLM_CUDA_TRY(drv_, cuOccupancyMaxActiveClusters(&n, f, &cfg));
+    return n;
+}
+
 void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl, Dim3 cluster) const {
     make_current();
     CUresult r;
