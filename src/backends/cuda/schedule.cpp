@@ -91,6 +91,14 @@ public:
             s_.gates.push_back({gate, pick_a ? a : b, pick_a ? b : a, why});
             return pick_a;
         };
+        // A gate whose side `a` needs what `missing` names (empty: nothing is missing): side b then,
+        // and forcing side a is refused with that sentence.
+        auto forced_if = [&](const std::string& gate, const std::string& a, const std::string& b, bool want_a,
+                             const std::string& missing, const std::string& reason) {
+            const bool pick_a = forced(gate, a, b, want_a && missing.empty(), missing.empty() ? reason : missing);
+            if (pick_a && !missing.empty()) fail_usage("--force-variant {}={}: {}", gate, a, missing);
+            return pick_a;
+        };
         const bool warp32 = d_.warp_size == 32;
         const std::string wr = warp32 ? "warp size 32: lanes reduce with __shfl_xor_sync"
                                       : fmt::format("warp size {} != 32: shared-memory tree", d_.warp_size);
@@ -136,14 +144,10 @@ public:
             else if (o_.kv_f32) why = "--kv-f32: the mma kernel reads a half KV cache";
             else if (c_.head_dim % 16 != 0 || c_.head_dim > 256) why = fmt::format("head_dim {} not a multiple of 16 <= 256", c_.head_dim);
             else if (qpg > 64) why = fmt::format("{} query heads per kv head > 64", qpg);
-            const bool ok = why.empty();
-            g_.attn_prefill_mma = forced("attn.prefill", "mma", "rows", ok,
-                                         ok ? fmt::format("compute capability {}.{}: causal tiles of rows on mma.sync "
-                                                          "m16n8k16, K/V shared by the rows of a sequence",
-                                                          d_.cc_major, d_.cc_minor)
-                                            : why);
-            if (g_.attn_prefill_mma && !ok)
-                fail_usage("--force-variant attn.prefill=mma: {}", why);
+            g_.attn_prefill_mma = forced_if("attn.prefill", "mma", "rows", true, why,
+                                            fmt::format("compute capability {}.{}: causal tiles of rows on mma.sync "
+                                                        "m16n8k16, K/V shared by the rows of a sequence",
+                                                        d_.cc_major, d_.cc_minor));
         }
         {
             // Decode attention's dot products on tensor cores (attention_decode.cu MMA): a block per
@@ -164,13 +168,10 @@ public:
             else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the tiles' rows)", qpg);
             else if (o_.attn_pipe == 1 || o_.attn_kv_stages > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
                 why = "--attn-pipe 1, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
-            const bool ok = why.empty();
-            g_.attn_decode_mma = forced("attn.decode", "mma", "simt", false,
-                                        ok ? "tensor-core split-KV decode attention measured slower on the H200 (8B Q8_0: "
-                                             "-3.5 % at depth 0, -8.7 % at depth 4096; with --attn-pipe 2 --attn-chunk 128 "
-                                             "-1.0 % / +0.0 %)"
-                                           : why);
-            if (g_.attn_decode_mma && !ok) fail_usage("--force-variant attn.decode=mma: {}", why);
+            g_.attn_decode_mma = forced_if("attn.decode", "mma", "simt", false, why,
+                                           "tensor-core split-KV decode attention measured slower on the H200 (8B Q8_0: "
+                                           "-3.5 % at depth 0, -8.7 % at depth 4096; with --attn-pipe 2 --attn-chunk 128 "
+                                           "-1.0 % / +0.0 %)");
         }
         {
             // attn.merge=cluster (sm_90): the split-KV blocks of a query-head set form one thread-block
@@ -183,12 +184,9 @@ public:
             std::string why;
             if (!g_.attn_split) why = "attn.algo=onepass: nothing to merge";
             else if (cc < 90) why = fmt::format("compute capability {}.{}: no thread-block clusters (sm_90+)", d_.cc_major, d_.cc_minor);
-            const bool ok = why.empty();
-            g_.attn_cluster = forced("attn.merge", "cluster", "ticket", false,
-                                     ok ? "split-KV partial states through global scratch and an atomic ticket; the "
-                                          "cluster merge (--force-variant attn.merge=cluster) is not yet measured on a GPU"
-                                        : why);
-            if (g_.attn_cluster && !ok) fail_usage("--force-variant attn.merge=cluster: {}", why);
+            g_.attn_cluster = forced_if("attn.merge", "cluster", "ticket", false, why,
+                                        "split-KV partial states through global scratch and an atomic ticket; the "
+                                        "cluster merge (--force-variant attn.merge=cluster) is not yet measured on a GPU");
         }
         {
             // attn.vsum=half2 (sm_80+): the SIMT decode kernel sums a tile's weighted V rows in f16
@@ -202,12 +200,9 @@ public:
             else if (o_.kv_f32) why = "--kv-f32: V is read as floats";
             else if (!g_.norm_warp) why = "norm.reduce=tree: the half2 sum sits in the shuffle-reduction loop";
             else if (g_.attn_decode_mma) why = "attn.decode=mma: V products on tensor cores";
-            const bool ok = why.empty();
-            g_.attn_vh2 = forced("attn.vsum", "half2", "float", false,
-                                 ok ? "decode attention's V sums in f32 (the f16-pair sum per tile, --force-variant "
-                                      "attn.vsum=half2, is not yet measured on a GPU)"
-                                    : why);
-            if (g_.attn_vh2 && !ok) fail_usage("--force-variant attn.vsum=half2: {}", why);
+            g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", false, why,
+                                    "decode attention's V sums in f32 (the f16-pair sum per tile, --force-variant "
+                                    "attn.vsum=half2, is not yet measured on a GPU)");
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
