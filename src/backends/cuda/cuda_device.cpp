@@ -263,20 +263,31 @@ void CudaContext::set_max_dynamic_shared(CUfunction f, int bytes) const {
                     cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
-int CudaContext::max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, Dim3 cluster) const {
-    make_current();
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = cluster.x;
-    attr.value.clusterDim.y = cluster.y;
-    attr.value.clusterDim.z = cluster.z;
+namespace {
+CUlaunchAttribute cluster_attr(Dim3 cluster) {
+    CUlaunchAttribute a{};
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = cluster.x;
+    a.value.clusterDim.y = cluster.y;
+    a.value.clusterDim.z = cluster.z;
+    return a;
+}
+CUlaunchConfig launch_config(Dim3 grid, Dim3 block, unsigned smem, CUstream stream, CUlaunchAttribute* attrs, unsigned n) {
     CUlaunchConfig cfg{};
     cfg.gridDimX = grid.x, cfg.gridDimY = grid.y, cfg.gridDimZ = grid.z;
     cfg.blockDimX = block.x, cfg.blockDimY = block.y, cfg.blockDimZ = block.z;
     cfg.sharedMemBytes = smem;
-    cfg.hStream = stream_;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.hStream = stream;
+    cfg.attrs = attrs;
+    cfg.numAttrs = n;
+    return cfg;
+}
+}  // namespace
+
+int CudaContext::max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, Dim3 cluster) const {
+    make_current();
+    CUlaunchAttribute attr = cluster_attr(cluster);
+    const CUlaunchConfig cfg = launch_config(grid, block, smem, stream_, &attr, 1);
     int n = 0;
     JITLLM_CUDA_TRY(drv_, cuOccupancyMaxActiveClusters(&n, f, &cfg));
     return n;
@@ -293,19 +304,8 @@ void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, voi
             attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attrs[n++].value.programmaticStreamSerializationAllowed = 1;
         }
-        if (clustered) {
-            attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attrs[n].value.clusterDim.x = cluster.x;
-            attrs[n].value.clusterDim.y = cluster.y;
-            attrs[n++].value.clusterDim.z = cluster.z;
-        }
-        CUlaunchConfig cfg{};
-        cfg.gridDimX = grid.x, cfg.gridDimY = grid.y, cfg.gridDimZ = grid.z;
-        cfg.blockDimX = block.x, cfg.blockDimY = block.y, cfg.blockDimZ = block.z;
-        cfg.sharedMemBytes = smem;
-        cfg.hStream = stream_;
-        cfg.attrs = attrs;
-        cfg.numAttrs = n;
+        if (clustered) attrs[n++] = cluster_attr(cluster);
+        const CUlaunchConfig cfg = launch_config(grid, block, smem, stream_, attrs, n);
         r = drv_.cuLaunchKernelEx(&cfg, f, args, nullptr);
     } else {
         r = drv_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, stream_, args, nullptr);
