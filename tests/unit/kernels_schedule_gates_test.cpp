@@ -521,24 +521,63 @@ TEST(ScheduleGates, AttentionMergeInAThreadBlockCluster) {
     EXPECT_THROW(split_attn(16384, o, "sm_80"), std::exception);
 }
 
-// attn.vsum=half2 (off by default until measured): the SIMT decode kernel's V sums in f16 pairs
-// per tile (VH2) where its transposed reduction runs; refused below sm_80, with a float cache and
-// with the tensor-core kernel.
+// attn.vsum=half2 (the default from sm_80, measured in session 10): the SIMT decode kernel's V sums
+// in f16 pairs per tile (VH2) where its transposed reduction runs; float below sm_80 (forcing half2
+// there is refused), with a float cache and with the tensor-core kernel.
 TEST(ScheduleGates, AttentionVSumInHalfPairs) {
     ScheduleOptions o;
-    EXPECT_FALSE(has_define(split_attn(16384, o).variant, "VH2", "1"));
+    EXPECT_TRUE(has_define(split_attn(16384, o).variant, "VH2", "1"));
+    EXPECT_TRUE(has_define(split_attn(16384, o, "sm_80").variant, "VH2", "1"));
+    EXPECT_FALSE(has_define(split_attn(16384, o, "sm_75").variant, "VH2", "1"));
+    ScheduleOptions f = o;
+    f.force["attn.vsum"] = "float";
+    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "VH2", "1"));
+    f = o;
+    f.kv_f32 = true;  // the default steps aside
+    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "VH2", "1"));
+    f = o;
+    f.force["attn.decode"] = "mma";
+    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "VH2", "1"));
     o.force["attn.vsum"] = "half2";
     EXPECT_TRUE(has_define(split_attn(16384, o).variant, "VH2", "1"));
     o.attn_chunk = 48;  // TILE 3: the plain reduction, no VH2
     EXPECT_FALSE(has_define(split_attn(16384, o).variant, "VH2", "1"));
     o.attn_chunk = 0;
     EXPECT_THROW(split_attn(16384, o, "sm_75"), std::exception);
-    ScheduleOptions f = o;
+    f = o;
     f.kv_f32 = true;
     EXPECT_THROW(split_attn(16384, f), std::exception);
     f = o;
     f.force["attn.decode"] = "mma";
     EXPECT_THROW(split_attn(16384, f), std::exception);
+}
+
+// The split-KV kernel's measured defaults (session 10): the next chunk loaded during this one's
+// work (PIPE 2) and the ticketed merge in one round trip (MERGE1, at most 16 splits); --attn-pipe 0
+// and --attn-merge-two-trips turn them off; no PIPE for the mma kernel or beside the cp.async ring.
+TEST(ScheduleGates, SplitAttentionPipelinesAndMergesInOneTripByDefault) {
+    ScheduleOptions o;
+    o.attn_splits = 8;  // (this small model's own count is above 16)
+    KernelStep a = split_attn(16384, o);
+    EXPECT_TRUE(has_define(a.variant, "PIPE", "2"));
+    EXPECT_TRUE(has_define(a.variant, "MERGE1", "1"));
+    ScheduleOptions f = o;
+    f.attn_pipe = 0;
+    f.attn_merge_one_trip = false;
+    a = split_attn(16384, f);
+    EXPECT_FALSE(has_define(a.variant, "PIPE", "2"));
+    EXPECT_FALSE(has_define(a.variant, "MERGE1", "1"));
+    f = o;
+    f.attn_kv_stages = 3;
+    a = split_attn(16384, f);
+    EXPECT_FALSE(has_define(a.variant, "PIPE", "2"));
+    EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
+    f = o;
+    f.force["attn.decode"] = "mma";
+    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "PIPE", "2"));
+    f = o;
+    f.attn_splits = 17;  // more splits than one round trip's loads hold
+    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "MERGE1", "1"));
 }
 
 // gemv_balance (--print-threads): row sets per block as gemv.cu assigns them. The 8B q/k/v gemv

@@ -162,16 +162,24 @@ const Variant kVariants[] = {
     // (default split count; 3 splits of 32-position chunks: several chunks per block, and short
     // histories where some of a cluster's blocks have no chunk); with the mma kernel
     {"gated+attn-cluster", {.force = gated({{"attn.merge", "cluster"}})}},
-    // attn.vsum=half2: V sums in f16 pairs per tile (default tiles; 2-position tiles over 3 splits)
-    {"gated+attn-vh2", {.force = gated({{"attn.vsum", "half2"}})}},
+    // attn.vsum=half2 (the default): V sums in f16 pairs per tile (2-position tiles over 3 splits);
+    // its sibling, f32 sums; and the split kernel before session 10 (f32 sums, no pipeline, the
+    // two-trip merge)
+    {"gated+attn-vsum-float", {.force = gated({{"attn.vsum", "float"}})}},
+    {"gated+attn-vsum-float+pipe0+merge2+splits16",
+     {.force = gated({{"attn.vsum", "float"}}), .attn_splits = 16, .attn_merge_one_trip = false, .attn_pipe = 0}},
     {"gated+attn-vh2+chunk32+splits3", {.force = gated({{"attn.vsum", "half2"}}), .attn_chunk = 32, .attn_splits = 3}},
-    // --attn-merge-one-trip: the ticketed merge's loads at once (SIMT: 16 splits on hist2500; mma: float4 rows)
+    // the ticketed merge's loads at once (the default; SIMT: 16 splits on hist2500; mma: float4 rows)
+    // and in two trips (--attn-merge-two-trips)
     {"gated+attn-merge1+splits16", {.force = gated({}), .attn_splits = 16, .attn_merge_one_trip = true}},
+    {"gated+attn-merge2+splits16", {.force = gated({}), .attn_splits = 16, .attn_merge_one_trip = false}},
     {"gated+attn-mma+merge1+splits5", {.force = gated({{"attn.decode", "mma"}}), .attn_splits = 5, .attn_merge_one_trip = true}},
     {"gated+attn-cluster+chunk32+splits3", {.force = gated({{"attn.merge", "cluster"}}), .attn_chunk = 32, .attn_splits = 3}},
     {"gated+attn-mma+cluster", {.force = gated({{"attn.decode", "mma"}, {"attn.merge", "cluster"}})}},
-    // --attn-pipe 2: the next chunk's K and V into the current chunk's registers after each half's use
+    // --attn-pipe 2 (the SIMT default): the next chunk's K and V into the current chunk's registers
+    // after each half's use; --attn-pipe 0: each chunk loaded at the top of its trip
     {"gated+attn-pipe2", {.force = gated({}), .attn_splits = 16, .attn_pipe = 2}},
+    {"gated+attn-pipe0+splits16", {.force = gated({}), .attn_splits = 16, .attn_pipe = 0}},
     {"gated+attn-pipe2+2-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_pipe = 2}},
     // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)

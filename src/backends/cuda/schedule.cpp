@@ -178,31 +178,35 @@ public:
             // cluster (1 x splits, at most 8: the portable size) and combine their partial states
             // through distributed shared memory (barrier.cluster, ld.shared::cluster), instead of
             // scratch in global memory, a fence, an atomic ticket and the last block's loads (`ticket`:
-            // about three dependent L2 round trips after the last block's loop). Built and compiled
-            // without a GPU in session 9: off until measured.
+            // about three dependent L2 round trips after the last block's loop). H200, 8B Q8_0 tg128
+            // (session 10): depth 4096 379.55 -> 344.50, depth 0 426.48 -> 419.72: only 30 of the 32
+            // clusters of 8 are resident at once (cuOccupancyMaxActiveClusters; two blocks per SM, 8
+            // per cluster within a GPC), so two clusters wait for a second wave: ticket.
             const int cc = d_.cc();
             std::string why;
             if (!g_.attn_split) why = "attn.algo=onepass: nothing to merge";
             else if (cc < 90) why = fmt::format("compute capability {}.{}: no thread-block clusters (sm_90+)", d_.cc_major, d_.cc_minor);
             g_.attn_cluster = forced_if("attn.merge", "cluster", "ticket", false, why,
-                                        "split-KV partial states through global scratch and an atomic ticket; the "
-                                        "cluster merge (--force-variant attn.merge=cluster) is not yet measured on a GPU");
+                                        "split-KV partial states through global scratch and an atomic ticket (the "
+                                        "cluster merge measured -9.2 % at depth 4096 on the H200: 30 of 32 clusters resident)");
         }
         {
             // attn.vsum=half2 (sm_80+): the SIMT decode kernel sums a tile's weighted V rows in f16
             // pairs (fma.rn.f16x2, the weights rounded to f16) and adds them to its f32 output once
             // per tile, instead of converting every V element and FMA-ing in f32: 4 instructions per
             // position and 8 dims instead of ~25 (the kernel is issue-bound at depth: 0.47 issued
-            // warps per scheduler, session 9). Built without a GPU in session 9: off until measured.
+            // warps per scheduler, session 9). H200, 8B Q8_0 tg128 (session 10, one machine): depth
+            // 4096 379.55 -> 382.45 (depth 0 426.48 -> 423.93, noise: one block per head there);
+            // with the one-trip merge 383.16 against 380.61 (depth 0 425.84 / 426.89).
             const int cc = d_.cc();
             std::string why;
             if (cc < 80) why = fmt::format("compute capability {}.{}: no cvt.rn.f16x2.f32", d_.cc_major, d_.cc_minor);
             else if (o_.kv_f32) why = "--kv-f32: V is read as floats";
             else if (!g_.norm_warp) why = "norm.reduce=tree: the half2 sum sits in the shuffle-reduction loop";
             else if (g_.attn_decode_mma) why = "attn.decode=mma: V products on tensor cores";
-            g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", false, why,
-                                    "decode attention's V sums in f32 (the f16-pair sum per tile, --force-variant "
-                                    "attn.vsum=half2, is not yet measured on a GPU)");
+            g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", true, why,
+                                    "a tile's weighted V rows summed in f16 pairs, once per tile into the f32 output "
+                                    "(H200, 8B Q8_0 at depth 4096: +0.8 % tok/s)");
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -1102,6 +1106,14 @@ private:
                 // more than 4 heads per block (halves the registers holding q and the output)
                 const int kv_bytes = o_.kv_f32 ? 4 : 2;
                 const int kv_load = hpb > 4 && kv_bytes == 2 && !g_.attn_decode_mma ? 8 : 16;
+                // --attn-pipe (auto: 2 for the SIMT split kernel; H200, 8B Q8_0 tg128 with the V sums in
+                // half pairs and the one-trip merge, session 10: depth 0 420.34 against 421.70 without, depth
+                // 4096 381.54 against 379.91: -9.2 % against -9.9 %; 115 registers against 111, still two
+                // 256-thread blocks per SM; off for mma, whose best setting needs more splits, and beside
+                // the cp.async ring)
+                const int pipe = !g_.attn_split ? 0
+                                 : o_.attn_pipe >= 0 ? o_.attn_pipe
+                                 : g_.attn_decode_mma || o_.attn_kv_stages > 0 ? 0 : 2;
                 int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
                 int ch = 0, per_sm = 1;  // split: positions per chunk, resident blocks per SM
                 if (g_.attn_decode_mma) {
@@ -1115,7 +1127,7 @@ private:
                     block = 2 * chunk;
                     tile = 1;
                     ch = chunk;
-                    per_sm = std::max(1, 65536 / ((o_.attn_pipe == 2 ? 192 : 160) * block));
+                    per_sm = std::max(1, 65536 / ((pipe == 2 ? 192 : 160) * block));
                 } else if (g_.attn_split) {
                     block = 256;
                     const int vec = kv_load / kv_bytes;
@@ -1158,7 +1170,7 @@ private:
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
                 if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
-                if (o_.attn_pipe > 0 && g_.attn_split) v.set("PIPE", o_.attn_pipe);
+                if (pipe > 0) v.set("PIPE", pipe);
                 // --attn-kv-stages N: K/V chunks through an N-deep cp.async ring in shared memory
                 int kv_stages = 0;
                 if (o_.attn_kv_stages > 0 && g_.attn_split) {

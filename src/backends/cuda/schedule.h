@@ -81,8 +81,8 @@ struct ScheduleOptions {
     int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128; mma 64)
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1; mma 3)
     int attn_heads_per_block = 0;                // --attn-heads-per-block: decode attention query heads per block (0: 1 split, all onepass)
-    bool attn_merge_one_trip = false;            // --attn-merge-one-trip: ticket merge reads the splits' states at once
-    int attn_pipe = 0;                           // --attn-pipe: split-KV blocks load their next chunk before using this one
+    bool attn_merge_one_trip = true;             // ticket merge reads the splits' states at once (false: --attn-merge-two-trips)
+    int attn_pipe = -1;                          // --attn-pipe: split-KV blocks load their next chunk before using this one (-1: auto, 2 for the SIMT kernel)
     int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     bool gemv_warp_major = false;                // --gemv-warp-major: a pass's row sets round the blocks first
