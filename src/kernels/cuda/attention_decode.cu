@@ -44,14 +44,14 @@
 //   reduction): each lane sums a tile's p_t v_t in f16 pairs (fma.rn.f16x2; p_t rounded to f16,
 //   at most TILE terms, each p_t <= 1) and adds the pairs to its f32 output once per tile: 4
 //   f16x2 FMAs per position instead of 8 conversions and 8 FMAs (HEAD_DIM 128)
-//   MERGE1 (0 default; 1: --attn-merge-one-trip, N_SPLITS <= 16): the last block of a ticketed
+//   MERGE1 (0 default; 1: the schedule's default for N_SPLITS <= 16, off with --attn-merge-two-trips): the last block of a ticketed
 //   split-KV launch loads every split's (o, m, l) at once (one L2 round trip) instead of (m, l)
 //   first and o after (two); the same operations in the same order
 //   CLUSTER (0 default; 1: gate attn.merge=cluster, ALGO 2, N_SPLITS <= 8, sm_90): launched as
 //   clusters of 1 x N_SPLITS blocks; the partial states stay in each block's shared memory and
 //   are combined through distributed shared memory after a cluster barrier (no scratch, no
 //   ticket, no fence); with several active blocks the inactive ones take part in the barriers
-//   PIPE (0 default; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
+//   PIPE (0 default; the schedule passes 2 for the SIMT split kernel unless --attn-pipe says otherwise; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
 //   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
 //   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread;
 //   2: no second set: the next chunk's K rows are loaded into K's registers as soon as this
