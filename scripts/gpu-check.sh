@@ -21,7 +21,7 @@
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
 #   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
-#             --attn-merge-one-trip, --gemv-warp-major)
+#             --attn-merge-two-trips (the old merge since session 10), --gemv-warp-major)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).

@@ -142,7 +142,7 @@
 #if VH2 && (MMA || !REDUCE)
 #error "VH2: the SIMT kernel's transposed reduction (REDUCE=1)"
 #endif
-#ifndef MERGE1  // 1 (--attn-merge-one-trip): the last block reads the splits' states in one round trip
+#ifndef MERGE1  // 1 (the schedule's default; 0: --attn-merge-two-trips): the last block reads the splits' states in one round trip
 #define MERGE1 0
 #endif
 #ifndef CLUSTER  // 1 (gate attn.merge=cluster, sm_90): launched as clusters of 1 x N_SPLITS blocks
