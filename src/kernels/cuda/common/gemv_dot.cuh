@@ -26,7 +26,8 @@
 // Quantizes the float4 x[k..k+3] of this lane into the shared copy. All 32 lanes of the warp
 // call it (k out of range: v = 0, nothing stored); the 8 lanes of each aligned 32-element block
 // share its max |x|. Same rule as quantize_row(Q8_0): d = amax / 127, q = roundf(x / d) with
-// 1 / d, the scale kept rounded to f16.
+// 1 / d, the scale kept rounded to f16. C: the length of x (layer_tail.cu: per phase).
+template <int C = COLS>
 __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* qd) {
     float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
@@ -40,12 +41,12 @@ __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* q
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-    if (k >= COLS) return;
+    if (k >= C) return;
     const uint32_t word = (uint32_t(q0) & 0xFFu) | ((uint32_t(q1) & 0xFFu) << 8) |
                           ((uint32_t(q2) & 0xFFu) << 16) | (uint32_t(q3) << 24);
     const int b = k >> 5, e = k & 31;
 #if WTYPE == Q4_0
-    const int off = e < 16 ? 16 * b + e : COLS / 2 + 16 * b + (e - 16);
+    const int off = e < 16 ? 16 * b + e : C / 2 + 16 * b + (e - 16);
 #else
     const int off = k;
 #endif
@@ -245,13 +246,13 @@ __device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const*
 }
 
 // 16-byte unit v (Q4_0: block v; Q8_0: half block v) of R rows, w[r] with its f16 scale d[r],
-// times x: acc[r] += the unit's dot product
-template <int R>
+// times x: acc[r] += the unit's dot product (C: the length of x)
+template <int R, int C = COLS>
 __device__ __forceinline__ void split_unit(const uint4* w, const uint32_t* d, const XSrc& xs, int v, float* acc) {
 #if WTYPE == Q4_0
     // word i: elements 4i..4i+3 (low nibbles, plane A word i) and 16+4i.. (high nibbles, plane
     // B word i); nibbles 0..15, the -8 via the block's 8 * sum
-    const uint4 xa = xs.q16(16 * v), xb = xs.q16(COLS / 2 + 16 * v);
+    const uint4 xa = xs.q16(16 * v), xb = xs.q16(C / 2 + 16 * v);
     const float2 xd = xs.qd[v];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -301,10 +302,11 @@ __device__ __forceinline__ void split_dot(const SplitSet<R>& s, const XSrc& xs, 
 #if BULK
 // gemv.cu BULK: a warp's item is the BULK_CH-column chunk `c` of its R rows, bulk-copied into the
 // shared-memory slot `sm` (row r at r * BULK_RB: the chunk's quants, then its f16 scales); lane
-// t takes the chunk's units t, t + 32, ...
-template <int R>
+// t takes the chunk's units t, t + 32, ... QB, RB: a row chunk's quant bytes and its bytes with
+// the scales; C: the length of x (layer_tail.cu passes its phase's)
+template <int R, int QB = BULK_QB, int RB = BULK_RB, int C = COLS>
 __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int c, int lane, float* acc) {
-    constexpr int NU = BULK_QB / 16, EPU = WTYPE == Q4_0 ? 32 : 16;  // units per row chunk, elements per unit
+    constexpr int NU = QB / 16, EPU = WTYPE == Q4_0 ? 32 : 16;  // units per row chunk, elements per unit
 #pragma unroll
     for (int j = 0; j < (NU + 31) / 32; ++j) {
         const int u = lane + 32 * j;
@@ -313,10 +315,10 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
         uint32_t d[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            w[r] = *reinterpret_cast<const uint4*>(sm + r * BULK_RB + 16 * u);
-            d[r] = *reinterpret_cast<const uint16_t*>(sm + r * BULK_RB + BULK_QB + 2 * ((u * EPU) >> 5));
+            w[r] = *reinterpret_cast<const uint4*>(sm + r * RB + 16 * u);
+            d[r] = *reinterpret_cast<const uint16_t*>(sm + r * RB + QB + 2 * ((u * EPU) >> 5));
         }
-        split_unit<R>(w, d, xs, c * NU + u, acc);
+        split_unit<R, C>(w, d, xs, c * NU + u, acc);
     }
 }
 #endif
