@@ -20,6 +20,7 @@
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
+#   prepared10: golden and prompt modes with layer.tail=persistent (session 10, not yet run)
 #   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
 #             --attn-merge-two-trips (the old merge since session 10), --gemv-warp-major)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
@@ -178,6 +179,14 @@ gemm)
     ;;
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    ;;
+prepared10)
+    # session 10's layer.tail=persistent (one launch for attn_output .. ffn_residual per layer, grid
+    # barriers between its phases; built without device time, off by default): golden and prompt
+    # modes with it (a hang ends at TEST_TIMEOUT); then `KERNELS_FILTER='*EveryKernelMatchesItsCpuTasks/*tail*'
+    # kernels` and `SWEEP_SHAPES="llama3.1-8b:q8_0 llama3.1-8b:q4_0" SWEEP_ARGS=" ;--force-variant layer.tail=persistent" sweep`
+    cuda_test golden-tail engine_golden_test "golden with layer.tail=persistent" JITLLM_TEST_CUDA_FORCE=layer.tail=persistent
+    cuda_test modes-tail prefill_modes_test "prompt modes with layer.tail=persistent" JITLLM_TEST_CUDA_FORCE=layer.tail=persistent
     ;;
 prepared9)
     # session 9's switches, built without device time and off by default: golden and prompt modes

@@ -24,12 +24,12 @@ using namespace jitllm;
 using namespace jitllm::test;
 
 // dim 512 (q/k/v, attn_output, gate/up read rows of 512: split), ff 352 (ffn_down rows of 352:
-// blocks), token_embd of type `emb`, every matrix of type `t`
-std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied, int dim = 512) {
+// blocks; or ff), token_embd of type `emb`, every matrix of type `t`
+std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied, int dim = 512, int ff = 352) {
     TinySpec s;
     s.arch = "llama";
     s.dim = dim;
-    s.ff = 352;
+    s.ff = ff;
     s.n_heads = dim / 64;
     s.n_kv_heads = 2;
     s.head_dim = 64;
@@ -578,6 +578,64 @@ TEST(ScheduleGates, SplitAttentionPipelinesAndMergesInOneTripByDefault) {
     f = o;
     f.attn_splits = 17;  // more splits than one round trip's loads hold
     EXPECT_FALSE(has_define(split_attn(16384, f).variant, "MERGE1", "1"));
+}
+
+// layer.tail=persistent (off by default until measured): on sm_90 the seven decode tasks from
+// attn_output to ffn_residual of a layer become one launch of one block per SM (layer_tail.cu)
+// when its four matrices are split-layout Q4_0 / Q8_0 of one type; other layers, --no-fuse and
+// the batch phase keep the kernels; refused below sm_90. Geometry worked out by hand for dim
+// 512, ff 768, Q8_0 (a row chunk of c columns: c + c / 16 bytes): gate/up items of 4 rows x 512
+// columns (the whole row) = 2176-byte slots; attn_output 2 rows x 512, ffn_down 2 rows x 768
+// (1632 bytes) fit them; x copy 768 + 192 -> 1024 bytes; slots (232448 - 1024 - 2048) / (16 x
+// 2176) = 6; shared memory 1024 + 16 x 6 x 2176 = 209920.
+TEST(ScheduleGates, PersistentLayerTail) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 512, 768);
+    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
+    auto tails = [](const Schedule& s) {
+        std::vector<const KernelStep*> r;
+        for (const KernelStep& k : s.decode)
+            if (k.symbol.find("__persistent_") != std::string::npos) r.push_back(&k);
+        return r;
+    };
+    ScheduleOptions o;
+    EXPECT_EQ(gate(schedule_build(p, h200, o), "layer.tail"), "kernels");
+    EXPECT_TRUE(tails(schedule_build(p, h200, o)).empty());
+    EXPECT_NE(step(schedule_build(p, h200, o).decode, "attn_output_residual"), nullptr);
+    o.force["layer.tail"] = "persistent";
+    const Schedule s = schedule_build(p, h200, o);
+    EXPECT_EQ(gate(s, "layer.tail"), "persistent");
+    const auto ts = tails(s);
+    ASSERT_EQ(int(ts.size()), m->config.n_layers);
+    for (const KernelStep* k : ts) {
+        EXPECT_EQ(k->tasks.size(), 7u);
+        EXPECT_EQ(k->grid.x, unsigned(h200.sm_count));
+        EXPECT_EQ(k->block.x, 544u);
+        EXPECT_EQ(k->smem, 209920u);
+        EXPECT_TRUE(has_define(k->variant, "WTYPE", "Q8_0"));
+        EXPECT_TRUE(has_define(k->variant, "DIM", "512"));
+        EXPECT_TRUE(has_define(k->variant, "HID", "768"));
+        EXPECT_TRUE(has_define(k->variant, "CH_A", "512"));
+        EXPECT_TRUE(has_define(k->variant, "CH_B", "512"));
+        EXPECT_TRUE(has_define(k->variant, "CH_C", "768"));
+        EXPECT_TRUE(has_define(k->variant, "SLOT", "2176"));
+        EXPECT_TRUE(has_define(k->variant, "SLOTS", "6"));
+        EXPECT_TRUE(has_define(k->variant, "XB", "1024"));
+        EXPECT_EQ(k->symbol.rfind("attn_output_", 0), 0u);
+    }
+    EXPECT_EQ(s.scratch.count("layer_tail_bar"), 1u);
+    EXPECT_EQ(step(s.decode, "attn_output_residual"), nullptr);  // the gemv is gone
+    // the batch phase keeps its kernels
+    for (const KernelStep& k : s.batch) EXPECT_EQ(k.symbol.find("__persistent_"), std::string::npos);
+    ScheduleOptions f = o;
+    f.fuse = false;
+    EXPECT_TRUE(tails(schedule_build(p, h200, f)).empty());
+    // ffn_down rows of 352 (blocks layout) and F16 weights: no layer qualifies, the kernels stay
+    auto blocks = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
+    EXPECT_TRUE(tails(schedule_build(plan_build(*blocks, PlanOptions{256, 16, 1}), h200, o)).empty());
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 512, 768);
+    EXPECT_TRUE(tails(schedule_build(plan_build(*f16, PlanOptions{256, 16, 1}), h200, o)).empty());
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), std::exception);
 }
 
 // gemv_balance (--print-threads): row sets per block as gemv.cu assigns them. The 8B q/k/v gemv

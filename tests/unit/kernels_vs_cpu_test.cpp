@@ -102,11 +102,14 @@ constexpr int kAllHeads = -1;
 struct Variant {
     const char* name;
     ScheduleOptions s;
-    // gates whose chosen side needs sm_90 (cp.async.bulk, thread-block clusters): not built for older targets
+    // gates whose chosen side needs sm_90 (cp.async.bulk, thread-block clusters, the persistent layer tail):
+    // not built for older targets
     bool sm90() const {
         auto it = s.force.find("gemv.load");
         auto cl = s.force.find("attn.merge");
-        return (it != s.force.end() && it->second == "bulk") || (cl != s.force.end() && cl->second == "cluster");
+        auto lt = s.force.find("layer.tail");
+        return (it != s.force.end() && it->second == "bulk") || (cl != s.force.end() && cl->second == "cluster") ||
+               (lt != s.force.end() && lt->second == "persistent");
     }
 };
 
@@ -198,6 +201,11 @@ const Variant kVariants[] = {
     // (uncapped: a bulk gemv then takes one block per SM, most of them with no row set here)
     {"gated+fused+bulk+warp-major", {.force = gated({{"gemv.load", "bulk"}}), .gemv_warp_major = true}},
     {"gated+fused+warp-major+grid3", {.force = gated({}), .gemv_grid_max = 3, .gemv_warp_major = true}},
+    // layer.tail=persistent: attn_output .. ffn_residual in one launch with grid barriers (the
+    // *_tail_* cases: split-layout Q4_0 / Q8_0 with 256-column rows; elsewhere the kernels stay);
+    // and serial launches (no PDL wait before the phases' reads of att and x)
+    {"gated+layer-tail", {.force = gated({{"layer.tail", "persistent"}})}},
+    {"gated+layer-tail+serial", {.force = gated({{"layer.tail", "persistent"}, {"launch.pdl", "serial"}})}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},
@@ -392,6 +400,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"granite_scales_hd64_q5_0", spec("granite", 256, 352, 4, 1, 64, 1003), GgmlType::Q5_0,
              12.0f, 0.22f, 0.25f, 2.0f},
         Case{"phi3_window3_hd64_f16", spec("phi3", 256, 352, 4, 4, 64, 1003), GgmlType::F16, 0, 0, 0, 0, 3},
+        // layer.tail=persistent applies (every matrix split-layout, rows of multiples of 256):
+        // Q4_0, and Q8_0 with granite's residual scale
+        Case{"llama_tail_hd64_q4_0", spec("llama", 512, 768, 8, 2, 64, 1003), GgmlType::Q4_0},
+        Case{"granite_tail_hd64_q8_0", spec("granite", 512, 768, 8, 2, 64, 1003), GgmlType::Q8_0, 12.0f, 0.22f, 0.25f,
+             2.0f},
         // split-KV with several active blocks: 2500 cached positions in chunks of 128 over 16
         // blocks per kv head (8 kv heads, 132 SMs), so some blocks take two chunks and the last
         // block combines 16 states; and a window of 200 starting in the 4th chunk (3 blocks)

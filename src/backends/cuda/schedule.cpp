@@ -70,6 +70,8 @@ struct Gates {
     // default for those of >= 4096 columns and rows (forced: every split-layout decode gemv and the
     // plain-type ones with x in shared memory)
     bool gemv_bulk = false, gemv_bulk_all = false;
+    // layer.tail=persistent: attn_output .. ffn_residual of a layer in one launch (layer_tail.cu)
+    bool layer_tail = false;
 };
 
 class Lowering {
@@ -316,6 +318,23 @@ public:
                                             "first items before the PDL wait");
             g_.gemv_bulk_all = g_.gemv_bulk && o_.force.count("gemv.load");
             if (g_.gemv_bulk && !sm90) fail_usage("--force-variant gemv.load=bulk: needs compute capability 9.0+");
+        }
+        {
+            // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
+            // attn_output + residual, ffn_norm + gate/up + SwiGLU and ffn_down + residual as one
+            // launch of one block per SM: a producer warp streams the three phases' weight rows
+            // by cp.async.bulk into the consumer warps' rings across the phase boundaries, grid
+            // barriers between the phases (layer_tail.cu), instead of three kernels whose rings
+            // start empty (8B Q8_0 / Q4_0 lose ~3.5-4 us per layer at each kernel boundary,
+            // session 9). Layers whose four matrices are not split-layout Q4_0 / Q8_0 of one type
+            // (SwiGLU with separate gate and up) keep the kernels. Built in session 10 without a
+            // GPU: off until measured.
+            std::string why;
+            // (with --no-fuse every task keeps its own kernel, this one included)
+            if (d_.cc_major < 9) why = fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor);
+            g_.layer_tail = forced_if("layer.tail", "persistent", "kernels", false, why,
+                                      "attn_output, the FFN's gate/up and ffn_down as three kernels (the persistent layer "
+                                      "tail, --force-variant layer.tail=persistent, is not yet measured on a GPU)");
         }
         {
             // Decode attention at short context runs a few blocks (one per kv head) and lets the
@@ -611,6 +630,80 @@ private:
         if (g.epi == 1 || bias) b += uint64_t(out_rows) * 4;
         if (g.rope) b += 2 * uint64_t(c_.kv_dim()) * (o_.kv_f32 ? 4 : 2);  // the cache rows
         k.bytes = b;
+    }
+
+    // --- layer.tail=persistent (layer_tail.cu) ---
+    struct Tail {
+        const WeightTensor *wo = nullptr, *wg = nullptr, *wu = nullptr, *wd = nullptr, *nw = nullptr;
+        float eps = 0, res_a = 1, res_c = 1;
+        int ch_a = 0, ch_b = 0, ch_c = 0, slots = 0, slot = 0, xb = 0;
+    };
+    static constexpr int kTailWarps = 16;  // consumer warps (gemv.cu's bulk blocks: 16)
+    // The decode tasks i .. i + 6 as one layer tail, when they are attn_output, attn_residual,
+    // ffn_norm, ffn_gate_up (separate gate and up), ffn_act, ffn_down, ffn_residual of one layer,
+    // the four matrices split-layout Q4_0 / Q8_0 of one type, and the rings fit: an item is 2
+    // output rows (gate/up: 4 weight rows) x a chunk of columns; one slot size for the three
+    // phases (gate/up's chunk of 1024 columns sets it; the others take the widest chunk that fits).
+    std::optional<Tail> tail_at(size_t i) const {
+        static const K seq[] = {K::AttnOutput, K::AttnResidual, K::FfnNorm, K::FfnGateUp, K::FfnAct, K::FfnDown, K::FfnResidual};
+        for (size_t j = 0; j < std::size(seq); ++j)
+            if (!is(i + j, seq[j]) || t(i + j).layer != t(i).layer) return std::nullopt;
+        Tail tl;
+        tl.wo = t(i).w[0];
+        tl.wg = t(i + 3).w[0];
+        tl.wu = t(i + 3).w.size() > 1 ? t(i + 3).w[1] : nullptr;
+        tl.wd = t(i + 5).w[0];
+        tl.nw = t(i + 2).w[0];
+        if (!tl.wo || !tl.wg || !tl.wu || !tl.wd || !tl.nw) return std::nullopt;
+        const GgmlType ty = tl.wo->type;
+        for (const WeightTensor* w : {tl.wo, tl.wg, tl.wu, tl.wd})
+            if (w->type != ty || !s_.split_weights.count(w)) return std::nullopt;
+        if (ty != GgmlType::Q4_0 && ty != GgmlType::Q8_0) return std::nullopt;
+        const int dim = int(tl.wo->rows), a_cols = int(tl.wo->cols), hid = int(tl.wg->rows);
+        if (int(tl.wd->rows) != dim || int(tl.wg->cols) != dim || int(tl.wu->cols) != dim || int(tl.wu->rows) != hid ||
+            int(tl.wd->cols) != hid)
+            return std::nullopt;
+        auto rb = [&](int c) { return ty == GgmlType::Q4_0 ? c / 2 + c / 16 : c + c / 16; };  // a row's chunk
+        auto widest = [&](int cols, int rows, int bytes) {  // widest 256-multiple chunk of `rows` rows in `bytes`
+            int best = 0;
+            for (int c = 256; c <= std::min(cols, 4096); c += 256)
+                if (cols % c == 0 && rows * rb(c) <= bytes) best = c;
+            return best;
+        };
+        tl.ch_b = widest(dim, 4, 4 * rb(1024));
+        if (tl.ch_b == 0) return std::nullopt;  // columns not a multiple of 256
+        tl.slot = 4 * rb(tl.ch_b);
+        tl.ch_a = widest(a_cols, 2, tl.slot);
+        tl.ch_c = widest(hid, 2, tl.slot);
+        if (tl.ch_a == 0 || tl.ch_c == 0) return std::nullopt;
+        const int xmax = std::max({a_cols, dim, hid});
+        tl.xb = (xmax + xmax / 32 * 8 + 127) / 128 * 128;
+        const int64_t room = int64_t(d_.max_shared_block()) - tl.xb - 2048;  // static: mbarriers, partial sums
+        tl.slots = int(std::min<int64_t>(8, room / (int64_t(kTailWarps) * tl.slot)));
+        if (tl.slots < 2) return std::nullopt;
+        tl.eps = t(i + 2).eps;
+        tl.res_a = t(i + 1).scale;
+        tl.res_c = t(i + 6).scale;
+        return tl;
+    }
+    void layer_tail(size_t i, const Tail& tl) {
+        const GgmlType ty = tl.wo->type;
+        const int dim = int(tl.wo->rows), a_cols = int(tl.wo->cols), hid = int(tl.wg->rows);
+        Variant v("cuda/layer_tail.cu", "");
+        v.set("WTYPE", wtype_define(ty)).set("DIM", dim).set("A_COLS", a_cols).set("HID", hid)
+            .set("RES_A", fstr(tl.res_a)).set("RES_C", fstr(tl.res_c)).set("EPS", fstr(tl.eps)).set("NW", kTailWarps)
+            .set("CH_A", tl.ch_a).set("CH_B", tl.ch_b).set("CH_C", tl.ch_c).set("SLOTS", tl.slots).set("SLOT", tl.slot)
+            .set("XB", tl.xb);
+        auto& k = add({i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6}, "persistent_" + lowercase(type_name(ty)), v);
+        // one block per SM, every one resident: the grid barriers wait for all of them
+        k.grid = Dim3(unsigned(d_.sm_count));
+        k.block = Dim3(unsigned(32 * (kTailWarps + 1)));
+        k.smem = unsigned(tl.xb + kTailWarps * tl.slots * tl.slot);
+        k.args = {weight(tl.wo), weight(tl.wg), weight(tl.wu), weight(tl.wd), slot(Slot::Att), slot(Slot::X),
+                  weight(tl.nw), slot(Slot::Hb), scratch("layer_tail_bar")};
+        s_.scratch["layer_tail_bar"] = std::max<size_t>(s_.scratch["layer_tail_bar"], 16);  // 3 counters, zeroed at allocation
+        k.bytes = uint64_t(dim) * tl.wo->row_bytes + 2 * uint64_t(hid) * tl.wg->row_bytes + uint64_t(dim) * tl.wd->row_bytes +
+                  uint64_t(a_cols + 4 * dim + 2 * hid) * 4;
     }
 
     static KArg rows_arg() { KArg a; a.kind = KArg::Kind::Rows; return a; }
@@ -1209,6 +1302,11 @@ private:
             }
             case K::AttnOutput:
             case K::FfnDown: {
+                if (a.kind == K::AttnOutput && g_.layer_tail && fuse)
+                    if (auto tl = tail_at(i)) {
+                        layer_tail(i, *tl);
+                        return 7;
+                    }
                 const K res = a.kind == K::AttnOutput ? K::AttnResidual : K::FfnResidual;
                 const Slot x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
                 Gemv g;
@@ -1406,7 +1504,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "attn.decode", "attn.merge", "attn.vsum"};
+            "gemv.prefetch", "gemv.load", "attn.decode", "attn.merge", "attn.vsum", "layer.tail"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
