@@ -4,7 +4,8 @@
 //   phase A  x   += RES_A * Wo . att                      (att: A_COLS floats, x: DIM)
 //   phase B  hb   = silu(Wg . n) * (Wu . n),  n = rms_norm(x) * ffn_norm_w   (hb: HID)
 //   phase C  x   += RES_C * Wd . hb
-// One block per SM, every block resident (cooperative launch); a grid barrier between phases.
+// One block per SM, every block resident (grid = SMs, one block's shared memory per SM; see PDL
+// below); a grid barrier between phases.
 // Each block: NW consumer warps and one producer warp. Producer lane w streams consumer warp
 // w's items (A's, then B's, then C's) into w's ring of SLOTS shared-memory slots with cp.async.bulk
 // copies, each slot with a "full" mbarrier (transaction bytes) and an "empty" one (the consumer's
@@ -30,7 +31,7 @@
 //   PDL           1: griddepcontrol (the consumers wait before reading att / x; dependents are
 //                 let go only after the last grid barrier: earlier, the next kernel's blocks could
 //                 take SMs this grid's blocks still need while the started ones wait at a barrier)
-// launch:  grid = number of SMs (at most one block per SM; all must be resident: cooperative),
+// launch:  grid = number of SMs (one block per SM; all must be resident for the grid barriers),
 //          block = 32 * (NW + 1), dynamic smem = XB + NW * SLOTS * SLOT
 // args:    (wo, wg, wu, wd, att, x, ffn_norm_w, hb, bar)
 //          x: the residual stream, updated in place by phases A and C; hb: HID floats;
