@@ -638,6 +638,31 @@ TEST(ScheduleGates, PersistentLayerTail) {
     EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), std::exception);
 }
 
+// layer_tail_balance (--print-threads): the layer tail's three phases' row sets per block, warp-
+// major as layer_tail.cu takes them. 8B shape on 132 blocks of 16 warps (2112 warps), 2 rows per
+// set: attn_output / ffn_down 2048 sets = 15 x 132 + 68: 16 on blocks 0-67, 15 elsewhere;
+// gate/up 7168 sets = 3 passes of 2112 (48 per block) + 832 = 6 x 132 + 40: 55 on blocks 0-39,
+// 54 elsewhere (block by block it would be 64 on 52 blocks).
+TEST(ScheduleGates, LayerTailBalanceCountsRowSetsPerPhase) {
+    KernelStep k;
+    k.variant = Variant("cuda/layer_tail.cu", "");
+    k.variant.set("DIM", 4096).set("HID", 14336).set("NW", 16);
+    k.grid = Dim3(132);
+    const auto ph = layer_tail_balance(k);
+    ASSERT_EQ(ph.size(), 3u);
+    EXPECT_EQ(ph[0].sets, 2048);
+    EXPECT_EQ(ph[0].passes, 1);
+    EXPECT_EQ(ph[0].max_per_block, 16);
+    EXPECT_EQ(ph[1].sets, 7168);
+    EXPECT_EQ(ph[1].passes, 4);
+    EXPECT_EQ(ph[1].max_per_block, 55);
+    EXPECT_NEAR(ph[1].mean_per_block, 54.30, 0.01);
+    EXPECT_EQ(ph[2].max_per_block, 16);
+    KernelStep g;
+    g.variant = Variant("cuda/gemv.cu", "");
+    EXPECT_TRUE(layer_tail_balance(g).empty());
+}
+
 // gemv_balance (--print-threads): row sets per block as gemv.cu assigns them. The 8B q/k/v gemv
 // with the bulk rings: 6144 rows, 2 per group, 16 groups in each of 132 blocks: 3072 sets in 2
 // passes; block-major, the second pass's 960 sets fill blocks 0-59 (16 each): 32 on those; group-

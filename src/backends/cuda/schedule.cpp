@@ -1596,32 +1596,51 @@ std::vector<Variant> schedule_variants(const Schedule& s) {
     return v;
 }
 
+namespace {
+// Row sets of `rows` output rows, `opg` per set, over `nbx` blocks of `gpb` groups (warps): gemv.cu
+// GEMV_O_FIRST's assignment (group g of block bx starts at set bx * gpb + g, or g * nbx + bx
+// warp-major), passes of nbx * gpb sets; layer_tail.cu assigns each phase's sets the same way.
+GemvBalance balance(int rows, int opg, int nbx, int gpb, bool warp_major) {
+    const int groups = nbx * gpb;
+    GemvBalance b;
+    b.sets = (rows + opg - 1) / opg;
+    b.passes = (b.sets + groups - 1) / groups;
+    std::vector<int> per(size_t(nbx), 0);
+    for (int s = 0; s < b.sets; ++s) {
+        const int slot = s % groups;
+        ++per[size_t(warp_major ? slot % nbx : slot / gpb)];
+    }
+    b.max_per_block = *std::max_element(per.begin(), per.end());
+    b.mean_per_block = double(b.sets) / double(nbx);
+    return b;
+}
+int define_int(const KernelStep& k, const char* name, int dflt) {
+    for (const auto& [n, v] : k.variant.defines)
+        if (n == name) return std::atoi(v.c_str());
+    return dflt;
+}
+}  // namespace
+
 std::optional<GemvBalance> gemv_balance(const KernelStep& k) {
     if (k.variant.source != "cuda/gemv.cu" || k.rows_dim >= 0 || k.grid.y > 1) return std::nullopt;
-    auto def = [&](const char* name, int dflt) {
-        for (const auto& [n, v] : k.variant.defines)
-            if (n == name) return std::atoi(v.c_str());
-        return dflt;
-    };
+    auto def = [&](const char* name, int dflt) { return define_int(k, name, dflt); };
     const int block = def("BLOCK", 0), rpb = def("ROWS_PER_BLOCK", 0), epi = def("EPI", 0), n_mat = def("N_MAT", 1);
     const int gpb = def("REDUCE", 0) ? block / 32 : 1;
     if (block <= 0 || rpb <= 0 || gpb <= 0 || rpb % gpb != 0 || k.grid.x == 0) return std::nullopt;
     const int opg = rpb / gpb;  // gemv.cu GEMV_OPG
     const int rows = epi == 2 ? def("ROWS0", 0)
                               : def("ROWS0", 0) + (n_mat > 1 ? def("ROWS1", 0) : 0) + (n_mat > 2 ? def("ROWS2", 0) : 0);
-    const int nbx = int(k.grid.x), groups = nbx * gpb;
-    const bool warp_major = def("WARP_MAJOR", 0) != 0;
-    GemvBalance b;
-    b.sets = (rows + opg - 1) / opg;
-    b.passes = (b.sets + groups - 1) / groups;
-    std::vector<int> per(size_t(nbx), 0);
-    for (int s = 0; s < b.sets; ++s) {
-        const int slot = s % groups;  // gemv.cu GEMV_O_FIRST: group g of block bx starts at set (bx * GPB + g) or (g * NBX + bx)
-        ++per[size_t(warp_major ? slot % nbx : slot / gpb)];
-    }
-    b.max_per_block = *std::max_element(per.begin(), per.end());
-    b.mean_per_block = double(b.sets) / double(nbx);
-    return b;
+    return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0);
+}
+
+std::vector<GemvBalance> layer_tail_balance(const KernelStep& k) {
+    if (k.variant.source != "cuda/layer_tail.cu" || k.grid.x == 0) return {};
+    const int nw = define_int(k, "NW", 0), dim = define_int(k, "DIM", 0), hid = define_int(k, "HID", 0);
+    if (nw <= 0 || dim <= 0 || hid <= 0) return {};
+    // phases A (attn_output: DIM rows), B (gate/up: HID output rows), C (ffn_down: DIM rows); 2 per
+    // set, a pass's sets round the blocks first
+    return {balance(dim, 2, int(k.grid.x), nw, true), balance(hid, 2, int(k.grid.x), nw, true),
+            balance(dim, 2, int(k.grid.x), nw, true)};
 }
 
 std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads) {
@@ -1661,6 +1680,12 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
                 b && (b->passes > 1 || b->max_per_block > int(std::ceil(b->mean_per_block))))
                 out += fmt::format(" row sets {} in {} passes, per block max {} mean {:.1f}", b->sets, b->passes,
                                    b->max_per_block, b->mean_per_block);
+            if (const auto ph = threads ? layer_tail_balance(k) : std::vector<GemvBalance>{}; ph.size() == 3)
+                out += fmt::format(" phases attn_output / gate_up / down: row sets {} / {} / {}, per block max {} / {} / {} "
+                                   "mean {:.1f} / {:.1f} / {:.1f}; rings {} x {} B per warp",
+                                   ph[0].sets, ph[1].sets, ph[2].sets, ph[0].max_per_block, ph[1].max_per_block,
+                                   ph[2].max_per_block, ph[0].mean_per_block, ph[1].mean_per_block, ph[2].mean_per_block,
+                                   define_int(k, "SLOTS", 0), define_int(k, "SLOT", 0));
             out += "\n";
         }
         if (plan.config->n_layers > 1)

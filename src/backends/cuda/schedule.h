@@ -135,6 +135,9 @@ struct GemvBalance {
     double mean_per_block = 0;
 };
 std::optional<GemvBalance> gemv_balance(const KernelStep& k);
+// layer_tail.cu (gate layer.tail): the row sets of its three phases (attn_output, gate/up, ffn_down)
+// as its warps take them; empty for other kernels
+std::vector<GemvBalance> layer_tail_balance(const KernelStep& k);
 // Launch accounting for ncu: per kernel symbol, launches per decode token, per prefill step and
 // in warm-up, and the --launch-skip that reaches the steady state of decode (after the prompt and
 // `warmup_tokens` generated tokens) and of prefill (after `warmup_tokens` prefill steps).

@@ -13,8 +13,11 @@
 // boundaries and the grid barriers instead of stopping at three kernel boundaries.
 // Consumer warps do what gemv.cu's bulk path does per phase: x quantized to Q8_0 blocks in shared
 // memory (the engine's numerics for Q4_0 / Q8_0 weights: gemv_dot.cuh), dp4a dots of their
-// items, a warp reduction, the epilogue; output rows in passes of OPG = 2 per warp, row sets
-// assigned block by block (gemv.cu's default order).
+// items, a warp reduction, the epilogue; output rows in passes of OPG = 2 per warp, a pass's row
+// sets going round the blocks first (warp w of block b starts at set w * blocks + b, gemv.cu's
+// WARP_MAJOR order): the grid barrier waits for the busiest block, and block by block the 8B
+// gate/up's last partial pass would leave 52 blocks with 64 row sets and 80 with 48 (warp-major:
+// 55 or 54; `jitllm plan --print-threads` shows the figures per phase).
 //
 // params:
 //   WTYPE         Q4_0 | Q8_0 (split device layout: a row's quants, then its f16 scales)
@@ -253,7 +256,7 @@ KERNEL_NAME(const void* wo, const void* wg, const void* wu, const void* wd, cons
     __shared__ float red[NW];
     extern __shared__ __align__(128) uint8_t dyn[];
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    // row sets block by block: warp w of block b starts at output row (b * NW + w) * OPG
+    // warp w of block b starts at row set w * blocks + b (output row (w * blocks + b) * OPG)
     const int o_stride = gridDim.x * NW * OPG;
     if (tid < NW) {
         for (int s = 0; s < SLOTS; ++s) {
@@ -268,7 +271,7 @@ KERNEL_NAME(const void* wo, const void* wg, const void* wu, const void* wd, cons
         if (lane < NW) {
             Ring g{dyn + XB + lane * SLOTS * SLOT, smem_addr(dyn + XB + lane * SLOTS * SLOT),
                    smem_addr(bars + 2 * lane * SLOTS), smem_addr(bars + (2 * lane + 1) * SLOTS), 0};
-            const int o_first = (blockIdx.x * NW + lane) * OPG;
+            const int o_first = (lane * gridDim.x + blockIdx.x) * OPG;
             const uint8_t* Wo = static_cast<const uint8_t*>(wo);
             const uint8_t* Wg = static_cast<const uint8_t*>(wg);
             const uint8_t* Wu = static_cast<const uint8_t*>(wu);
@@ -281,7 +284,7 @@ KERNEL_NAME(const void* wo, const void* wg, const void* wu, const void* wd, cons
     }
     Ring g{dyn + XB + warp * SLOTS * SLOT, smem_addr(dyn + XB + warp * SLOTS * SLOT), smem_addr(bars + 2 * warp * SLOTS),
            smem_addr(bars + (2 * warp + 1) * SLOTS), 0};
-    const int o_first = (blockIdx.x * NW + warp) * OPG;
+    const int o_first = (warp * gridDim.x + blockIdx.x) * OPG;
     pdl_wait();  // att and x come from earlier kernels
     x_quantize<A_COLS, false>(att, nullptr, dyn, red);
     consume_phase<DIM, A_COLS, CH_A, 1>(g, dyn, x, (float)(RES_A), o_first, o_stride);
