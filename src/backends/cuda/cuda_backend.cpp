@@ -186,6 +186,73 @@ void CudaBackend::allocate_buffers() {
     ctx_->synchronize();
 }
 
+namespace {
+// Two pinned host buffers for the weight upload: piece k is copied (or repacked) into buffer k % 2
+// by the host's threads while piece k - 1's DMA runs. (A pageable cuMemcpyHtoD stages through the
+// driver's own pinned memory on the calling thread and returns when the copy is done: one core
+// and no overlap.)
+// Without pinned memory (the driver refused it) the buffers are pageable and each piece is a
+// synchronous copy, as before.
+class UploadStaging {
+public:
+    UploadStaging(const CudaContext& ctx, size_t bytes) : ctx_(ctx) {
+        const CudaDriver& d = ctx.driver();
+        try {
+            for (int i = 0; i < 2; ++i) {
+                JITLLM_CUDA_TRY(d, cuMemAllocHost(reinterpret_cast<void**>(&buf_[i]), bytes));
+                JITLLM_CUDA_TRY(d, cuEventCreate(&ev_[i], CU_EVENT_DISABLE_TIMING));
+            }
+        } catch (const Error& e) {
+            release();
+            std::fprintf(stderr, "[jitllm] weights upload: no pinned staging (%s); pageable copies\n", e.what());
+            for (int i = 0; i < 2; ++i) {
+                pageable_[i].resize(bytes);
+                buf_[i] = nullptr;
+            }
+        }
+    }
+    ~UploadStaging() { release(); }
+    UploadStaging(const UploadStaging&) = delete;
+    UploadStaging& operator=(const UploadStaging&) = delete;
+    // buffer i, once the DMA that last read it is done
+    uint8_t* wait(int i) {
+        if (sent_[i]) JITLLM_CUDA_TRY(ctx_.driver(), cuEventSynchronize(ev_[i]));
+        sent_[i] = false;
+        return buf_[i] ? buf_[i] : pageable_[i].data();
+    }
+    // the first n bytes of buffer i to dst, behind the stream's earlier work
+    void send(int i, CUdeviceptr dst, size_t n) {
+        if (!buf_[i]) {
+            ctx_.upload(dst, pageable_[i].data(), n);
+            return;
+        }
+        const CudaDriver& d = ctx_.driver();
+        JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(dst, buf_[i], n, ctx_.stream()));
+        JITLLM_CUDA_TRY(d, cuEventRecord(ev_[i], ctx_.stream()));
+        sent_[i] = true;
+    }
+
+private:
+    void release() noexcept {  // (errors ignored: also runs while an exception unwinds)
+        const CudaDriver& d = ctx_.driver();
+        for (int i = 0; i < 2; ++i) {
+            if (ev_[i]) {
+                if (sent_[i]) d.cuEventSynchronize(ev_[i]);  // the DMA still reads buf_[i]
+                d.cuEventDestroy(ev_[i]);
+                ev_[i] = nullptr;
+            }
+            if (buf_[i]) d.cuMemFreeHost(buf_[i]);
+            buf_[i] = nullptr;
+        }
+    }
+    const CudaContext& ctx_;
+    uint8_t* buf_[2] = {nullptr, nullptr};
+    std::vector<uint8_t> pageable_[2];
+    CUevent ev_[2] = {nullptr, nullptr};
+    bool sent_[2] = {false, false};
+};
+}  // namespace
+
 void CudaBackend::upload_weights() {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<const WeightTensor*> ws;
@@ -198,33 +265,45 @@ void CudaBackend::upload_weights() {
     for (auto* w : ws) total += align_up(w->n_bytes);
     weights_base_ = ctx_->alloc(total, MemCategory::Weights, "weights");
     const bool tty = ::isatty(2);
+    // pieces of about 64 MiB (whole rows for the split layout's repacking), so the progress bar
+    // moves on big tensors and the staging buffers stay small
+    auto piece_of = [&](const WeightTensor* w) {
+        return sched_.split_weights.count(w) > 0 ? std::max<size_t>(1, (64u << 20) / w->row_bytes) * w->row_bytes
+                                                 : size_t(64u << 20);
+    };
+    size_t staging = 0;
+    for (auto* w : ws) staging = std::max(staging, std::min(w->n_bytes, piece_of(w)));
+    ctx_->make_current();
+    UploadStaging stage(*ctx_, std::max<size_t>(staging, 1));
+    ThreadPool& pool = ThreadPool::global();
     size_t off = 0, done = 0;
-    int last_pct = -1;
-    std::vector<uint8_t> repacked;  // split-layout weights pass through here, whole rows per piece
+    int last_pct = -1, k = 0;
     for (auto* w : ws) {
         weight_ptr_[w] = weights_base_ + off;
         const bool split = sched_.split_weights.count(w) > 0;
         JITLLM_CHECK(!split || w->n_bytes == w->rows * w->row_bytes, "split weight {}: {} bytes", w->name, w->n_bytes);
-        // upload in pieces of about 64 MiB (whole rows) so the progress bar moves on big tensors
-        const size_t piece = split ? std::max<size_t>(1, (64u << 20) / w->row_bytes) * w->row_bytes : size_t(64u << 20);
-        for (size_t p = 0; p < w->n_bytes; p += piece) {
+        const size_t piece = piece_of(w);
+        for (size_t p = 0; p < w->n_bytes; p += piece, ++k) {
             const size_t n = std::min(w->n_bytes - p, piece);
+            JITLLM_CHECK(n <= staging, "upload piece of {} bytes over the {}-byte staging buffer", n, staging);
             const uint8_t* src = w->data + p;
-            if (split) {
-                repacked.resize(n);
-                const int64_t rows = int64_t(n / w->row_bytes);
-                ThreadPool& pool = ThreadPool::global();
-                const int nt = std::max(1, std::min<int>(pool.size(), int(rows / 64)));
-                const int64_t per = (rows + nt - 1) / nt;
-                pool.parallel_for(nt, [&](int i) {
-                    const int64_t r0 = std::min(rows, i * per), r1 = std::min(rows, (i + 1) * per);
-                    if (r1 > r0)
-                        repack_split_rows(w->type, src + size_t(r0) * w->row_bytes, repacked.data() + size_t(r0) * w->row_bytes,
-                                          r1 - r0, int64_t(w->cols));
-                });
-                src = repacked.data();
-            }
-            ctx_->upload(weights_base_ + off + p, src, n);
+            uint8_t* dst = stage.wait(k % 2);
+            // the host's threads fill the buffer: split-layout rows repacked, others copied
+            const int64_t units = split ? int64_t(n / w->row_bytes) : int64_t((n + 4095) / 4096);
+            const int nt = std::max(1, std::min<int>(pool.size(), int(units / 64)));
+            const int64_t per = (units + nt - 1) / nt;
+            pool.parallel_for(nt, [&](int i) {
+                const int64_t u0 = std::min(units, i * per), u1 = std::min(units, (i + 1) * per);
+                if (u1 <= u0) return;
+                if (split) {
+                    repack_split_rows(w->type, src + size_t(u0) * w->row_bytes, dst + size_t(u0) * w->row_bytes, u1 - u0,
+                                      int64_t(w->cols));
+                } else {
+                    const size_t b0 = size_t(u0) * 4096, b1 = std::min(n, size_t(u1) * 4096);
+                    std::memcpy(dst + b0, src + b0, b1 - b0);
+                }
+            });
+            stage.send(k % 2, weights_base_ + off + p, n);
             done += n;
             const int pct = int(100.0 * double(done) / double(std::max<size_t>(total, 1)));
             if (tty && total > (256u << 20) && pct != last_pct) {
@@ -235,6 +314,7 @@ void CudaBackend::upload_weights() {
         }
         off += align_up(w->n_bytes);
     }
+    ctx_->synchronize();  // every piece is on the device before the staging buffers go
     if (tty && total > (256u << 20)) std::fprintf(stderr, "\n");
     init_.weight_bytes = total;
     init_.upload_ms = ms_since(t0);
