@@ -101,13 +101,13 @@ public:
     FuncAttributes attributes(CUfunction f) const;
     // Needed before launching with more than 48 KiB of dynamic shared memory.
     void set_max_dynamic_shared(CUfunction f, int bytes) const;
-    // `args` holds one pointer per kernel parameter (cuLaunchKernel's kernelParams).
-    // pdl: launch with programmatic stream serialization (sm_90+): the kernel may start before
-    // its predecessor in the stream finishes; it must call griddepcontrol.wait (PDL=1 kernels).
     // Thread-block clusters of shape `cluster` that can be resident at once for this launch shape
     // (cuOccupancyMaxActiveClusters).
     int max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, Dim3 cluster) const;
-    // pdl: programmatic stream serialization; cluster: thread-block cluster shape ((1, 1, 1): none)
+    // `args` holds one pointer per kernel parameter (cuLaunchKernel's kernelParams).
+    // pdl: launch with programmatic stream serialization (sm_90+): the kernel may start before
+    // its predecessor in the stream finishes; it must call griddepcontrol.wait (PDL=1 kernels).
+    // cluster: thread-block cluster shape ((1, 1, 1): none)
     void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl = false,
                 Dim3 cluster = Dim3()) const;
     template <typename... A>

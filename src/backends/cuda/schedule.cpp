@@ -387,14 +387,16 @@ public:
         int chunk = 0, slots = 0, ring_bytes = 0;
         bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
     };
+    // bytes of `c` columns of one row as the rings hold them: split Q4_0 / Q8_0 quants + f16
+    // scales, or plain elements (gemv.cu BULK_RB, layer_tail.cu LT_RB)
+    static int chunk_bytes(GgmlType t, int c) {
+        return t == GgmlType::Q4_0 ? c / 2 + c / 16 : t == GgmlType::Q8_0 ? c + c / 16 : c * int(type_traits(t).type_size);
+    }
     Bulk bulk_shape(GgmlType t, int cols, int dr, int warps, int64_t x_bytes) const {
         const int64_t room = int64_t(d_.max_shared_block()) -
                              (x_bytes + 127) / 128 * 128 - 2048;
         const int budget = int(std::min<int64_t>(room, int64_t(o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200) * 1024));
-        // bytes of `c` columns of a row: split Q4_0 / Q8_0 quants + f16 scales, or plain elements
-        auto item = [&](int c) {
-            return dr * (t == GgmlType::Q4_0 ? c / 2 + c / 16 : t == GgmlType::Q8_0 ? c + c / 16 : c * int(type_traits(t).type_size));
-        };
+        auto item = [&](int c) { return dr * chunk_bytes(t, c); };
         Bulk b;
         for (int c = 256; c <= std::min(cols, 2048); c += 256)
             if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= 4)) b.chunk = c;
@@ -663,7 +665,7 @@ private:
         if (int(tl.wd->rows) != dim || int(tl.wg->cols) != dim || int(tl.wu->cols) != dim || int(tl.wu->rows) != hid ||
             int(tl.wd->cols) != hid)
             return std::nullopt;
-        auto rb = [&](int c) { return ty == GgmlType::Q4_0 ? c / 2 + c / 16 : c + c / 16; };  // a row's chunk
+        auto rb = [&](int c) { return chunk_bytes(ty, c); };
         auto widest = [&](int cols, int rows, int bytes) {  // widest 256-multiple chunk of `rows` rows in `bytes`
             int best = 0;
             for (int c = 256; c <= std::min(cols, 4096); c += 256)
