@@ -196,9 +196,9 @@ prepared9)
     cuda_test modes-cluster prefill_modes_test "prompt modes with attn.merge=cluster" JITLLM_TEST_CUDA_FORCE=attn.merge=cluster
     cuda_test golden-vh2 engine_golden_test "golden with attn.vsum=half2" JITLLM_TEST_CUDA_FORCE=attn.vsum=half2
     cuda_test modes-vh2 prefill_modes_test "prompt modes with attn.vsum=half2" JITLLM_TEST_CUDA_FORCE=attn.vsum=half2
-    cuda_test golden-merge1 engine_golden_test "golden with --attn-merge-two-trips and --gemv-warp-major" \
+    cuda_test golden-merge2 engine_golden_test "golden with --attn-merge-two-trips and --gemv-warp-major" \
         JITLLM_TEST_CUDA_ATTN_MERGE2=1 JITLLM_TEST_CUDA_GEMV_WARP_MAJOR=1
-    cuda_test modes-merge1 prefill_modes_test "prompt modes with --attn-merge-two-trips and --gemv-warp-major" \
+    cuda_test modes-merge2 prefill_modes_test "prompt modes with --attn-merge-two-trips and --gemv-warp-major" \
         JITLLM_TEST_CUDA_ATTN_MERGE2=1 JITLLM_TEST_CUDA_GEMV_WARP_MAJOR=1
     ;;
 prepared)
