@@ -159,7 +159,7 @@ sweep)
         for a in "${sets[@]}"; do
             o=$(timeout "${SWEEP_TIMEOUT:-300}" "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1)
             r=$(echo "$o" | grep -E '^\| .*tg' | tail -1)
-            log "sweep $spec [$a]: ${r:-FAILED (exit $?): $(echo "$o" | tail -3 | tr '\n' ' ')}"
+            log "sweep $spec [$a]: ${r:-FAILED (exit $?): $(echo "$o" | tail -3 | tr '\n' ' ')} $(echo "$o" | grep -oE 'load [0-9]+ ms( \([^)]*\))?' | head -1)"
             if [ -n "${SWEEP_PROFILE:-}" ]; then  # per-kernel mean µs (profiler: event per kernel)
                 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0 --profiler $a 2>&1 >/dev/null |
                     awk '$1 == "decode" && $2 != "(all" {printf "%s %s %s%%; ", $2, $5, $9} END {print ""}' | tee -a "$OUT/summary.txt"

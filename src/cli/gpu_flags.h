@@ -22,7 +22,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, l2_prefetch = 0;
     std::string profiler_dump_dir;
     std::string ablate;
 
@@ -100,6 +100,10 @@ struct GpuFlags {
         app.add_option("--gemv-bulk-kb", gemv_bulk_kb,
                        "tuning: with gemv.load=bulk, KiB of shared-memory rings per gemv block (0 = auto 96)")
             ->check(CLI::Range(0, 220));
+        app.add_option("--l2-prefetch", l2_prefetch,
+                       "tuning: items each warp of a bulk gemv or of the persistent layer tail prefetches into L2 "
+                       "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off)")
+            ->check(CLI::Range(0, 64));
         app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));
         app.add_option("--ablate", ablate,
@@ -129,6 +133,7 @@ struct GpuFlags {
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;
         s.gemv_bulk_kb = gemv_bulk_kb;
+        s.l2_prefetch = l2_prefetch;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

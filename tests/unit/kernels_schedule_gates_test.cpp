@@ -61,6 +61,12 @@ bool has_define(const Variant& v, const std::string& name, const std::string& va
     return false;
 }
 
+bool defines(const Variant& v, const std::string& name) {
+    for (const auto& [k, x] : v.defines)
+        if (k == name) return true;
+    return false;
+}
+
 const KernelStep* step(const std::vector<KernelStep>& ks, const std::string& group) {
     for (const auto& k : ks)
         if (k.group == group) return &k;
@@ -286,8 +292,18 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_TRUE(has_define(k.variant, "BULK_S", "5")) << k.symbol;
         EXPECT_GE(k.smem, 16u * 5 * 2 * 1152) << k.symbol;
         EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
+        EXPECT_FALSE(defines(k.variant, "BULK_PF")) << k.symbol;  // --l2-prefetch: off by default
     }
     EXPECT_EQ(bulk, 4);  // 2 layers
+    ScheduleOptions l2;
+    l2.l2_prefetch = 4;
+    int l2_bulk = 0;
+    for (const KernelStep& k : schedule_build(p, h200, l2).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        ++l2_bulk;
+        EXPECT_TRUE(has_define(k.variant, "BULK_PF", "4")) << k.symbol;
+    }
+    EXPECT_EQ(l2_bulk, 4);
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
     // F16: `lanes` by default; forced, the plain-type gemvs with x in shared memory take rings of
@@ -610,7 +626,7 @@ TEST(ScheduleGates, PersistentLayerTail) {
     for (const KernelStep* k : ts) {
         EXPECT_EQ(k->tasks.size(), 7u);
         EXPECT_EQ(k->grid.x, unsigned(h200.sm_count));
-        EXPECT_EQ(k->block.x, 544u);
+        EXPECT_EQ(k->block.x, 512u);
         EXPECT_EQ(k->smem, 209920u);
         EXPECT_TRUE(has_define(k->variant, "WTYPE", "Q8_0"));
         EXPECT_TRUE(has_define(k->variant, "DIM", "512"));
@@ -627,6 +643,11 @@ TEST(ScheduleGates, PersistentLayerTail) {
     EXPECT_EQ(step(s.decode, "attn_output_residual"), nullptr);  // the gemv is gone
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_EQ(k.symbol.find("__persistent_"), std::string::npos);
+    // --l2-prefetch N: the tail's PF (off by default)
+    for (const KernelStep* k : ts) EXPECT_FALSE(defines(k->variant, "PF"));
+    ScheduleOptions pf = o;
+    pf.l2_prefetch = 6;
+    for (const KernelStep* k : tails(schedule_build(p, h200, pf))) EXPECT_TRUE(has_define(k->variant, "PF", "6"));
     ScheduleOptions f = o;
     f.fuse = false;
     EXPECT_TRUE(tails(schedule_build(p, h200, f)).empty());

@@ -206,6 +206,11 @@ const Variant kVariants[] = {
     // and serial launches (no PDL wait before the phases' reads of att and x)
     {"gated+layer-tail", {.force = gated({{"layer.tail", "persistent"}})}},
     {"gated+layer-tail+serial", {.force = gated({{"layer.tail", "persistent"}, {"launch.pdl", "serial"}})}},
+    // --l2-prefetch: items beyond the rings prefetched into L2 (the tail's across its phases; a
+    // 1 KiB bulk ring's over several passes)
+    {"gated+layer-tail+l2pf5", {.force = gated({{"layer.tail", "persistent"}}), .l2_prefetch = 5}},
+    {"gated+fused+bulk+ring1k+grid3+l2pf3",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .l2_prefetch = 3}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},

@@ -322,9 +322,9 @@ public:
         {
             // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
             // attn_output + residual, ffn_norm + gate/up + SwiGLU and ffn_down + residual as one
-            // launch of one block per SM: a producer warp streams the three phases' weight rows
-            // by cp.async.bulk into the consumer warps' rings across the phase boundaries, grid
-            // barriers between the phases (layer_tail.cu), instead of three kernels whose rings
+            // launch of one block per SM: each warp keeps its ring of cp.async.bulk weight rows
+            // filled across the phase boundaries, grid barriers between the phases
+            // (layer_tail.cu), instead of three kernels whose rings
             // start empty (8B Q8_0 / Q4_0 lose ~3.5-4 us per layer at each kernel boundary,
             // session 9). Layers whose four matrices are not split-layout Q4_0 / Q8_0 of one type
             // (SwiGLU with separate gate and up) keep the kernels. Built in session 10 without a
@@ -587,6 +587,7 @@ private:
                            "the {} bytes of shared memory per block (lower --gemv-block or --gemv-rows)",
                            block, r, b.ring_bytes, d_.max_shared_block());
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
+            if (o_.l2_prefetch > 0) v.set("BULK_PF", o_.l2_prefetch);
             bulk_ring = b.ring_bytes;
         } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
             v.set("EARLY_LOAD", 1);
@@ -640,7 +641,7 @@ private:
         float eps = 0, res_a = 1, res_c = 1;
         int ch_a = 0, ch_b = 0, ch_c = 0, slots = 0, slot = 0, xb = 0;
     };
-    static constexpr int kTailWarps = 16;  // consumer warps (gemv.cu's bulk blocks: 16)
+    static constexpr int kTailWarps = 16;  // warps per block (gemv.cu's bulk blocks: 16)
     // The decode tasks i .. i + 6 as one layer tail, when they are attn_output, attn_residual,
     // ffn_norm, ffn_gate_up (separate gate and up), ffn_act, ffn_down, ffn_residual of one layer,
     // the four matrices split-layout Q4_0 / Q8_0 of one type, and the rings fit: an item is 2
@@ -696,10 +697,11 @@ private:
             .set("RES_A", fstr(tl.res_a)).set("RES_C", fstr(tl.res_c)).set("EPS", fstr(tl.eps)).set("NW", kTailWarps)
             .set("CH_A", tl.ch_a).set("CH_B", tl.ch_b).set("CH_C", tl.ch_c).set("SLOTS", tl.slots).set("SLOT", tl.slot)
             .set("XB", tl.xb);
+        if (o_.l2_prefetch > 0) v.set("PF", o_.l2_prefetch);
         auto& k = add({i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6}, "persistent_" + lowercase(type_name(ty)), v);
         // one block per SM, every one resident: the grid barriers wait for all of them
         k.grid = Dim3(unsigned(d_.sm_count));
-        k.block = Dim3(unsigned(32 * (kTailWarps + 1)));
+        k.block = Dim3(unsigned(32 * kTailWarps));
         k.smem = unsigned(tl.xb + kTailWarps * tl.slots * tl.slot);
         k.args = {weight(tl.wo), weight(tl.wg), weight(tl.wu), weight(tl.wd), slot(Slot::Att), slot(Slot::X),
                   weight(tl.nw), slot(Slot::Hb), scratch("layer_tail_bar")};

@@ -89,6 +89,7 @@ struct ScheduleOptions {
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)
+    int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
 };
 
 struct Schedule {

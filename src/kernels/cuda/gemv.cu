@@ -41,6 +41,9 @@
 //                   of BULK_S shared-memory slots with cp.async.bulk copies completing on one
 //                   mbarrier per slot; the first BULK_S items go out before the PDL wait and the x
 //                   prologue. Dynamic smem: BULK_XBYTES (x) + BLOCK / 32 * BULK_S * BULK_SLOT
+//   BULK_PF         BULK: items each warp prefetches into L2 beyond its ring (cp.async.bulk.prefetch;
+//                   item i + BULK_PF goes out with item i's copy): more bytes in flight than the
+//                   shared-memory rings hold. 0 = off (default)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
@@ -103,6 +106,9 @@
 
 #ifndef BULK
 #define BULK 0
+#endif
+#ifndef BULK_PF
+#define BULK_PF 0
 #endif
 #include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
 #if BULK
@@ -280,6 +286,21 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     const int n_items = (o_first < GEMV_OUT_ROWS ? (GEMV_OUT_ROWS - 1 - o_first) / o_stride + 1 : 0) * BULK_NCH;
     const uint32_t bar0 = smem_addr(bulk_bar + bulk_w * BULK_S);
     const uint32_t ring = smem_addr(bulk_dyn + BULK_XBYTES + bulk_w * BULK_S * BULK_SLOT);
+#if BULK_PF
+    auto bulk_prefetch = [&](int i) {  // lane 0: item i into L2 (BULK_PF items beyond the ring)
+        if (i >= n_items) return;
+        const uint8_t* rows[GEMV_DR];
+        pass_rows(W0, W1, W2, o_first + (i / BULK_NCH) * o_stride, rows);
+        const int c = i % BULK_NCH;
+#pragma unroll
+        for (int r = 0; r < GEMV_DR; ++r) {
+            bulk_prefetch_l2(rows[r] + c * BULK_QB, BULK_QB);
+#if GEMV_XQ8
+            bulk_prefetch_l2(rows[r] + GEMV_QBYTES + c * BULK_SB, BULK_SB);
+#endif
+        }
+    };
+#endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
         const uint8_t* rows[GEMV_DR];
         pass_rows(W0, W1, W2, o_first + (i / BULK_NCH) * o_stride, rows);
@@ -293,11 +314,17 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             bulk_g2s(dst + r * BULK_RB + BULK_QB, rows[r] + GEMV_QBYTES + c * BULK_SB, BULK_SB, bar);
 #endif
         }
+#if BULK_PF
+        if (i >= BULK_S) bulk_prefetch(i + BULK_PF);  // the ring's first fill prefetched its own
+#endif
     };
     if (lane == 0) {
         for (int s = 0; s < BULK_S; ++s) mbar_init(bar0 + 8 * s, 1);
         mbar_init_fence();
         for (int i = 0; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+#if BULK_PF
+        for (int i = BULK_S; i < BULK_S + BULK_PF; ++i) bulk_prefetch(i);
+#endif
     }
     __syncwarp();
     if (n_items <= BULK_S) pdl_launch_dependents();  // every load of this warp is out
