@@ -102,7 +102,8 @@ struct GpuFlags {
             ->check(CLI::Range(0, 220));
         app.add_option("--l2-prefetch", l2_prefetch,
                        "tuning: items each warp of a bulk gemv or of the persistent layer tail prefetches into L2 "
-                       "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off)")
+                       "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
+                       "tok/s off, 371.0 with 4, 321.4 with 12)")
             ->check(CLI::Range(0, 64));
         app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));

@@ -229,7 +229,7 @@ TEST(ScheduleGates, EarlyLoadAndGridCapForSplitLayoutGemvs) {
     EXPECT_EQ(gate(sf, "gemv.early"), "wait");
     for (const KernelStep* k : gemvs(sf)) EXPECT_FALSE(has_define(k->variant, "EARLY_LOAD", "1")) << k->symbol;
     ScheduleOptions all;
-    all.force = {{"gemv.early", "load"}};
+    all.force = {{"gemv.early", "load"}, {"gemv.load", "lanes"}};  // (the bulk rings load before the wait anyway)
     for (const KernelStep* k : gemvs(schedule_build(pf, h200, all)))
         EXPECT_TRUE(has_define(k->variant, "EARLY_LOAD", "1")) << k->symbol;
     // 4096 columns, split layout: q/k/v (4096 + 2 x 128 rows over 16 per block: 272 blocks) capped at 2 x 132
@@ -306,21 +306,31 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     EXPECT_EQ(l2_bulk, 4);
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
-    // F16: `lanes` by default; forced, the plain-type gemvs with x in shared memory take rings of
-    // 512-column items (2 rows x 1 KiB; 16 warps x 6 slots = 192 KiB + the 16 KiB float x copy)
+    // F16 (session 11): bulk by default for every plain-type gemv with x in shared memory and
+    // 256-column multiples (narrow models too), rows round the blocks first; `lanes` below sm_90.
+    // The rings: 512-column items (2 rows x 1 KiB; 16 warps x 6 slots = 192 KiB + the 16 KiB
+    // float x copy); forcing the gate changes nothing for them
+    auto f16_narrow = tiny(GgmlType::F16, GgmlType::F16, false);
+    EXPECT_EQ(gate(schedule_build(plan_build(*f16_narrow, PlanOptions{128, 16, 1}), h200, {}), "gemv.load"), "bulk");
     auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 4096);
     const Plan pf = plan_build(*f16, PlanOptions{128, 16, 1});
-    EXPECT_EQ(gate(schedule_build(pf, h200, {}), "gemv.load"), "lanes");
+    EXPECT_EQ(gate(schedule_build(pf, h200, {}), "gemv.load"), "bulk");
+    EXPECT_EQ(gate(schedule_build(pf, DeviceInfo::for_target("sm_80"), {}), "gemv.load"), "lanes");
     int f16_bulk = 0;
-    for (const KernelStep& k : schedule_build(pf, h200, o).decode) {
-        if (!has_define(k.variant, "BULK", "1")) continue;
-        ++f16_bulk;
-        EXPECT_TRUE(has_define(k.variant, "X_SMEM", "1")) << k.symbol;
-        EXPECT_TRUE(has_define(k.variant, "BULK_CH", "512")) << k.symbol;
-        EXPECT_TRUE(has_define(k.variant, "BULK_S", "6")) << k.symbol;
-        EXPECT_EQ(k.smem, 4096u * 4 + 16u * 6 * 2 * 1024) << k.symbol;
+    for (const auto& opts : {ScheduleOptions{}, o}) {
+        for (const KernelStep& k : schedule_build(pf, h200, opts).decode) {
+            if (!has_define(k.variant, "BULK", "1")) continue;
+            ++f16_bulk;
+            EXPECT_TRUE(has_define(k.variant, "X_SMEM", "1")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BULK_CH", "512")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BULK_S", "6")) << k.symbol;
+            EXPECT_EQ(k.smem, 4096u * 4 + 16u * 6 * 2 * 1024) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "WARP_MAJOR", "1")) << k.symbol;
+        }
     }
-    EXPECT_EQ(f16_bulk, 2 * 3 + 1);  // per layer q/k/v, attn_output, gate/up (4096 columns); the output
+    // per layer q/k/v, attn_output, gate/up (4096 columns; ffn_down's 352 are no 256-multiple);
+    // the output; by default and forced
+    EXPECT_EQ(f16_bulk, 2 * (2 * 3 + 1));
     // a 1 KiB budget: the smallest items (256 columns), 2 slots
     ScheduleOptions small;
     small.gemv_bulk_kb = 1;

@@ -307,15 +307,25 @@ public:
             // bytes in flight per SM are what the registers could not hold. By default for split
             // gemvs of >= 4096 columns and rows (forced: every split gemv); 1B (2048-row matrices)
             // keeps `lanes`: 32 rows per block pass would leave half the SMs idle.
+            // Plain F16 / BF16 / F32 matrices too, whatever their size (session 11, same machine,
+            // 5 repetitions: 8B F16 248.99 -> 251.23 and 245.38 -> 248.96 / 250.40 tok/s on two
+            // machines; 1B F16 1192.2-1197.0 -> 1199.5-1204.8, where the split types' 2048-row
+            // matrices lost: their row sets per SM are too few for the rings; plain rows carry
+            // 2-4x the bytes).
             const bool sm90 = d_.cc_major >= 9;
-            bool wide = false;
+            bool wide = false, plain = false;
             for (const WeightTensor* w : s_.split_weights) wide = wide || (w->cols >= kCapCols && w->rows >= kCapCols);
-            g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", sm90 && wide,
+            for (const Task& tk : p_.decode)
+                for (const WeightTensor* w : tk.w)
+                    plain = plain || (w && tk.kind != K::TokenEmbd && w->rows > 1 && is_plain(w->type) && w->cols % 256 == 0);
+            g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", sm90 && (wide || plain),
                                   !sm90 ? fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor)
-                                  : !wide ? "no split-layout (Q4_0/Q8_0) matrix of >= 4096 columns and rows: 16-byte loads into registers"
-                                          : "sm_90, split-layout gemvs of >= 4096 columns and rows: rows streamed by cp.async.bulk into "
-                                            "per-warp shared-memory rings (~200 KiB per block, 16 warps, one block per SM), the "
-                                            "first items before the PDL wait");
+                                  : !(wide || plain)
+                                      ? "no split-layout (Q4_0/Q8_0) matrix of >= 4096 columns and rows, no F16/BF16/F32 "
+                                        "matrix of 256-column multiples: 16-byte loads into registers"
+                                      : "sm_90: split-layout (Q4_0/Q8_0) gemvs of >= 4096 columns and rows and F16/BF16/F32 "
+                                        "gemvs stream their rows by cp.async.bulk into per-warp shared-memory rings (~200 KiB "
+                                        "per block, 16 warps, one block per SM), the first items before the PDL wait");
             g_.gemv_bulk_all = g_.gemv_bulk && o_.force.count("gemv.load");
             if (g_.gemv_bulk && !sm90) fail_usage("--force-variant gemv.load=bulk: needs compute capability 9.0+");
         }
@@ -327,14 +337,18 @@ public:
             // (layer_tail.cu), instead of three kernels whose rings
             // start empty (8B Q8_0 / Q4_0 lose ~3.5-4 us per layer at each kernel boundary,
             // session 9). Layers whose four matrices are not split-layout Q4_0 / Q8_0 of one type
-            // (SwiGLU with separate gate and up) keep the kernels. Built in session 10 without a
-            // GPU: off until measured.
+            // (SwiGLU with separate gate and up) keep the kernels. Measured slower (session 11,
+            // H200, same machine): 8B Q8_0 406.6 -> 370.5 tok/s, Q4_0 612.0 -> 551.4; with
+            // --l2-prefetch 4 / 12 lower still. The ring holds about the bytes in flight that
+            // DRAM latency needs, so at each grid barrier the stream stops as at a kernel
+            // boundary, and the barrier costs more than PDL's hand-over: off.
             std::string why;
             // (with --no-fuse every task keeps its own kernel, this one included)
             if (d_.cc_major < 9) why = fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor);
             g_.layer_tail = forced_if("layer.tail", "persistent", "kernels", false, why,
                                       "attn_output, the FFN's gate/up and ffn_down as three kernels (the persistent layer "
-                                      "tail, --force-variant layer.tail=persistent, is not yet measured on a GPU)");
+                                      "tail, --force-variant layer.tail=persistent, measured slower on the H200: 8B Q8_0 "
+                                      "370.5 against 406.6 tok/s, Q4_0 551.4 against 612.0)");
         }
         {
             // Decode attention at short context runs a few blocks (one per kv head) and lets the
@@ -389,6 +403,7 @@ public:
     };
     // bytes of `c` columns of one row as the rings hold them: split Q4_0 / Q8_0 quants + f16
     // scales, or plain elements (gemv.cu BULK_RB, layer_tail.cu LT_RB)
+    static bool is_plain(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
     static int chunk_bytes(GgmlType t, int c) {
         return t == GgmlType::Q4_0 ? c / 2 + c / 16 : t == GgmlType::Q8_0 ? c + c / 16 : c * int(type_traits(t).type_size);
     }
@@ -524,21 +539,21 @@ private:
         const int n_mat = int(g.w.size());
         const bool warp = g_.gemv_warp;
         const bool wsplit = split(g.w);
-        const bool plain = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16 || wsplit;
+        const bool plain = is_plain(w0->type) || wsplit;
         const int out_rows = g.epi == 2 ? g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         // x in shared memory when it fits beside the kernel's up-to-40 KiB weight staging
         const bool x_smem = int64_t(cols) * 4 + 40 * 1024 <=
                             int64_t(d_.max_shared_block());
         // gemv.load=bulk: decode's gemvs (a warp per row set) stream their rows into per-warp
         // shared-memory rings, one block per SM; by default the split-layout gemvs of >= 4096
-        // columns and rows; forced: every split-layout gemv and every plain-type one with x in
-        // shared memory and whole 256-column chunks, where x and the smallest rings fit
-        const bool plain_type = w0->type == GgmlType::F32 || w0->type == GgmlType::F16 || w0->type == GgmlType::BF16;
+        // columns and rows and every plain-type one with x in shared memory and whole 256-column
+        // chunks; forced: every split-layout gemv too; where x and the smallest rings fit
+        const bool plain_type = is_plain(w0->type);
         const int64_t bulk_x = act_q8_type(w0->type) ? int64_t(cols) + cols / 32 * 8 : int64_t(cols) * 4;
         const bool bulk_able = warp && !batch_ && (wsplit || (plain_type && x_smem && cols % 256 == 0)) &&
                                bulk_shape(w0->type, cols, 2, 16, bulk_x).fits;
         const bool bulk = g_.gemv_bulk && bulk_able &&
-                          (g_.gemv_bulk_all || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
+                          (g_.gemv_bulk_all || plain_type || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
@@ -593,7 +608,10 @@ private:
             v.set("EARLY_LOAD", 1);
         }
         if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
-        if (o_.gemv_warp_major) v.set("WARP_MAJOR", 1);
+        // row sets round the blocks first: --gemv-warp-major, and by default for plain-type bulk
+        // gemvs (session 11, 8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;
+        // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
+        if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
