@@ -342,6 +342,39 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     float inv = 1.0f;
     // x is read from L2 in chunks of GEMV_XC float4 per thread, all loads of a chunk issued
     // before any is used (a loop of one load per trip waits one L2 latency per trip)
+#if NORM_IN && GEMV_XT <= GEMV_XC
+    // the whole of x in one chunk: x and the norm weight loaded once, kept in registers through
+    // the block's sum of squares (one L2 trip after the PDL wait instead of two)
+    {
+        float4 v[GEMV_XC], w[GEMV_XC];
+        float ss = 0.0f;
+#pragma unroll
+        for (int j = 0; j < GEMV_XC; ++j) {
+            const int k = j * 4 * BLOCK + 4 * tid;
+            v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            w[j] = v[j];
+            if (k < COLS) {
+                v[j] = ld_act4(x + k);
+                w[j] = __ldg(reinterpret_cast<const float4*>(norm_w + k));
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < GEMV_XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
+        // matches cpu::rms_norm: scale = 1 / sqrt(sum(x^2) / n + eps); y = x * scale * w
+        inv = 1.0f / sqrtf(block_sum<BLOCK>(ss, red) / float(COLS) + eps);
+#pragma unroll
+        for (int j = 0; j < GEMV_XC; ++j) {
+            const int k = j * 4 * BLOCK + 4 * tid;
+            if (k < COLS) {
+                v[j].x = v[j].x * inv * w[j].x;
+                v[j].y = v[j].y * inv * w[j].y;
+                v[j].z = v[j].z * inv * w[j].z;
+                v[j].w = v[j].w * inv * w[j].w;
+            }
+            xq8_store(v[j], k, reinterpret_cast<uint8_t*>(xsm), reinterpret_cast<float2*>(reinterpret_cast<uint8_t*>(xsm) + COLS));
+        }
+    }
+#else
 #if NORM_IN
     {
         float ss = 0.0f;
@@ -382,6 +415,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 xq8_store(v[j], (c0 + j) * 4 * BLOCK + 4 * tid, reinterpret_cast<uint8_t*>(xsm),
                           reinterpret_cast<float2*>(reinterpret_cast<uint8_t*>(xsm) + COLS));
     }
+#endif
     (void)inv;
     __syncthreads();
 #elif X_SMEM
