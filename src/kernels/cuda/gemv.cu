@@ -492,6 +492,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
+#if EPI == 4
+    const int pos = *pos_ptr;  // the decode position (an earlier kernel's write: after the PDL wait)
+#endif
     uint8_t* stage = stage_all ? stage_all + g * GEMV_DR * GEMV_STAGE_BYTES : nullptr;
 #if BULK
     int item = 0;  // this warp's next item (BULK_NCH per pass)
@@ -501,6 +504,21 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         float acc[GEMV_DR];
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
+        // the epilogue's own loads go out now, before the pass's dot products, so their latency
+        // is not added at the end of the group's last pass (the kernel's tail): thread gt < OPG
+        // of the group takes output row o0 + gt's residual (EPI=1) or RoPE angle (EPI=4)
+#if EPI == 1
+        float res_pre = 0.0f;
+        if (gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) res_pre = resid[o0 + gt];
+#elif EPI == 4
+        float rope_c = 1.0f, rope_s = 0.0f;
+        if (gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) {
+            const int o = o0 + gt;
+            const int m = o < ROWS0 ? 0 : o < ROWS0 + ROWS1 ? 1 : 2;
+            const int dim = (m == 0 ? o : o - ROWS0) % HEAD_DIM;
+            if (m < 2 && dim < N_ROT) rope_angle(pos, dim / 2, freq_factors, freq_base, &rope_c, &rope_s);
+        }
+#endif
 #if BULK
         for (int c = 0; c < BULK_NCH; ++c, ++item) {
             const int slot = item % BULK_S;
@@ -570,7 +588,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             float* y = m == 0 ? y0 : m == 1 ? y1 : y2;
 #if EPI == 1
-            y[r] = resid[r] + (float)(RES_SCALE) * v;
+            y[r] = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
 #elif EPI == 3
             y[r] = v * (float)(OUT_SCALE);
 #elif EPI == 4
@@ -582,8 +600,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if HAS_BIAS
                 vp += (m == 0 ? b0 : b1)[r ^ 1];
 #endif
-                float c, sn;
-                rope_angle(*pos_ptr, dim / 2, freq_factors, freq_base, &c, &sn);
+                const float c = rope_c, sn = rope_s;  // this row's angle, from the pass's start
                 const float x0 = (dim & 1) ? vp : v, x1 = (dim & 1) ? v : vp;
                 v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
                               : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
@@ -591,7 +608,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             y[r] = v;
             if (m > 0) {
                 KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);
-                store_kv(cache + (unsigned long long)(*pos_ptr) * ROWS1 + r, v);
+                store_kv(cache + (unsigned long long)pos * ROWS1 + r, v);
             }
 #else
             y[r] = v;
