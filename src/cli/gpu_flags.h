@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -22,7 +22,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, l2_prefetch = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, l2_prefetch = 0, tail_barrier_prefetch = 0;
     std::string profiler_dump_dir;
     std::string ablate;
 
@@ -105,6 +105,13 @@ struct GpuFlags {
                        "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
                        "tok/s off, 371.0 with 4, 321.4 with 12)")
             ->check(CLI::Range(0, 64));
+        app.add_flag("--gemv-late-loads", gemv_late_loads,
+                     "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "
+                     "residual and the RoPE angle are loaded after the dot products)");
+        app.add_option("--tail-barrier-prefetch", tail_barrier_prefetch,
+                       "tuning: with layer.tail=persistent, items each warp prefetches into L2 beyond its ring when it "
+                       "reaches a grid barrier or the PDL wait (0 = off; not yet measured)")
+            ->check(CLI::Range(0, 64));
         app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));
         app.add_option("--ablate", ablate,
@@ -135,6 +142,8 @@ struct GpuFlags {
         s.gemv_split_units = gemv_split_units;
         s.gemv_bulk_kb = gemv_bulk_kb;
         s.l2_prefetch = l2_prefetch;
+        s.tail_barrier_prefetch = tail_barrier_prefetch;
+        s.gemv_late_loads = gemv_late_loads;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

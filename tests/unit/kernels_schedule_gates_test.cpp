@@ -658,6 +658,10 @@ TEST(ScheduleGates, PersistentLayerTail) {
     ScheduleOptions pf = o;
     pf.l2_prefetch = 6;
     for (const KernelStep* k : tails(schedule_build(p, h200, pf))) EXPECT_TRUE(has_define(k->variant, "PF", "6"));
+    ScheduleOptions pfb = o;
+    pfb.tail_barrier_prefetch = 3;  // --tail-barrier-prefetch N: PFB
+    for (const KernelStep* k : ts) EXPECT_FALSE(defines(k->variant, "PFB"));
+    for (const KernelStep* k : tails(schedule_build(p, h200, pfb))) EXPECT_TRUE(has_define(k->variant, "PFB", "3"));
     ScheduleOptions f = o;
     f.fuse = false;
     EXPECT_TRUE(tails(schedule_build(p, h200, f)).empty());

@@ -209,6 +209,7 @@ const Variant kVariants[] = {
     // --l2-prefetch: items beyond the rings prefetched into L2 (the tail's across its phases; a
     // 1 KiB bulk ring's over several passes)
     {"gated+layer-tail+l2pf5", {.force = gated({{"layer.tail", "persistent"}}), .l2_prefetch = 5}},
+    {"gated+layer-tail+barrier-pf3", {.force = gated({{"layer.tail", "persistent"}}), .tail_barrier_prefetch = 3}},
     {"gated+fused+bulk+ring1k+grid3+l2pf3",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .l2_prefetch = 3}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},

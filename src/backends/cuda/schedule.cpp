@@ -612,6 +612,7 @@ private:
         // gemvs (session 11, 8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
+        if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
@@ -716,6 +717,7 @@ private:
             .set("CH_A", tl.ch_a).set("CH_B", tl.ch_b).set("CH_C", tl.ch_c).set("SLOTS", tl.slots).set("SLOT", tl.slot)
             .set("XB", tl.xb);
         if (o_.l2_prefetch > 0) v.set("PF", o_.l2_prefetch);
+        if (o_.tail_barrier_prefetch > 0) v.set("PFB", o_.tail_barrier_prefetch);
         auto& k = add({i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6}, "persistent_" + lowercase(type_name(ty)), v);
         // one block per SM, every one resident: the grid barriers wait for all of them
         k.grid = Dim3(unsigned(d_.sm_count));

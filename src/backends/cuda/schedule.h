@@ -90,6 +90,8 @@ struct ScheduleOptions {
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)
     int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
+    bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)
+    int tail_barrier_prefetch = 0;               // --tail-barrier-prefetch: layer tail items per warp into L2 at each barrier (PFB)
 };
 
 struct Schedule {

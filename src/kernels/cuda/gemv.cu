@@ -41,6 +41,9 @@
 //                   of BULK_S shared-memory slots with cp.async.bulk copies completing on one
 //                   mbarrier per slot; the first BULK_S items go out before the PDL wait and the x
 //                   prologue. Dynamic smem: BULK_XBYTES (x) + BLOCK / 32 * BULK_S * BULK_SLOT
+//   GEMV_LATE       1: the latency cuts of session 11 undone, for A/B runs (--gemv-late-loads):
+//                   the normed Q8_0 prologue reads x twice, the residual / RoPE angle are loaded
+//                   after the pass's dot products. Default 0
 //   BULK_PF         BULK: items each warp prefetches into L2 beyond its ring (cp.async.bulk.prefetch;
 //                   item i + BULK_PF goes out with item i's copy): more bytes in flight than the
 //                   shared-memory rings hold. 0 = off (default)
@@ -109,6 +112,9 @@
 #endif
 #ifndef BULK_PF
 #define BULK_PF 0
+#endif
+#ifndef GEMV_LATE  // 1: the loads as before session 11 (measurement: --gemv-late-loads)
+#define GEMV_LATE 0
 #endif
 #include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
 #if BULK
@@ -342,7 +348,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     float inv = 1.0f;
     // x is read from L2 in chunks of GEMV_XC float4 per thread, all loads of a chunk issued
     // before any is used (a loop of one load per trip waits one L2 latency per trip)
-#if NORM_IN && GEMV_XT <= GEMV_XC
+#if NORM_IN && GEMV_XT <= GEMV_XC && !GEMV_LATE
     // the whole of x in one chunk: x and the norm weight loaded once, kept in registers through
     // the block's sum of squares (one L2 trip after the PDL wait instead of two)
     {
@@ -493,7 +499,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
 #if EPI == 4
-    const int pos = *pos_ptr;  // the decode position (an earlier kernel's write: after the PDL wait)
+    const int pos = GEMV_LATE ? 0 : *pos_ptr;  // the decode position (an earlier kernel's write: after the PDL wait)
 #endif
     uint8_t* stage = stage_all ? stage_all + g * GEMV_DR * GEMV_STAGE_BYTES : nullptr;
 #if BULK
@@ -509,10 +515,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         // of the group takes output row o0 + gt's residual (EPI=1) or RoPE angle (EPI=4)
 #if EPI == 1
         float res_pre = 0.0f;
-        if (gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) res_pre = resid[o0 + gt];
+        if (!GEMV_LATE && gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) res_pre = resid[o0 + gt];
 #elif EPI == 4
         float rope_c = 1.0f, rope_s = 0.0f;
-        if (gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) {
+        if (!GEMV_LATE && gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) {
             const int o = o0 + gt;
             const int m = o < ROWS0 ? 0 : o < ROWS0 + ROWS1 ? 1 : 2;
             const int dim = (m == 0 ? o : o - ROWS0) % HEAD_DIM;
@@ -588,6 +594,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             float* y = m == 0 ? y0 : m == 1 ? y1 : y2;
 #if EPI == 1
+            if (GEMV_LATE) res_pre = resid[r];
             y[r] = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
 #elif EPI == 3
             y[r] = v * (float)(OUT_SCALE);
@@ -600,7 +607,8 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if HAS_BIAS
                 vp += (m == 0 ? b0 : b1)[r ^ 1];
 #endif
-                const float c = rope_c, sn = rope_s;  // this row's angle, from the pass's start
+                float c = rope_c, sn = rope_s;  // this row's angle, from the pass's start
+                if (GEMV_LATE) rope_angle(*pos_ptr, dim / 2, freq_factors, freq_base, &c, &sn);
                 const float x0 = (dim & 1) ? vp : v, x1 = (dim & 1) ? v : vp;
                 v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
                               : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
@@ -608,7 +616,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             y[r] = v;
             if (m > 0) {
                 KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);
-                store_kv(cache + (unsigned long long)pos * ROWS1 + r, v);
+                store_kv(cache + (unsigned long long)(GEMV_LATE ? *pos_ptr : pos) * ROWS1 + r, v);
             }
 #else
             y[r] = v;

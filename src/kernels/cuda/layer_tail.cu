@@ -36,6 +36,10 @@
 //   SLOTS         ring slots per warp; SLOT: bytes per slot (>= every phase's item)
 //   PF            items each warp keeps prefetched into L2 beyond its ring (cp.async.bulk.prefetch):
 //                 the stream goes on while the warp waits at a grid barrier with a full ring; 0 off
+//   PFB           items each warp prefetches into L2 beyond its ring when it reaches a grid barrier
+//                 or the PDL wait
+//                 (its ring full, its next copies waiting for slots): DRAM keeps streaming through
+//                 the barrier and the next phase's x prologue, and the refills after it hit L2; 0 off
 //   XB            bytes of the x copy in front of the rings (>= HID + HID / 32 * 8, 128-rounded)
 //   PDL           1: griddepcontrol (the warps wait before reading att / x; dependents are
 //                 let go only after the last grid barrier: earlier, the next kernel's blocks could
@@ -69,6 +73,9 @@
 #endif
 #ifndef PF
 #define PF 0
+#endif
+#ifndef PFB
+#define PFB 0
 #endif
 
 // gemv_dot.cuh's split-layout path with the bulk slot reader; its COLS-based defaults are
@@ -246,6 +253,19 @@ __device__ __forceinline__ void feed_prefetch(Feed& f, int lane) {
     advance(f, f.pf);
 }
 
+// PFB: the PFB items after the ring's newest into L2, before the warp waits at a grid barrier
+// (with PF they are prefetched already).
+__device__ __forceinline__ void barrier_prefetch(const Feed& f, int lane) {
+#if PFB && !PF
+    Feed t = f;
+    t.pf = f.next;
+    for (int i = 0; i < PFB; ++i) feed_prefetch(t, lane);
+#else
+    (void)f;
+    (void)lane;
+#endif
+}
+
 // Lane 0: the `next` item into slot `slot` (free: the warp has consumed its previous item, or
 // never filled it), completing on the slot's mbarrier; with PF (and `pf`), one more item into L2.
 __device__ __forceinline__ void feed_issue(Feed& f, const Ring& g, int slot, int lane, bool pf) {
@@ -328,12 +348,15 @@ KERNEL_NAME(const void* wo, const void* wg, const void* wu, const void* wd, cons
     f.pf = f.next;
     for (int i = 0; i < PF; ++i) feed_prefetch(f, lane);
 #endif
+    barrier_prefetch(f, lane);  // PFB: the wait for the previous kernel is a barrier too
     pdl_wait();  // att and x come from earlier kernels
     x_quantize<A_COLS, false>(att, nullptr, dyn, red);
     consume_phase<DIM, A_COLS, CH_A, 1>(g, f, dyn, x, (float)(RES_A), o_first, o_stride);
+    barrier_prefetch(f, lane);
     grid_sync(bar + 0);
     x_quantize<DIM, true>(x, ffn_norm_w, dyn, red);
     consume_phase<HID, DIM, CH_B, 2>(g, f, dyn, hb, 1.0f, o_first, o_stride);
+    barrier_prefetch(f, lane);
     grid_sync(bar + 1);
     pdl_launch_dependents();  // every block is resident (all passed the barriers)
     x_quantize<HID, false>(hb, nullptr, dyn, red);
