@@ -20,7 +20,9 @@
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
-#   prepared10: golden and prompt modes with layer.tail=persistent (session 10, not yet run)
+#   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
+#             with --gemv-late-loads (the order before)
+#   prepared10: golden and prompt modes with layer.tail=persistent (session 10; measured slower in 11)
 #   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
 #             --attn-merge-two-trips (the old merge since session 10), --gemv-warp-major)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
@@ -179,6 +181,15 @@ gemm)
     ;;
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    ;;
+prepared11)
+    # session 11's latency cuts in the default gemvs (normed Q4_0/Q8_0 prologue in one L2 trip, the
+    # residual / RoPE angle loaded at each pass's start; built without device time): golden and
+    # prompt modes with the defaults and with --gemv-late-loads (the old order), then the A/B:
+    # BENCH_R=3 SWEEP_SHAPES="<six>" SWEEP_ARGS=" ;--gemv-late-loads" scripts/gpu-check.sh sweep
+    cuda_test golden-p11 engine_golden_test "golden (cuda, default gates: session 11's gemv loads)"
+    cuda_test modes-p11 prefill_modes_test "prompt modes (session 11's gemv loads)"
+    cuda_test golden-late engine_golden_test "golden with --gemv-late-loads" JITLLM_TEST_CUDA_GEMV_LATE=1
     ;;
 prepared10)
     # session 10's layer.tail=persistent (one launch for attn_output .. ffn_residual per layer, grid
