@@ -21,7 +21,7 @@
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
-#             with --gemv-late-loads (the order before)
+#             with --gemv-late-loads (the order before); greedy decode run ahead (runtime_generate_test)
 #   prepared10: golden and prompt modes with layer.tail=persistent (session 10; measured slower in 11)
 #   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
 #             --attn-merge-two-trips (the old merge since session 10), --gemv-warp-major)
@@ -190,6 +190,8 @@ prepared11)
     cuda_test golden-p11 engine_golden_test "golden (cuda, default gates: session 11's gemv loads)"
     cuda_test modes-p11 prefill_modes_test "prompt modes (session 11's gemv loads)"
     cuda_test golden-late engine_golden_test "golden with --gemv-late-loads" JITLLM_TEST_CUDA_GEMV_LATE=1
+    # greedy decode queued one step ahead (CUDA: graph launches queued, picks copied back per step)
+    cuda_test generate-queue runtime_generate_test "greedy decode run ahead (queue / collect)"
     ;;
 prepared10)
     # session 10's layer.tail=persistent (one launch for attn_output .. ffn_residual per layer, grid

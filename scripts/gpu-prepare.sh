@@ -7,7 +7,7 @@ BUILD=${JITLLM_BUILD_DIR:-build}
 SH=${JITLLM_SHARED_DIR:-../shared}
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/shared/golden/synthetic .gpu/shared/testdata/vocab
 cp "$BUILD/jitllm" .gpu/bin/
-for t in engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test; do
+for t in engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test runtime_generate_test; do
     [ -f "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .gpu/bin/
 done
 strip .gpu/bin/* 2>/dev/null || true

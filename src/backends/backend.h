@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 
@@ -38,6 +39,20 @@ public:
     // Whether decode() must return logits. With greedy sampling on the device (`sample` task)
     // the caller only needs sampled_token(), and a GPU backend then skips the logits copy.
     virtual void set_logits_needed(bool needed) { (void)needed; }
+    // Greedy decode that runs ahead: decode_queue() queues a decode step at `pos` whose input is
+    // `token`, or with token < 0 the previous step's greedy pick, taken where it was made; a GPU
+    // backend queues it without waiting, so the host reads one step's pick while the next step
+    // runs. decode_collect() waits for the oldest queued step and returns its pick (then also
+    // sampled_token()). Logits are not kept. The default runs each step at once.
+    virtual void decode_queue(int32_t token, int pos) {
+        decode(token >= 0 ? token : sampled_token(), pos);
+        picks_.push_back(sampled_token());
+    }
+    virtual int32_t decode_collect() {
+        const int32_t t = picks_.front();
+        picks_.pop_front();
+        return t;
+    }
     // Runs the batch phase (needs a plan with batch_rows >= step.n).
     virtual void batch(const BatchStep& step) = 0;
     // After a batch step with logits: row i's logits (host, n_vocab floats) and greedy pick.
@@ -47,6 +62,9 @@ public:
     virtual void reset() = 0;
     // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).
     virtual const std::map<std::string, uint64_t>& task_counts() const = 0;
+
+protected:
+    std::deque<int32_t> picks_;  // the default decode_queue's picks, oldest first
 };
 
 }  // namespace jitllm

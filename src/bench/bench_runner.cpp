@@ -145,9 +145,11 @@ uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng) {
         e.feed(prompt);
         tok = e.backend().sampled_token();
     }
+    // tg: greedy decode as generate() runs it, one step queued ahead of the pick the host reads
+    if (t.n_gen > 0) e.queue_decode(tok);
     for (int i = 0; i < t.n_gen; ++i) {
-        e.feed({tok});
-        tok = e.backend().sampled_token();
+        if (i + 1 < t.n_gen) e.queue_decode(-1);
+        tok = e.collect_decode();
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0).count();

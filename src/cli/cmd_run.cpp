@@ -160,8 +160,11 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
                           [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); return true; });
         std::printf("\n");
         msgs.push_back({"assistant", r.text});
-        // the generated tokens are in the cache; the end token is re-rendered by the template
+        // the generated tokens are in the cache but for the last when the budget or a stop cut
+        // the generation (only a pick that fed a step is cached); the end token is re-rendered by
+        // the template
         fed.insert(fed.end(), r.ids.begin(), r.ids.end());
+        if (fed.size() > size_t(e.pos())) fed.resize(size_t(e.pos()));
     }
     print_metrics(e, f.metrics);
     return 0;

@@ -18,7 +18,7 @@ struct GpuFlags {
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
-    bool no_graphs = false;
+    bool no_graphs = false, no_run_ahead = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
@@ -47,6 +47,9 @@ struct GpuFlags {
         app.add_option("--kernel-cache", kernel_cache, "JIT cache directory (default $XDG_CACHE_HOME/jitllm)");
         app.add_flag("--no-kernel-cache", no_kernel_cache, "compile every kernel, read and write no cache");
         app.add_flag("--no-cuda-graphs", no_graphs, "launch kernel by kernel instead of replaying a graph");
+        app.add_flag("--no-run-ahead", no_run_ahead,
+                     "greedy decode waits for each step's pick before queuing the next (default: the step fed "
+                     "by the next pick is queued while the host reads this one)");
         app.add_flag("--print-kernel", print_kernel, "print each generated kernel's source, tasks and gates");
         app.add_flag("--print-threads", print_threads, "print the grid and block of every kernel");
         app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics");
@@ -175,6 +178,7 @@ struct GpuFlags {
         o.cache.disk = !no_kernel_cache;
         o.cache.dir = kernel_cache;
         o.graphs = !no_graphs;
+        o.run_ahead = !no_run_ahead;
         o.print_kernel = print_kernel;
         o.print_threads = print_threads;
         o.print_plan = print_plan;

@@ -50,6 +50,7 @@ Engine::Engine(EngineOptions opt) : opt_(std::move(opt)) {
 Engine::~Engine() = default;
 
 const float* Engine::feed(const std::vector<int32_t>& ids) {
+    JITLLM_CHECK(queued_ == 0, "feed with {} queued decode steps not collected", queued_);
     if (ids.empty()) return nullptr;
     if (pos_ + int64_t(ids.size()) > n_ctx())
         fail("context overflow: {} tokens at position {} need {} positions, the context holds {}; "
@@ -87,7 +88,30 @@ const float* Engine::feed(const std::vector<int32_t>& ids) {
     return logits;
 }
 
+void Engine::queue_decode(int32_t token) {
+    if (pos_ >= n_ctx())
+        fail("context overflow: a token at position {} needs {} positions, the context holds {}; "
+             "hint: raise --ctx-size or shorten the prompt", pos_, pos_ + 1, n_ctx());
+    if (token >= model_->config.n_vocab)
+        fail("token id {} is outside the vocabulary [0, {})", token, model_->config.n_vocab);
+    backend_->decode_queue(token, pos_);
+    ++pos_;
+    ++queued_;
+}
+
+int32_t Engine::collect_decode() {
+    JITLLM_CHECK(queued_ > 0, "collect_decode with no queued decode step");
+    --queued_;
+    return backend_->decode_collect();
+}
+
+void Engine::drop_position() {
+    JITLLM_CHECK(pos_ > 0, "drop_position at position 0");
+    --pos_;
+}
+
 void Engine::reset() {
+    while (queued_ > 0) collect_decode();
     pos_ = 0;
     backend_->reset();
 }

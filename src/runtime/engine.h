@@ -53,6 +53,15 @@ public:
     // logits (a single token always goes through decode). Returns the logits
     // after the last token. Throws Error when the context would overflow.
     const float* feed(const std::vector<int32_t>& ids);
+    // Greedy decode running one step ahead (Backend::decode_queue): queue_decode() queues the
+    // decode step for `token` at pos() (token < 0: the previous step's greedy pick, on the
+    // device) and moves pos() on; collect_decode() returns the oldest queued step's pick;
+    // drop_position() gives back the last position of a collected step whose pick is not used
+    // (a step queued past the end of a generation: its cache row is written again later).
+    void queue_decode(int32_t token);
+    int32_t collect_decode();
+    void drop_position();
+    int queued() const { return queued_; }
     void reset();
 
 private:
@@ -62,6 +71,7 @@ private:
     Plan plan_;
     std::unique_ptr<Backend> backend_;
     int pos_ = 0;
+    int queued_ = 0;  // decode steps queued and not collected
     EngineTimes times_;
 };
 

@@ -46,6 +46,39 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
     const int n_vocab = e.model().config.n_vocab;
     const auto t0 = std::chrono::steady_clock::now();
     bool keep_going = true;
+    if (s.plain_greedy() && logits) {
+        // greedy picks on the backend, one step queued ahead: while the host handles pick i
+        // (stop checks, text), the step fed by pick i + 1 already runs
+        int32_t id = e.backend().sampled_token();
+        for (int i = 0; i < max_tokens && keep_going; ++i) {
+            if (tok.is_eog(id)) {
+                r.stopped_at_eog = true;
+                break;
+            }
+            r.ids.push_back(id);
+            history.push_back(id);
+            const std::string text = utf8.push(tok.token_to_piece(id, false));
+            r.text += text;
+            if (!text.empty() && on_text) keep_going = on_text(text);
+            if (i + 1 == max_tokens || !keep_going) break;
+            if (e.queued() == 0) {  // the step fed by this pick (queued ahead unless at the start)
+                if (e.pos() >= e.n_ctx()) {
+                    r.stopped_at_context = true;
+                    break;
+                }
+                e.queue_decode(id);
+            }
+            // the step after it, fed by its pick on the device, when that pick would be used
+            if (i + 2 < max_tokens && e.pos() < e.n_ctx()) e.queue_decode(-1);
+            id = e.collect_decode();
+        }
+        // a step queued past the stop: its pick is not used and its position is given back
+        while (e.queued() > 0) {
+            e.collect_decode();
+            e.drop_position();
+        }
+        logits = nullptr;
+    }
     for (int i = 0; i < max_tokens && logits && keep_going; ++i) {
         const int32_t id = s.plain_greedy() ? e.backend().sampled_token() : s.sample(logits, n_vocab, history);
         if (tok.is_eog(id)) {

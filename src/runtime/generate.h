@@ -32,7 +32,10 @@ struct GenerateResult {
 
 // Generates up to max_tokens after `logits` (the distribution after the prompt). `history`
 // (prompt + generated so far) feeds the repetition penalties and is extended. on_text receives
-// streamed text; returning false stops generation.
+// streamed text; returning false stops generation. Only picks that fed a decode step are in the
+// cache afterwards: e.pos() counts the prompt and every generated id but the last (the last is
+// cached too when the end-of-generation token stopped it). Plain greedy sampling runs one decode
+// step ahead on the backend (Engine::queue_decode).
 GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<int32_t>& history,
                         int max_tokens, const std::function<bool(const std::string&)>& on_text);
 

@@ -109,6 +109,9 @@ CudaBackend::~CudaBackend() {
     for (auto& e : events_) d.cuEventDestroy(e);
     if (origin_) d.cuEventDestroy(origin_);
     if (host_io_) d.cuMemFreeHost(host_io_);
+    for (auto& e : q_ev_)
+        if (e) d.cuEventDestroy(e);
+    if (host_q_) d.cuMemFreeHost(host_q_);
     if (host_batch_) d.cuMemFreeHost(host_batch_);
 }
 
@@ -177,6 +180,8 @@ void CudaBackend::allocate_buffers() {
     }
     init_.scratch_bytes = scratch;
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
+    JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_q_), kQueue * 4 * 4));
+    for (auto& e : q_ev_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     if (plan_.batch_rows > 0) {
         JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_batch_),
                                                        size_t(plan_.batch_rows) * 3 * 4));
@@ -599,6 +604,64 @@ const float* CudaBackend::decode(int32_t token, int pos) {
 }
 
 void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, pos); }
+
+// Steps are queued without waiting once the decode graph exists (the first decode captures it)
+// and when nothing needs the host between steps: no logits, no per-launch profiling, no
+// launch-by-launch mode.
+bool CudaBackend::queue_async() const {
+    return opt_.run_ahead && opt_.graphs && !opt_.nvtx_tasks && !opt_.profiler && !logits_needed_ &&
+           graph_[int(Phase::Decode)] != nullptr;
+}
+
+void CudaBackend::decode_queue(int32_t token, int pos) {
+    JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
+    if (!queue_async()) {  // at once; with token < 0 the newest queued step's pick (or the last)
+        int32_t t = token;
+        if (t < 0 && queue_.empty()) t = token_out_;
+        if (t < 0 && queue_.back() < 0) t = -queue_.back() - 1;
+        if (t < 0) {
+            JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[queue_.back()]));
+            t = host_q_[4 * queue_.back() + 2];
+        }
+        run(Phase::Decode, t, pos);
+        queue_.push_back(-(token_out_ + 1));
+        return;
+    }
+    JITLLM_CHECK(int(queue_.size()) < kQueue, "{} decode steps queued, at most {}", queue_.size(), kQueue);
+    const CudaDriver& d = ctx_->driver();
+    const CUstream st = ctx_->stream();
+    const int k = q_next_;
+    q_next_ = (q_next_ + 1) % kQueue;
+    int32_t* io = host_q_ + 4 * k;  // free: its last step was collected (at most kQueue queued)
+    io[1] = pos;
+    const CUdeviceptr tok = slots_[size_t(Slot::Token)];
+    if (token >= 0) {
+        io[0] = token;
+        JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok, io, 8, st));
+    } else {  // the previous step's pick, device to device, behind it in the stream
+        JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok + 4, io + 1, 4, st));
+        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, scratch_.at("token_out"), 4, st));
+    }
+    JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
+    JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, scratch_.at("token_out"), 4, st));
+    JITLLM_CUDA_TRY(d, cuEventRecord(q_ev_[k], st));
+    for (auto* c : count_ptrs_[int(Phase::Decode)]) ++*c;
+    steps_[int(Phase::Decode)]++;
+    queue_.push_back(k);
+}
+
+int32_t CudaBackend::decode_collect() {
+    JITLLM_CHECK(!queue_.empty(), "decode_collect with no queued decode step");
+    const int k = queue_.front();
+    queue_.pop_front();
+    if (k < 0) {
+        token_out_ = -k - 1;
+    } else {
+        JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[k]));
+        token_out_ = host_q_[4 * k + 2];
+    }
+    return token_out_;
+}
 
 }  // namespace jitllm
 

@@ -32,6 +32,9 @@ struct CudaOptions {
     // --ablate REGEX: decode launches whose kernel symbol matches are left out (wrong output;
     // a benchmark's tok/s difference is what those kernels cost inside the replayed graph)
     std::string ablate;
+    // greedy decode queued one step ahead (Backend::decode_queue) when graphs replay and neither
+    // logits nor profiling are wanted; --no-run-ahead: every step waits for its pick
+    bool run_ahead = true;
 };
 
 struct CudaInitStats {
@@ -55,6 +58,8 @@ public:
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     void set_logits_needed(bool needed) override { logits_needed_ = needed; }
+    void decode_queue(int32_t token, int pos) override;
+    int32_t decode_collect() override;
 
     CudaContext& context() { return *ctx_; }
     const Schedule& schedule() const { return sched_; }
@@ -109,6 +114,14 @@ private:
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
     int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]
+    // decode_queue: kQueue pinned slots [token, pos, pick, -] with an event each; queue_ holds
+    // the queued steps oldest first: a slot index, or -(pick + 1) for a step run at once
+    static constexpr int kQueue = 4;
+    bool queue_async() const;
+    int32_t* host_q_ = nullptr;
+    CUevent q_ev_[kQueue] = {};
+    std::deque<int> queue_;
+    int q_next_ = 0;  // the slot the next queued step takes
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
