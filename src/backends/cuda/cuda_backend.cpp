@@ -102,6 +102,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
 CudaBackend::~CudaBackend() {
     const CudaDriver& d = ctx_->driver();
     ctx_->make_current();
+    if (!queue_.empty()) d.cuStreamSynchronize(ctx_->stream());  // queued steps still copy into host_q_
     for (auto& g : graph_)
         if (g) d.cuGraphExecDestroy(g);
     for (auto& [key, g] : batch_graphs_) d.cuGraphExecDestroy(g);
