@@ -265,8 +265,11 @@ std::unique_ptr<GgufReader> GgufReader::open(const std::string& path) {
     r->size_ = uint64_t(st.st_size);
     void* m = ::mmap(nullptr, size_t(r->size_), PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    ::close(fd);  // the mapping keeps the file alive
-    if (m == MAP_FAILED) fail("{}: cannot map: {}", path, std::strerror(e));
+    if (m == MAP_FAILED) {
+        ::close(fd);
+        fail("{}: cannot map: {}", path, std::strerror(e));
+    }
+    r->fd_ = fd;  // kept for copy_out's reads
     r->map_ = m;
     r->base_ = static_cast<const uint8_t*>(m);
     r->parse();  // on throw, the unique_ptr unmaps
@@ -285,6 +288,25 @@ std::unique_ptr<GgufReader> GgufReader::from_bytes(std::vector<uint8_t> bytes, s
 
 GgufReader::~GgufReader() {
     if (map_) ::munmap(map_, size_t(size_));
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void GgufReader::copy_out(const uint8_t* p, size_t n, uint8_t* dst) const {
+    JITLLM_CHECK(holds(p, n), "copy_out of {} bytes outside {}", n, path_);
+    if (fd_ < 0) {
+        std::memcpy(dst, p, n);
+        return;
+    }
+    uint64_t off = uint64_t(p - base_);
+    while (n > 0) {
+        const ssize_t got = ::pread(fd_, dst, n, off_t(off));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            fail("{}: cannot read {} bytes at offset {}: {}", path_, n, off, got < 0 ? std::strerror(errno) : "the file is shorter than when it was opened");
+        dst += got;
+        off += uint64_t(got);
+        n -= size_t(got);
+    }
 }
 
 // --- parsing and validation ---

@@ -84,6 +84,17 @@ public:
     std::optional<std::vector<float>> get_float_array_opt(std::string_view key) const;
     std::optional<std::vector<int64_t>> get_int_array_opt(std::string_view key) const;
 
+    // Copies the n bytes at p (a pointer into this reader's bytes, e.g. a tensor's data) to dst:
+    // for an opened file by pread from the file, which never faults pages of the mapping in
+    // (bulk copies out of a fresh mapping run at page-fault speed: 1.5 against 3.9 GB/s on this
+    // project's 2-core dev machine), else by memcpy. Thread-safe. Throws Error when the file
+    // cannot be read.
+    void copy_out(const uint8_t* p, size_t n, uint8_t* dst) const;
+    // Whether the n bytes at p are this reader's bytes.
+    bool holds(const uint8_t* p, size_t n) const {
+        return p >= base_ && n <= size_ && size_t(p - base_) <= size_ - n;
+    }
+
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
     const GgufTensorInfo* find_tensor(std::string_view name) const;
 
@@ -94,6 +105,7 @@ private:
     std::string path_;
     std::vector<uint8_t> owned_;     // from_bytes
     void* map_ = nullptr;            // mmap base (open)
+    int fd_ = -1;                    // the opened file (open), for copy_out
     const uint8_t* base_ = nullptr;
     uint64_t size_ = 0;
     uint32_t version_ = 0;

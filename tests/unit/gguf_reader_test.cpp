@@ -70,6 +70,41 @@ TEST(GgufReader, reads_stories260k_header_and_metadata) {
     EXPECT_EQ((*types)[1], 3);  // control
 }
 
+// copy_out (the GPU upload's reads): pread from an opened file, memcpy from bytes in memory; the
+// same bytes as the mapping; a file cut short after opening is an Error, not a fault.
+TEST(GgufReader, copy_out_gives_the_mapped_bytes) {
+    const std::string path = test::source_dir() + "/models/stories260K.gguf";
+    auto g = GgufReader::open(path);
+    std::ifstream in(path, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto m = GgufReader::from_bytes(bytes, "in memory");
+    for (const GgufReader* r : {g.get(), m.get()}) {
+        for (const auto& t : r->tensors()) {
+            std::vector<uint8_t> got(t.n_bytes, 0xAB);
+            r->copy_out(t.data, t.n_bytes, got.data());
+            EXPECT_EQ(std::memcmp(got.data(), t.data, t.n_bytes), 0) << t.name;
+        }
+        const GgufTensorInfo* e = r->find_tensor("token_embd.weight");
+        ASSERT_NE(e, nullptr);
+        std::vector<uint8_t> part(1001);
+        r->copy_out(e->data + 3, part.size(), part.data());  // unaligned, inside a tensor
+        EXPECT_EQ(std::memcmp(part.data(), e->data + 3, part.size()), 0);
+        EXPECT_TRUE(r->holds(e->data, e->n_bytes));
+        EXPECT_FALSE(r->holds(e->data, size_t(r->file_size()) + 1));
+        EXPECT_FALSE(r->holds(part.data(), 4));
+    }
+    // a copy of the file, opened, then cut to half: the reads past the cut fail with a sentence
+    const std::string cut = ::testing::TempDir() + "copy_out_cut.gguf";
+    std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    auto c = GgufReader::open(cut);
+    ASSERT_EQ(::truncate(cut.c_str(), off_t(bytes.size() / 2)), 0);
+    const GgufTensorInfo& last = c->tensors().back();
+    std::vector<uint8_t> got(last.n_bytes);
+    EXPECT_THAT(error_of([&] { c->copy_out(last.data, last.n_bytes, got.data()); }),
+                HasSubstr("the file is shorter than when it was opened"));
+    ::unlink(cut.c_str());
+}
+
 TEST(GgufReader, reads_stories260k_tensor_table) {
     auto g = GgufReader::open(testdata("models/stories260K.gguf"));
     // Tensor order: token_embd, output_norm, output, then blk.N.* (README).

@@ -12,7 +12,9 @@
 #include "core/fp16.h"
 #include "core/rope_theta.h"
 #include "core/thread_pool.h"
+#include "gguf/gguf_reader.h"
 #include "jit/disk_cache.h"
+#include "model/model.h"
 #include "quant/quant.h"
 #include "profile/nvtx.h"
 
@@ -282,6 +284,16 @@ void CudaBackend::upload_weights() {
     ctx_->make_current();
     UploadStaging stage(*ctx_, std::max<size_t>(staging, 1));
     ThreadPool& pool = ThreadPool::global();
+    // weights of an opened file come out of it by pread (GgufReader::copy_out), not through the
+    // mapping, whose first touch runs at page-fault speed; bytes in memory by memcpy
+    const GgufReader* gguf = plan_.model ? plan_.model->gguf.get() : nullptr;
+    auto copy_out = [&](const uint8_t* p, size_t n, uint8_t* to) {
+        if (gguf && gguf->holds(p, n))
+            gguf->copy_out(p, n, to);
+        else
+            std::memcpy(to, p, n);
+    };
+    std::vector<std::vector<uint8_t>> raw_rows(size_t(std::max(1, pool.size())));
     size_t off = 0, done = 0;
     int last_pct = -1, k = 0;
     for (auto* w : ws) {
@@ -298,15 +310,22 @@ void CudaBackend::upload_weights() {
             const int64_t units = split ? int64_t(n / w->row_bytes) : int64_t((n + 4095) / 4096);
             const int nt = std::max(1, std::min<int>(pool.size(), int(units / 64)));
             const int64_t per = (units + nt - 1) / nt;
+            // split rows through a per-thread buffer of a few MiB, then repacked
             pool.parallel_for(nt, [&](int i) {
                 const int64_t u0 = std::min(units, i * per), u1 = std::min(units, (i + 1) * per);
                 if (u1 <= u0) return;
                 if (split) {
-                    repack_split_rows(w->type, src + size_t(u0) * w->row_bytes, dst + size_t(u0) * w->row_bytes, u1 - u0,
-                                      int64_t(w->cols));
+                    std::vector<uint8_t>& raw = raw_rows[size_t(i)];
+                    const int64_t step = std::max<int64_t>(1, int64_t((4u << 20) / w->row_bytes));
+                    raw.resize(size_t(std::min(step, u1 - u0)) * w->row_bytes);
+                    for (int64_t r0 = u0; r0 < u1; r0 += step) {
+                        const int64_t m = std::min(step, u1 - r0);
+                        copy_out(src + size_t(r0) * w->row_bytes, size_t(m) * w->row_bytes, raw.data());
+                        repack_split_rows(w->type, raw.data(), dst + size_t(r0) * w->row_bytes, m, int64_t(w->cols));
+                    }
                 } else {
                     const size_t b0 = size_t(u0) * 4096, b1 = std::min(n, size_t(u1) * 4096);
-                    std::memcpy(dst + b0, src + b0, b1 - b0);
+                    copy_out(src + b0, b1 - b0, dst + b0);
                 }
             });
             stage.send(k % 2, weights_base_ + off + p, n);
