@@ -131,49 +131,6 @@ __device__ __forceinline__ void grid_sync(unsigned* ctr) {
     __syncthreads();
 }
 
-// x (C floats, written by an earlier phase or kernel: L2 loads) quantized to Q8_0 blocks
-// in shared memory (gemv_dot.cuh's layout for C columns), optionally rms-normalised first
-// (the rms of x from every thread, as gemv.cu's NORM_IN prologue). All threads of the block.
-template <int C, bool NORM>
-__device__ __forceinline__ void x_quantize(const float* x, const float* nw, uint8_t* xq, float* red) {
-    constexpr int STEP = 4 * NT;
-    const int t = threadIdx.x;
-    float inv = 1.0f;
-    if (NORM) {
-        float ss = 0.0f;
-        for (int b = 0; b < C; b += STEP) {
-            const int k = b + 4 * t;
-            if (k < C) {
-                const float4 v = __ldcg(reinterpret_cast<const float4*>(x + k));
-                ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
-            }
-        }
-        ss = warp_sum(ss);
-        if (t % 32 == 0) red[t / 32] = ss;
-        __syncthreads();
-        float tot = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; ++w) tot += red[w];
-        inv = 1.0f / sqrtf(tot / float(C) + EPS);  // as cpu::rms_norm
-    }
-    for (int b = 0; b < C; b += STEP) {  // uniform trip count: whole warps reach the shuffles
-        const int k = b + 4 * t;
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (k < C) {
-            v = __ldcg(reinterpret_cast<const float4*>(x + k));
-            if (NORM) {
-                const float4 w = __ldg(reinterpret_cast<const float4*>(nw + k));
-                v.x = v.x * inv * w.x;
-                v.y = v.y * inv * w.y;
-                v.z = v.z * inv * w.z;
-                v.w = v.w * inv * w.w;
-            }
-        }
-        xq8_store<C>(v, k, xq, reinterpret_cast<float2*>(xq + C));
-    }
-    __syncthreads();  // the copy is complete (and red is free again)
-}
-
 // A warp's ring: slot i at base + i * SLOT (shared address ring + i * SLOT), its mbarrier at
 // full0 + 8 i (transaction bytes of the item in it).
 struct Ring {
@@ -350,16 +307,18 @@ KERNEL_NAME(const void* wo, const void* wg, const void* wu, const void* wd, cons
 #endif
     barrier_prefetch(f, lane);  // PFB: the wait for the previous kernel is a barrier too
     pdl_wait();  // att and x come from earlier kernels
-    x_quantize<A_COLS, false>(att, nullptr, dyn, red);
+    // x of each phase quantized into shared memory (gemv_dot.cuh's prologue; L2 loads: other
+    // blocks wrote x / hb in this launch, and this SM may hold stale L1 lines of them)
+    xq8_prologue<A_COLS, NT, false, true>(att, nullptr, EPS, dyn, red);
     consume_phase<DIM, A_COLS, CH_A, 1>(g, f, dyn, x, (float)(RES_A), o_first, o_stride);
     barrier_prefetch(f, lane);
     grid_sync(bar + 0);
-    x_quantize<DIM, true>(x, ffn_norm_w, dyn, red);
+    xq8_prologue<DIM, NT, true, true>(x, ffn_norm_w, EPS, dyn, red);
     consume_phase<HID, DIM, CH_B, 2>(g, f, dyn, hb, 1.0f, o_first, o_stride);
     barrier_prefetch(f, lane);
     grid_sync(bar + 1);
     pdl_launch_dependents();  // every block is resident (all passed the barriers)
-    x_quantize<HID, false>(hb, nullptr, dyn, red);
+    xq8_prologue<HID, NT, false, true>(hb, nullptr, EPS, dyn, red);
     consume_phase<DIM, HID, CH_C, 1>(g, f, dyn, x, (float)(RES_C), o_first, o_stride);
     // the counters back to zero for the next launch: the last block out resets them (every block
     // has left both barriers' spins before it counts itself here)

@@ -54,6 +54,88 @@ __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* q
     if (e == 0) qd[b] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
 }
 
+// x (C floats, written by an earlier kernel) quantized into the shared copy above (xq: C int8
+// values, then C / 32 float2), RMS-normalised first with NORM (norm weight nw, eps; as
+// cpu::rms_norm: x * (1 / sqrt(sum x^2 / C + eps)) * w). Every one of the block's NT threads
+// calls it; it ends with __syncthreads. x is read from L2 in chunks of up to 8 float4 per thread,
+// all loads of a chunk issued before any is used; when x fits one chunk and NORM, x and the norm
+// weight are read once and kept through the block's sum of squares (LATE: x read twice, the form
+// before session 11). CG: loads through L2 only (x written by other blocks of this kernel:
+// layer_tail.cu). red: NT / 32 floats of scratch. gemv.cu's prologue and layer_tail.cu's phases.
+template <int C, int NT, bool NORM, bool CG = false, bool LATE = false>
+__device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red) {
+    constexpr int XT = (C + 4 * NT - 1) / (4 * NT), XC = XT < 8 ? XT : 8;  // float4 per thread, per chunk
+    const int tid = threadIdx.x;
+    float2* qd = reinterpret_cast<float2*>(xq + C);
+    auto load = [](const float* p) { return CG ? __ldcg(reinterpret_cast<const float4*>(p)) : ld_act4(p); };
+    float inv = 1.0f;
+    if (NORM && XT <= XC && !LATE) {
+        float4 v[XC], w[XC];
+        float ss = 0.0f;
+#pragma unroll
+        for (int j = 0; j < XC; ++j) {
+            const int k = j * 4 * NT + 4 * tid;
+            v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            w[j] = v[j];
+            if (k < C) {
+                v[j] = load(x + k);
+                w[j] = __ldg(reinterpret_cast<const float4*>(nw + k));
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
+        inv = 1.0f / sqrtf(block_sum<NT>(ss, red) / float(C) + eps);
+#pragma unroll
+        for (int j = 0; j < XC; ++j) {
+            const int k = j * 4 * NT + 4 * tid;
+            if (k < C) {
+                v[j].x = v[j].x * inv * w[j].x;
+                v[j].y = v[j].y * inv * w[j].y;
+                v[j].z = v[j].z * inv * w[j].z;
+                v[j].w = v[j].w * inv * w[j].w;
+            }
+            xq8_store<C>(v[j], k, xq, qd);
+        }
+    } else {
+        if (NORM) {
+            float ss = 0.0f;
+            for (int c0 = 0; c0 < XT; c0 += XC) {
+                float4 v[XC];
+#pragma unroll
+                for (int j = 0; j < XC; ++j) {
+                    const int k = (c0 + j) * 4 * NT + 4 * tid;
+                    v[j] = c0 + j < XT && k < C ? load(x + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                }
+#pragma unroll
+                for (int j = 0; j < XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
+            }
+            inv = 1.0f / sqrtf(block_sum<NT>(ss, red) / float(C) + eps);
+        }
+        for (int c0 = 0; c0 < XT; c0 += XC) {  // uniform trip counts: whole warps
+            float4 v[XC];
+#pragma unroll
+            for (int j = 0; j < XC; ++j) {
+                const int k = (c0 + j) * 4 * NT + 4 * tid;
+                v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (c0 + j < XT && k < C) {
+                    v[j] = load(x + k);
+                    if (NORM) {
+                        const float4 w = __ldg(reinterpret_cast<const float4*>(nw + k));
+                        v[j].x = v[j].x * inv * w.x;
+                        v[j].y = v[j].y * inv * w.y;
+                        v[j].z = v[j].z * inv * w.z;
+                        v[j].w = v[j].w * inv * w.w;
+                    }
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < XC; ++j)
+                if (c0 + j < XT) xq8_store<C>(v[j], (c0 + j) * 4 * NT + 4 * tid, xq, qd);
+        }
+    }
+    __syncthreads();
+}
+
 // The activation vector x as the inner loops see it (already RMS-normalised when NORM_IN).
 struct XSrc {
     const float* p;  // X_SMEM: the normalised copy in shared memory; else x in global memory
