@@ -46,21 +46,25 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
     const int n_vocab = e.model().config.n_vocab;
     const auto t0 = std::chrono::steady_clock::now();
     bool keep_going = true;
+    // a pick: false for the end of generation; else kept, its text streamed (on_text may stop)
+    auto accept = [&](int32_t id) {
+        if (tok.is_eog(id)) {
+            r.stopped_at_eog = true;
+            return false;
+        }
+        r.ids.push_back(id);
+        history.push_back(id);
+        const std::string text = utf8.push(tok.token_to_piece(id, false));
+        r.text += text;
+        if (!text.empty() && on_text) keep_going = on_text(text);
+        return true;
+    };
     if (s.plain_greedy() && logits) {
         // greedy picks on the backend, one step queued ahead: while the host handles pick i
         // (stop checks, text), the step fed by pick i + 1 already runs
         int32_t id = e.backend().sampled_token();
         for (int i = 0; i < max_tokens && keep_going; ++i) {
-            if (tok.is_eog(id)) {
-                r.stopped_at_eog = true;
-                break;
-            }
-            r.ids.push_back(id);
-            history.push_back(id);
-            const std::string text = utf8.push(tok.token_to_piece(id, false));
-            r.text += text;
-            if (!text.empty() && on_text) keep_going = on_text(text);
-            if (i + 1 == max_tokens || !keep_going) break;
+            if (!accept(id) || i + 1 == max_tokens || !keep_going) break;
             if (e.queued() == 0) {  // the step fed by this pick (queued ahead unless at the start)
                 if (e.pos() >= e.n_ctx()) {
                     r.stopped_at_context = true;
@@ -77,25 +81,15 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
             e.collect_decode();
             e.drop_position();
         }
-        logits = nullptr;
-    }
-    for (int i = 0; i < max_tokens && logits && keep_going; ++i) {
-        const int32_t id = s.plain_greedy() ? e.backend().sampled_token() : s.sample(logits, n_vocab, history);
-        if (tok.is_eog(id)) {
-            r.stopped_at_eog = true;
-            break;
+    } else {
+        for (int i = 0; i < max_tokens && logits && keep_going; ++i) {
+            if (!accept(s.sample(logits, n_vocab, history)) || i + 1 == max_tokens) break;
+            if (e.pos() >= e.n_ctx()) {
+                r.stopped_at_context = true;
+                break;
+            }
+            logits = e.feed({r.ids.back()});  // the pick just kept
         }
-        r.ids.push_back(id);
-        history.push_back(id);
-        const std::string text = utf8.push(tok.token_to_piece(id, false));
-        r.text += text;
-        if (!text.empty() && on_text) keep_going = on_text(text);
-        if (i + 1 == max_tokens) break;
-        if (e.pos() >= e.n_ctx()) {
-            r.stopped_at_context = true;
-            break;
-        }
-        logits = e.feed({id});
     }
     const std::string rest = utf8.flush();
     r.text += rest;
