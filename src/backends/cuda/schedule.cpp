@@ -401,9 +401,9 @@ public:
         int chunk = 0, slots = 0, ring_bytes = 0;
         bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
     };
+    static bool is_plain(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
     // bytes of `c` columns of one row as the rings hold them: split Q4_0 / Q8_0 quants + f16
     // scales, or plain elements (gemv.cu BULK_RB, layer_tail.cu LT_RB)
-    static bool is_plain(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
     static int chunk_bytes(GgmlType t, int c) {
         return t == GgmlType::Q4_0 ? c / 2 + c / 16 : t == GgmlType::Q8_0 ? c + c / 16 : c * int(type_traits(t).type_size);
     }
