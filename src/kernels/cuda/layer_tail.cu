@@ -171,7 +171,8 @@ __device__ __forceinline__ void advance(const Feed& f, Cursor& k) {
 }
 
 // The rows of an item: R rows (B: gate(o), up(o), gate(o+1), ..; rows past the end repeat the
-// last, whose sums are never stored), each as its chunk c of quants and of scales; fn(src, bytes).
+// last, whose sums are never stored), each as its chunk c of quants and of scales:
+// fn(offset in the slot, source, bytes) per run.
 template <int R, int CH, int COLS_, int ROWS, bool GATE_UP, typename Fn>
 __device__ __forceinline__ void item_runs(const uint8_t* w0, const uint8_t* w1, int o0, int c, Fn fn) {
     constexpr uint32_t QB = LT_QB(CH), SB = LT_SB(CH);
