@@ -88,6 +88,23 @@ KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90"
     return at(schedule_build(p, DeviceInfo::for_target(target), o).decode, "attn");
 }
 
+// Split-KV at every context when the kv heads leave SMs idle: n_ctx 128 (bench's -p 0 -n 128)
+// took onepass before session 12, 5 % slower on the H200; with 64 kv heads on 132 SMs, onepass.
+TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    for (int n_ctx : {16, 128, 255, 256, 4096}) {
+        SCOPED_TRACE(n_ctx);
+        const Plan p = plan_build(*m, PlanOptions{n_ctx, 16, 1});
+        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{});
+        EXPECT_EQ(gate(s, "attn.algo"), "split");
+        EXPECT_EQ(at(s.decode, "attn").grid.x, 8u);  // one block per query head: 2 kv heads x 4
+    }
+    DeviceInfo few = DeviceInfo::for_target("sm_90");
+    few.sm_count = 8;  // 2 kv heads x 4 >= 8 SMs: one block per kv head fills the device
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    EXPECT_EQ(gate(schedule_build(p, few, ScheduleOptions{}), "attn.algo"), "onepass");
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

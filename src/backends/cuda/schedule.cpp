@@ -107,13 +107,16 @@ public:
         g_.gemv_warp = forced("gemv.reduce", "warp", "tree", warp32, wr);
         g_.norm_warp = forced("norm.reduce", "warp", "tree", warp32, wr);
         g_.sample_warp = forced("sample.reduce", "warp", "tree", warp32, wr);
-        // Split-KV when one block per kv head leaves most SMs idle and the context is long
-        // enough for splits to carry work.
-        const bool split = c_.n_kv_heads * 4 < d_.sm_count && p_.n_ctx >= 256;
+        // Split-KV when one block per kv head leaves most SMs idle, at any context: below one
+        // chunk the split kernel still runs one block per query head (onepass: one per kv head).
+        // H200 tg128 at n_ctx 128 (bench's default for -p 0 -n 128), session 12: 8B Q8_0 onepass
+        // 417.8 against split 439.5 (n_ctx 1024), 1B Q4_0 2100.0 against 2180.0
+        const bool split = c_.n_kv_heads * 4 < d_.sm_count;
         g_.attn_split = forced("attn.algo", "split", "onepass", split,
                                fmt::format("{} kv heads on {} SMs, context {}: {}", c_.n_kv_heads,
                                            d_.sm_count, p_.n_ctx,
-                                           split ? "split the context across blocks"
+                                           split ? "split the context across blocks (one block per query head "
+                                                   "below a chunk)"
                                                  : "one block per kv head fills the device"));
         // Tensor-core gate for the batched-prefill matrix-matrix products (prefill issue): decided
         // and printed now so the gate exists before any kernel uses it.
