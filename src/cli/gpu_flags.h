@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_early_trigger = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -108,6 +108,10 @@ struct GpuFlags {
                        "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
                        "tok/s off, 371.0 with 4, 321.4 with 12)")
             ->check(CLI::Range(0, 64));
+        app.add_flag("--gemv-early-trigger", gemv_early_trigger,
+                     "tuning: with PDL, each gemv lets the next kernel launch at its start instead of once its last "
+                     "weight loads are out (with --gemv-bulk-kb small enough for two blocks per SM, the next "
+                     "kernel's rings fill while this one streams; not yet measured)");
         app.add_flag("--gemv-late-loads", gemv_late_loads,
                      "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "
                      "residual and the RoPE angle are loaded after the dot products)");
@@ -147,6 +151,7 @@ struct GpuFlags {
         s.l2_prefetch = l2_prefetch;
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.gemv_late_loads = gemv_late_loads;
+        s.gemv_early_trigger = gemv_early_trigger;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

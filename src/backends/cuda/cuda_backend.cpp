@@ -412,6 +412,7 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
                             k.symbol, static_smem + int(k.smem), optin);
             ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
         }
+        if (k.carveout >= 0) ctx_->set_carveout(l.fn, k.carveout);
         // thread-block clusters (attn.merge=cluster): say so once per kernel when its clusters do
         // not all fit at once (the rest wait for a second wave: the gate then costs time)
         if (const unsigned per = k.cluster.x * k.cluster.y * k.cluster.z; per > 1 && k.layer <= 0) {

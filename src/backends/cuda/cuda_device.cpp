@@ -263,6 +263,11 @@ void CudaContext::set_max_dynamic_shared(CUfunction f, int bytes) const {
                     cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
+void CudaContext::set_carveout(CUfunction f, int percent) const {
+    make_current();
+    JITLLM_CUDA_TRY(drv_, cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent));
+}
+
 namespace {
 CUlaunchAttribute cluster_attr(Dim3 cluster) {
     CUlaunchAttribute a{};

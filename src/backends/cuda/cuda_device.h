@@ -101,6 +101,8 @@ public:
     FuncAttributes attributes(CUfunction f) const;
     // Needed before launching with more than 48 KiB of dynamic shared memory.
     void set_max_dynamic_shared(CUfunction f, int bytes) const;
+    // preferred shared-memory carveout, percent of the unified L1 / shared memory
+    void set_carveout(CUfunction f, int percent) const;
     // Thread-block clusters of shape `cluster` that can be resident at once for this launch shape
     // (cuOccupancyMaxActiveClusters).
     int max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, Dim3 cluster) const;

@@ -616,6 +616,7 @@ private:
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
+        if (o_.gemv_early_trigger && pdl_) v.set("TRIGGER_EARLY", 1);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
@@ -1547,6 +1548,8 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.lower(plan.prefill, s.prefill);
     l.mark_pdl(s.decode);
     l.mark_pdl(s.prefill);
+    if (opt.gemv_early_trigger)
+        for (KernelStep& k : s.decode) k.carveout = 100;
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);

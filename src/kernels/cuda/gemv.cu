@@ -50,6 +50,11 @@
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
+//   TRIGGER_EARLY   PDL: launch_dependents at the kernel's start (default: when each warp's last
+//                   weight load is out), so the next kernel's blocks take the room this one's leave
+//                   on each SM (with rings small enough for two blocks: --gemv-bulk-kb) and start
+//                   their weight copies while this one streams; the next kernel's pdl_wait still
+//                   waits for this one's completion
 //   WARP_MAJOR      1: row sets of a pass assigned group-major (group g of block b takes set g * blocks
 //                   + b), so a last, partial pass spreads over every block; 0: block-major (default)
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
@@ -109,6 +114,9 @@
 
 #ifndef BULK
 #define BULK 0
+#endif
+#ifndef TRIGGER_EARLY
+#define TRIGGER_EARLY 0
 #endif
 #ifndef BULK_PF
 #define BULK_PF 0
@@ -251,6 +259,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     const uint8_t* W0 = static_cast<const uint8_t*>(w0);
     const uint8_t* W1 = static_cast<const uint8_t*>(w1);
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
+#if TRIGGER_EARLY
+    pdl_launch_dependents();  // the next kernel may take whatever this one leaves of the SMs now
+#endif
 #if PREFETCH > 0
     {
         // weights do not depend on the previous kernel: start their first lines now
