@@ -184,10 +184,9 @@ modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
     ;;
 prepared12)
-    # session 12's --gemv-early-trigger (PDL trigger at each gemv's start, carveout 100 on every
-    # decode kernel) with rings small enough for two blocks per SM: golden and prompt modes, with
-    # the bulk gemvs forced on the small golden models too; then the A/B sweep
-    # (SWEEP_ARGS=" ;--gemv-bulk-kb 100;--gemv-early-trigger;--gemv-early-trigger --gemv-bulk-kb 100")
+    # session 12's --gemv-early-trigger (PDL trigger at each gemv's start) with rings small enough
+    # for two blocks per SM and --smem-carveout 100: golden and prompt modes, with the bulk gemvs
+    # forced on the small golden models too; then the A/B sweep
     cuda_test golden-trig engine_golden_test "golden with --gemv-early-trigger --gemv-bulk-kb 100" \
         JITLLM_TEST_CUDA_EARLY_TRIGGER=100
     cuda_test golden-trig-bulk engine_golden_test "golden with --gemv-early-trigger --gemv-bulk-kb 100, bulk forced" \

@@ -22,7 +22,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, l2_prefetch = 0, tail_barrier_prefetch = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, l2_prefetch = 0, tail_barrier_prefetch = 0;
     std::string profiler_dump_dir;
     std::string ablate;
 
@@ -108,10 +108,15 @@ struct GpuFlags {
                        "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
                        "tok/s off, 371.0 with 4, 321.4 with 12)")
             ->check(CLI::Range(0, 64));
+        app.add_option("--smem-carveout", smem_carveout,
+                       "tuning: preferred shared-memory carveout of every decode kernel, percent of the unified L1 / "
+                       "shared memory (-1 = the driver's choice; 100 lets blocks of consecutive kernels share an SM "
+                       "without reconfiguring it; not yet measured)")
+            ->check(CLI::Range(-1, 100));
         app.add_flag("--gemv-early-trigger", gemv_early_trigger,
                      "tuning: with PDL, each gemv lets the next kernel launch at its start instead of once its last "
-                     "weight loads are out (with --gemv-bulk-kb small enough for two blocks per SM, the next "
-                     "kernel's rings fill while this one streams; not yet measured)");
+                     "weight loads are out (with --gemv-bulk-kb small enough for two blocks per SM and "
+                     "--smem-carveout 100, the next kernel's rings fill while this one streams; not yet measured)");
         app.add_flag("--gemv-late-loads", gemv_late_loads,
                      "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "
                      "residual and the RoPE angle are loaded after the dot products)");
@@ -152,6 +157,7 @@ struct GpuFlags {
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.gemv_late_loads = gemv_late_loads;
         s.gemv_early_trigger = gemv_early_trigger;
+        s.smem_carveout = smem_carveout;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

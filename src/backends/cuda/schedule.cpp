@@ -1548,8 +1548,8 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.lower(plan.prefill, s.prefill);
     l.mark_pdl(s.decode);
     l.mark_pdl(s.prefill);
-    if (opt.gemv_early_trigger)
-        for (KernelStep& k : s.decode) k.carveout = 100;
+    if (opt.smem_carveout >= 0)
+        for (KernelStep& k : s.decode) k.carveout = opt.smem_carveout;
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);

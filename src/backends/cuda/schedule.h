@@ -58,8 +58,8 @@ struct KernelStep {
     // (1, 1, 1) = no cluster.
     Dim3 cluster;
     // Preferred shared-memory carveout, percent of the unified L1 / shared memory (-1: the
-    // driver's choice). --gemv-early-trigger sets 100 on every decode kernel, so blocks of
-    // consecutive kernels need no reconfiguration of an SM to share it.
+    // driver's choice). --smem-carveout sets it on every decode kernel (100: blocks of consecutive
+    // kernels need no reconfiguration of an SM to share it).
     int carveout = -1;
 };
 
@@ -94,6 +94,7 @@ struct ScheduleOptions {
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)
     int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
+    int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
     bool gemv_early_trigger = false;             // --gemv-early-trigger: TRIGGER_EARLY=1 (PDL trigger at the gemv's start)
     bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)
     int tail_barrier_prefetch = 0;               // --tail-barrier-prefetch: layer tail items per warp into L2 at each barrier (PFB)
