@@ -20,7 +20,7 @@
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
-#   prepared12: golden and prompt modes with --gemv-early-trigger --gemv-bulk-kb 100 (session 12)
+#   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
 #             with --gemv-late-loads (the order before); greedy decode run ahead (runtime_generate_test)
 #   prepared10: golden and prompt modes with layer.tail=persistent (session 10; measured slower in 11)
@@ -184,15 +184,15 @@ modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
     ;;
 prepared12)
-    # session 12's --gemv-early-trigger (PDL trigger at each gemv's start) with rings small enough
-    # for two blocks per SM and --smem-carveout 100: golden and prompt modes, with the bulk gemvs
-    # forced on the small golden models too; then the A/B sweep
-    cuda_test golden-trig engine_golden_test "golden with --gemv-early-trigger --gemv-bulk-kb 100" \
-        JITLLM_TEST_CUDA_EARLY_TRIGGER=100
-    cuda_test golden-trig-bulk engine_golden_test "golden with --gemv-early-trigger --gemv-bulk-kb 100, bulk forced" \
-        JITLLM_TEST_CUDA_EARLY_TRIGGER=100 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
-    cuda_test modes-trig prefill_modes_test "prompt modes with --gemv-early-trigger --gemv-bulk-kb 100" \
-        JITLLM_TEST_CUDA_EARLY_TRIGGER=100
+    # session 12's PDL trigger at each gemv's start (gemv.trigger=start forced: every gemv; ran
+    # as --gemv-early-trigger) with rings small enough for two blocks per SM and the full carveout:
+    # golden and prompt modes, with the bulk gemvs forced on the small golden models too
+    cuda_test golden-trig engine_golden_test "golden with gemv.trigger=start, --gemv-bulk-kb 100" \
+        JITLLM_TEST_CUDA_BULK_KB=100 JITLLM_TEST_CUDA_FORCE=gemv.trigger=start
+    cuda_test golden-trig-bulk engine_golden_test "golden with gemv.trigger=start, --gemv-bulk-kb 100, bulk forced" \
+        JITLLM_TEST_CUDA_BULK_KB=100 JITLLM_TEST_CUDA_FORCE=gemv.trigger=start,gemv.load=bulk
+    cuda_test modes-trig prefill_modes_test "prompt modes with gemv.trigger=start, --gemv-bulk-kb 100" \
+        JITLLM_TEST_CUDA_BULK_KB=100 JITLLM_TEST_CUDA_FORCE=gemv.trigger=start
     ;;
 prepared11)
     # session 11's latency cuts in the default gemvs (normed Q4_0/Q8_0 prologue in one L2 trip, the

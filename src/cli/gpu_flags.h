@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_early_trigger = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -31,7 +31,7 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, attn.decode=mma|simt, attn.merge=cluster|ticket, attn.vsum=half2|float, layer.tail=persistent|kernels); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.merge=cluster|ticket, attn.vsum=half2|float, layer.tail=persistent|kernels); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--gemv-warp-major", gemv_warp_major,
@@ -111,12 +111,8 @@ struct GpuFlags {
         app.add_option("--smem-carveout", smem_carveout,
                        "tuning: preferred shared-memory carveout of every decode kernel, percent of the unified L1 / "
                        "shared memory (-1 = the driver's choice; 100 lets blocks of consecutive kernels share an SM "
-                       "without reconfiguring it; not yet measured)")
+                       "without reconfiguring it; H200, 8B Q8_0: 447.1 tok/s with the driver's choice, 432.8 with 100)")
             ->check(CLI::Range(-1, 100));
-        app.add_flag("--gemv-early-trigger", gemv_early_trigger,
-                     "tuning: with PDL, each gemv lets the next kernel launch at its start instead of once its last "
-                     "weight loads are out (with --gemv-bulk-kb small enough for two blocks per SM and "
-                     "--smem-carveout 100, the next kernel's rings fill while this one streams; not yet measured)");
         app.add_flag("--gemv-late-loads", gemv_late_loads,
                      "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "
                      "residual and the RoPE angle are loaded after the dot products)");
@@ -156,7 +152,6 @@ struct GpuFlags {
         s.l2_prefetch = l2_prefetch;
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.gemv_late_loads = gemv_late_loads;
-        s.gemv_early_trigger = gemv_early_trigger;
         s.smem_carveout = smem_carveout;
         for (const auto& f : force) {
             const auto eq = f.find('=');

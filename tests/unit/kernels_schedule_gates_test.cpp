@@ -358,6 +358,44 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         }
 }
 
+// gemv.trigger=start (gemv.cu TRIGGER_EARLY): with PDL, the split-layout bulk gemvs trigger their
+// dependents at their start; the other gemvs (lanes, F16 bulk) after their last loads; forced:
+// every gemv; without PDL (sm_80, launch.pdl=serial) `loads`, and forcing `start` is refused.
+TEST(ScheduleGates, SplitBulkGemvsTriggerTheNextKernelAtTheirStart) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto wide = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 4096);
+    const Plan p = plan_build(*wide, PlanOptions{128, 16, 1});
+    const Schedule s = schedule_build(p, h200, {});
+    EXPECT_EQ(gate(s, "gemv.trigger"), "start");
+    int early = 0, gemvs = 0;
+    for (const KernelStep& k : s.decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        ++gemvs;
+        const bool split_bulk = has_define(k.variant, "BULK", "1") && has_define(k.variant, "WSPLIT", "1");
+        EXPECT_EQ(has_define(k.variant, "TRIGGER_EARLY", "1"), split_bulk) << k.symbol;
+        early += split_bulk;
+    }
+    EXPECT_EQ(early, 4);  // q/k/v and attn_output of 2 layers
+    EXPECT_GT(gemvs, early);
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 4096);  // bulk, plain rows: `loads`
+    const Plan pf = plan_build(*f16, PlanOptions{128, 16, 1});
+    const Schedule sf = schedule_build(pf, h200, {});
+    EXPECT_EQ(gate(sf, "gemv.trigger"), "loads");
+    for (const KernelStep& k : sf.decode) EXPECT_FALSE(defines(k.variant, "TRIGGER_EARLY")) << k.symbol;
+    ScheduleOptions all;
+    all.force = {{"gemv.trigger", "start"}};
+    for (const KernelStep& k : schedule_build(pf, h200, all).decode) {
+        if (k.symbol.find("__gemv_") != std::string::npos) {
+            EXPECT_TRUE(has_define(k.variant, "TRIGGER_EARLY", "1")) << k.symbol;
+        }
+    }
+    EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_80"), {}), "gemv.trigger"), "loads");
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), all), Error);
+    ScheduleOptions serial;
+    serial.force = {{"launch.pdl", "serial"}};
+    EXPECT_EQ(gate(schedule_build(p, h200, serial), "gemv.trigger"), "loads");
+}
+
 TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

@@ -70,6 +70,9 @@ struct Gates {
     // default for those of >= 4096 columns and rows (forced: every split-layout decode gemv and the
     // plain-type ones with x in shared memory)
     bool gemv_bulk = false, gemv_bulk_all = false;
+    // gemv.trigger=start: split-layout bulk gemvs trigger their PDL dependents at their start
+    // (forced: every gemv)
+    bool gemv_trigger = false, gemv_trigger_all = false;
     // layer.tail=persistent: attn_output .. ffn_residual of a layer in one launch (layer_tail.cu)
     bool layer_tail = false;
 };
@@ -331,6 +334,21 @@ public:
                                         "per block, 16 warps, one block per SM), the first items before the PDL wait");
             g_.gemv_bulk_all = g_.gemv_bulk && o_.force.count("gemv.load");
             if (g_.gemv_bulk && !sm90) fail_usage("--force-variant gemv.load=bulk: needs compute capability 9.0+");
+            // gemv.trigger=start (gemv.cu TRIGGER_EARLY): a split-layout bulk gemv lets the next
+            // kernel launch at its own start instead of once each warp's last copy is out. H200,
+            // tg128, same machine (session 12): 8B Q8_0 447.09 -> 451.48, Q4_0 674.46 -> 680.15;
+            // depth 4096 (8B Q8_0) 395.91 -> 399.49. On the F16 bulk gemvs and 1B's `lanes` gemvs
+            // (forced: every gemv) slower: 8B F16 263.22 -> 261.60, 1B F16 1290.4 -> 1271.3, 1B
+            // Q8_0 1732.3 -> 1718.8, 1B Q4_0 2183.3 -> 2127.8, so those keep `loads`.
+            const bool start = pdl_ && g_.gemv_bulk && wide;
+            g_.gemv_trigger = forced_if("gemv.trigger", "start", "loads", start,
+                                        pdl_ ? "" : "no programmatic dependent launch: nothing to trigger",
+                                        start ? "PDL: split-layout bulk gemvs let the next kernel launch at their start "
+                                                "(its blocks take the SMs as this one's leave them; measured +1.0 % on 8B "
+                                                "Q8_0, +0.8 % on Q4_0); other gemvs trigger once their last loads are out"
+                                              : "no split-layout bulk gemv: every gemv triggers once its last loads are out "
+                                                "(the start trigger measured slower on F16 bulk and lanes gemvs)");
+            g_.gemv_trigger_all = g_.gemv_trigger && o_.force.count("gemv.trigger");
         }
         {
             // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
@@ -616,7 +634,7 @@ private:
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
-        if (o_.gemv_early_trigger && pdl_) v.set("TRIGGER_EARLY", 1);
+        if (g_.gemv_trigger && (g_.gemv_trigger_all || (bulk && wsplit))) v.set("TRIGGER_EARLY", 1);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
@@ -1532,7 +1550,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "attn.decode", "attn.merge", "attn.vsum", "layer.tail"};
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "layer.tail"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

@@ -95,7 +95,6 @@ struct ScheduleOptions {
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)
     int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
     int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
-    bool gemv_early_trigger = false;             // --gemv-early-trigger: TRIGGER_EARLY=1 (PDL trigger at the gemv's start)
     bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)
     int tail_barrier_prefetch = 0;               // --tail-barrier-prefetch: layer tail items per warp into L2 at each barrier (PFB)
 };
