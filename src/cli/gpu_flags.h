@@ -101,7 +101,7 @@ struct GpuFlags {
                        "tuning: split-layout gemv 16-byte units per lane and step (0 = auto)")
             ->check(CLI::Range(0, 4));
         app.add_option("--gemv-bulk-kb", gemv_bulk_kb,
-                       "tuning: with gemv.load=bulk, KiB of shared-memory rings per gemv block (0 = auto 96)")
+                       "tuning: with gemv.load=bulk, KiB of shared-memory rings per gemv block (0 = auto: 200, less the x copy; H200, 8B Q8_0: 446.1 tok/s at 200, 314.0 at 100)")
             ->check(CLI::Range(0, 220));
         app.add_option("--l2-prefetch", l2_prefetch,
                        "tuning: items each warp of a bulk gemv or of the persistent layer tail prefetches into L2 "

@@ -92,7 +92,7 @@ struct ScheduleOptions {
     bool gemv_warp_major = false;                // --gemv-warp-major: a pass's row sets round the blocks first
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
-    int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 96)
+    int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
     int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
     int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
     bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)
