@@ -21,7 +21,7 @@ struct GpuFlags {
     bool no_graphs = false, no_run_ahead = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
+    int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, l2_prefetch = 0, tail_barrier_prefetch = 0;
     std::string profiler_dump_dir;
     std::string ablate;
@@ -85,6 +85,11 @@ struct GpuFlags {
                        "tuning: split-KV decode attention streams K/V chunks through an N-deep cp.async ring in shared "
                        "memory, 2 to 4 (default 0: loads into registers; long contexts)")
             ->check(CLI::IsMember({0, 2, 3, 4}));
+        app.add_option("--gemv-grid-max", gemv_grid_max,
+                       "tuning: at most N blocks per gemv launch, each looping over its row sets (0 = no cap; with "
+                       "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; not yet "
+                       "measured)")
+            ->check(CLI::Range(0, 1 << 20));
         app.add_option("--gemv-block", gemv_block,
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
@@ -143,6 +148,7 @@ struct GpuFlags {
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;
         s.gemv_block = gemv_block;
+        s.gemv_grid_max = gemv_grid_max;
         s.gemv_grid_per_sm = gemv_grid_per_sm;
         s.gemv_rows = gemv_rows;
         s.gemv_warp_major = gemv_warp_major;
