@@ -20,6 +20,8 @@
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
+#   next13  : session 13's first call: golden, prompt modes, the 8B quantized sweep of the
+#             untried boundary knobs (--gemv-bulk-kb 210/220, --gemv-grid-max N)
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
 #             with --gemv-late-loads (the order before); greedy decode run ahead (runtime_generate_test)
@@ -182,6 +184,16 @@ gemm)
     ;;
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    ;;
+next13)
+    # session 13's first call (planned in session 12): HEAD's defaults on golden and prompt modes,
+    # then the 8B quantized sweep of the untried boundary knobs (more ring slots; fewer blocks per
+    # gemv so that the start trigger can place the next kernel's blocks on the free SMs)
+    cuda_test golden-13 engine_golden_test "golden (cuda, HEAD's defaults)"
+    cuda_test modes-13 prefill_modes_test "prompt modes (HEAD's defaults)"
+    SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0}" \
+    SWEEP_ARGS="${SWEEP_ARGS:- ;--gemv-bulk-kb 210;--gemv-bulk-kb 220;--gemv-grid-max 124;--gemv-grid-max 116;--gemv-grid-max 100;--gemv-grid-max 116 --gemv-warp-major}" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
 prepared12)
     # session 12's PDL trigger at each gemv's start (gemv.trigger=start forced: every gemv; ran
