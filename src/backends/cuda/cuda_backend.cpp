@@ -655,16 +655,16 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
     q_next_ = (q_next_ + 1) % kQueue;
     int32_t* io = host_q_ + 4 * k;  // free: its last step was collected (at most kQueue queued)
     io[1] = pos;
-    const CUdeviceptr tok = slots_[size_t(Slot::Token)];
+    const CUdeviceptr tok = slots_[size_t(Slot::Token)], tok_out = scratch_.at("token_out");
     if (token >= 0) {
         io[0] = token;
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok, io, 8, st));
     } else {  // the previous step's pick, device to device, behind it in the stream
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok + 4, io + 1, 4, st));
-        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, scratch_.at("token_out"), 4, st));
+        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }
     JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
-    JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, scratch_.at("token_out"), 4, st));
+    JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, tok_out, 4, st));
     JITLLM_CUDA_TRY(d, cuEventRecord(q_ev_[k], st));
     for (auto* c : count_ptrs_[int(Phase::Decode)]) ++*c;
     steps_[int(Phase::Decode)]++;
