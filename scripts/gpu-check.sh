@@ -191,6 +191,7 @@ next13)
     # gemv so that the start trigger can place the next kernel's blocks on the free SMs)
     cuda_test golden-13 engine_golden_test "golden (cuda, HEAD's defaults)"
     cuda_test modes-13 prefill_modes_test "prompt modes (HEAD's defaults)"
+    cuda_test generate-13 runtime_generate_test "greedy decode run ahead (queue / collect)"
     SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0}" \
     SWEEP_ARGS="${SWEEP_ARGS:- ;--gemv-bulk-kb 210;--gemv-bulk-kb 220;--gemv-grid-max 124;--gemv-grid-max 116;--gemv-grid-max 100;--gemv-grid-max 116 --gemv-warp-major}" \
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
