@@ -20,8 +20,9 @@
 #             golden with them (run `kernels` too: their kernels_vs_cpu variants)
 #   mma     : golden and prompt modes with attn.decode=mma (decode attention on tensor cores), prompt
 #             modes with attn.prefill=rows
-#   next13  : session 13's first call: golden, prompt modes, the 8B quantized sweep of the
-#             untried boundary knobs (--gemv-bulk-kb 210/220, --gemv-grid-max N)
+#   next13  : session 13's first call: golden, prompt modes, generate with HEAD's defaults; golden,
+#             modes, kernels_vs_cpu with --attn-early-kv and its depth A/B
+#   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
 #             with --gemv-late-loads (the order before); greedy decode run ahead (runtime_generate_test)
@@ -186,14 +187,23 @@ modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
     ;;
 next13)
-    # session 13's first call (planned in session 12): HEAD's defaults on golden and prompt modes,
-    # then the 8B quantized sweep of the untried boundary knobs (more ring slots; fewer blocks per
-    # gemv so that the start trigger can place the next kernel's blocks on the free SMs)
+    # session 13's first call (planned in session 12): HEAD's defaults on golden, prompt modes and
+    # the queued greedy decode; --attn-early-kv (built without device time, off) on golden, prompt
+    # modes and its kernels_vs_cpu variants; then its A/B at depth 0 / 4096 (8B Q8_0)
     cuda_test golden-13 engine_golden_test "golden (cuda, HEAD's defaults)"
     cuda_test modes-13 prefill_modes_test "prompt modes (HEAD's defaults)"
     cuda_test generate-13 runtime_generate_test "greedy decode run ahead (queue / collect)"
+    cuda_test golden-early engine_golden_test "golden with --attn-early-kv" JITLLM_TEST_CUDA_ATTN_EARLY=1
+    cuda_test modes-early prefill_modes_test "prompt modes with --attn-early-kv" JITLLM_TEST_CUDA_ATTN_EARLY=1
+    cuda_test kernels-early kernels_vs_cpu_test "kernels_vs_cpu: the --attn-early-kv variants" JITLLM_KVC_VARIANTS=early-kv
+    DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-early-kv}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
+next13-sweep)
+    # the 8B quantized sweep of the untried boundary knobs: more ring slots (--gemv-bulk-kb), SMs
+    # left free for the next kernel (--gemv-grid-max: with the start trigger its blocks can take
+    # them early), the first K/V chunk before attention's PDL wait (--attn-early-kv)
     SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0}" \
-    SWEEP_ARGS="${SWEEP_ARGS:- ;--gemv-bulk-kb 210;--gemv-bulk-kb 220;--gemv-grid-max 124;--gemv-grid-max 116;--gemv-grid-max 100;--gemv-grid-max 116 --gemv-warp-major}" \
+    SWEEP_ARGS="${SWEEP_ARGS:- ;--attn-early-kv;--gemv-bulk-kb 210;--gemv-bulk-kb 220;--gemv-grid-max 124;--gemv-grid-max 116;--gemv-grid-max 100}" \
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
 prepared12)

@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, attn_early_kv = false, gemv_warp_major = false, gemv_late_loads = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -37,6 +37,9 @@ struct GpuFlags {
         app.add_flag("--gemv-warp-major", gemv_warp_major,
                      "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
                      "over every SM (default: block by block; measured on the H200: 8B Q8_0 +0.4 %, Q4_0 -3.0 %)");
+        app.add_flag("--attn-early-kv", attn_early_kv,
+                     "tuning: split-KV decode attention loads each block's first chunk of K/V before waiting for the "
+                     "q/k/v kernel (the current position's row after it); not yet measured");
         app.add_flag("--attn-merge-two-trips", attn_merge_two_trips,
                      "tuning: the last split-KV attention block reads the splits' maxima and sums first, then their outputs "
                      "(default: every split's partial state in one round trip; the two-trip merge measured 0.2-0.3 % slower "
@@ -138,6 +141,7 @@ struct GpuFlags {
         s.fuse = !no_fuse;
         s.attn_warp_merge = attn_warp_merge;
         s.attn_merge_one_trip = !attn_merge_two_trips;
+        s.attn_early_kv = attn_early_kv;
         s.attn_chunk = attn_chunk;
         s.batch_small_rows = batch_small_rows;
         s.attn_splits = attn_splits;

@@ -105,6 +105,25 @@ TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
     EXPECT_EQ(gate(schedule_build(p, few, ScheduleOptions{}), "attn.algo"), "onepass");
 }
 
+// --attn-early-kv: EARLY_KV on the split SIMT kernel with --attn-pipe 2 (the default), not on the
+// tensor-core one, the cluster merge or another pipe depth
+TEST(ScheduleGates, EarlyKvOnlyOnTheSplitSimtKernelWithPipe2) {
+    ScheduleOptions o;
+    EXPECT_FALSE(defines(split_attn(4096, o).variant, "EARLY_KV"));
+    o.attn_early_kv = true;
+    EXPECT_TRUE(has_define(split_attn(4096, o).variant, "EARLY_KV", "1"));
+    EXPECT_TRUE(has_define(split_attn(128, o).variant, "EARLY_KV", "1"));
+    ScheduleOptions pipe1 = o;
+    pipe1.attn_pipe = 1;
+    EXPECT_FALSE(defines(split_attn(4096, pipe1).variant, "EARLY_KV"));
+    ScheduleOptions mma = o;
+    mma.force = {{"attn.decode", "mma"}};
+    EXPECT_FALSE(defines(split_attn(4096, mma).variant, "EARLY_KV"));
+    ScheduleOptions cl = o;
+    cl.force = {{"attn.merge", "cluster"}};
+    EXPECT_FALSE(defines(split_attn(4096, cl).variant, "EARLY_KV"));
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

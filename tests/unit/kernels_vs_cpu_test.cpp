@@ -11,6 +11,8 @@
 #include <set>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "backends/cpu/cpu_backend.h"
@@ -182,6 +184,12 @@ const Variant kVariants[] = {
     // --attn-pipe 2 (the SIMT default): the next chunk's K and V into the current chunk's registers
     // after each half's use; --attn-pipe 0: each chunk loaded at the top of its trip
     {"gated+attn-pipe2", {.force = gated({}), .attn_splits = 16, .attn_pipe = 2}},
+    // --attn-early-kv: first chunks before the PDL wait (several splits, chunks of 32 positions:
+    // the current row in a later chunk too), with PDL and serial
+    {"gated+attn-early-kv+chunk32+splits3",
+     {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_pipe = 2, .attn_early_kv = true}},
+    {"gated+attn-early-kv+serial",
+     {.force = gated({{"launch.pdl", "serial"}}), .attn_splits = 16, .attn_pipe = 2, .attn_early_kv = true}},
     {"gated+attn-pipe0+splits16", {.force = gated({}), .attn_splits = 16, .attn_pipe = 0}},
     {"gated+attn-pipe2+2-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_pipe = 2}},
@@ -305,8 +313,11 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
     CpuBackend hist(plan, threads);
     for (int p = 0; p < n_hist; ++p) hist.decode(int32_t((p * 131 + 7) % cfg.n_vocab), p);
     const size_t kv_elems = size_t(n_hist) * size_t(cfg.kv_dim());
+    // JITLLM_KVC_VARIANTS=TEXT: only the variants whose name contains TEXT (a device call's time)
+    const char* only = std::getenv("JITLLM_KVC_VARIANTS");
     for (const Variant& var : kVariants) {
         SCOPED_TRACE(var.name);
+        if (only && *only && !std::strstr(var.name, only)) continue;
         CudaOptions o;
         if (!variant_options(var, c, o) || (var.sm90() && cc_major < 9)) continue;
         CudaBackend gpu(plan, o);

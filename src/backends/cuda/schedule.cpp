@@ -1322,6 +1322,12 @@ private:
                     kv_stages = o_.attn_kv_stages;
                     v.set("KV_STAGES", kv_stages);
                 }
+                // --attn-early-kv: each block's first chunk of K/V rows goes out before the PDL wait
+                // (attention_decode.cu EARLY_KV), where the kernel is the split SIMT one with
+                // --attn-pipe 2, the ticket merge and no sliding window (others keep their loads)
+                if (o_.attn_early_kv && g_.attn_split && !g_.attn_decode_mma && pipe == 2 && kv_stages == 0 && !cluster &&
+                    !(c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx))
+                    v.set("EARLY_KV", 1);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? g_.attn_decode_mma ? "split_kv_mma_" : "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));

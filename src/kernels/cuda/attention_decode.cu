@@ -170,7 +170,19 @@
 #endif
 // ALGO 2 without a window: block 0 loads chunk 0 before reading the position (N_CTX bounds it)
 // (not with MMA: tried offline, 159 -> 189 registers on the 8B shape, or spills at 3 blocks per SM)
-#if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES && !MMA
+// EARLY_KV=1 (--attn-early-kv; split SIMT kernel, PIPE 2, no window, not BATCH): every block reads
+// the position and loads its first chunk's K/V rows before the PDL wait, while the q/k/v kernel
+// still runs; only the current position's row (that kernel's store) is read after the wait.
+// PRECOND (the host's step order): *pos_ptr and the cache rows before it are final before the
+// kernel starts (the position arrives by a copy before the step's launches or graph, every earlier
+// step has completed); replaces PRELOAD.
+#ifndef EARLY_KV
+#define EARLY_KV 0
+#endif
+#if EARLY_KV && (ALGO != 2 || WINDOW != 0 || BATCH || MMA || KV_STAGES || PIPE != 2 || CLUSTER)
+#error "EARLY_KV: the split SIMT kernel with PIPE 2, no window, no batch, the ticket merge"
+#endif
+#if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES && !MMA && !EARLY_KV
 #define PRELOAD 1
 #else
 #define PRELOAD 0
@@ -265,12 +277,34 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     float* mrg = sm;
     (void)red;
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
+#if EARLY_KV
+    const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
+    const int bx = blockIdx.x;
+    const int kvh = bx / HSPLIT;
+    const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
+    uint4 kw[TILE], vw[TILE];
+    {
+        // the position (PRECOND above) and this block's first chunk, rows before the position
+        const int cur = *pos_ptr;
+        if ((int)blockIdx.y > cur / CH) return;  // no chunk for this block (as n_active below)
+        const KV_T* kb0 = k_cache + kvh * HEAD_DIM + gl * VEC;
+        const KV_T* vb0 = v_cache + kvh * HEAD_DIM + gl * VEC;
+#pragma unroll
+        for (int t = 0; t < TILE; ++t) {
+            const int p = (int)blockIdx.y * CH + t * NG + gi;
+            kw[t] = p < cur ? kv_load(kb0 + (unsigned long long)p * KV_DIM) : make_uint4(0, 0, 0, 0);
+            vw[t] = p < cur ? kv_load(vb0 + (unsigned long long)p * KV_DIM) : make_uint4(0, 0, 0, 0);
+        }
+    }
+    pdl_wait();
+#else
     pdl_wait();
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
     const int bx = blockIdx.x;
     const int kvh = bx / HSPLIT;
     const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
     uint4 kw[TILE], vw[TILE];
+#endif
 #if PRELOAD
     // block y = 0 always takes chunk 0 (no window): its K/V loads go out with the position's,
     // not one round trip after it; rows past the position are zeroed below, never used
@@ -413,6 +447,17 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     mma_load_k(c_lo + (int)blockIdx.y);
     mma_load_v(c_lo + (int)blockIdx.y);
 #endif
+#elif EARLY_KV
+    // the first chunk's rows came before the PDL wait; the current position's row is the q/k/v
+    // kernel's store: read now (c_lo = 0: no window)
+#pragma unroll
+    for (int t = 0; t < TILE; ++t) {
+        const int p = (int)blockIdx.y * CH + t * NG + gi;
+        if (p == end - 1) {
+            kw[t] = kv_load(kb + (unsigned long long)p * KV_DIM);
+            vw[t] = kv_load(vb + (unsigned long long)p * KV_DIM);
+        }
+    }
 #elif PIPE
     chunk_load(c_lo + (int)blockIdx.y, kw, vw);
 #endif
