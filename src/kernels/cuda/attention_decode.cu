@@ -277,12 +277,12 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     float* mrg = sm;
     (void)red;
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
-#if EARLY_KV
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
     const int bx = blockIdx.x;
     const int kvh = bx / HSPLIT;
     const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
     uint4 kw[TILE], vw[TILE];
+#if EARLY_KV
     {
         // the position (PRECOND above) and this block's first chunk, rows before the position
         const int cur = *pos_ptr;
@@ -296,15 +296,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             vw[t] = p < cur ? kv_load(vb0 + (unsigned long long)p * KV_DIM) : make_uint4(0, 0, 0, 0);
         }
     }
-    pdl_wait();
-#else
-    pdl_wait();
-    const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
-    const int bx = blockIdx.x;
-    const int kvh = bx / HSPLIT;
-    const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
-    uint4 kw[TILE], vw[TILE];
 #endif
+    pdl_wait();
 #if PRELOAD
     // block y = 0 always takes chunk 0 (no window): its K/V loads go out with the position's,
     // not one round trip after it; rows past the position are zeroed below, never used
@@ -415,6 +408,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         }
     };
     (void)half_load;
+    (void)chunk_load;  // (EARLY_KV: the first chunk came before the wait, later ones by half_load)
 #if MMA
     // warp wp's rows of chunk c: K of positions pw + 8 j + mg (lane mc: dims 32 u + 8 mc .. + 7,
     // the B fragments of k-steps 2u, 2u + 1 as they are); V of rows pw + 2 mc, +1, +8, +9 at dims
