@@ -22,6 +22,8 @@
 #             modes with attn.prefill=rows
 #   next13  : session 13's first call: golden, prompt modes, generate with HEAD's defaults; golden,
 #             modes, kernels_vs_cpu with --attn-early-kv and its depth A/B
+#   next13b : --kv-l2-prefetch (earlier K/V rows into L2 by the q/k/v gemv): kernels, golden, depth A/B
+#   next13c : --attn-prefetch-next (attn_output into L2 during attention): kernels, golden, depth A/B
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
@@ -197,6 +199,21 @@ next13)
     cuda_test modes-early prefill_modes_test "prompt modes with --attn-early-kv" JITLLM_TEST_CUDA_ATTN_EARLY=1
     cuda_test kernels-early kernels_vs_cpu_test "kernels_vs_cpu: the --attn-early-kv variants" JITLLM_KVC_VARIANTS=early-kv
     DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-early-kv}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
+next13b)
+    # session 13: the q/k/v gemv prefetches the earlier K/V rows into L2 (--kv-l2-prefetch, gemv.cu
+    # KV_PF): kernels_vs_cpu variants, golden with it (bulk forced on the small models), depth A/B
+    cuda_test kernels-kvpf kernels_vs_cpu_test "kernels_vs_cpu: the --kv-l2-prefetch variants" JITLLM_KVC_VARIANTS=kv-l2-prefetch
+    cuda_test golden-kvpf engine_golden_test "golden with --kv-l2-prefetch last, bulk forced" \
+        JITLLM_TEST_CUDA_KV_PF=2 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    DEPTH_ARGS="${DEPTH_ARGS:- ;--kv-l2-prefetch last;--kv-l2-prefetch start}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
+next13c)
+    # session 13: decode attention prefetches the layer's attn_output matrix into L2 (--attn-prefetch-next,
+    # attention_decode.cu NEXT_PF): kernels_vs_cpu variants, golden and prompt modes with it, depth A/B
+    cuda_test kernels-pfnext kernels_vs_cpu_test "kernels_vs_cpu: the --attn-prefetch-next variants" JITLLM_KVC_VARIANTS=prefetch-next
+    cuda_test golden-pfnext engine_golden_test "golden with --attn-prefetch-next 0" JITLLM_TEST_CUDA_ATTN_PF_NEXT=0
+    DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-prefetch-next 0;--attn-prefetch-next 1024}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 next13-sweep)
     # the 8B quantized sweep of the untried boundary knobs: more ring slots (--gemv-bulk-kb), SMs

@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, attn_early_kv = false, gemv_warp_major = false, gemv_late_loads = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -22,7 +22,8 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, l2_prefetch = 0, tail_barrier_prefetch = 0;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
+    std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string ablate;
 
@@ -31,15 +32,12 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.merge=cluster|ticket, attn.vsum=half2|float, layer.tail=persistent|kernels); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--gemv-warp-major", gemv_warp_major,
                      "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
                      "over every SM (default: block by block; measured on the H200: 8B Q8_0 +0.4 %, Q4_0 -3.0 %)");
-        app.add_flag("--attn-early-kv", attn_early_kv,
-                     "tuning: split-KV decode attention loads each block's first chunk of K/V before waiting for the "
-                     "q/k/v kernel (the current position's row after it); not yet measured");
         app.add_flag("--attn-merge-two-trips", attn_merge_two_trips,
                      "tuning: the last split-KV attention block reads the splits' maxima and sums first, then their outputs "
                      "(default: every split's partial state in one round trip; the two-trip merge measured 0.2-0.3 % slower "
@@ -90,9 +88,18 @@ struct GpuFlags {
             ->check(CLI::IsMember({0, 2, 3, 4}));
         app.add_option("--gemv-grid-max", gemv_grid_max,
                        "tuning: at most N blocks per gemv launch, each looping over its row sets (0 = no cap; with "
-                       "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; not yet "
-                       "measured)")
+                       "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; measured "
+                       "slower on the H200: 8B Q8_0 450.2 -> 411.3 / 423.3 / 426.2 tok/s at 124 / 116 / 100)")
             ->check(CLI::Range(0, 1 << 20));
+        app.add_option("--attn-prefetch-next", attn_prefetch_next,
+                       "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
+                       "at least N positions are cached (0: always; default -1: off; sm_90; not yet measured)")
+            ->check(CLI::Range(-1, 1 << 30));
+        app.add_option("--kv-l2-prefetch", kv_l2_prefetch,
+                       "tuning: the q/k/v gemv (bulk rings, RoPE and KV store fused) prefetches the K and V cache rows "
+                       "of earlier positions into L2 for the attention after it: at its start, once its last weight "
+                       "copy is out (last), or off (default; measured on the H200, 8B Q8_0 at depth 4096: 396.7 -> 396.9 last, 392.7 start)")
+            ->check(CLI::IsMember({"off", "start", "last"}));
         app.add_option("--gemv-block", gemv_block,
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
@@ -141,7 +148,6 @@ struct GpuFlags {
         s.fuse = !no_fuse;
         s.attn_warp_merge = attn_warp_merge;
         s.attn_merge_one_trip = !attn_merge_two_trips;
-        s.attn_early_kv = attn_early_kv;
         s.attn_chunk = attn_chunk;
         s.batch_small_rows = batch_small_rows;
         s.attn_splits = attn_splits;
@@ -161,6 +167,8 @@ struct GpuFlags {
         s.gemv_bulk_kb = gemv_bulk_kb;
         s.l2_prefetch = l2_prefetch;
         s.tail_barrier_prefetch = tail_barrier_prefetch;
+        s.attn_prefetch_next = attn_prefetch_next;
+        s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
         s.smem_carveout = smem_carveout;
         for (const auto& f : force) {

@@ -105,14 +105,15 @@ TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
     EXPECT_EQ(gate(schedule_build(p, few, ScheduleOptions{}), "attn.algo"), "onepass");
 }
 
-// --attn-early-kv: EARLY_KV on the split SIMT kernel with --attn-pipe 2 (the default), not on the
-// tensor-core one, the cluster merge or another pipe depth
+// attn.early=kv (default): EARLY_KV on the split SIMT kernel with --attn-pipe 2 (the default),
+// not on the tensor-core one, the cluster merge or another pipe depth; `wait` turns it off
 TEST(ScheduleGates, EarlyKvOnlyOnTheSplitSimtKernelWithPipe2) {
     ScheduleOptions o;
-    EXPECT_FALSE(defines(split_attn(4096, o).variant, "EARLY_KV"));
-    o.attn_early_kv = true;
     EXPECT_TRUE(has_define(split_attn(4096, o).variant, "EARLY_KV", "1"));
     EXPECT_TRUE(has_define(split_attn(128, o).variant, "EARLY_KV", "1"));
+    ScheduleOptions wait = o;
+    wait.force = {{"attn.early", "wait"}};
+    EXPECT_FALSE(defines(split_attn(4096, wait).variant, "EARLY_KV"));
     ScheduleOptions pipe1 = o;
     pipe1.attn_pipe = 1;
     EXPECT_FALSE(defines(split_attn(4096, pipe1).variant, "EARLY_KV"));
@@ -122,6 +123,61 @@ TEST(ScheduleGates, EarlyKvOnlyOnTheSplitSimtKernelWithPipe2) {
     ScheduleOptions cl = o;
     cl.force = {{"attn.merge", "cluster"}};
     EXPECT_FALSE(defines(split_attn(4096, cl).variant, "EARLY_KV"));
+    // forcing kv where the kernel cannot take it is refused with the reason
+    ScheduleOptions bad = o;
+    bad.force = {{"attn.decode", "mma"}, {"attn.early", "kv"}};
+    EXPECT_THROW(split_attn(4096, bad), Error);
+}
+
+// --kv-l2-prefetch: KV_PF on the q/k/v gemv with the RoPE / KV-store epilogue and bulk rings only
+TEST(ScheduleGates, KvPrefetchOnlyOnTheBulkRopeGemv) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    for (int mode : {0, 1, 2}) {
+        SCOPED_TRACE(mode);
+        ScheduleOptions o;
+        o.kv_l2_prefetch = mode;
+        o.force = {{"gemv.load", "bulk"}};
+        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        int with = 0;
+        for (const KernelStep& k : s.decode) {
+            const bool rope = has_define(k.variant, "EPI", "4");
+            if (defines(k.variant, "KV_PF")) {
+                ++with;
+                EXPECT_TRUE(rope) << k.symbol;
+                EXPECT_TRUE(has_define(k.variant, "KV_PF", std::to_string(mode)));
+            }
+        }
+        EXPECT_EQ(with, mode == 0 ? 0 : int(m->config.n_layers));
+        o.force.clear();  // lanes gemvs (the tiny shapes' default): no rings, no prefetch
+        for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode)
+            EXPECT_FALSE(defines(k.variant, "KV_PF"));
+    }
+}
+
+// --attn-prefetch-next N: NEXT_PF = the layer's attn_output bytes on decode attention, its matrix
+// as the last argument; from sm_90 only
+TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    EXPECT_FALSE(defines(at(schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode, "attn").variant, "NEXT_PF"));
+    o.attn_prefetch_next = 1024;
+    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+    int n = 0;
+    for (const KernelStep& k : s.decode) {
+        if (k.group != "attn") continue;
+        ++n;
+        ASSERT_EQ(k.args.size(), 9u);
+        ASSERT_EQ(k.args[8].kind, KArg::Kind::Weight);
+        const WeightTensor* w = k.args[8].w;
+        EXPECT_NE(w->name.find("attn_output"), std::string::npos) << w->name;
+        EXPECT_NE(w->name.find("blk." + std::to_string(k.layer) + "."), std::string::npos) << w->name;
+        EXPECT_TRUE(has_define(k.variant, "NEXT_PF", std::to_string(w->rows * w->row_bytes) + "ull"));
+        EXPECT_TRUE(has_define(k.variant, "NEXT_PF_MIN", "1024"));
+    }
+    EXPECT_EQ(n, m->config.n_layers);
+    EXPECT_FALSE(defines(at(schedule_build(p, DeviceInfo::for_target("sm_80"), o).decode, "attn").variant, "NEXT_PF"));
 }
 
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {

@@ -120,7 +120,7 @@ using Force = std::map<std::string, std::string>;
 const Force kSiblings = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                          {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"},
                          {"rope.angles", "computed"}, {"rope.fuse", "kernel"}, {"gemv.early", "wait"},
-                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}};
+                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}, {"attn.early", "wait"}};
 Force gated(Force more) {
     more.emplace("attn.algo", "split");
     return more;
@@ -187,9 +187,12 @@ const Variant kVariants[] = {
     // --attn-early-kv: first chunks before the PDL wait (several splits, chunks of 32 positions:
     // the current row in a later chunk too), with PDL and serial
     {"gated+attn-early-kv+chunk32+splits3",
-     {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_pipe = 2, .attn_early_kv = true}},
+     {.force = gated({{"attn.early", "kv"}}), .attn_chunk = 32, .attn_splits = 3, .attn_pipe = 2}},
     {"gated+attn-early-kv+serial",
-     {.force = gated({{"launch.pdl", "serial"}}), .attn_splits = 16, .attn_pipe = 2, .attn_early_kv = true}},
+     {.force = gated({{"launch.pdl", "serial"}, {"attn.early", "kv"}}), .attn_splits = 16, .attn_pipe = 2}},
+    // attn.early=wait: every K/V load after the PDL wait (the sibling of the default)
+    {"gated+attn-early-wait+chunk32+splits3",
+     {.force = gated({{"attn.early", "wait"}}), .attn_chunk = 32, .attn_splits = 3, .attn_pipe = 2}},
     {"gated+attn-pipe0+splits16", {.force = gated({}), .attn_splits = 16, .attn_pipe = 0}},
     {"gated+attn-pipe2+2-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_pipe = 2}},
@@ -220,6 +223,16 @@ const Variant kVariants[] = {
     {"gated+layer-tail+barrier-pf3", {.force = gated({{"layer.tail", "persistent"}}), .tail_barrier_prefetch = 3}},
     {"gated+fused+bulk+ring1k+grid3+l2pf3",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .l2_prefetch = 3}},
+    // --kv-l2-prefetch: the q/k/v bulk gemv prefetches the earlier K/V rows into L2 at its start
+    // (before the PDL wait) and after each warp's last copy (1 KiB rings over 3 blocks: several
+    // items per warp; the histories of 300-2500 positions: shares of many rows)
+    {"gated+fused+bulk+kv-l2-prefetch-start", {.force = gated({{"gemv.load", "bulk"}}), .kv_l2_prefetch = 1}},
+    {"gated+fused+bulk+ring1k+grid3+kv-l2-prefetch-last",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .kv_l2_prefetch = 2}},
+    // --attn-prefetch-next N: decode attention prefetches attn_output into L2 (always; from 300
+    // positions: the long-history cases only; sm_90 targets, elsewhere the option is dropped)
+    {"gated+attn-prefetch-next", {.force = gated({}), .attn_prefetch_next = 0}},
+    {"gated+fused+bulk+attn-prefetch-next300", {.force = gated({{"gemv.load", "bulk"}}), .attn_prefetch_next = 300}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},

@@ -75,6 +75,8 @@ struct Gates {
     bool gemv_trigger = false, gemv_trigger_all = false;
     // layer.tail=persistent: attn_output .. ffn_residual of a layer in one launch (layer_tail.cu)
     bool layer_tail = false;
+    // attn.early=kv: the split SIMT decode kernel loads its first chunk before the PDL wait
+    bool attn_early = false;
 };
 
 class Lowering {
@@ -215,6 +217,23 @@ public:
             g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", true, why,
                                     "a tile's weighted V rows summed in f16 pairs, once per tile into the f32 output "
                                     "(H200, 8B Q8_0 at depth 4096: +0.8 % tok/s)");
+        }
+        {
+            // attn.early=kv (attention_decode.cu EARLY_KV): each split-KV block reads the position
+            // and loads its first chunk's K/V rows before griddepcontrol.wait, so those loads run
+            // while the q/k/v gemv drains; the current position's row (that gemv's store) after
+            // it. Needs the position and the earlier rows final before a step's first kernel (the
+            // host copies the position before the step's launches or graph). H200, tg128, same
+            // machine (session 13): 8B Q8_0 450.21 -> 455.43, Q4_0 677.32 -> 695.78; depth 4096
+            // 399.60 -> 399.96 (depth 0 445.38 -> 456.16 in that run).
+            std::string why;
+            if (!g_.attn_split) why = "attn.algo=onepass: one block per kv head reads the position first";
+            else if (g_.attn_decode_mma) why = "attn.decode=mma: its chunk loads follow the position";
+            else if (g_.attn_cluster) why = "attn.merge=cluster: the cluster barriers need every block in step";
+            g_.attn_early = forced_if("attn.early", "kv", "wait", true, why,
+                                      "split-KV blocks load their first chunk of K/V before waiting for the q/k/v gemv "
+                                      "(H200: 8B Q8_0 +1.2 %, Q4_0 +2.7 % tok/s; the SIMT kernel with --attn-pipe 2, "
+                                      "no sliding window)");
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -635,6 +654,10 @@ private:
         if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
         if (g_.gemv_trigger && (g_.gemv_trigger_all || (bulk && wsplit))) v.set("TRIGGER_EARLY", 1);
+        // --kv-l2-prefetch: the q/k/v gemv (RoPE + KV store) prefetches the earlier K/V rows into
+        // L2 for the attention after it (gemv.cu KV_PF; decode, whole-cache attention only)
+        if (o_.kv_l2_prefetch > 0 && g.rope && bulk && !batch_ && !(c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx))
+            v.set("KV_PF", o_.kv_l2_prefetch);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
@@ -1049,7 +1072,7 @@ private:
                 k.block = Dim3(128);
                 rows_grid(k, 2);
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
-                          null(), slot(Slot::Seqs), null()};
+                          null(), slot(Slot::Seqs), null(), null()};
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
@@ -1322,12 +1345,25 @@ private:
                     kv_stages = o_.attn_kv_stages;
                     v.set("KV_STAGES", kv_stages);
                 }
-                // --attn-early-kv: each block's first chunk of K/V rows goes out before the PDL wait
+                // attn.early=kv: each block's first chunk of K/V rows goes out before the PDL wait
                 // (attention_decode.cu EARLY_KV), where the kernel is the split SIMT one with
                 // --attn-pipe 2, the ticket merge and no sliding window (others keep their loads)
-                if (o_.attn_early_kv && g_.attn_split && !g_.attn_decode_mma && pipe == 2 && kv_stages == 0 && !cluster &&
+                if (g_.attn_early && g_.attn_split && !g_.attn_decode_mma && pipe == 2 && kv_stages == 0 && !cluster &&
                     !(c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx))
                     v.set("EARLY_KV", 1);
+                // --attn-prefetch-next N: the blocks prefetch this layer's attn_output matrix into L2
+                // (attention_decode.cu NEXT_PF) when at least N positions are cached
+                const WeightTensor* next_w = nullptr;
+                if (o_.attn_prefetch_next >= 0 && d_.cc() >= 90) {
+                    for (size_t j = i + 1; j < tasks_->size() && t(j).layer == a.layer; ++j)
+                        if (t(j).kind == K::AttnOutput && !t(j).w.empty() && t(j).w[0]) next_w = t(j).w[0];
+                    if (next_w && (next_w->rows * next_w->row_bytes) % 16 == 0 && next_w->rows * next_w->row_bytes < (1ull << 40)) {
+                        v.set("NEXT_PF", std::to_string(next_w->rows * next_w->row_bytes) + "ull");
+                        if (o_.attn_prefetch_next > 0) v.set("NEXT_PF_MIN", o_.attn_prefetch_next);
+                    } else {
+                        next_w = nullptr;
+                    }
+                }
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, (g_.attn_split ? g_.attn_decode_mma ? "split_kv_mma_" : "split_kv_" : "onepass_") + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
@@ -1337,7 +1373,7 @@ private:
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
                 k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
-                          null(), g_.attn_split ? scratch("attn_tickets") : null()};
+                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w)};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
@@ -1556,7 +1592,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "layer.tail"};
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "attn.early", "layer.tail"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

@@ -57,8 +57,13 @@
 //   2: no second set: the next chunk's K rows are loaded into K's registers as soon as this
 //   chunk's dot products have used them, its V rows into V's after the V sum, so each load is in
 //   flight during the other half's work)
+//   NEXT_PF (0 default; sm_90, not BATCH; --attn-prefetch-next): bytes of the next kernel's matrix
+//   (next_w, attn_output) that the blocks prefetch into L2 at their start, each block an equal
+//   share in one cp.async.bulk.prefetch, so that gemv streams from L2 while attention, which
+//   leaves DRAM mostly idle at long contexts, reads K/V; NEXT_PF_MIN (default 0): only when the
+//   context holds at least that many positions (read before the PDL wait: EARLY_KV's PRECOND)
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
-// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets)   q, out: (N_HEADS, HEAD_DIM)
+// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
 //          cache of sequence seq_ptr[r] (causal within a prompt chunk)
@@ -179,6 +184,15 @@
 #ifndef EARLY_KV
 #define EARLY_KV 0
 #endif
+#ifndef NEXT_PF  // bytes of next_w prefetched into L2 at the start (0: off)
+#define NEXT_PF 0
+#endif
+#ifndef NEXT_PF_MIN  // ... when at least this many positions are cached
+#define NEXT_PF_MIN 0
+#endif
+#if NEXT_PF && (BATCH || NEXT_PF % 16 != 0)
+#error "NEXT_PF: decode (not BATCH), a multiple of 16 bytes"
+#endif
 #if EARLY_KV && (ALGO != 2 || WINDOW != 0 || BATCH || MMA || KV_STAGES || PIPE != 2 || CLUSTER)
 #error "EARLY_KV: the split SIMT kernel with PIPE 2, no window, no batch, the ticket merge"
 #endif
@@ -267,7 +281,7 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
-            float* out, float* scratch, const int* seq_ptr, unsigned* tickets) {
+            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
@@ -278,6 +292,18 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     (void)red;
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
+#if NEXT_PF
+    // the next kernel's matrix into L2 (this block's share) while this one reads K/V
+    if (tid == 0 && (NEXT_PF_MIN == 0 || *pos_ptr + 1 >= NEXT_PF_MIN)) {
+        const unsigned long long units = (unsigned long long)(NEXT_PF) / 16;
+        const unsigned long long nb = (unsigned long long)gridDim.x * gridDim.y;
+        const unsigned long long b = (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x;
+        const unsigned long long u0 = units * b / nb, u1 = units * (b + 1) / nb;
+        if (u1 > u0) bulk_prefetch_l2(static_cast<const uint8_t*>(next_w) + 16 * u0, uint32_t(16 * (u1 - u0)));
+    }
+#else
+    (void)next_w;
+#endif
     const int bx = blockIdx.x;
     const int kvh = bx / HSPLIT;
     const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head

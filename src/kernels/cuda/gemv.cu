@@ -47,6 +47,13 @@
 //   BULK_PF         BULK: items each warp prefetches into L2 beyond its ring (cp.async.bulk.prefetch;
 //                   item i + BULK_PF goes out with item i's copy): more bytes in flight than the
 //                   shared-memory rings hold. 0 = off (default)
+//   KV_PF           EPI=4, BULK, decode (--kv-l2-prefetch): the K and V cache rows 0..*pos_ptr-1
+//                   (earlier steps' rows, read by the attention kernel that follows) are prefetched
+//                   into L2 in one cp.async.bulk.prefetch per warp and cache (each warp an equal
+//                   share), so attention at depth reads them from L2. 1: at the kernel's start
+//                   (before the PDL wait: PRECOND the position is final before the step's first
+//                   kernel, as attention_decode.cu EARLY_KV); 2: once the warp's last weight copy is
+//                   out (the stream's tail, when DRAM has room). 0 = off (default)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
@@ -120,6 +127,12 @@
 #endif
 #ifndef BULK_PF
 #define BULK_PF 0
+#endif
+#ifndef KV_PF  // EPI=4 + BULK: earlier K/V cache rows into L2 (1: at the start, 2: after the last weight copy)
+#define KV_PF 0
+#endif
+#if KV_PF && !(EPI == 4 && BULK)
+#error "KV_PF: the q/k/v gemv with RoPE and the KV store (EPI=4), bulk rings"
 #endif
 #ifndef GEMV_LATE  // 1: the loads as before session 11 (measurement: --gemv-late-loads)
 #define GEMV_LATE 0
@@ -318,6 +331,19 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         }
     };
 #endif
+#if KV_PF
+    auto kv_prefetch = [&](int n_pos) {  // lane 0: this warp's share of K and V rows [0, n_pos)
+        constexpr unsigned long long ROW_B = (unsigned long long)ROWS1 * sizeof(KV_T);
+        static_assert(ROW_B % 16 == 0, "KV_PF: 16-byte multiples of cache rows");
+        const unsigned long long units = (unsigned long long)n_pos * (ROW_B / 16);
+        const unsigned long long nw = (unsigned long long)GEMV_NBX * GEMV_GPB, w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
+        const unsigned long long u0 = units * w / nw, u1 = units * (w + 1) / nw;
+        if (u1 > u0) {
+            bulk_prefetch_l2(static_cast<const uint8_t*>(k_cache) + 16 * u0, uint32_t(16 * (u1 - u0)));
+            bulk_prefetch_l2(static_cast<const uint8_t*>(v_cache) + 16 * u0, uint32_t(16 * (u1 - u0)));
+        }
+    };
+#endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
         const uint8_t* rows[GEMV_DR];
         pass_rows(W0, W1, W2, o_first + (i / BULK_NCH) * o_stride, rows);
@@ -341,6 +367,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         for (int i = 0; i < min(BULK_S, n_items); ++i) bulk_issue(i);
 #if BULK_PF
         for (int i = BULK_S; i < BULK_S + BULK_PF; ++i) bulk_prefetch(i);
+#endif
+#if KV_PF == 1 || KV_PF == 2
+        // PRECOND: *pos_ptr and the rows before it are final before the step's first kernel
+        if (KV_PF == 1 || n_items <= BULK_S) kv_prefetch(*pos_ptr);
 #endif
     }
     __syncwarp();
@@ -469,6 +499,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 if (lane == 0) {
                     fence_proxy_async();  // the generic-proxy reads before the async-proxy writes
                     bulk_issue(next);
+#if KV_PF == 2
+                    if (next == n_items - 1) kv_prefetch(*pos_ptr);
+#endif
                 }
                 if (next == n_items - 1) pdl_launch_dependents();  // this warp's last load is out
             }
