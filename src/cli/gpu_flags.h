@@ -93,7 +93,8 @@ struct GpuFlags {
             ->check(CLI::Range(0, 1 << 20));
         app.add_option("--attn-prefetch-next", attn_prefetch_next,
                        "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
-                       "at least N positions are cached (0: always; default -1: off; sm_90; not yet measured)")
+                       "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
+                       "8B Q8_0: 0 gives 446.7 / 393.8 tok/s at depth 0 / 4096 against 455.8 / 398.4, 1024 456.1 / 398.0)")
             ->check(CLI::Range(-1, 1 << 30));
         app.add_option("--kv-l2-prefetch", kv_l2_prefetch,
                        "tuning: the q/k/v gemv (bulk rings, RoPE and KV store fused) prefetches the K and V cache rows "
