@@ -24,6 +24,8 @@
 #             modes, kernels_vs_cpu with --attn-early-kv and its depth A/B
 #   next13b : --kv-l2-prefetch (earlier K/V rows into L2 by the q/k/v gemv): kernels, golden, depth A/B
 #   next13c : --attn-prefetch-next (attn_output into L2 during attention): kernels, golden, depth A/B
+#   next14  : session 14's first call: --attn-overlap (attention and the gemv after it on one SM):
+#             kernels, golden, prompt modes, depth A/B, 8B Q4_0 / F16 rows
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
@@ -214,6 +216,21 @@ next13c)
     cuda_test kernels-pfnext kernels_vs_cpu_test "kernels_vs_cpu: the --attn-prefetch-next variants" JITLLM_KVC_VARIANTS=prefetch-next
     cuda_test golden-pfnext engine_golden_test "golden with --attn-prefetch-next 0" JITLLM_TEST_CUDA_ATTN_PF_NEXT=0
     DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-prefetch-next 0;--attn-prefetch-next 1024}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
+next14)
+    # session 14's first call (prepared in session 13): --attn-overlap (attention under 96 registers
+    # with the full carveout, the bulk gemv after it at 256 threads / <= 64 registers, so one block
+    # of it sits beside two attention blocks and fills its rings during attention): kernels_vs_cpu
+    # variants, golden and prompt modes with it (bulk forced on the small models), then depth A/B
+    # and the 8B Q4_0 / F16 rows
+    cuda_test kernels-overlap kernels_vs_cpu_test "kernels_vs_cpu: the --attn-overlap variants" JITLLM_KVC_VARIANTS=attn-overlap
+    cuda_test golden-overlap engine_golden_test "golden with --attn-overlap, bulk forced" \
+        JITLLM_TEST_CUDA_ATTN_OVERLAP=1 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    cuda_test modes-overlap prefill_modes_test "prompt modes with --attn-overlap, bulk forced" \
+        JITLLM_TEST_CUDA_ATTN_OVERLAP=1 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:f16}" \
+    SWEEP_ARGS="${SWEEP_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
 next13-sweep)
     # the 8B quantized sweep of the untried boundary knobs: more ring slots (--gemv-bulk-kb), SMs

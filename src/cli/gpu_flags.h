@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -91,6 +91,10 @@ struct GpuFlags {
                        "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; measured "
                        "slower on the H200: 8B Q8_0 450.2 -> 411.3 / 423.3 / 426.2 tok/s at 124 / 116 / 100)")
             ->check(CLI::Range(0, 1 << 20));
+        app.add_flag("--attn-overlap", attn_overlap,
+                     "tuning: split-KV decode attention capped at 96 registers (two blocks of it) and the gemv after "
+                     "it at 256 threads, so both fit an SM and that gemv's shared-memory rings fill while attention "
+                     "runs (sm_90 bulk gemvs; not yet measured)");
         app.add_option("--attn-prefetch-next", attn_prefetch_next,
                        "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
                        "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
@@ -169,6 +173,7 @@ struct GpuFlags {
         s.l2_prefetch = l2_prefetch;
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.attn_prefetch_next = attn_prefetch_next;
+        s.attn_overlap = attn_overlap;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
         s.smem_carveout = smem_carveout;

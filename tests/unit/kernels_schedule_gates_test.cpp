@@ -180,6 +180,42 @@ TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
     EXPECT_FALSE(defines(at(schedule_build(p, DeviceInfo::for_target("sm_80"), o).decode, "attn").variant, "NEXT_PF"));
 }
 
+// --attn-overlap: the split SIMT attention capped at 96 registers with the full carveout, and the
+// bulk gemv right after it at 256 threads with at most 64 registers (4 blocks' bound); the other
+// gemvs keep 512 threads; nothing without bulk gemvs or below sm_90
+TEST(ScheduleGates, AttnOverlapCapsAttentionAndTheGemvAfterIt) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    o.attn_overlap = true;
+    o.force = {{"gemv.load", "bulk"}};
+    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+    int attn = 0, after = 0;
+    for (size_t i = 0; i < s.decode.size(); ++i) {
+        const KernelStep& k = s.decode[i];
+        if (k.group == "attn") {
+            ++attn;
+            EXPECT_TRUE(has_define(k.variant, "MAX_REGS", "96"));
+            EXPECT_EQ(k.carveout, 100);
+            ASSERT_LT(i + 1, s.decode.size());
+            const KernelStep& g = s.decode[i + 1];
+            EXPECT_EQ(g.block.x, 256u) << g.symbol;
+            EXPECT_TRUE(has_define(g.variant, "MIN_BLOCKS", "4")) << g.symbol;
+            EXPECT_TRUE(has_define(g.variant, "BULK", "1")) << g.symbol;
+            ++after;
+        } else if (has_define(k.variant, "BULK", "1") && (i == 0 || s.decode[i - 1].group != "attn")) {
+            EXPECT_EQ(k.block.x, 512u) << k.symbol;
+        }
+    }
+    EXPECT_EQ(attn, m->config.n_layers);
+    EXPECT_EQ(after, attn);
+    o.force.clear();  // lanes gemvs: attention keeps its registers (nothing would sit beside it)
+    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode)
+        EXPECT_FALSE(defines(k.variant, "MAX_REGS")) << k.symbol;
+    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_80"), o).decode)
+        EXPECT_FALSE(defines(k.variant, "MAX_REGS")) << k.symbol;
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

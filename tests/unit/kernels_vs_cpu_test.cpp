@@ -233,6 +233,11 @@ const Variant kVariants[] = {
     // positions: the long-history cases only; sm_90 targets, elsewhere the option is dropped)
     {"gated+attn-prefetch-next", {.force = gated({}), .attn_prefetch_next = 0}},
     {"gated+fused+bulk+attn-prefetch-next300", {.force = gated({{"gemv.load", "bulk"}}), .attn_prefetch_next = 300}},
+    // --attn-overlap: attention capped at 96 registers, the bulk gemv after it at 256 threads (with
+    // 32-position chunks over 3 splits: several chunks a block)
+    {"gated+fused+bulk+attn-overlap", {.force = gated({{"gemv.load", "bulk"}}), .attn_overlap = true}},
+    {"gated+fused+bulk+attn-overlap+chunk32+splits3",
+     {.force = gated({{"gemv.load", "bulk"}}), .attn_chunk = 32, .attn_splits = 3, .attn_overlap = true}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},

@@ -597,7 +597,13 @@ private:
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
-        const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : bulk ? 512 : 256;
+        // --attn-overlap: the bulk gemv right after decode attention takes 256 threads, so that one
+        // block of it fits an SM's registers beside two attention blocks (capped there) and its
+        // rings fill while attention runs (attention triggers its dependents at its start)
+        const bool overlap = o_.attn_overlap && bulk && !batch_ && !out_->empty() && out_->back().group == "attn" &&
+                             std::any_of(out_->back().variant.defines.begin(), out_->back().variant.defines.end(),
+                                         [](const auto& d) { return d.first == "MAX_REGS"; });
+        const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap ? 256 : bulk ? 512 : 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
         // (RoPE in the epilogue: an even count, the rotation pairs (2i, 2i + 1) within a pass;
@@ -628,7 +634,8 @@ private:
         // loops (measured on the H200: 1B F16 723 -> 1085 tok/s, 8B F16 179 -> 235 tok/s); the
         // staged quantized loops lose a little with it, so they keep the compiler's choice.
         // (512 resident threads per SM: 2 blocks of 256, 1 of 512, 4 of 128)
-        const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? std::max(1, 512 / block) : 0);
+        // (--attn-overlap: <= 64 registers, 16 K for the block beside attention's two)
+        const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : overlap ? 4 : (plain ? std::max(1, 512 / block) : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         // gemv.prefetch=attn: the first gemv after decode attention prefetches whole rows
         const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
@@ -1352,6 +1359,13 @@ private:
                 if (g_.attn_early && g_.attn_split && !g_.attn_decode_mma && pipe == 2 && kv_stages == 0 && !cluster &&
                     !(c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx))
                     v.set("EARLY_KV", 1);
+                // --attn-overlap: the split SIMT kernel capped at 96 registers (2 blocks of 256 threads:
+                // 48 K) so one 256-thread block of the next gemv (<= 64 registers: 16 K) fits beside
+                // them; that gemv's ring fill then runs during attention. Shared memory already fits
+                // (8.4 KiB a block here, ~206 KiB the gemv's x and rings, 228 KiB an SM)
+                if (o_.attn_overlap && g_.gemv_bulk && g_.attn_split && !g_.attn_decode_mma && kv_stages == 0 && !cluster &&
+                    block == 256 && d_.cc() >= 90)
+                    v.set("MAX_REGS", 96);
                 // --attn-prefetch-next N: the blocks prefetch this layer's attn_output matrix into L2
                 // (attention_decode.cu NEXT_PF) when at least N positions are cached. H200, 8B Q8_0
                 // (session 13, one machine): N=0 446.65 / 393.82 tok/s at depth 0 / 4096 against
@@ -1373,6 +1387,12 @@ private:
                 k.block = Dim3(unsigned(block));
                 if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
                 if (kv_stages > 0) k.smem = unsigned(kv_stages * 2 * tile * block * 16);  // attention_decode.cu KV_STAGES
+                // --attn-overlap: the full shared-memory carveout, so an SM running attention blocks
+                // is already configured for the next gemv's rings (a carveout change waits for the
+                // SM to drain, which would undo the overlap)
+                if (std::any_of(k.variant.defines.begin(), k.variant.defines.end(),
+                                [](const auto& d) { return d.first == "MAX_REGS"; }))
+                    k.carveout = 100;
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
                 k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),

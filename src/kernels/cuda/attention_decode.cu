@@ -57,6 +57,10 @@
 //   2: no second set: the next chunk's K rows are loaded into K's registers as soon as this
 //   chunk's dot products have used them, its V rows into V's after the V sum, so each load is in
 //   flight during the other half's work)
+//   MAX_REGS (unset by default; --attn-overlap): registers per thread (__maxnreg__ instead of
+//   __launch_bounds__(BLOCK)), so that two blocks of this kernel and one block of the gemv after it
+//   fit one SM's register file together: that gemv's first ring fill then streams while this
+//   kernel runs (it triggers its dependents at its start)
 //   NEXT_PF (0 default; sm_90, not BATCH; --attn-prefetch-next): bytes of the next kernel's matrix
 //   (next_w, attn_output) that the blocks prefetch into L2 at their start, each block an equal
 //   share in one cp.async.bulk.prefetch, so that gemv streams from L2 while attention, which
@@ -279,7 +283,12 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+#ifdef MAX_REGS  // --attn-overlap: a register cap so a following gemv block fits beside two of these
+#define ATTN_BOUNDS __maxnreg__(MAX_REGS)
+#else
+#define ATTN_BOUNDS __launch_bounds__(BLOCK)
+#endif
+extern "C" __global__ void ATTN_BOUNDS
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
             float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
