@@ -26,6 +26,7 @@
 #   next13c : --attn-prefetch-next (attn_output into L2 during attention): kernels, golden, depth A/B
 #   next14  : session 14's first call: --attn-overlap (attention and the gemv after it on one SM):
 #             kernels, golden, prompt modes, depth A/B, 8B Q4_0 / F16 rows
+#   next14-depth: the K/V cp.async ring shared by 2 / 4 query heads a block at depth 4096
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
@@ -231,6 +232,14 @@ next14)
     DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:f16}" \
     SWEEP_ARGS="${SWEEP_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
+    ;;
+next14-depth)
+    # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads
+    # decoupled from the per-chunk chain and each K/V row read once per block (session 13's depth
+    # figures: the kernel is bound by its chain, not DRAM); kernels_vs_cpu's ring variants first
+    cuda_test kernels-stages kernels_vs_cpu_test "kernels_vs_cpu: the --attn-kv-stages variants" JITLLM_KVC_VARIANTS=kv-stages
+    DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-heads-per-block 4 --attn-chunk 32 --attn-kv-stages 4 --attn-splits 32;--attn-heads-per-block 2 --attn-chunk 64 --attn-kv-stages 3;--attn-heads-per-block 4 --attn-chunk 32 --attn-kv-stages 3}" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 next13-sweep)
     # the 8B quantized sweep of the untried boundary knobs: more ring slots (--gemv-bulk-kb), SMs

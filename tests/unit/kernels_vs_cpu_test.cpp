@@ -199,6 +199,9 @@ const Variant kVariants[] = {
     // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)
     {"gated+attn-kv-stages3", {.force = gated({}), .attn_kv_stages = 3}},
     {"gated+attn-kv-stages2+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2}},
+    // ... shared by 2 query heads a block (the K/V ring read by both; session 14's depth candidates)
+    {"gated+attn-kv-stages3+2-heads+chunk32+splits3",
+     {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_kv_stages = 3}},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
