@@ -423,6 +423,22 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
                              "the others wait for a second wave\n", k.symbol.c_str(), fit, want, k.cluster.x,
                              k.cluster.y, k.cluster.z);
         }
+        // --attn-overlap: the gemv after a register-capped attention kernel should fit an SM beside
+        // attention's two blocks; say what the compiled kernels give (first layer only)
+        if (i > 0 && k.layer <= 0 &&
+            std::any_of(steps[i - 1].variant.defines.begin(), steps[i - 1].variant.defines.end(),
+                        [](const auto& d) { return d.first == "MAX_REGS"; })) {
+            const KernelStep& pk = steps[i - 1];
+            const FuncAttributes fa = ctx_->attributes(out[i - 1].fn), fb = ctx_->attributes(l.fn);
+            const BlockDemand a{int(pk.block.x * pk.block.y * pk.block.z), fa.registers, fa.static_shared + int(pk.smem)};
+            const BlockDemand b{int(k.block.x * k.block.y * k.block.z), fb.registers, static_smem + int(k.smem)};
+            const int fit = blocks_beside(ctx_->device(), a, 2, b);
+            if (fit < 1 || opt_.verbose_init)
+                std::fprintf(stderr, "[jitllm] --attn-overlap: %s (%d registers, %d bytes, 2 blocks an SM) leaves room "
+                             "for %d block(s) of %s (%d registers, %d threads, %d bytes)%s\n", pk.symbol.c_str(),
+                             fa.registers, a.shared, fit, k.symbol.c_str(), fb.registers, b.threads, b.shared,
+                             fit < 1 ? ": no overlap" : "");
+        }
         l.vals.resize(k.args.size());
         for (size_t a = 0; a < k.args.size(); ++a) {
             l.vals[a] = resolve(k.args[a]);
