@@ -24,8 +24,8 @@
 #             modes, kernels_vs_cpu with --attn-early-kv and its depth A/B
 #   next13b : --kv-l2-prefetch (earlier K/V rows into L2 by the q/k/v gemv): kernels, golden, depth A/B
 #   next13c : --attn-prefetch-next (attn_output into L2 during attention): kernels, golden, depth A/B
-#   next14  : session 14's first call: --attn-overlap (attention and the gemv after it on one SM):
-#             kernels, golden, prompt modes, depth A/B, 8B Q4_0 / F16 rows
+#   next14  : session 14's first call: --attn-overlap (attention and the gemv after it on one SM)
+#             and --gemv-balance: kernels, golden, prompt modes, depth A/B, 8B Q4_0 / Q8_0 rows
 #   next14-depth: the K/V cp.async ring shared by 2 / 4 query heads a block at depth 4096
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
@@ -224,14 +224,17 @@ next14)
     # of it sits beside two attention blocks and fills its rings during attention): kernels_vs_cpu
     # variants, golden and prompt modes with it (bulk forced on the small models), then depth A/B
     # and the 8B Q4_0 / F16 rows
-    cuda_test kernels-overlap kernels_vs_cpu_test "kernels_vs_cpu: the --attn-overlap variants" JITLLM_KVC_VARIANTS=attn-overlap
+    cuda_test kernels-overlap kernels_vs_cpu_test "kernels_vs_cpu: the --attn-overlap and --gemv-balance variants" \
+        JITLLM_KVC_VARIANTS=attn-overlap,gemv-balance
     cuda_test golden-overlap engine_golden_test "golden with --attn-overlap, bulk forced" \
         JITLLM_TEST_CUDA_ATTN_OVERLAP=1 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    cuda_test golden-balance engine_golden_test "golden with --gemv-balance, bulk forced" \
+        JITLLM_TEST_CUDA_GEMV_BALANCE=1 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
     cuda_test modes-overlap prefill_modes_test "prompt modes with --attn-overlap, bulk forced" \
         JITLLM_TEST_CUDA_ATTN_OVERLAP=1 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
     DEPTH_ARGS="${DEPTH_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
-    SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:f16}" \
-    SWEEP_ARGS="${SWEEP_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
+    SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:q8_0}" \
+    SWEEP_ARGS="${SWEEP_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64;--gemv-balance}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
 next14-depth)
     # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads

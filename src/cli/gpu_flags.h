@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -91,6 +91,9 @@ struct GpuFlags {
                        "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; measured "
                        "slower on the H200: 8B Q8_0 450.2 -> 411.3 / 423.3 / 426.2 tok/s at 124 / 116 / 100)")
             ->check(CLI::Range(0, 1 << 20));
+        app.add_flag("--gemv-balance", gemv_balance,
+                     "tuning: each bulk gemv takes 12 to 16 warps a block, the count whose last pass leaves the "
+                     "fewest row sets on the busiest SM (8B q/k/v: 12 warps, 24 sets against 32; not yet measured)");
         app.add_flag("--attn-overlap", attn_overlap,
                      "tuning: split-KV decode attention capped at 96 registers (two blocks of it) and the gemv after "
                      "it at 256 threads, so both fit an SM and that gemv's shared-memory rings fill while attention "
@@ -174,6 +177,7 @@ struct GpuFlags {
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.attn_prefetch_next = attn_prefetch_next;
         s.attn_overlap = attn_overlap;
+        s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
         s.smem_carveout = smem_carveout;

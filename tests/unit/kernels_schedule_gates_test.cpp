@@ -216,6 +216,31 @@ TEST(ScheduleGates, AttnOverlapCapsAttentionAndTheGemvAfterIt) {
         EXPECT_FALSE(defines(k.variant, "MAX_REGS")) << k.symbol;
 }
 
+// --gemv-balance: bulk gemvs take the warp count (12-16) that leaves the fewest row sets on the
+// busiest block; the tiny shapes' gemvs (under one pass on 132 SMs) spread over more blocks with
+// 12 warps; without the flag, 16 warps
+TEST(ScheduleGates, GemvBalancePicksTheWarpsOfTheShortestBusiestBlock) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    o.force = {{"gemv.load", "bulk"}};
+    int bulk = 0;
+    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode)
+        if (has_define(k.variant, "BULK", "1")) {
+            ++bulk;
+            EXPECT_EQ(k.block.x, 512u) << k.symbol;
+        }
+    EXPECT_GT(bulk, 0);
+    o.gemv_balance = true;
+    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        EXPECT_EQ(k.block.x, 384u) << k.symbol;
+        const auto b = gemv_balance(k);
+        ASSERT_TRUE(b.has_value()) << k.symbol;
+        EXPECT_LE(b->max_per_block, 12) << k.symbol;
+    }
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

@@ -236,6 +236,10 @@ const Variant kVariants[] = {
     // positions: the long-history cases only; sm_90 targets, elsewhere the option is dropped)
     {"gated+attn-prefetch-next", {.force = gated({}), .attn_prefetch_next = 0}},
     {"gated+fused+bulk+attn-prefetch-next300", {.force = gated({{"gemv.load", "bulk"}}), .attn_prefetch_next = 300}},
+    // --gemv-balance: bulk gemvs of 12 warps (384 threads, not a power of two), with 3 blocks
+    // (several passes)
+    {"gated+fused+bulk+gemv-balance", {.force = gated({{"gemv.load", "bulk"}}), .gemv_balance = true}},
+    {"gated+fused+bulk+gemv-balance+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_balance = true}},
     // --attn-overlap: attention capped at 96 registers, the bulk gemv after it at 256 threads (with
     // 32-position chunks over 3 splits: several chunks a block)
     {"gated+fused+bulk+attn-overlap", {.force = gated({{"gemv.load", "bulk"}}), .attn_overlap = true}},
@@ -334,11 +338,26 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
     CpuBackend hist(plan, threads);
     for (int p = 0; p < n_hist; ++p) hist.decode(int32_t((p * 131 + 7) % cfg.n_vocab), p);
     const size_t kv_elems = size_t(n_hist) * size_t(cfg.kv_dim());
-    // JITLLM_KVC_VARIANTS=TEXT: only the variants whose name contains TEXT (a device call's time)
-    const char* only = std::getenv("JITLLM_KVC_VARIANTS");
+    // JITLLM_KVC_VARIANTS=TEXT[,TEXT...]: only the variants whose name contains one of the TEXTs
+    // (a device call's time)
+    std::vector<std::string> only;
+    if (const char* e = std::getenv("JITLLM_KVC_VARIANTS"); e && *e) {
+        std::string cur;
+        for (const char* q = e;; ++q) {
+            if (*q == ',' || *q == 0) {
+                if (!cur.empty()) only.push_back(cur);
+                cur.clear();
+                if (*q == 0) break;
+            } else {
+                cur += *q;
+            }
+        }
+    }
     for (const Variant& var : kVariants) {
         SCOPED_TRACE(var.name);
-        if (only && *only && !std::strstr(var.name, only)) continue;
+        if (!only.empty() && std::none_of(only.begin(), only.end(),
+                                          [&](const std::string& t) { return std::strstr(var.name, t.c_str()); }))
+            continue;
         CudaOptions o;
         if (!variant_options(var, c, o) || (var.sm90() && cc_major < 9)) continue;
         CudaBackend gpu(plan, o);

@@ -97,6 +97,7 @@ struct ScheduleOptions {
     int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
     bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)
     int tail_barrier_prefetch = 0;               // --tail-barrier-prefetch: layer tail items per warp into L2 at each barrier (PFB)
+    bool gemv_balance = false;                   // --gemv-balance: bulk gemvs take 12-16 warps, whichever balances their last pass
     bool attn_overlap = false;                   // --attn-overlap: attention capped in registers, the gemv after it at 256 threads (co-resident)
     int attn_prefetch_next = -1;                 // --attn-prefetch-next: decode attention prefetches attn_output into L2 from N positions (-1: off)
     int kv_l2_prefetch = 0;                      // --kv-l2-prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
