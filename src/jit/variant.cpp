@@ -87,6 +87,12 @@ void hash_field(XXH3_state_t* st, const std::string& s) {
 
 }  // namespace
 
+bool Variant::has(const std::string& name) const {
+    for (const auto& d : defines)
+        if (d.first == name) return true;
+    return false;
+}
+
 Variant& Variant::set(const std::string& name, const std::string& value) {
     JITLLM_CHECK(is_identifier(name), "define name '{}' is not an identifier", name);
     JITLLM_CHECK(!value.empty() && value.find_first_of(" \t\r\n") == std::string::npos,

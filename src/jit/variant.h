@@ -37,6 +37,9 @@ struct Variant {
             return set(name, std::to_string(value));
     }
 
+    // Whether a define of that name is set.
+    bool has(const std::string& name) const;
+
     // `symbol<K=V,...>` in define order, e.g. "attn_qkv__gemv_warp_q8_0<D=4096,BLOCK=256>".
     std::string display_name() const;
     // `symbol.K-V.K-V` with characters outside [A-Za-z0-9_.-] replaced by '_', at most 120

@@ -32,6 +32,14 @@ TEST(JitVariant, set_replaces_a_define_in_place) {
     EXPECT_EQ(v.display_name(), "attn_qkv__gemv_warp_q8_0<D=2048,BLOCK=256,T=half,FLAG=1>");
 }
 
+TEST(JitVariant, has_names_set_defines_only) {
+    const Variant v = tiny();
+    EXPECT_TRUE(v.has("BLOCK"));
+    EXPECT_TRUE(v.has("T"));
+    EXPECT_FALSE(v.has("MAX_REGS"));
+    EXPECT_FALSE(v.has("half"));  // a value, not a name
+}
+
 TEST(JitVariant, flat_name_is_sanitised_and_bounded) {
     EXPECT_EQ(tiny().flat_name(), "attn_qkv__gemv_warp_q8_0.D-4096.BLOCK-256.T-half");
     Variant v("cuda/x.cu", "k");

@@ -425,9 +425,7 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
         }
         // --attn-overlap: the gemv after a register-capped attention kernel should fit an SM beside
         // attention's two blocks; say what the compiled kernels give (first layer only)
-        if (i > 0 && k.layer <= 0 &&
-            std::any_of(steps[i - 1].variant.defines.begin(), steps[i - 1].variant.defines.end(),
-                        [](const auto& d) { return d.first == "MAX_REGS"; })) {
+        if (i > 0 && k.layer <= 0 && steps[i - 1].variant.has("MAX_REGS")) {
             const KernelStep& pk = steps[i - 1];
             const FuncAttributes fa = ctx_->attributes(out[i - 1].fn), fb = ctx_->attributes(l.fn);
             const BlockDemand a{int(pk.block.x * pk.block.y * pk.block.z), fa.registers, fa.static_shared + int(pk.smem)};

@@ -601,8 +601,7 @@ private:
         // block of it fits an SM's registers beside two attention blocks (capped there) and its
         // rings fill while attention runs (attention triggers its dependents at its start)
         const bool overlap = o_.attn_overlap && bulk && !batch_ && !out_->empty() && out_->back().group == "attn" &&
-                             std::any_of(out_->back().variant.defines.begin(), out_->back().variant.defines.end(),
-                                         [](const auto& d) { return d.first == "MAX_REGS"; });
+                             out_->back().variant.has("MAX_REGS");
         int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap ? 256 : bulk ? 512 : 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
@@ -1406,9 +1405,7 @@ private:
                 // --attn-overlap: the full shared-memory carveout, so an SM running attention blocks
                 // is already configured for the next gemv's rings (a carveout change waits for the
                 // SM to drain, which would undo the overlap)
-                if (std::any_of(k.variant.defines.begin(), k.variant.defines.end(),
-                                [](const auto& d) { return d.first == "MAX_REGS"; }))
-                    k.carveout = 100;
+                if (k.variant.has("MAX_REGS")) k.carveout = 100;
                 KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
                 KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
                 k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
