@@ -532,6 +532,9 @@ private:
         return out_->back();
     }
 
+    // attention sees only the last sliding_window positions (fewer than the cache holds)
+    bool windowed() const { return c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx; }
+
     static KArg slot(Slot s, uint64_t off = 0) { KArg a; a.kind = KArg::Kind::Slot; a.slot = s; a.offset = off; return a; }
     static KArg weight(const WeightTensor* w, uint64_t off = 0) {
         KArg a;
@@ -600,8 +603,8 @@ private:
         // --attn-overlap: the bulk gemv right after decode attention takes 256 threads, so that one
         // block of it fits an SM's registers beside two attention blocks (capped there) and its
         // rings fill while attention runs (attention triggers its dependents at its start)
-        const bool overlap = o_.attn_overlap && bulk && !batch_ && !out_->empty() && out_->back().group == "attn" &&
-                             out_->back().variant.has("MAX_REGS");
+        const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
+        const bool overlap = o_.attn_overlap && bulk && after_attn && out_->back().variant.has("MAX_REGS");
         int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap ? 256 : bulk ? 512 : 256;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
@@ -653,7 +656,6 @@ private:
         const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : overlap ? 4 : (plain ? std::max(1, 512 / block) : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
         // gemv.prefetch=attn: the first gemv after decode attention prefetches whole rows
-        const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
         else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
         int bulk_ring = 0;
@@ -679,7 +681,7 @@ private:
         // --kv-l2-prefetch: the q/k/v gemv (RoPE + KV store) prefetches the earlier K/V rows into
         // L2 for the attention after it (gemv.cu KV_PF; decode, whole-cache attention only). H200,
         // 8B Q8_0 at depth 4096 (session 13): 396.70 -> 396.91 (last) / 392.74 (start): off
-        if (o_.kv_l2_prefetch > 0 && g.rope && bulk && !batch_ && !(c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx))
+        if (o_.kv_l2_prefetch > 0 && g.rope && bulk && !batch_ && !windowed())
             v.set("KV_PF", o_.kv_l2_prefetch);
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
@@ -1068,7 +1070,7 @@ private:
                     v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
                         .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("N_CTX", p_.n_ctx)
                         .set("WARPS", warps).set("BC", bc).set("SEQ_SPLIT", seq_split);
-                    if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
+                    if (windowed()) v.set("WINDOW", c_.sliding_window);
                     auto& k = add({i}, "flash_mma_f16", v);
                     k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned((R + br - 1) / br), unsigned(seq_split));
                     k.block = Dim3(unsigned(32 * warps));
@@ -1088,7 +1090,7 @@ private:
                     .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", 1).set("N_SPLITS", 1)
                     .set("BLOCK", 128).set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4)
                     .set("BATCH", 1).set("N_CTX", p_.n_ctx);
-                if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
+                if (windowed()) v.set("WINDOW", c_.sliding_window);
                 const std::string kvt = o_.kv_f32 ? "f32" : "f16";
                 auto& k = add({i}, "causal_rows_" + kvt, v);
                 k.grid = Dim3(unsigned(c_.n_kv_heads), 1, unsigned(R));
@@ -1353,7 +1355,7 @@ private:
                 const bool cluster = g_.attn_cluster && n_splits > 1;
                 if (cluster) v.set("CLUSTER", 1);
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
-                if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
+                if (windowed()) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
                 if (pipe > 0) v.set("PIPE", pipe);
                 // --attn-kv-stages N: K/V chunks through an N-deep cp.async ring in shared memory
@@ -1372,7 +1374,7 @@ private:
                 // (attention_decode.cu EARLY_KV), where the kernel is the split SIMT one with
                 // --attn-pipe 2, the ticket merge and no sliding window (others keep their loads)
                 if (g_.attn_early && g_.attn_split && !g_.attn_decode_mma && pipe == 2 && kv_stages == 0 && !cluster &&
-                    !(c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx))
+                    !windowed())
                     v.set("EARLY_KV", 1);
                 // --attn-overlap: the split SIMT kernel capped at 96 registers (2 blocks of 256 threads:
                 // 48 K) so one 256-thread block of the next gemv (<= 64 registers: 16 K) fits beside
@@ -1389,8 +1391,9 @@ private:
                 if (o_.attn_prefetch_next >= 0 && d_.cc() >= 90) {
                     for (size_t j = i + 1; j < tasks_->size() && t(j).layer == a.layer; ++j)
                         if (t(j).kind == K::AttnOutput && !t(j).w.empty() && t(j).w[0]) next_w = t(j).w[0];
-                    if (next_w && (next_w->rows * next_w->row_bytes) % 16 == 0 && next_w->rows * next_w->row_bytes < (1ull << 40)) {
-                        v.set("NEXT_PF", std::to_string(next_w->rows * next_w->row_bytes) + "ull");
+                    const uint64_t bytes = next_w ? next_w->rows * next_w->row_bytes : 0;
+                    if (bytes > 0 && bytes % 16 == 0 && bytes < (1ull << 40)) {  // (each block's share fits 32 bits)
+                        v.set("NEXT_PF", std::to_string(bytes) + "ull");
                         if (o_.attn_prefetch_next > 0) v.set("NEXT_PF_MIN", o_.attn_prefetch_next);
                     } else {
                         next_w = nullptr;

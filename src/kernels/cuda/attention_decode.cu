@@ -303,13 +303,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
 #if NEXT_PF
     // the next kernel's matrix into L2 (this block's share) while this one reads K/V
-    if (tid == 0 && (NEXT_PF_MIN == 0 || *pos_ptr + 1 >= NEXT_PF_MIN)) {
-        const unsigned long long units = (unsigned long long)(NEXT_PF) / 16;
-        const unsigned long long nb = (unsigned long long)gridDim.x * gridDim.y;
-        const unsigned long long b = (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x;
-        const unsigned long long u0 = units * b / nb, u1 = units * (b + 1) / nb;
-        if (u1 > u0) bulk_prefetch_l2(static_cast<const uint8_t*>(next_w) + 16 * u0, uint32_t(16 * (u1 - u0)));
-    }
+    if (tid == 0 && (NEXT_PF_MIN == 0 || *pos_ptr + 1 >= NEXT_PF_MIN))
+        bulk_prefetch_l2_share(next_w, (unsigned long long)(NEXT_PF),
+                               (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x,
+                               (unsigned long long)gridDim.x * gridDim.y);
 #else
     (void)next_w;
 #endif

@@ -335,13 +335,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     auto kv_prefetch = [&](int n_pos) {  // lane 0: this warp's share of K and V rows [0, n_pos)
         constexpr unsigned long long ROW_B = (unsigned long long)ROWS1 * sizeof(KV_T);
         static_assert(ROW_B % 16 == 0, "KV_PF: 16-byte multiples of cache rows");
-        const unsigned long long units = (unsigned long long)n_pos * (ROW_B / 16);
         const unsigned long long nw = (unsigned long long)GEMV_NBX * GEMV_GPB, w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
-        const unsigned long long u0 = units * w / nw, u1 = units * (w + 1) / nw;
-        if (u1 > u0) {
-            bulk_prefetch_l2(static_cast<const uint8_t*>(k_cache) + 16 * u0, uint32_t(16 * (u1 - u0)));
-            bulk_prefetch_l2(static_cast<const uint8_t*>(v_cache) + 16 * u0, uint32_t(16 * (u1 - u0)));
-        }
+        bulk_prefetch_l2_share(k_cache, (unsigned long long)n_pos * ROW_B, w, nw);
+        bulk_prefetch_l2_share(v_cache, (unsigned long long)n_pos * ROW_B, w, nw);
     };
 #endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S

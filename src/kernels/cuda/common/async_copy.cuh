@@ -67,5 +67,12 @@ __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
+// Part `part` of `parts` equal 16-byte-granular shares of [base, base + bytes) into L2 (nothing for
+// an empty share). PRECOND: base 16-byte aligned, bytes a multiple of 16, a share < 4 GiB.
+__device__ __forceinline__ void bulk_prefetch_l2_share(const void* base, unsigned long long bytes,
+                                                       unsigned long long part, unsigned long long parts) {
+    const unsigned long long units = bytes / 16, u0 = units * part / parts, u1 = units * (part + 1) / parts;
+    if (u1 > u0) bulk_prefetch_l2(static_cast<const uint8_t*>(base) + 16 * u0, uint32_t(16 * (u1 - u0)));
+}
 #endif
 #endif
