@@ -236,6 +236,19 @@ next14)
     SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:q8_0}" \
     SWEEP_ARGS="${SWEEP_ARGS:- ;--attn-overlap;--attn-overlap --attn-chunk 64;--gemv-balance}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
+next14b)
+    # attn.decode=mma fed by a per-lane cp.async ring (--attn-kv-stages with mma; the first chunks'
+    # copies before the PDL wait): kernels_vs_cpu's ring variants, golden with it, then the depth A/B
+    cuda_test kernels-mma-ring kernels_vs_cpu_test "kernels_vs_cpu: attn.decode=mma with the cp.async ring" \
+        JITLLM_KVC_VARIANTS=attn-mma+kv-stages
+    cuda_test golden-mma-ring engine_golden_test "golden with attn.decode=mma, --attn-kv-stages 4" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    cuda_test modes-mma-ring prefill_modes_test "prompt modes with attn.decode=mma, --attn-kv-stages 4" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    M="--force-variant attn.decode=mma"
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4;$M --attn-kv-stages 4 --force-variant attn.early=wait;$M --attn-kv-stages 3 --attn-chunk 128;$M --attn-kv-stages 2 --attn-splits 32;$M --attn-kv-stages 3 --attn-splits 24}" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
 next14-depth)
     # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads
     # decoupled from the per-chunk chain and each K/V row read once per block (session 13's depth

@@ -202,6 +202,14 @@ const Variant kVariants[] = {
     // ... shared by 2 query heads a block (the K/V ring read by both; session 14's depth candidates)
     {"gated+attn-kv-stages3+2-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_kv_stages = 3}},
+    // attn.decode=mma fed by the per-lane cp.async ring: 4 deep with the early copies (the first 3
+    // chunks before the PDL wait, the current row after it); 2 deep with several chunks a block
+    // (in-loop copies hold the current row); 3 deep without the early copies
+    {"gated+attn-mma+kv-stages4", {.force = gated({{"attn.decode", "mma"}}), .attn_kv_stages = 4}},
+    {"gated+attn-mma+kv-stages2+chunk32+splits3",
+     {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2}},
+    {"gated+attn-mma+kv-stages3+wait+chunk32+splits2",
+     {.force = gated({{"attn.decode", "mma"}, {"attn.early", "wait"}}), .attn_chunk = 32, .attn_splits = 2, .attn_kv_stages = 3}},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},

@@ -176,8 +176,8 @@ public:
             else if (c_.head_dim != 64 && c_.head_dim != 128)  // 256: 255 registers and spills (sm_80, offline)
                 why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
             else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the tiles' rows)", qpg);
-            else if (o_.attn_pipe == 1 || o_.attn_kv_stages > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
-                why = "--attn-pipe 1, --attn-kv-stages, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
+            else if (o_.attn_pipe == 1 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
+                why = "--attn-pipe 1, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
             g_.attn_decode_mma = forced_if("attn.decode", "mma", "simt", false, why,
                                            "tensor-core split-KV decode attention measured slower on the H200 (8B Q8_0: "
                                            "-3.5 % at depth 0, -8.7 % at depth 4096; with --attn-pipe 2 --attn-chunk 128 "
@@ -228,7 +228,8 @@ public:
             // 399.60 -> 399.96 (depth 0 445.38 -> 456.16 in that run).
             std::string why;
             if (!g_.attn_split) why = "attn.algo=onepass: one block per kv head reads the position first";
-            else if (g_.attn_decode_mma) why = "attn.decode=mma: its chunk loads follow the position";
+            else if (g_.attn_decode_mma && o_.attn_kv_stages <= 0)
+                why = "attn.decode=mma without --attn-kv-stages: its chunk loads follow the position";
             else if (g_.attn_cluster) why = "attn.merge=cluster: the cluster barriers need every block in step";
             g_.attn_early = forced_if("attn.early", "kv", "wait", true, why,
                                       "split-KV blocks load their first chunk of K/V before waiting for the q/k/v gemv "
@@ -1315,6 +1316,9 @@ private:
                     tile = 1;
                     ch = chunk;
                     per_sm = std::max(1, 65536 / ((pipe == 2 ? 192 : 160) * block));
+                    // --attn-kv-stages: the ring (2 x head_dim bytes a thread and slot) bounds it too
+                    if (o_.attn_kv_stages > 0)
+                        per_sm = std::max(1, std::min(per_sm, std::max(1, d_.max_shared_per_sm) / (o_.attn_kv_stages * 2 * hd * block + 10240)));
                 } else if (g_.attn_split) {
                     block = 256;
                     const int vec = kv_load / kv_bytes;
@@ -1373,8 +1377,9 @@ private:
                 // attn.early=kv: each block's first chunk of K/V rows goes out before the PDL wait
                 // (attention_decode.cu EARLY_KV), where the kernel is the split SIMT one with
                 // --attn-pipe 2, the ticket merge and no sliding window (others keep their loads)
-                if (g_.attn_early && g_.attn_split && !g_.attn_decode_mma && pipe == 2 && kv_stages == 0 && !cluster &&
-                    !windowed())
+                // (or the mma kernel with the ring: its first KV_STAGES - 1 chunks' copies)
+                if (g_.attn_early && g_.attn_split && !cluster && !windowed() &&
+                    (g_.attn_decode_mma ? kv_stages > 0 && pipe == 0 : pipe == 2 && kv_stages == 0))
                     v.set("EARLY_KV", 1);
                 // --attn-overlap: the split SIMT kernel capped at 96 registers (2 blocks of 256 threads:
                 // 48 K) so one 256-thread block of the next gemv (<= 64 registers: 16 K) fits beside
@@ -1404,7 +1409,8 @@ private:
                 k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
                 k.block = Dim3(unsigned(block));
                 if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
-                if (kv_stages > 0) k.smem = unsigned(kv_stages * 2 * tile * block * 16);  // attention_decode.cu KV_STAGES
+                // attention_decode.cu KV_STAGES: SIMT 2 x TILE 16-byte entries a thread and slot, mma MRE (head_dim / 8)
+                if (kv_stages > 0) k.smem = unsigned(kv_stages * (g_.attn_decode_mma ? hd / 8 : 2 * tile) * block * 16);
                 // --attn-overlap: the full shared-memory carveout, so an SM running attention blocks
                 // is already configured for the next gemv's rings (a carveout change waits for the
                 // SM to drain, which would undo the overlap)

@@ -161,14 +161,15 @@
 #error "CLUSTER: split-KV decode (ALGO 2) with at most 8 splits (one portable cluster)"
 #endif
 #if MMA
-#if ALGO != 2 || PIPE == 1 || KV_STAGES || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
+#if ALGO != 2 || PIPE == 1 || (KV_STAGES && PIPE) || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
     HEAD_DIM > 128 || BLOCK % 32 != 0 || KV_LOAD != 16
-#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM 64 or 128, 16-byte loads, no PIPE 1/KV_STAGES/MERGE_WARP"
+#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM 64 or 128, 16-byte loads, no PIPE 1/MERGE_WARP, KV_STAGES without PIPE"
 #endif
 #define MKU (HEAD_DIM / 32)  // K: 16-byte loads per position and lane (each serves two k-steps)
 #define MVU (HEAD_DIM / 64)  // V: 16-byte loads per row and lane
 #define MNT (HEAD_DIM / 8)   // n-tiles of the output; also the dims one lane group owns in V
 #define VD(n, t) (64 * ((t) / 8) + 8 * (n) + (t) % 8)  // output tile t, column n <-> this dim
+#define MRE (2 * MKU + 4 * MVU)  // KV_STAGES: 16-byte ring entries per lane and chunk (K: 2 x MKU, V: 4 x MVU)
 #endif
 // XRED (REDUCE=1, TILE a power of two in 2..GS): the transposed reduction below (one position per
 // lane after it); otherwise every lane of a group reduces every position (TILE x log2(GS) shuffles)
@@ -197,8 +198,8 @@
 #if NEXT_PF && (BATCH || NEXT_PF % 16 != 0)
 #error "NEXT_PF: decode (not BATCH), a multiple of 16 bytes"
 #endif
-#if EARLY_KV && (ALGO != 2 || WINDOW != 0 || BATCH || MMA || KV_STAGES || PIPE != 2 || CLUSTER)
-#error "EARLY_KV: the split SIMT kernel with PIPE 2, no window, no batch, the ticket merge"
+#if EARLY_KV && (ALGO != 2 || WINDOW != 0 || BATCH || CLUSTER || (MMA ? (!KV_STAGES || PIPE != 0) : (KV_STAGES || PIPE != 2)))
+#error "EARLY_KV: the split SIMT kernel with PIPE 2, or the MMA kernel with KV_STAGES; no window, no batch, the ticket merge"
 #endif
 #if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES && !MMA && !EARLY_KV
 #define PRELOAD 1
@@ -314,7 +315,56 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const int kvh = bx / HSPLIT;
     const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
     uint4 kw[TILE], vw[TILE];
+#if MMA && KV_STAGES
+    // MMA with KV_STAGES: each lane copies exactly the 16-byte pieces its fragments read (mma_load_k/v
+    // below: K rows pw + 8 j + mg at dims 32 u + 8 mc, V rows pw + 2 mc + (r & 1) + 8 (r >> 1) at dims
+    // 64 x + 8 mg) into entries ((slot * MRE + e) * BLOCK + tid) of a ring in dynamic shared memory, so
+    // completion is per thread (cp.async.wait_group) and no register holds a load in flight. Chunk c
+    // into slot st: rows in [lo, hi) copied, the others zero-filled; row `skip` untouched; only row
+    // `only` when only >= 0.
+    extern __shared__ __align__(16) uint4 kv_ring[];
+    auto ring_issue_mma = [&](int c, int st, int lo, int hi, int skip, int only) {
+        const int ln = threadIdx.x % 32, w = threadIdx.x / 32, g = ln / 4, cq = ln % 4;
+        const int pw = c * CH + 16 * w;
+        const unsigned long long hoff = (unsigned long long)(bx / HSPLIT) * HEAD_DIM;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = pw + 8 * j + g;
+            if (p == skip || (only >= 0 && p != only)) continue;
+            const bool ok = p >= lo && p < hi;
+            const KV_T* kr = k_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + hoff + 8 * cq;
+#pragma unroll
+            for (int u = 0; u < MKU; ++u)
+                cp_async16(smem_addr(kv_ring + (st * MRE + j * MKU + u) * BLOCK + threadIdx.x), kr + 32 * u, ok ? 16 : 0);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int p = pw + 2 * cq + (r & 1) + 8 * (r >> 1);
+            if (p == skip || (only >= 0 && p != only)) continue;
+            const bool ok = p >= lo && p < hi;
+            const KV_T* vr = v_cache + (unsigned long long)(ok ? p : 0) * KV_DIM + hoff + 8 * g;
+#pragma unroll
+            for (int x = 0; x < MVU; ++x)
+                cp_async16(smem_addr(kv_ring + (st * MRE + 2 * MKU + r * MVU + x) * BLOCK + threadIdx.x), vr + 64 * x,
+                           ok ? 16 : 0);
+        }
+    };
 #if EARLY_KV
+    // the position (PRECOND below) and the ring's first KV_STAGES - 1 chunks of this block before the
+    // PDL wait, rows before the position only (the current row is the q/k/v kernel's store: copied
+    // after the wait, below); one commit group per slot, empty past the block's last chunk
+    {
+        const int cur = *pos_ptr;
+        if ((int)blockIdx.y > cur / CH) return;  // no chunk for this block (as n_active below)
+#pragma unroll
+        for (int i = 0; i < KV_STAGES - 1; ++i) {
+            const int c = (int)blockIdx.y + i * N_SPLITS;
+            if (c <= cur / CH) ring_issue_mma(c, i, 0, cur, cur, -1);
+            cp_async_commit();
+        }
+    }
+#endif
+#elif EARLY_KV
     {
         // the position (PRECOND above) and this block's first chunk, rows before the position
         const int cur = *pos_ptr;
@@ -487,7 +537,25 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #elif PIPE
     chunk_load(c_lo + (int)blockIdx.y, kw, vw);
 #endif
-#if KV_STAGES
+#if KV_STAGES && MMA
+#if EARLY_KV
+    // the current position's row, when its chunk went out before the wait (one of the block's first
+    // KV_STAGES - 1): into its slot now, in the next commit group (the loop's last trip waits for all)
+    {
+        const int i = ((int)c_hi - (int)blockIdx.y) / N_SPLITS;
+        if (((int)c_hi - (int)blockIdx.y) % N_SPLITS == 0 && i < KV_STAGES - 1)
+            ring_issue_mma(c_hi, i, first, end, -1, end - 1);
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < KV_STAGES - 1; ++i) {
+        const int c = c_lo + (int)blockIdx.y + i * N_SPLITS;
+        if (c <= c_hi) ring_issue_mma(c, i, first, end, -1, -1);
+        cp_async_commit();
+    }
+#endif
+    int it = 0;
+#elif KV_STAGES
     // K/V through a ring of KV_STAGES chunks in dynamic shared memory, filled by 16-byte cp.async:
     // each thread copies exactly the rows it reads later (entry ((stage * 2 + kv) * TILE + t) *
     // BLOCK + tid), so completion is per thread (cp.async.wait_group), no block barrier; rows
@@ -528,6 +596,29 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         // this chunk's K and V are in kq, vq (before the loop or during the last trip)
         const int c_next = c + N_SPLITS;
         const bool more = c_next <= c_hi;  // block-uniform
+#elif KV_STAGES
+        {
+            // the chunk KV_STAGES - 1 trips ahead into the slot read one trip ago; then this chunk's
+            // group (the newer ones may stay in flight; the last trip waits for all: its group may
+            // hold the current row's copy, EARLY_KV)
+            const int cn = c + (KV_STAGES - 1) * N_SPLITS;
+            if (cn <= c_hi) ring_issue_mma(cn, (it + KV_STAGES - 1) % KV_STAGES, first, end, -1, -1);
+            cp_async_commit();
+            if (c + N_SPLITS > c_hi)
+                cp_async_wait<0>();
+            else
+                cp_async_wait<KV_STAGES - 1>();
+            const int st = it % KV_STAGES;
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int u = 0; u < MKU; ++u) kq[j][u] = kv_ring[(st * MRE + j * MKU + u) * BLOCK + tid];
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+                for (int x = 0; x < MVU; ++x) vq[r][x] = kv_ring[(st * MRE + 2 * MKU + r * MVU + x) * BLOCK + tid];
+            ++it;
+        }
 #else
         mma_load_k(c);
         mma_load_v(c);
