@@ -249,6 +249,17 @@ next14b)
     DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4;$M --attn-kv-stages 4 --force-variant attn.early=wait;$M --attn-kv-stages 3 --attn-chunk 128;$M --attn-kv-stages 2 --attn-splits 32;$M --attn-kv-stages 3 --attn-splits 24}" \
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
+next14c)
+    # --attn-kv-bulk: attn.decode=mma's ring as whole rows by cp.async.bulk (the TMA unit holds the bytes
+    # in flight; session 14's per-lane cp.async ring ran at ~1.1 TB/s under ncu, 6 % occupancy)
+    cuda_test kernels-kv-bulk kernels_vs_cpu_test "kernels_vs_cpu: attn.decode=mma with the bulk ring" \
+        JITLLM_KVC_VARIANTS=kv-bulk
+    cuda_test golden-kv-bulk engine_golden_test "golden with attn.decode=mma, --attn-kv-stages 4 --attn-kv-bulk" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_BULK=1 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    M="--force-variant attn.decode=mma"
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4 --attn-kv-bulk;$M --attn-kv-stages 3 --attn-kv-bulk --attn-splits 16;$M --attn-kv-stages 2 --attn-kv-bulk --attn-chunk 128}" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
 next14-depth)
     # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads
     # decoupled from the per-chunk chain and each K/V row read once per block (session 13's depth

@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false, attn_kv_bulk = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -84,7 +84,9 @@ struct GpuFlags {
             ->check(CLI::Range(-1, 2));
         app.add_option("--attn-kv-stages", attn_kv_stages,
                        "tuning: split-KV decode attention streams K/V chunks through an N-deep cp.async ring in shared "
-                       "memory, 2 to 4 (default 0: loads into registers; long contexts)")
+                       "memory, 2 to 4 (default 0: loads into registers; long contexts; with attn.decode=mma each lane's "
+                       "fragment pieces, the first chunks copied before the PDL wait; measured slower on the H200: 8B "
+                       "Q8_0 with mma and 4 stages 441.1 / 396.7 against 456.2 / 397.2 tok/s at depth 0 / 4096)")
             ->check(CLI::IsMember({0, 2, 3, 4}));
         app.add_option("--gemv-grid-max", gemv_grid_max,
                        "tuning: at most N blocks per gemv launch, each looping over its row sets (0 = no cap; with "
@@ -93,11 +95,18 @@ struct GpuFlags {
             ->check(CLI::Range(0, 1 << 20));
         app.add_flag("--gemv-balance", gemv_balance,
                      "tuning: each bulk gemv takes 12 to 16 warps a block, the count whose last pass leaves the "
-                     "fewest row sets on the busiest SM (8B q/k/v: 12 warps, 24 sets against 32; not yet measured)");
+                     "fewest row sets on the busiest SM (8B q/k/v: 12 warps, 24 sets against 32; measured slower on the "
+                     "H200: 8B Q8_0 448.7 against 450.9, Q4_0 685.8 against 693.7 tok/s)");
+        app.add_flag("--attn-kv-bulk", attn_kv_bulk,
+                     "tuning: with --force-variant attn.decode=mma and --attn-kv-stages, the ring holds whole K/V rows "
+                     "copied by cp.async.bulk (one per row, completed on a barrier per slot) instead of each lane's "
+                     "16-byte cp.async pieces (sm_90; measured slower on the H200: 8B Q8_0 at depth 4096 354.5 against 400.3 "
+                     "tok/s, the default)");
         app.add_flag("--attn-overlap", attn_overlap,
                      "tuning: split-KV decode attention capped at 96 registers (two blocks of it) and the gemv after "
                      "it at 256 threads, so both fit an SM and that gemv's shared-memory rings fill while attention "
-                     "runs (sm_90 bulk gemvs; not yet measured)");
+                     "runs (sm_90 bulk gemvs; measured slower on the H200: 8B Q8_0 442.4 / 375.9 against 452.0 / 396.6 "
+                     "tok/s at depth 0 / 4096, Q4_0 675.2 against 693.7)");
         app.add_option("--attn-prefetch-next", attn_prefetch_next,
                        "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
                        "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
@@ -162,6 +171,7 @@ struct GpuFlags {
         s.attn_heads_per_block = attn_heads_per_block;
         s.attn_pipe = attn_pipe;
         s.attn_kv_stages = attn_kv_stages;
+        s.attn_kv_bulk = attn_kv_bulk;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

@@ -36,6 +36,11 @@
 //   KV_STAGES (0 default; N >= 2, ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through an N-deep ring in
 //   dynamic shared memory (smem = N * 2 * TILE * BLOCK * 16 bytes) filled by per-thread 16-byte
 //   cp.async, N - 1 chunks in flight; no chunk-0 preload
+//   (with MMA: each lane's fragment pieces, (2 * HEAD_DIM / 16) x 16 bytes a slot; with EARLY_KV the
+//   first N - 1 chunks' copies go out before the PDL wait, the current row's after it)
+//   KV_BULK (0 default; 1: --attn-kv-bulk, MMA with KV_STAGES, sm_90): the ring holds whole rows,
+//   slot = CH K rows then CH V rows of HEAD_DIM * sizeof(KV_T) + 16 bytes, one cp.async.bulk per row
+//   completed on the slot's mbarrier (smem = 16 * ceil(N / 2) + N * 2 * CH * (row + 16) bytes)
 //   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM 64 or 128,
 //   PIPE 0 or 2):
 //   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
@@ -142,8 +147,14 @@
 #ifndef KV_STAGES  // > 0 (ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through a KV_STAGES-deep cp.async ring
 #define KV_STAGES 0
 #endif
+#ifndef KV_BULK  // 1 (--attn-kv-bulk, sm_90, MMA with KV_STAGES): the ring filled by cp.async.bulk row copies
+#define KV_BULK 0
+#endif
 #ifndef MMA  // 1 (gate attn.decode=mma): the dot products on tensor cores (see "MMA" above the loop)
 #define MMA 0
+#endif
+#if KV_BULK && (!MMA || !KV_STAGES)
+#error "KV_BULK: the MMA kernel's KV_STAGES ring"
 #endif
 #ifndef VH2  // 1 (gate attn.vsum=half2): a tile's weighted V rows summed in f16 pairs (XRED path)
 #define VH2 0
@@ -323,6 +334,44 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // into slot st: rows in [lo, hi) copied, the others zero-filled; row `skip` untouched; only row
     // `only` when only >= 0.
     extern __shared__ __align__(16) uint4 kv_ring[];
+#if KV_BULK
+    // KV_BULK (sm_90): the ring holds whole rows instead: slot st = CH K rows, then CH V rows, of RSB
+    // bytes each (the head's row + 16 bytes of padding, so the fragments' 16-byte reads of 8 rows
+    // spread over the banks), one cp.async.bulk per row by warp 0, completed on the slot's mbarrier
+    // (the TMA unit keeps the bytes in flight: no per-thread request holds them). Rows outside
+    // [first, end) are not copied: their scores are masked, their V pieces read as zero.
+    constexpr int RSB = HEAD_DIM * (int)sizeof(KV_T) + 16;
+    constexpr int BAR_B = 16 * ((KV_STAGES * 8 + 15) / 16);
+    const uint32_t ring0 = smem_addr(kv_ring);
+    const char* ringp = reinterpret_cast<const char*>(kv_ring);
+    auto slot_off = [&](int st) { return BAR_B + st * 2 * CH * RSB; };
+    // chunk c's rows in [lo, hi) (only row `only` when only >= 0) into slot st; arrive: the slot's
+    // one arrival with its bytes (false: the bytes only, the arrival comes with the current row)
+    auto bulk_fill = [&](int c, int st, int lo, int hi, int only, bool arrive) {
+        if (threadIdx.x >= 32) return;
+        const int p0 = c * CH;
+        const int a = only >= 0 ? only : max(lo, p0), b = only >= 0 ? only + 1 : min(hi, p0 + CH);
+        const uint32_t bar = ring0 + 8 * st;
+        const uint32_t bytes = b > a ? uint32_t(b - a) * 2u * HEAD_DIM * (uint32_t)sizeof(KV_T) : 0u;
+        if (threadIdx.x == 0) {
+            if (arrive)
+                mbar_arrive_expect_tx(bar, bytes);
+            else
+                mbar_expect_tx(bar, bytes);
+        }
+        const unsigned long long hoff = (unsigned long long)(bx / HSPLIT) * HEAD_DIM;
+        for (int p = a + (int)threadIdx.x; p < b; p += 32) {
+            const uint32_t dk = ring0 + slot_off(st) + (p - p0) * RSB;
+            bulk_g2s(dk, k_cache + (unsigned long long)p * KV_DIM + hoff, HEAD_DIM * (uint32_t)sizeof(KV_T), bar);
+            bulk_g2s(dk + CH * RSB, v_cache + (unsigned long long)p * KV_DIM + hoff, HEAD_DIM * (uint32_t)sizeof(KV_T), bar);
+        }
+    };
+    if (threadIdx.x == 0) {
+        for (int st = 0; st < KV_STAGES; ++st) mbar_init(ring0 + 8 * st, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+#endif
     auto ring_issue_mma = [&](int c, int st, int lo, int hi, int skip, int only) {
         const int ln = threadIdx.x % 32, w = threadIdx.x / 32, g = ln / 4, cq = ln % 4;
         const int pw = c * CH + 16 * w;
@@ -359,8 +408,12 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
         for (int i = 0; i < KV_STAGES - 1; ++i) {
             const int c = (int)blockIdx.y + i * N_SPLITS;
+#if KV_BULK
+            if (c <= cur / CH) bulk_fill(c, i, 0, cur, -1, c != cur / CH);
+#else
             if (c <= cur / CH) ring_issue_mma(c, i, 0, cur, cur, -1);
             cp_async_commit();
+#endif
         }
     }
 #endif
@@ -543,15 +596,24 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // KV_STAGES - 1): into its slot now, in the next commit group (the loop's last trip waits for all)
     {
         const int i = ((int)c_hi - (int)blockIdx.y) / N_SPLITS;
-        if (((int)c_hi - (int)blockIdx.y) % N_SPLITS == 0 && i < KV_STAGES - 1)
+        if (((int)c_hi - (int)blockIdx.y) % N_SPLITS == 0 && i < KV_STAGES - 1) {
+#if KV_BULK
+            bulk_fill(c_hi, i, first, end, end - 1, true);
+#else
             ring_issue_mma(c_hi, i, first, end, -1, end - 1);
+#endif
+        }
     }
 #else
 #pragma unroll
     for (int i = 0; i < KV_STAGES - 1; ++i) {
         const int c = c_lo + (int)blockIdx.y + i * N_SPLITS;
+#if KV_BULK
+        if (c <= c_hi) bulk_fill(c, i, first, end, -1, true);
+#else
         if (c <= c_hi) ring_issue_mma(c, i, first, end, -1, -1);
         cp_async_commit();
+#endif
     }
 #endif
     int it = 0;
@@ -596,6 +658,32 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         // this chunk's K and V are in kq, vq (before the loop or during the last trip)
         const int c_next = c + N_SPLITS;
         const bool more = c_next <= c_hi;  // block-uniform
+#elif KV_STAGES && KV_BULK
+        {
+            // every warp has read slot (it - 1) % KV_STAGES into registers: the chunk KV_STAGES - 1
+            // trips ahead goes into it; then this chunk's slot (its fill number it / KV_STAGES)
+            if (it > 0) __syncthreads();
+            const int cn = c + (KV_STAGES - 1) * N_SPLITS;
+            if (cn <= c_hi) bulk_fill(cn, (it + KV_STAGES - 1) % KV_STAGES, first, end, -1, true);
+            const int st = it % KV_STAGES;
+            mbar_wait(ring0 + 8 * st, (unsigned)(it / KV_STAGES) & 1u);
+            const char* ks = ringp + slot_off(st) + 16 * wp * RSB;  // this warp's 16 rows
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int u = 0; u < MKU; ++u)
+                    kq[j][u] = *reinterpret_cast<const uint4*>(ks + (8 * j + mg) * RSB + (32 * u + 8 * mc) * (int)sizeof(KV_T));
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int rr = 2 * mc + (r & 1) + 8 * (r >> 1);
+                const bool ok = pw + rr >= first && pw + rr < end;  // V of a row never copied: zero
+#pragma unroll
+                for (int x = 0; x < MVU; ++x)
+                    vq[r][x] = ok ? *reinterpret_cast<const uint4*>(ks + CH * RSB + rr * RSB + (64 * x + 8 * mg) * (int)sizeof(KV_T))
+                                  : make_uint4(0, 0, 0, 0);
+            }
+            ++it;
+        }
 #elif KV_STAGES
         {
             // the chunk KV_STAGES - 1 trips ahead into the slot read one trip ago; then this chunk's
