@@ -27,6 +27,10 @@
 #   next14  : session 14's first call: --attn-overlap (attention and the gemv after it on one SM)
 #             and --gemv-balance: kernels, golden, prompt modes, depth A/B, 8B Q4_0 / Q8_0 rows
 #   next14-depth: the K/V cp.async ring shared by 2 / 4 query heads a block at depth 4096
+#   next14b : attn.decode=mma fed by a per-lane cp.async ring (--attn-kv-stages): kernels, golden, modes, depth A/B
+#   next14c : the same ring as whole rows by cp.async.bulk (--attn-kv-rows bulk): kernels, golden, depth A/B
+#   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
+#             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
@@ -250,15 +254,32 @@ next14b)
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 next14c)
-    # --attn-kv-bulk: attn.decode=mma's ring as whole rows by cp.async.bulk (the TMA unit holds the bytes
-    # in flight; session 14's per-lane cp.async ring ran at ~1.1 TB/s under ncu, 6 % occupancy)
+    # --attn-kv-rows bulk (ran as --attn-kv-bulk): attn.decode=mma's ring as whole rows by cp.async.bulk
+    # (session 14's per-lane cp.async ring ran at ~1.1 TB/s under ncu, 6 % occupancy)
     cuda_test kernels-kv-bulk kernels_vs_cpu_test "kernels_vs_cpu: attn.decode=mma with the bulk ring" \
         JITLLM_KVC_VARIANTS=kv-bulk
-    cuda_test golden-kv-bulk engine_golden_test "golden with attn.decode=mma, --attn-kv-stages 4 --attn-kv-bulk" \
-        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_BULK=1 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    cuda_test golden-kv-bulk engine_golden_test "golden with attn.decode=mma, --attn-kv-stages 4 --attn-kv-rows bulk" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_ROWS=1 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
     M="--force-variant attn.decode=mma"
-    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4 --attn-kv-bulk;$M --attn-kv-stages 3 --attn-kv-bulk --attn-splits 16;$M --attn-kv-stages 2 --attn-kv-bulk --attn-chunk 128}" \
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4 --attn-kv-rows bulk;$M --attn-kv-stages 3 --attn-kv-rows bulk --attn-splits 16;$M --attn-kv-stages 2 --attn-kv-rows bulk --attn-chunk 128}" \
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
+next15)
+    # session 15's first call (prepared in session 14): attn.decode=mma's ring as whole rows filled by
+    # the block's 16-byte cp.async (two whole rows a warp instruction, every thread arriving on the
+    # slot's barrier): kernels_vs_cpu variants, golden and prompt modes with it, then the depth A/B
+    # and the per-kernel table / Nsight Compute at depth 4096 of the 4-stage ring
+    cuda_test kernels-rows-cp kernels_vs_cpu_test "kernels_vs_cpu: attn.decode=mma with the block's cp.async row ring" \
+        JITLLM_KVC_VARIANTS=kv-rows-cp
+    cuda_test golden-rows-cp engine_golden_test "golden with attn.decode=mma, --attn-kv-stages 4 --attn-kv-rows cp-async" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_ROWS=2 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    cuda_test modes-rows-cp prefill_modes_test "prompt modes with attn.decode=mma, --attn-kv-stages 4 --attn-kv-rows cp-async" \
+        JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_ROWS=2 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    M="--force-variant attn.decode=mma"
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4 --attn-kv-rows cp-async;$M --attn-kv-stages 3 --attn-kv-rows cp-async --attn-splits 16;$M --attn-kv-stages 3 --attn-kv-rows cp-async;$M --attn-kv-stages 2 --attn-kv-rows cp-async --attn-chunk 128}" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    DEPTHPROF_ARGS="${DEPTHPROF_ARGS:-$M --attn-kv-stages 4 --attn-kv-rows cp-async}"
+    DEPTH_ARGS="$DEPTHPROF_ARGS" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depthprof
     ;;
 next14-depth)
     # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads

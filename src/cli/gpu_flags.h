@@ -14,14 +14,14 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false, attn_kv_bulk = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
     bool no_graphs = false, no_run_ahead = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, batch_small_rows = 1;
+    int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 1;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
@@ -97,11 +97,13 @@ struct GpuFlags {
                      "tuning: each bulk gemv takes 12 to 16 warps a block, the count whose last pass leaves the "
                      "fewest row sets on the busiest SM (8B q/k/v: 12 warps, 24 sets against 32; measured slower on the "
                      "H200: 8B Q8_0 448.7 against 450.9, Q4_0 685.8 against 693.7 tok/s)");
-        app.add_flag("--attn-kv-bulk", attn_kv_bulk,
-                     "tuning: with --force-variant attn.decode=mma and --attn-kv-stages, the ring holds whole K/V rows "
-                     "copied by cp.async.bulk (one per row, completed on a barrier per slot) instead of each lane's "
-                     "16-byte cp.async pieces (sm_90; measured slower on the H200: 8B Q8_0 at depth 4096 354.5 against 400.3 "
-                     "tok/s, the default)");
+        app.add_option("--attn-kv-rows", attn_kv_rows,
+                       "tuning: with --force-variant attn.decode=mma and --attn-kv-stages, the ring holds whole K/V rows "
+                       "(a barrier per slot; sm_90) instead of each lane's 16-byte pieces: 'bulk' one cp.async.bulk per row "
+                       "(measured slower on the H200: 8B Q8_0 at depth 4096 354.5 against 400.3 tok/s, the "
+                       "default), 'cp-async' the block's 16-byte copies, two whole rows a warp instruction (not yet "
+                       "measured)")
+            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"none", 0}, {"bulk", 1}, {"cp-async", 2}}));
         app.add_flag("--attn-overlap", attn_overlap,
                      "tuning: split-KV decode attention capped at 96 registers (two blocks of it) and the gemv after "
                      "it at 256 threads, so both fit an SM and that gemv's shared-memory rings fill while attention "
@@ -171,7 +173,7 @@ struct GpuFlags {
         s.attn_heads_per_block = attn_heads_per_block;
         s.attn_pipe = attn_pipe;
         s.attn_kv_stages = attn_kv_stages;
-        s.attn_kv_bulk = attn_kv_bulk;
+        s.attn_kv_rows = attn_kv_rows;
         s.kv_f32 = kv_f32;
         s.gemv_min_blocks = gemv_min_blocks;
         s.gemv_prefetch = gemv_prefetch;

@@ -945,6 +945,42 @@ TEST(ScheduleGates, AttentionKvStagesRing) {
     EXPECT_EQ(split_attn(1024, o).smem, 0u);
 }
 
+// attn.decode=mma with --attn-kv-stages N: each lane's fragment pieces through the ring (head_dim / 8
+// entries of 16 bytes a lane and slot), the first chunks copied before the PDL wait (EARLY_KV) unless
+// attn.early=wait; --attn-kv-rows bulk|cp-async: whole rows of 2 x head_dim + 16 bytes, CH = block / 2
+// rows of K and of V a slot, after 16 bytes of barriers a slot pair (sm_90); refused without the mma
+// kernel, without the ring and below sm_90. (head dim 64 here)
+TEST(ScheduleGates, MmaAttentionRingPerLaneOrAsRows) {
+    ScheduleOptions o;
+    o.force["attn.decode"] = "mma";
+    o.attn_kv_stages = 3;
+    KernelStep a = split_attn(4096, o);
+    const unsigned block = a.block.x;
+    EXPECT_TRUE(has_define(a.variant, "MMA", "1"));
+    EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
+    EXPECT_TRUE(has_define(a.variant, "EARLY_KV", "1"));
+    EXPECT_FALSE(a.variant.has("KV_ROWS"));
+    EXPECT_EQ(a.smem, 3u * (64 / 8) * block * 16);
+    ScheduleOptions w = o;
+    w.force["attn.early"] = "wait";
+    EXPECT_FALSE(split_attn(4096, w).variant.has("EARLY_KV"));
+    for (int rows : {1, 2}) {
+        SCOPED_TRACE(rows);
+        ScheduleOptions r = o;
+        r.attn_kv_rows = rows;
+        a = split_attn(4096, r);
+        EXPECT_TRUE(has_define(a.variant, "KV_ROWS", std::to_string(rows)));
+        EXPECT_EQ(a.smem, 16u * 2 + 3u * 2 * (block / 2) * (2 * 64 + 16));
+        EXPECT_THROW(split_attn(4096, r, "sm_80"), std::exception);
+        ScheduleOptions simt = r;
+        simt.force.erase("attn.decode");
+        EXPECT_THROW(split_attn(4096, simt), std::exception);
+        ScheduleOptions no_ring = r;
+        no_ring.attn_kv_stages = 0;
+        EXPECT_THROW(split_attn(4096, no_ring), std::exception);
+    }
+}
+
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});

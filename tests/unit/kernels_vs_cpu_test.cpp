@@ -111,7 +111,7 @@ struct Variant {
         auto cl = s.force.find("attn.merge");
         auto lt = s.force.find("layer.tail");
         return (it != s.force.end() && it->second == "bulk") || (cl != s.force.end() && cl->second == "cluster") ||
-               (lt != s.force.end() && lt->second == "persistent") || s.attn_kv_bulk;
+               (lt != s.force.end() && lt->second == "persistent") || s.attn_kv_rows > 0;
     }
 };
 
@@ -210,14 +210,21 @@ const Variant kVariants[] = {
      {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2}},
     {"gated+attn-mma+kv-stages3+wait+chunk32+splits2",
      {.force = gated({{"attn.decode", "mma"}, {"attn.early", "wait"}}), .attn_chunk = 32, .attn_splits = 2, .attn_kv_stages = 3}},
-    // ... the ring as whole rows by cp.async.bulk (--attn-kv-bulk, sm_90): early fills with the current
+    // ... the ring as whole rows by cp.async.bulk (--attn-kv-rows bulk, sm_90): early fills with the current
     // row's arrival after the wait; 2 deep with in-loop refills
-    {"gated+attn-mma+kv-bulk4", {.force = gated({{"attn.decode", "mma"}}), .attn_kv_stages = 4, .attn_kv_bulk = true}},
+    {"gated+attn-mma+kv-bulk4", {.force = gated({{"attn.decode", "mma"}}), .attn_kv_stages = 4, .attn_kv_rows = 1}},
     {"gated+attn-mma+kv-bulk2+chunk32+splits3",
-     {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2, .attn_kv_bulk = true}},
+     {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2, .attn_kv_rows = 1}},
     {"gated+attn-mma+kv-bulk3+wait+chunk32+splits2",
      {.force = gated({{"attn.decode", "mma"}, {"attn.early", "wait"}}), .attn_chunk = 32, .attn_splits = 2, .attn_kv_stages = 3,
-      .attn_kv_bulk = true}},
+      .attn_kv_rows = 1}},
+    // ... and by the block's 16-byte cp.async (--attn-kv-rows cp-async; every thread arrives on the slot)
+    {"gated+attn-mma+kv-rows-cp4", {.force = gated({{"attn.decode", "mma"}}), .attn_kv_stages = 4, .attn_kv_rows = 2}},
+    {"gated+attn-mma+kv-rows-cp2+chunk32+splits3",
+     {.force = gated({{"attn.decode", "mma"}}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2, .attn_kv_rows = 2}},
+    {"gated+attn-mma+kv-rows-cp3+wait+chunk32+splits2",
+     {.force = gated({{"attn.decode", "mma"}, {"attn.early", "wait"}}), .attn_chunk = 32, .attn_splits = 2, .attn_kv_stages = 3,
+      .attn_kv_rows = 2}},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},

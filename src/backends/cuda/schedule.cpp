@@ -1374,15 +1374,18 @@ private:
                     kv_stages = o_.attn_kv_stages;
                     v.set("KV_STAGES", kv_stages);
                 }
-                // --attn-kv-bulk: the mma kernel's ring holds whole rows copied by cp.async.bulk (sm_90)
-                const bool kv_bulk = o_.attn_kv_bulk && kv_stages > 0 && g_.attn_decode_mma;
-                if (o_.attn_kv_bulk && (o_.attn_kv_stages <= 0 || (kv_stages > 0 && !g_.attn_decode_mma)))
-                    fail_usage("--attn-kv-bulk: needs --force-variant attn.decode=mma and --attn-kv-stages (found {}{})",
-                               g_.attn_decode_mma ? "attn.decode=mma" : "attn.decode=simt",
+                // --attn-kv-rows bulk|cp-async: the mma kernel's ring holds whole rows, copied by one
+                // cp.async.bulk a row (sm_90) or by the block's 16-byte cp.async (two rows a warp instruction)
+                const int kv_rows = o_.attn_kv_rows > 0 && kv_stages > 0 && g_.attn_decode_mma ? o_.attn_kv_rows : 0;
+                const char* rows_name = o_.attn_kv_rows == 1 ? "bulk" : "cp-async";
+                if (o_.attn_kv_rows > 0 && (o_.attn_kv_stages <= 0 || (kv_stages > 0 && !g_.attn_decode_mma)))
+                    fail_usage("--attn-kv-rows {}: needs --force-variant attn.decode=mma and --attn-kv-stages (found {}{})",
+                               rows_name, g_.attn_decode_mma ? "attn.decode=mma" : "attn.decode=simt",
                                o_.attn_kv_stages > 0 ? "" : ", no --attn-kv-stages");
-                if (kv_bulk && d_.cc() < 90)
-                    fail_usage("--attn-kv-bulk: needs cp.async.bulk (compute capability 9.0+), found {}.{}", d_.cc_major, d_.cc_minor);
-                if (kv_bulk) v.set("KV_BULK", 1);
+                if (kv_rows > 0 && d_.cc() < 90)
+                    fail_usage("--attn-kv-rows {}: needs the sm_90 barriers (compute capability 9.0+), found {}.{}", rows_name,
+                               d_.cc_major, d_.cc_minor);
+                if (kv_rows > 0) v.set("KV_ROWS", kv_rows);
                 // attn.early=kv: each block's first chunk of K/V rows goes out before the PDL wait
                 // (attention_decode.cu EARLY_KV), where the kernel is the split SIMT one with
                 // --attn-pipe 2, the ticket merge and no sliding window (others keep their loads)
@@ -1419,8 +1422,8 @@ private:
                 k.block = Dim3(unsigned(block));
                 if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
                 // attention_decode.cu KV_STAGES: SIMT 2 x TILE 16-byte entries a thread and slot, mma MRE (head_dim / 8)
-                // KV_BULK: 16 * ceil(N / 2) bytes of barriers, then N slots of CH K and CH V rows of 2 * hd + 16 bytes
-                if (kv_bulk)
+                // KV_ROWS: 16 * ceil(N / 2) bytes of barriers, then N slots of CH K and CH V rows of 2 * hd + 16 bytes
+                if (kv_rows > 0)
                     k.smem = unsigned(16 * ((kv_stages + 1) / 2) + kv_stages * 2 * ch * (hd * int(kv_bytes) + 16));
                 else if (kv_stages > 0)
                     k.smem = unsigned(kv_stages * (g_.attn_decode_mma ? hd / 8 : 2 * tile) * block * 16);

@@ -88,7 +88,7 @@ struct ScheduleOptions {
     bool attn_merge_one_trip = true;             // ticket merge reads the splits' states at once (false: --attn-merge-two-trips)
     int attn_pipe = -1;                          // --attn-pipe: split-KV blocks load their next chunk before using this one (-1: auto, 2 for the SIMT kernel)
     int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
-    bool attn_kv_bulk = false;                   // --attn-kv-bulk: attn.decode=mma's ring filled by cp.async.bulk row copies (sm_90)
+    int attn_kv_rows = 0;                        // --attn-kv-rows: attn.decode=mma's ring as whole rows, 1 by cp.async.bulk (sm_90), 2 by the block's cp.async (0: each lane's pieces)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     bool gemv_warp_major = false;                // --gemv-warp-major: a pass's row sets round the blocks first
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)

@@ -38,9 +38,11 @@
 //   cp.async, N - 1 chunks in flight; no chunk-0 preload
 //   (with MMA: each lane's fragment pieces, (2 * HEAD_DIM / 16) x 16 bytes a slot; with EARLY_KV the
 //   first N - 1 chunks' copies go out before the PDL wait, the current row's after it)
-//   KV_BULK (0 default; 1: --attn-kv-bulk, MMA with KV_STAGES, sm_90): the ring holds whole rows,
-//   slot = CH K rows then CH V rows of HEAD_DIM * sizeof(KV_T) + 16 bytes, one cp.async.bulk per row
-//   completed on the slot's mbarrier (smem = 16 * ceil(N / 2) + N * 2 * CH * (row + 16) bytes)
+//   KV_ROWS (0 default; MMA with KV_STAGES; --attn-kv-rows): the ring holds whole rows, slot = CH K
+//   rows then CH V rows of HEAD_DIM * sizeof(KV_T) + 16 bytes (smem = 16 * ceil(N / 2) + N * 2 * CH *
+//   (row + 16) bytes), completed on the slot's mbarrier (sm_90); 1 (bulk): one cp.async.bulk per row
+//   by warp 0; 2 (cp-async): every thread's 16-byte cp.async, a warp instruction covering two
+//   whole rows, each thread's arrival when its copies land (cp.async.mbarrier.arrive.noinc)
 //   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM 64 or 128,
 //   PIPE 0 or 2):
 //   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
@@ -147,14 +149,14 @@
 #ifndef KV_STAGES  // > 0 (ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through a KV_STAGES-deep cp.async ring
 #define KV_STAGES 0
 #endif
-#ifndef KV_BULK  // 1 (--attn-kv-bulk, sm_90, MMA with KV_STAGES): the ring filled by cp.async.bulk row copies
-#define KV_BULK 0
+#ifndef KV_ROWS  // MMA with KV_STAGES: the ring as whole rows, 1 by cp.async.bulk (sm_90), 2 by the block's cp.async
+#define KV_ROWS 0
 #endif
 #ifndef MMA  // 1 (gate attn.decode=mma): the dot products on tensor cores (see "MMA" above the loop)
 #define MMA 0
 #endif
-#if KV_BULK && (!MMA || !KV_STAGES)
-#error "KV_BULK: the MMA kernel's KV_STAGES ring"
+#if KV_ROWS && (!MMA || !KV_STAGES || KV_ROWS > 2)
+#error "KV_ROWS (1 or 2): the MMA kernel's KV_STAGES ring"
 #endif
 #ifndef VH2  // 1 (gate attn.vsum=half2): a tile's weighted V rows summed in f16 pairs (XRED path)
 #define VH2 0
@@ -334,12 +336,12 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // into slot st: rows in [lo, hi) copied, the others zero-filled; row `skip` untouched; only row
     // `only` when only >= 0.
     extern __shared__ __align__(16) uint4 kv_ring[];
-#if KV_BULK
-    // KV_BULK (sm_90): the ring holds whole rows instead: slot st = CH K rows, then CH V rows, of RSB
-    // bytes each (the head's row + 16 bytes of padding, so the fragments' 16-byte reads of 8 rows
-    // spread over the banks), one cp.async.bulk per row by warp 0, completed on the slot's mbarrier
-    // (the TMA unit keeps the bytes in flight: no per-thread request holds them). Rows outside
-    // [first, end) are not copied: their scores are masked, their V pieces read as zero.
+#if KV_ROWS
+    // KV_ROWS: the ring holds whole rows instead: slot st = CH K rows, then CH V rows, of RSB bytes
+    // each (the head's row + 16 bytes of padding, so the fragments' 16-byte reads of 8 rows spread
+    // over the banks), completed on the slot's mbarrier. 1: one cp.async.bulk per row by warp 0 (rows
+    // outside [first, end) not copied: their scores are masked, their V pieces read as zero); 2: the
+    // block's 16-byte cp.async (rows outside zero-filled), each thread arriving once its copies land.
     constexpr int RSB = HEAD_DIM * (int)sizeof(KV_T) + 16;
     constexpr int BAR_B = 16 * ((KV_STAGES * 8 + 15) / 16);
     const uint32_t ring0 = smem_addr(kv_ring);
@@ -347,7 +349,33 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     auto slot_off = [&](int st) { return BAR_B + st * 2 * CH * RSB; };
     // chunk c's rows in [lo, hi) (only row `only` when only >= 0) into slot st; arrive: the slot's
     // one arrival with its bytes (false: the bytes only, the arrival comes with the current row)
-    auto bulk_fill = [&](int c, int st, int lo, int hi, int only, bool arrive) {
+#if KV_ROWS == 2
+    // chunk c into slot st: rows in [lo, hi) copied, the others zero-filled, row `skip` untouched, only
+    // row `only` when only >= 0; every thread takes pieces tid, tid + BLOCK, .. (16 threads a row:
+    // a warp instruction covers two whole rows); arrive: this thread's arrival once its copies land
+    // (false: later, after the current row's copy)
+    auto bulk_fill = [&](int c, int st, int lo, int hi, int only, bool arrive, int skip = -1) {
+        constexpr int PPR = HEAD_DIM * (int)sizeof(KV_T) / 16;  // 16-byte pieces a row
+        constexpr int NPC = 2 * CH * PPR;                       // pieces a chunk (K and V)
+        static_assert(NPC % BLOCK == 0, "KV_ROWS 2: whole pieces per thread");
+        const int p0 = c * CH;
+        const unsigned long long hoff = (unsigned long long)(bx / HSPLIT) * HEAD_DIM;
+#pragma unroll 4
+        for (int k = 0; k < NPC / BLOCK; ++k) {
+            const int i = k * BLOCK + (int)threadIdx.x;
+            const int kv = i / (CH * PPR), row = (i / PPR) % CH, pc = i % PPR;
+            const int p = p0 + row;
+            if (p == skip || (only >= 0 && p != only)) continue;
+            const bool ok = p >= lo && p < hi;
+            const KV_T* src = (kv ? v_cache : k_cache) + (unsigned long long)(ok ? p : 0) * KV_DIM + hoff +
+                              pc * (16 / (int)sizeof(KV_T));
+            cp_async16(ring0 + slot_off(st) + kv * CH * RSB + row * RSB + pc * 16, src, ok ? 16 : 0);
+        }
+        if (arrive) mbar_arrive_cp_async(ring0 + 8 * st);
+    };
+#else
+    auto bulk_fill = [&](int c, int st, int lo, int hi, int only, bool arrive, int skip = -1) {
+        (void)skip;  // rows past hi are never copied here
         if (threadIdx.x >= 32) return;
         const int p0 = c * CH;
         const int a = only >= 0 ? only : max(lo, p0), b = only >= 0 ? only + 1 : min(hi, p0 + CH);
@@ -366,8 +394,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             bulk_g2s(dk + CH * RSB, v_cache + (unsigned long long)p * KV_DIM + hoff, HEAD_DIM * (uint32_t)sizeof(KV_T), bar);
         }
     };
+#endif
     if (threadIdx.x == 0) {
-        for (int st = 0; st < KV_STAGES; ++st) mbar_init(ring0 + 8 * st, 1);
+        // one arrival a phase (1: warp 0's lane 0 with the bytes), or one per thread (2)
+        for (int st = 0; st < KV_STAGES; ++st) mbar_init(ring0 + 8 * st, KV_ROWS == 2 ? BLOCK : 1);
         mbar_init_fence();
     }
     __syncthreads();
@@ -408,8 +438,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
         for (int i = 0; i < KV_STAGES - 1; ++i) {
             const int c = (int)blockIdx.y + i * N_SPLITS;
-#if KV_BULK
-            if (c <= cur / CH) bulk_fill(c, i, 0, cur, -1, c != cur / CH);
+#if KV_ROWS
+            if (c <= cur / CH) bulk_fill(c, i, 0, cur, -1, c != cur / CH, cur);
 #else
             if (c <= cur / CH) ring_issue_mma(c, i, 0, cur, cur, -1);
             cp_async_commit();
@@ -597,7 +627,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     {
         const int i = ((int)c_hi - (int)blockIdx.y) / N_SPLITS;
         if (((int)c_hi - (int)blockIdx.y) % N_SPLITS == 0 && i < KV_STAGES - 1) {
-#if KV_BULK
+#if KV_ROWS
             bulk_fill(c_hi, i, first, end, end - 1, true);
 #else
             ring_issue_mma(c_hi, i, first, end, -1, end - 1);
@@ -608,7 +638,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
     for (int i = 0; i < KV_STAGES - 1; ++i) {
         const int c = c_lo + (int)blockIdx.y + i * N_SPLITS;
-#if KV_BULK
+#if KV_ROWS
         if (c <= c_hi) bulk_fill(c, i, first, end, -1, true);
 #else
         if (c <= c_hi) ring_issue_mma(c, i, first, end, -1, -1);
@@ -658,7 +688,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         // this chunk's K and V are in kq, vq (before the loop or during the last trip)
         const int c_next = c + N_SPLITS;
         const bool more = c_next <= c_hi;  // block-uniform
-#elif KV_STAGES && KV_BULK
+#elif KV_STAGES && KV_ROWS
         {
             // every warp has read slot (it - 1) % KV_STAGES into registers: the chunk KV_STAGES - 1
             // trips ahead goes into it; then this chunk's slot (its fill number it / KV_STAGES)
