@@ -273,10 +273,13 @@ next15)
         JITLLM_KVC_VARIANTS=kv-rows-cp
     cuda_test golden-rows-cp engine_golden_test "golden with attn.decode=mma, --attn-kv-stages 4 --attn-kv-rows cp-async" \
         JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_ROWS=2 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
-    cuda_test modes-rows-cp prefill_modes_test "prompt modes with attn.decode=mma, --attn-kv-stages 4 --attn-kv-rows cp-async" \
+    # (prompt modes with it: after a win; MODES=1 here)
+    [ "${MODES:-0}" = 1 ] && cuda_test modes-rows-cp prefill_modes_test "prompt modes with attn.decode=mma, --attn-kv-stages 4 --attn-kv-rows cp-async" \
         JITLLM_TEST_CUDA_ATTN_KV_STAGES=4 JITLLM_TEST_CUDA_ATTN_KV_ROWS=2 JITLLM_TEST_CUDA_FORCE=attn.decode=mma
+    # the last set: a 2-stage ring (70 KiB) beside q/k/v gemv blocks with 96 KiB rings, so the early
+    # copies of every block can run during that gemv (it triggers its dependents at its start)
     M="--force-variant attn.decode=mma"
-    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4 --attn-kv-rows cp-async;$M --attn-kv-stages 3 --attn-kv-rows cp-async --attn-splits 16;$M --attn-kv-stages 3 --attn-kv-rows cp-async;$M --attn-kv-stages 2 --attn-kv-rows cp-async --attn-chunk 128}" \
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$M --attn-kv-stages 4 --attn-kv-rows cp-async;$M --attn-kv-stages 3 --attn-kv-rows cp-async --attn-splits 16;$M --attn-kv-stages 2 --attn-kv-rows cp-async --attn-chunk 128;$M --attn-kv-stages 2 --attn-kv-rows cp-async --attn-splits 16 --gemv-bulk-kb 96}" \
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     DEPTHPROF_ARGS="${DEPTHPROF_ARGS:-$M --attn-kv-stages 4 --attn-kv-rows cp-async}"
     DEPTH_ARGS="$DEPTHPROF_ARGS" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depthprof
