@@ -31,6 +31,7 @@
 #   next14c : the same ring as whole rows by cp.async.bulk (--attn-kv-rows bulk): kernels, golden, depth A/B
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
+#   next15b : sample.fuse=gemv (the greedy pick in the output gemv): kernels, golden, tg128 A/B
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
@@ -283,6 +284,19 @@ next15)
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     DEPTHPROF_ARGS="${DEPTHPROF_ARGS:-$M --attn-kv-stages 4 --attn-kv-rows cp-async}"
     DEPTH_ARGS="$DEPTHPROF_ARGS" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depthprof
+    ;;
+next15b)
+    # sample.fuse=gemv (prepared in session 14): decode's greedy pick inside the output gemv
+    # (no argmax launch); kernels_vs_cpu variants, golden (bulk forced too), then the tg128 A/B
+    cuda_test kernels-sample-fuse kernels_vs_cpu_test "kernels_vs_cpu: sample.fuse=gemv" JITLLM_KVC_VARIANTS=sample-fuse
+    cuda_test golden-sample-fuse engine_golden_test "golden with sample.fuse=gemv" JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
+    cuda_test golden-sample-fuse-bulk engine_golden_test "golden with sample.fuse=gemv, bulk forced" \
+        JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv,gemv.load=bulk
+    cuda_test modes-sample-fuse prefill_modes_test "prompt modes with sample.fuse=gemv" JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
+    cuda_test generate-sample-fuse runtime_generate_test "greedy decode run ahead with sample.fuse=gemv" \
+        JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
+    SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:q8_0}" \
+    SWEEP_ARGS="${SWEEP_ARGS:- ;--force-variant sample.fuse=gemv}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
 next14-depth)
     # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads

@@ -981,6 +981,42 @@ TEST(ScheduleGates, MmaAttentionRingPerLaneOrAsRows) {
     }
 }
 
+// sample.fuse=gemv (off by default until measured): decode's greedy pick goes into the output gemv
+// (gemv.cu ARGMAX, its y1/y2 arguments the key scratch and the token); the argmax kernel stays with
+// `kernel`, with --no-fuse, and in the batch phase; refused with gemv.reduce=tree.
+TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto argmax_kernel = [](const std::vector<KernelStep>& ks) {
+        return std::any_of(ks.begin(), ks.end(), [](const KernelStep& k) { return k.variant.source == "cuda/argmax.cu"; });
+    };
+    const Schedule d = schedule_build(p, h200, ScheduleOptions{});
+    EXPECT_EQ(gate(d, "sample.fuse"), "kernel");
+    EXPECT_TRUE(argmax_kernel(d.decode));
+    EXPECT_FALSE(defines(at(d.decode, "output_norm_output").variant, "ARGMAX"));
+    ScheduleOptions o;
+    o.force["sample.fuse"] = "gemv";
+    const Schedule f = schedule_build(p, h200, o);
+    EXPECT_EQ(gate(f, "sample.fuse"), "gemv");
+    EXPECT_FALSE(argmax_kernel(f.decode));
+    const KernelStep& out = at(f.decode, "output_norm_output_sample");
+    EXPECT_TRUE(has_define(out.variant, "ARGMAX", "1"));
+    EXPECT_EQ(out.tasks.size(), 3u);  // output_norm, output, sample
+    EXPECT_EQ(p.decode[size_t(out.tasks.back())].kind, TaskKind::Sample);
+    ASSERT_GE(out.args.size(), 9u);
+    EXPECT_EQ(out.args[7].scratch, "argmax_key");
+    EXPECT_EQ(out.args[8].scratch, "token_out");
+    EXPECT_EQ(f.scratch.at("argmax_key"), 16u);
+    EXPECT_TRUE(argmax_kernel(f.batch)) << "the batch phase keeps its per-row argmax";
+    ScheduleOptions unfused = o;
+    unfused.fuse = false;
+    EXPECT_TRUE(argmax_kernel(schedule_build(p, h200, unfused).decode));
+    ScheduleOptions tree = o;
+    tree.force["gemv.reduce"] = "tree";
+    EXPECT_THROW(schedule_build(p, h200, tree), std::exception);
+}
+
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});

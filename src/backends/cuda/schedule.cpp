@@ -77,6 +77,8 @@ struct Gates {
     bool layer_tail = false;
     // attn.early=kv: the split SIMT decode kernel loads its first chunk before the PDL wait
     bool attn_early = false;
+    // sample.fuse=gemv: decode's greedy pick inside the output gemv (gemv.cu ARGMAX)
+    bool sample_fuse = false;
 };
 
 class Lowering {
@@ -392,6 +394,19 @@ public:
                                       "370.5 against 406.6 tok/s, Q4_0 551.4 against 612.0)");
         }
         {
+            // sample.fuse=gemv: decode's greedy pick (argmax over the vocabulary) inside the output
+            // gemv: every thread keeps the best (value, row) it writes, each block's best goes to one
+            // 64-bit atomicMax and the last block (ticket) writes the token (gemv.cu ARGMAX), instead
+            // of an argmax kernel after it (one launch and a read of the logits less a token). The
+            // logits are still written (the host reads them when asked). Off until measured.
+            // (with --no-fuse every task keeps its own kernel, this one included)
+            std::string why;
+            if (!g_.gemv_warp) why = "gemv.reduce=tree: the pick reduces with warp shuffles";
+            g_.sample_fuse = forced_if("sample.fuse", "gemv", "kernel", false, why,
+                                       "decode's greedy pick in its own argmax kernel after the output gemv (the fused "
+                                       "pick, --force-variant sample.fuse=gemv, not yet measured)");
+        }
+        {
             // Decode attention at short context runs a few blocks (one per kv head) and lets the
             // next kernel launch at its start (PDL): the attn_output gemv's blocks sit on the idle
             // SMs, waiting. With `attn` they first prefetch their whole first pass of rows into L2
@@ -576,6 +591,8 @@ private:
         bool rope = false;
         int rope_layer = -1;
         const WeightTensor* rope_freqs = nullptr;
+        // sample.fuse=gemv (the output gemv, decode): the greedy pick too (gemv.cu ARGMAX)
+        bool argmax = false;
     };
     void gemv(std::vector<size_t> idx, const Gemv& g) {
         const WeightTensor* w0 = g.w[0];
@@ -678,6 +695,12 @@ private:
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
+        if (g.argmax) {
+            JITLLM_CHECK(n_mat == 1 && (g.epi == 0 || g.epi == 3) && warp && !batch_, "the fused pick needs the decode output gemv");
+            v.set("ARGMAX", 1);
+            s_.scratch["argmax_key"] = 16;
+            s_.scratch["token_out"] = 16;
+        }
         if (g_.gemv_trigger && (g_.gemv_trigger_all || (bulk && wsplit))) v.set("TRIGGER_EARLY", 1);
         // --kv-l2-prefetch: the q/k/v gemv (RoPE + KV store) prefetches the earlier K/V rows into
         // L2 for the attention after it (gemv.cu KV_PF; decode, whole-cache attention only). H200,
@@ -707,6 +730,10 @@ private:
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? slot(g.y[size_t(m)]) : null());
+        if (g.argmax) {  // y1: the pick's key and ticket, y2: the token (gemv.cu ARGMAX)
+            k.args[7] = scratch("argmax_key");
+            k.args[8] = scratch("token_out");
+        }
         k.args.push_back(slot(g.x));
         k.args.push_back(weight(g.norm_w));
         k.args.push_back(g.epi == 1 ? slot(g.y[0]) : null());
@@ -1499,6 +1526,11 @@ private:
                 Gemv g;
                 g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.y = {Slot::Logits};
                 g.epi = a.scale != 1.0f ? 3 : 0; g.scale = a.scale;
+                g.argmax = fuse && g_.sample_fuse && is(i + 1, K::Sample);  // sample.fuse=gemv
+                if (g.argmax) {
+                    gemv({i, i + 1}, g);
+                    return 2;
+                }
                 gemv({i}, g);
                 return 1;
             }
@@ -1614,6 +1646,12 @@ private:
         if (m.kind == K::Output) {
             g.w = {m.w[0]}; g.w_off = {0}; g.rows = {int(m.w[0]->rows)}; g.y = {Slot::Logits};
             g.epi = m.scale != 1.0f ? 3 : 0; g.scale = m.scale;
+            // sample.fuse=gemv: the greedy pick after it goes into it
+            g.argmax = g_.sample_fuse && !batch_ && is(i + 2, K::Sample);
+            if (g.argmax) {
+                gemv({i, i + 1, i + 2}, g);
+                return 3;
+            }
             gemv({i, i + 1}, g);
             return 2;
         }
@@ -1653,7 +1691,8 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "attn.early", "layer.tail"};
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "attn.early", "layer.tail",
+            "sample.fuse"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

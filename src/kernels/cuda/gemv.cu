@@ -64,6 +64,13 @@
 //                   waits for this one's completion
 //   WARP_MAJOR      1: row sets of a pass assigned group-major (group g of block b takes set g * blocks
 //                   + b), so a last, partial pass spreads over every block; 0: block-major (default)
+//   ARGMAX          1 (gate sample.fuse=gemv; N_MAT 1, EPI 0 or 3, REDUCE 1, decode): the greedy pick
+//                   too: each thread keeps the best (value, row) it wrote as one 64-bit key (the
+//                   value's order-preserving bits, then ~row: the lowest row on ties; NaN never,
+//                   -0 as +0: as cpu::argmax), the block's best goes to a grid-wide atomicMax, and
+//                   the last block (atomic ticket) writes the row as the token and zeroes the key and
+//                   the ticket for the next replay. y1: 16 bytes of scratch (u64 key, u32 ticket;
+//                   zeroed when allocated), y2: the int token out. No pick (all NaN): token 0
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
@@ -112,6 +119,22 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 0
+#endif
+#ifndef ARGMAX  // 1: the greedy pick over the written rows (gate sample.fuse=gemv)
+#define ARGMAX 0
+#endif
+#if ARGMAX && (N_MAT != 1 || (EPI != 0 && EPI != 3) || !REDUCE || ROWS_INNER)
+#error "ARGMAX: one matrix, EPI 0 or 3, REDUCE=1, decode (one activation row)"
+#endif
+#if ARGMAX
+// (value, row) as one key that orders as cpu::argmax's "better": larger value, then lower row;
+// NaN: 0 (below every key of a number); -0 as +0 (equal values tie by row)
+__device__ __forceinline__ unsigned long long argmax_key(float v, int row) {
+    if (v != v) return 0ull;
+    unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)u << 32) | (unsigned long long)(0xFFFFFFFFu - (unsigned)row);
+}
 #endif
 #ifdef MIN_BLOCKS  // only when asked: a minimum changes ptxas's register heuristics
 #define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
@@ -464,6 +487,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if BULK
     int item = 0;  // this warp's next item (BULK_NCH per pass)
 #endif
+#if ARGMAX
+    unsigned long long am_best = 0ull;  // the best key of the rows this thread wrote
+#endif
     for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS;
          o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
         float acc[GEMV_DR];
@@ -560,6 +586,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             y[r] = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
 #elif EPI == 3
             y[r] = v * (float)(OUT_SCALE);
+#if ARGMAX
+            {
+                const unsigned long long kk = argmax_key(v * (float)(OUT_SCALE), r);
+                am_best = kk > am_best ? kk : am_best;
+            }
+#endif
 #elif EPI == 4
             // q and k rows: RoPE with the partner row r ^ 1 (same pass; rope.cu's arithmetic);
             // k and v rows: also into the KV cache row *pos_ptr
@@ -582,10 +614,44 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             }
 #else
             y[r] = v;
+#if ARGMAX
+            {
+                const unsigned long long kk = argmax_key(v, r);
+                am_best = kk > am_best ? kk : am_best;
+            }
+#endif
 #endif
 #endif
         }
     }
+#if ARGMAX
+    {
+        // the block's best key (warp shuffles, then warp 0's lane 0 over the warps), the grid's by
+        // atomicMax; the last block to take a ticket reads (and zeroes) the winner
+        __shared__ unsigned long long am_warp[BLOCK / 32];
+        unsigned long long kb = am_best;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const unsigned long long ok = __shfl_xor_sync(0xffffffffu, kb, o);
+            kb = ok > kb ? ok : kb;
+        }
+        if ((tid & 31) == 0) am_warp[tid >> 5] = kb;
+        __syncthreads();
+        if (tid == 0) {
+            for (int w = 1; w < BLOCK / 32; ++w) kb = am_warp[w] > kb ? am_warp[w] : kb;
+            unsigned long long* key = reinterpret_cast<unsigned long long*>(y1);
+            unsigned* ticket = reinterpret_cast<unsigned*>(key + 1);
+            if (kb) atomicMax(key, kb);
+            __threadfence();  // this block's key before its ticket
+            if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
+                __threadfence();
+                const unsigned long long best = atomicExch(key, 0ull);
+                *reinterpret_cast<int*>(y2) = best ? int(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFull)) : 0;
+                *ticket = 0u;  // ready for the next replay
+            }
+        }
+    }
+#endif
     (void)b0; (void)b1; (void)b2; (void)y1; (void)y2; (void)resid; (void)W1; (void)W2;
     (void)pos_ptr; (void)k_cache; (void)v_cache; (void)freq_factors; (void)freq_base;
 }
