@@ -722,6 +722,8 @@ private:
                            : g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= kCapCols) ? 2 : 0;
         if (per_sm > 0) k.grid.x = std::min(k.grid.x, unsigned(per_sm * d_.sm_count));
         if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
+        // sample.fuse=gemv: one atomicMax and one ticket a block, so at most 2 blocks an SM (looping)
+        if (g.argmax) k.grid.x = std::min(k.grid.x, unsigned(2 * d_.sm_count));
         k.block = Dim3(unsigned(block));
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
