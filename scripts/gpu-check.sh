@@ -31,7 +31,8 @@
 #   next14c : the same ring as whole rows by cp.async.bulk (--attn-kv-rows bulk): kernels, golden, depth A/B
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
-#   next15b : sample.fuse=gemv (the greedy pick in the output gemv): kernels, golden, tg128 A/B
+#   next15b : sample.fuse=gemv (the greedy pick in the output gemv) and step.advance=device (token and
+#             position advanced by the pick kernel): kernels, golden, modes, run-ahead, tg128 A/B
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
 #   prepared12: golden and prompt modes with gemv.trigger=start forced, --gemv-bulk-kb 100 (session 12)
 #   prepared11: golden and prompt modes with session 11's gemv load order (default, not yet run) and
@@ -295,8 +296,19 @@ next15b)
     cuda_test modes-sample-fuse prefill_modes_test "prompt modes with sample.fuse=gemv" JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
     cuda_test generate-sample-fuse runtime_generate_test "greedy decode run ahead with sample.fuse=gemv" \
         JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
+    # step.advance=device (prepared in session 14): the pick kernel advances token and position, a
+    # queued greedy step is the graph launch alone; the run-ahead test exercises the skipped copies
+    cuda_test kernels-step-advance kernels_vs_cpu_test "kernels_vs_cpu: step.advance=device" JITLLM_KVC_VARIANTS=step-advance
+    cuda_test generate-step-advance runtime_generate_test "greedy decode run ahead with step.advance=device" \
+        JITLLM_TEST_CUDA_FORCE=step.advance=device
+    cuda_test generate-both runtime_generate_test "greedy decode run ahead with sample.fuse=gemv, step.advance=device" \
+        JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv,step.advance=device
+    cuda_test golden-step-advance engine_golden_test "golden with step.advance=device, sample.fuse=gemv" \
+        JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv,step.advance=device
+    F="--force-variant"
     SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:q8_0}" \
-    SWEEP_ARGS="${SWEEP_ARGS:- ;--force-variant sample.fuse=gemv}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
+    SWEEP_ARGS="${SWEEP_ARGS:- ;$F sample.fuse=gemv;$F step.advance=device;$F sample.fuse=gemv $F step.advance=device}" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     ;;
 next14-depth)
     # K/V through the cp.async ring (--attn-kv-stages) shared by 2 or 4 query heads a block: loads

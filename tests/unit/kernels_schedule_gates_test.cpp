@@ -1018,6 +1018,33 @@ TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
     EXPECT_THROW(schedule_build(p, h200, tree), std::exception);
 }
 
+// step.advance=device (off by default until measured): decode's pick kernel advances the token and
+// position slots (argmax.cu FUSE_ADVANCE; with sample.fuse=gemv the fused gemv's ARGMAX_ADVANCE, its
+// pos_ptr and k_cache arguments the position and token slots) and the schedule says so
+// (decode_advance: the backend then skips a queued greedy step's copies)
+TEST(ScheduleGates, StepAdvanceOnTheDevice) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    const Schedule d = schedule_build(p, h200, ScheduleOptions{});
+    EXPECT_EQ(gate(d, "step.advance"), "host");
+    EXPECT_FALSE(d.decode_advance);
+    EXPECT_TRUE(has_define(at(d.decode, "sample").variant, "FUSE_ADVANCE", "0"));
+    ScheduleOptions o;
+    o.force["step.advance"] = "device";
+    const Schedule a = schedule_build(p, h200, o);
+    EXPECT_TRUE(a.decode_advance);
+    EXPECT_TRUE(has_define(at(a.decode, "sample").variant, "FUSE_ADVANCE", "1"));
+    for (const KernelStep& k : a.batch)  // the batch phase's per-row pick never advances
+        if (k.variant.source == "cuda/argmax.cu") EXPECT_TRUE(has_define(k.variant, "FUSE_ADVANCE", "0"));
+    o.force["sample.fuse"] = "gemv";
+    const Schedule f = schedule_build(p, h200, o);
+    const KernelStep& out = at(f.decode, "output_norm_output_sample");
+    EXPECT_TRUE(has_define(out.variant, "ARGMAX_ADVANCE", "1"));
+    EXPECT_EQ(out.args[13].slot, Slot::Pos);
+    EXPECT_EQ(out.args[14].slot, Slot::Token);
+}
+
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});

@@ -512,6 +512,9 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     }
     ctx_->synchronize();
     if (ph == Phase::Decode) token_out_ = host_io_[2];
+    // step.advance=device: the decode graph's last kernel left the pick and pos + 1 in the slots
+    // (not with --ablate: the pick may be one of the launches left out)
+    dev_pos_ = ph == Phase::Decode && sched_.decode_advance && ablated_.empty() ? pos + 1 : -1;
     for (auto* c : count_ptrs_[iph]) ++*c;
     if (prof) {
         std::vector<const Launch*> seq;
@@ -550,7 +553,10 @@ void CudaBackend::record_profile(Phase ph, const std::vector<const Launch*>& seq
     }
 }
 
-void CudaBackend::upload_slot(Slot s, const float* src, size_t n) { ctx_->upload(slots_[size_t(s)], src, n * 4); }
+void CudaBackend::upload_slot(Slot s, const float* src, size_t n) {
+    if (s == Slot::Token || s == Slot::Pos) dev_pos_ = -1;
+    ctx_->upload(slots_[size_t(s)], src, n * 4);
+}
 
 void CudaBackend::download_slot(Slot s, float* dst, size_t n) { ctx_->download(dst, slots_[size_t(s)], n * 4); }
 
@@ -571,6 +577,7 @@ void CudaBackend::upload_kv(int layer, const float* k, const float* v, int n_pos
 }
 
 void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
+    dev_pos_ = -1;
     host_io_[0] = token;
     host_io_[1] = pos;
     ctx_->upload(slots_[size_t(Slot::Token)], host_io_, 8);
@@ -673,11 +680,12 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
     if (token >= 0) {
         io[0] = token;
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok, io, 8, st));
-    } else {  // the previous step's pick, device to device, behind it in the stream
+    } else if (pos != dev_pos_) {  // the previous step's pick, device to device, behind it in the stream
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok + 4, io + 1, 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
-    }
+    }  // else (step.advance=device): the previous step's last kernel wrote both already
     JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
+    dev_pos_ = sched_.decode_advance && ablated_.empty() ? pos + 1 : -1;
     JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, tok_out, 4, st));
     JITLLM_CUDA_TRY(d, cuEventRecord(q_ev_[k], st));
     for (auto* c : count_ptrs_[int(Phase::Decode)]) ++*c;
@@ -703,6 +711,7 @@ int32_t CudaBackend::decode_collect() {
 namespace jitllm {
 
 void CudaBackend::batch(const BatchStep& b) {
+    dev_pos_ = -1;
     const ModelConfig& c = *plan_.config;
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n, plan_.n_seq);

@@ -122,6 +122,9 @@ private:
     CUevent q_ev_[kQueue] = {};
     std::deque<int> queue_;
     int q_next_ = 0;  // the slot the next queued step takes
+    // step.advance=device: the position the device's position slot holds (with the last pick in
+    // the token slot) after the last decode step, or -1 when unknown (another phase ran since)
+    int dev_pos_ = -1;
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step

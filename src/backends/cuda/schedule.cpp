@@ -79,6 +79,8 @@ struct Gates {
     bool attn_early = false;
     // sample.fuse=gemv: decode's greedy pick inside the output gemv (gemv.cu ARGMAX)
     bool sample_fuse = false;
+    // step.advance=device: decode's pick kernel advances the token and position slots itself
+    bool step_advance = false;
 };
 
 class Lowering {
@@ -407,6 +409,18 @@ public:
                                        "pick, --force-variant sample.fuse=gemv, not yet measured)");
         }
         {
+            // step.advance=device: decode's pick kernel (argmax.cu FUSE_ADVANCE, or the fused gemv's
+            // ARGMAX_ADVANCE) also writes the pick into the token slot and adds one to the position,
+            // so a queued greedy step (decode_queue with the previous pick, the next position) goes
+            // out as the graph launch alone: without the position copy and the device-to-device copy
+            // of the pick that each step's launch waits for now. Steps with a host token or another
+            // position still copy both first. Off until measured.
+            g_.step_advance = forced("step.advance", "device", "host", false,
+                                     "the host copies the position and the previous pick before each decode step "
+                                     "(the device-side advance, --force-variant step.advance=device, not yet measured)");
+            s_.decode_advance = g_.step_advance;
+        }
+        {
             // Decode attention at short context runs a few blocks (one per kv head) and lets the
             // next kernel launch at its start (PDL): the attn_output gemv's blocks sit on the idle
             // SMs, waiting. With `attn` they first prefetch their whole first pass of rows into L2
@@ -698,6 +712,7 @@ private:
         if (g.argmax) {
             JITLLM_CHECK(n_mat == 1 && (g.epi == 0 || g.epi == 3) && warp && !batch_, "the fused pick needs the decode output gemv");
             v.set("ARGMAX", 1);
+            if (g_.step_advance) v.set("ARGMAX_ADVANCE", 1);
             s_.scratch["argmax_key"] = 16;
             s_.scratch["token_out"] = 16;
         }
@@ -732,10 +747,6 @@ private:
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? slot(g.y[size_t(m)]) : null());
-        if (g.argmax) {  // y1: the pick's key and ticket, y2: the token (gemv.cu ARGMAX)
-            k.args[7] = scratch("argmax_key");
-            k.args[8] = scratch("token_out");
-        }
         k.args.push_back(slot(g.x));
         k.args.push_back(weight(g.norm_w));
         k.args.push_back(g.epi == 1 ? slot(g.y[0]) : null());
@@ -745,6 +756,14 @@ private:
         k.args.push_back(g.rope ? vcache(g.rope_layer) : null());
         k.args.push_back(rope_arg);
         k.args.push_back(f32(g.rope ? c_.rope_base : 0.0f));
+        if (g.argmax) {  // y1: the pick's key and ticket, y2: the token (gemv.cu ARGMAX)
+            k.args[7] = scratch("argmax_key");
+            k.args[8] = scratch("token_out");
+            if (g_.step_advance) {  // ARGMAX_ADVANCE: pos_ptr the position slot, k_cache the token slot
+                k.args[13] = slot(Slot::Pos);
+                k.args[14] = slot(Slot::Token);
+            }
+        }
         uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
         const int w_rows = g.epi == 2 && n_mat == 1 ? 2 * g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         b += uint64_t(w_rows) * w0->row_bytes;
@@ -1540,7 +1559,7 @@ private:
                 const int parts = std::max(1, std::min(1024, d_.sm_count));
                 Variant v("cuda/argmax.cu", "");
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
-                    .set("N_PARTS", parts).set("FUSE_ADVANCE", 0);
+                    .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
                 auto& k = add({i}, "argmax", v);
                 k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
                 k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
@@ -1694,7 +1713,7 @@ std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
             "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "attn.early", "layer.tail",
-            "sample.fuse"};
+            "sample.fuse", "step.advance"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

@@ -122,6 +122,9 @@ struct Schedule {
     int batch_small_rows = 0;
     std::vector<GateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes
+    // Gate step.advance=device: decode's last kernel also writes its pick into the token slot and
+    // adds one to the position slot, so a queued greedy step that follows needs no copies first
+    bool decode_advance = false;
     std::string kv_type;                    // "half" | "float"
     // Weights stored on the device in the split layout (gate weights.layout=split, quant.h's
     // repack_split_rows): the backend repacks them at upload, their kernels get WSPLIT=1.

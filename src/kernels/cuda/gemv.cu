@@ -70,7 +70,9 @@
 //                   -0 as +0: as cpu::argmax), the block's best goes to a grid-wide atomicMax, and
 //                   the last block (atomic ticket) writes the row as the token and zeroes the key and
 //                   the ticket for the next replay. y1: 16 bytes of scratch (u64 key, u32 ticket;
-//                   zeroed when allocated), y2: the int token out. No pick (all NaN): token 0
+//                   zeroed when allocated), y2: the int token out. No pick (all NaN): token 0.
+//                   ARGMAX_ADVANCE (gate step.advance=device): that block also writes the token to
+//                   the token slot (the k_cache argument) and adds one to *pos_ptr (the position slot)
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
@@ -122,6 +124,12 @@
 #endif
 #ifndef ARGMAX  // 1: the greedy pick over the written rows (gate sample.fuse=gemv)
 #define ARGMAX 0
+#endif
+#ifndef ARGMAX_ADVANCE
+#define ARGMAX_ADVANCE 0
+#endif
+#if ARGMAX_ADVANCE && !ARGMAX
+#error "ARGMAX_ADVANCE: with ARGMAX"
 #endif
 #if ARGMAX && (N_MAT != 1 || (EPI != 0 && EPI != 3) || !REDUCE || ROWS_INNER)
 #error "ARGMAX: one matrix, EPI 0 or 3, REDUCE=1, decode (one activation row)"
@@ -646,7 +654,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
                 __threadfence();
                 const unsigned long long best = atomicExch(key, 0ull);
-                *reinterpret_cast<int*>(y2) = best ? int(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFull)) : 0;
+                const int tok = best ? int(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFull)) : 0;
+                *reinterpret_cast<int*>(y2) = tok;
+#if ARGMAX_ADVANCE
+                *static_cast<int*>(k_cache) = tok;          // the next step's token
+                *const_cast<int*>(pos_ptr) += 1;            // and position
+#endif
                 *ticket = 0u;  // ready for the next replay
             }
         }
