@@ -1035,14 +1035,20 @@ TEST(ScheduleGates, StepAdvanceOnTheDevice) {
     const Schedule a = schedule_build(p, h200, o);
     EXPECT_TRUE(a.decode_advance);
     EXPECT_TRUE(has_define(at(a.decode, "sample").variant, "FUSE_ADVANCE", "1"));
+    ASSERT_EQ(at(a.decode, "sample").args.size(), 8u);
+    EXPECT_EQ(at(a.decode, "sample").args[7].kind, KArg::Kind::HostRing);  // the pick for the host, no copy back
+    EXPECT_EQ(at(d.decode, "sample").args[7].kind, KArg::Kind::Null);
     for (const KernelStep& k : a.batch)  // the batch phase's per-row pick never advances
-        if (k.variant.source == "cuda/argmax.cu") EXPECT_TRUE(has_define(k.variant, "FUSE_ADVANCE", "0"));
+        if (k.variant.source == "cuda/argmax.cu") {
+            EXPECT_TRUE(has_define(k.variant, "FUSE_ADVANCE", "0"));
+        }
     o.force["sample.fuse"] = "gemv";
     const Schedule f = schedule_build(p, h200, o);
     const KernelStep& out = at(f.decode, "output_norm_output_sample");
     EXPECT_TRUE(has_define(out.variant, "ARGMAX_ADVANCE", "1"));
     EXPECT_EQ(out.args[13].slot, Slot::Pos);
     EXPECT_EQ(out.args[14].slot, Slot::Token);
+    EXPECT_EQ(out.args[15].kind, KArg::Kind::HostRing);
 }
 
 TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {

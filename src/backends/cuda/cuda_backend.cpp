@@ -389,6 +389,7 @@ uint64_t CudaBackend::resolve(const KArg& a) const {
             return v;
         }
         case KArg::Kind::Rows: return 0;  // set per batch step (Launch::rows_args)
+        case KArg::Kind::HostRing: return reinterpret_cast<uint64_t>(host_io_ + 8);  // (unified addressing)
     }
     return 0;
 }
@@ -675,6 +676,14 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
     const int k = q_next_;
     q_next_ = (q_next_ + 1) % kQueue;
     int32_t* io = host_q_ + 4 * k;  // free: its last step was collected (at most kQueue queued)
+    // the ring slot pos % 4 must not hold an uncollected pick (positions 4 apart in the queue: only
+    // after a rewind): read that pick now into its own slot
+    for (int j : queue_)
+        if (j >= 0 && host_q_[4 * j + 3] == 1 && (host_q_[4 * j + 1] & 3) == (pos & 3)) {
+            JITLLM_CUDA_TRY(d, cuEventSynchronize(q_ev_[j]));
+            host_q_[4 * j + 2] = reinterpret_cast<volatile int32_t*>(host_io_)[8 + (host_q_[4 * j + 1] & 3)];
+            host_q_[4 * j + 3] = 0;
+        }
     io[1] = pos;
     const CUdeviceptr tok = slots_[size_t(Slot::Token)], tok_out = scratch_.at("token_out");
     if (token >= 0) {
@@ -686,7 +695,10 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
     }  // else (step.advance=device): the previous step's last kernel wrote both already
     JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
     dev_pos_ = sched_.decode_advance && ablated_.empty() ? pos + 1 : -1;
-    JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, tok_out, 4, st));
+    // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so
+    // no copy back either (io[3] = 1: collect reads the ring)
+    io[3] = dev_pos_ >= 0 ? 1 : 0;
+    if (!io[3]) JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, tok_out, 4, st));
     JITLLM_CUDA_TRY(d, cuEventRecord(q_ev_[k], st));
     for (auto* c : count_ptrs_[int(Phase::Decode)]) ++*c;
     steps_[int(Phase::Decode)]++;
@@ -701,7 +713,8 @@ int32_t CudaBackend::decode_collect() {
         token_out_ = -k - 1;
     } else {
         JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[k]));
-        token_out_ = host_q_[4 * k + 2];
+        const int32_t* io = host_q_ + 4 * k;
+        token_out_ = io[3] == 1 ? reinterpret_cast<volatile int32_t*>(host_io_)[8 + (io[1] & 3)] : io[2];
     }
     return token_out_;
 }

@@ -113,7 +113,7 @@ private:
     std::vector<float> logits_;
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
-    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]
+    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]; [8, 12): the picks ring (step.advance)
     // decode_queue: kQueue pinned slots [token, pos, pick, -] with an event each; queue_ holds
     // the queued steps oldest first: a slot index, or -(pick + 1) for a step run at once
     static constexpr int kQueue = 4;

@@ -759,9 +759,10 @@ private:
         if (g.argmax) {  // y1: the pick's key and ticket, y2: the token (gemv.cu ARGMAX)
             k.args[7] = scratch("argmax_key");
             k.args[8] = scratch("token_out");
-            if (g_.step_advance) {  // ARGMAX_ADVANCE: pos_ptr the position slot, k_cache the token slot
-                k.args[13] = slot(Slot::Pos);
+            if (g_.step_advance) {  // ARGMAX_ADVANCE: pos_ptr the position slot, k_cache the token slot,
+                k.args[13] = slot(Slot::Pos);  // v_cache the host's pinned ring of picks
                 k.args[14] = slot(Slot::Token);
+                k.args[15].kind = KArg::Kind::HostRing;
             }
         }
         uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
@@ -1253,7 +1254,7 @@ private:
                 k.grid = Dim3(unsigned(parts), unsigned(R)); k.block = Dim3(256);
                 rows_grid(k, 1);
                 k.args = {slot(Slot::Logits), scratch("argmax_rows_val"), scratch("argmax_rows_idx"),
-                          scratch("argmax_rows_counter"), slot(Slot::Tokens), slot(Slot::Positions), null()};
+                          scratch("argmax_rows_counter"), slot(Slot::Tokens), slot(Slot::Positions), null(), null()};
                 s_.scratch["argmax_rows_val"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_idx"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_counter"] = size_t(R) * 4;
@@ -1562,8 +1563,10 @@ private:
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
                 auto& k = add({i}, "argmax", v);
                 k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
+                KArg ring; ring.kind = KArg::Kind::HostRing;  // step.advance=device: the pick for the host too
                 k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
-                          scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token)};
+                          scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token),
+                          g_.step_advance ? ring : null()};
                 s_.scratch["argmax_val"] = size_t(parts) * 4;
                 s_.scratch["argmax_idx"] = size_t(parts) * 4;
                 s_.scratch["argmax_counter"] = 16;

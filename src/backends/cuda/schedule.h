@@ -23,7 +23,9 @@ namespace jitllm {
 // A kernel argument, resolved to a device pointer or value by the backend.
 struct KArg {
     // Rows: the batch step's row count (an int), known at launch time
-    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32, Rows } kind = Kind::Null;
+    // HostRing: the backend's pinned host ring of decode picks (4 ints, one per position mod 4), passed
+    // as a device pointer (unified addressing: pinned host memory is the same address on the device)
+    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32, Rows, HostRing } kind = Kind::Null;
     Slot slot = Slot::X;
     int layer = -1;
     const WeightTensor* w = nullptr;

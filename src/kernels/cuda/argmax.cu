@@ -3,13 +3,15 @@
 // reduces a chunk to (value, index) in part_val/part_idx; the last block to finish (atomic
 // ticket on *counter) reduces the parts, writes the token and resets *counter to 0, so the
 // launch can be replayed in a CUDA graph. With FUSE_ADVANCE it also does what <name>_advance
-// does. <name>_advance: (*pos_ptr)++ and *token_in = *token_out, so a captured step loops.
+// does, and writes the token into token_ring[*pos_ptr % 4] (when not null: the host's pinned ring,
+// read after the step without a copy back). <name>_advance: (*pos_ptr)++ and *token_in =
+// *token_out, so a captured step loops.
 //
 // params:  N (vocab), BLOCK (power of two if REDUCE=0), REDUCE, N_PARTS (1..1024, e.g. the SM
 //          count), FUSE_ADVANCE (0 | 1)
 // launch:  main:    grid = N_PARTS, block = BLOCK, smem = 0
 //          advance: grid = 1, block = 1
-// args:    main:    (logits, part_val, part_idx, counter, token_out, pos_ptr, token_in)
+// args:    main:    (logits, part_val, part_idx, counter, token_out, pos_ptr, token_in, token_ring)
 //          grid.y = rows: row r reads logits row r, uses parts r * N_PARTS.., counter[r], token_out[r]
 //                   part_val/part_idx: N_PARTS floats/ints of scratch; counter: one unsigned,
 //                   zeroed once by the host when allocated; pos_ptr/token_in only used with
@@ -63,7 +65,7 @@ __device__ __forceinline__ void block_argmax(float& v, int& i, float* sv, int* s
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* counter,
-            int* token_out, int* pos_ptr, int* token_in) {
+            int* token_out, int* pos_ptr, int* token_in, int* token_ring) {
     __shared__ float sv[REDUCE ? 32 : BLOCK];
     __shared__ int si[REDUCE ? 32 : BLOCK];
     __shared__ bool last;
@@ -112,6 +114,7 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
         const int tok = bi < N ? bi : 0;  // all NaN: token 0, as cpu::argmax
         *token_out = tok;
 #if FUSE_ADVANCE
+        if (token_ring) token_ring[*pos_ptr & 3] = tok;
         *token_in = tok;
         *pos_ptr += 1;
 #endif
@@ -119,6 +122,7 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
     }
     (void)pos_ptr;
     (void)token_in;
+    (void)token_ring;
 }
 
 extern "C" __global__ void JITLLM_CAT(KERNEL_NAME, _advance)(int* pos_ptr, const int* token_out,

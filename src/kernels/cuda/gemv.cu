@@ -72,7 +72,8 @@
 //                   the ticket for the next replay. y1: 16 bytes of scratch (u64 key, u32 ticket;
 //                   zeroed when allocated), y2: the int token out. No pick (all NaN): token 0.
 //                   ARGMAX_ADVANCE (gate step.advance=device): that block also writes the token to
-//                   the token slot (the k_cache argument) and adds one to *pos_ptr (the position slot)
+//                   the token slot (the k_cache argument) and to the host's pinned ring at *pos_ptr % 4
+//                   (the v_cache argument), and adds one to *pos_ptr (the position slot)
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
@@ -657,8 +658,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 const int tok = best ? int(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFull)) : 0;
                 *reinterpret_cast<int*>(y2) = tok;
 #if ARGMAX_ADVANCE
-                *static_cast<int*>(k_cache) = tok;          // the next step's token
-                *const_cast<int*>(pos_ptr) += 1;            // and position
+                static_cast<int*>(v_cache)[*pos_ptr & 3] = tok;  // for the host, without a copy back
+                *static_cast<int*>(k_cache) = tok;                // the next step's token
+                *const_cast<int*>(pos_ptr) += 1;                  // and position
 #endif
                 *ticket = 0u;  // ready for the next replay
             }
