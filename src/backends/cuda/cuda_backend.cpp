@@ -664,7 +664,7 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         if (t < 0 && queue_.back() < 0) t = -queue_.back() - 1;
         if (t < 0) {
             JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[queue_.back()]));
-            t = host_q_[4 * queue_.back() + 2];
+            t = queued_pick(queue_.back());
         }
         run(Phase::Decode, t, pos);
         queue_.push_back(-(token_out_ + 1));
@@ -681,7 +681,7 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
     for (int j : queue_)
         if (j >= 0 && host_q_[4 * j + 3] == 1 && (host_q_[4 * j + 1] & 3) == (pos & 3)) {
             JITLLM_CUDA_TRY(d, cuEventSynchronize(q_ev_[j]));
-            host_q_[4 * j + 2] = reinterpret_cast<volatile int32_t*>(host_io_)[8 + (host_q_[4 * j + 1] & 3)];
+            host_q_[4 * j + 2] = queued_pick(j);
             host_q_[4 * j + 3] = 0;
         }
     io[1] = pos;
@@ -713,10 +713,14 @@ int32_t CudaBackend::decode_collect() {
         token_out_ = -k - 1;
     } else {
         JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[k]));
-        const int32_t* io = host_q_ + 4 * k;
-        token_out_ = io[3] == 1 ? reinterpret_cast<volatile int32_t*>(host_io_)[8 + (io[1] & 3)] : io[2];
+        token_out_ = queued_pick(k);
     }
     return token_out_;
+}
+
+int32_t CudaBackend::queued_pick(int j) const {
+    const int32_t* io = host_q_ + 4 * j;
+    return io[3] == 1 ? reinterpret_cast<volatile int32_t*>(host_io_)[8 + (io[1] & 3)] : io[2];
 }
 
 }  // namespace jitllm

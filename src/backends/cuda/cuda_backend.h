@@ -118,6 +118,8 @@ private:
     // the queued steps oldest first: a slot index, or -(pick + 1) for a step run at once
     static constexpr int kQueue = 4;
     bool queue_async() const;
+    // queued slot j's pick once its event completed: from the pinned ring (step.advance) or the copy
+    int32_t queued_pick(int j) const;
     int32_t* host_q_ = nullptr;
     CUevent q_ev_[kQueue] = {};
     std::deque<int> queue_;
