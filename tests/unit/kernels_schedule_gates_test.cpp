@@ -1018,7 +1018,7 @@ TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
     EXPECT_THROW(schedule_build(p, h200, tree), std::exception);
 }
 
-// step.advance=device (off by default until measured): decode's pick kernel advances the token and
+// step.advance=device (the default since session 15's H200 measurement): decode's pick kernel advances the token and
 // position slots (argmax.cu FUSE_ADVANCE; with sample.fuse=gemv the fused gemv's ARGMAX_ADVANCE, its
 // pos_ptr and k_cache arguments the position and token slots) and the schedule says so
 // (decode_advance: the backend then skips a queued greedy step's copies)
@@ -1026,11 +1026,14 @@ TEST(ScheduleGates, StepAdvanceOnTheDevice) {
     auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    const Schedule d = schedule_build(p, h200, ScheduleOptions{});
+    ScheduleOptions host;
+    host.force["step.advance"] = "host";
+    const Schedule d = schedule_build(p, h200, host);
     EXPECT_EQ(gate(d, "step.advance"), "host");
     EXPECT_FALSE(d.decode_advance);
     EXPECT_TRUE(has_define(at(d.decode, "sample").variant, "FUSE_ADVANCE", "0"));
     ScheduleOptions o;
+    EXPECT_EQ(gate(schedule_build(p, h200, o), "step.advance"), "device");  // the default
     o.force["step.advance"] = "device";
     const Schedule a = schedule_build(p, h200, o);
     EXPECT_TRUE(a.decode_advance);

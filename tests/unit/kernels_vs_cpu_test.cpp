@@ -229,8 +229,9 @@ const Variant kVariants[] = {
     // sample.fuse=gemv: the greedy pick inside the output gemv (the lanes loop, and the bulk ring)
     {"gated+fused+sample-fuse", {.force = gated({{"sample.fuse", "gemv"}})}},
     {"gated+fused+bulk+sample-fuse", {.force = gated({{"gemv.load", "bulk"}, {"sample.fuse", "gemv"}})}},
-    // step.advance=device: the pick kernel (argmax, or the fused gemv) also advances token and position
-    {"gated+fused+step-advance", {.force = gated({{"step.advance", "device"}})}},
+    // step.advance=device is the default (the pick kernel, argmax or the fused gemv, also advances
+    // token and position); its sibling: the host copies both
+    {"gated+fused+step-host", {.force = gated({{"step.advance", "host"}})}},
     {"gated+fused+bulk+sample-fuse+step-advance",
      {.force = gated({{"gemv.load", "bulk"}, {"sample.fuse", "gemv"}, {"step.advance", "device"}})}},
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
