@@ -31,6 +31,7 @@
 #   next14c : the same ring as whole rows by cp.async.bulk (--attn-kv-rows bulk): kernels, golden, depth A/B
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
+#   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
 #   next15b : sample.fuse=gemv (the greedy pick in the output gemv) and step.advance=device (token and
 #             position advanced by the pick kernel): kernels, golden, modes, run-ahead, tg128 A/B
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
@@ -285,6 +286,16 @@ next15)
         OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     DEPTHPROF_ARGS="${DEPTHPROF_ARGS:-$M --attn-kv-stages 4 --attn-kv-rows cp-async}"
     DEPTH_ARGS="$DEPTHPROF_ARGS" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depthprof
+    ;;
+six)
+    # after a default changes: golden (default gates), prompt modes, greedy run-ahead, the issue's
+    # six shapes (tg128, BENCH_R runs each) and 8B Q8_0 at depth 0 / 4096: README's table
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    cuda_test generate-default runtime_generate_test "greedy decode run ahead (default gates)"
+    SWEEP_SHAPES="${SWEEP_SHAPES:-llama3.1-8b:f16 llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0}" \
+    SWEEP_ARGS="${SWEEP_ARGS:- }" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
+    DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 next15b)
     # sample.fuse=gemv (prepared in session 14): decode's greedy pick inside the output gemv
