@@ -297,6 +297,19 @@ six)
     SWEEP_ARGS="${SWEEP_ARGS:- }" OUT="$OUT" "$PWD/scripts/gpu-check.sh" sweep
     DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
+var15)
+    # session 15: why tg128 on 8B varies by +-7-11 tok/s at bench's default context (128) and by +-1
+    # at --ctx-size 4100: every repetition's tok/s (jsonl samples_ts) at several contexts, twice each
+    for spec in ${VAR_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for c in ${VAR_CTX:-0 256 1024 4100 0}; do
+            a=""; [ "$c" != 0 ] && a="--ctx-size $c"
+            o=$("$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-10} -o jsonl $a ${VAR_ARGS:-} 2>/dev/null)
+            log "var $spec ctx ${c/#0/default} ${VAR_ARGS:-}: $(echo "$o" | grep -oE '"avg_ts": *[0-9.]+|"stddev_ts": *[0-9.]+' | tr '\n' ' ') samples $(echo "$o" | grep -oE '"samples_ts": *\[[^]]*\]' | grep -oE '[0-9]+\.[0-9]' | tr '\n' ' ')"
+        done
+    done
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
 next15b)
     # sample.fuse=gemv (prepared in session 14): decode's greedy pick inside the output gemv
     # (no argmax launch); kernels_vs_cpu variants, golden (bulk forced too), then the tg128 A/B
