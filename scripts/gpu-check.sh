@@ -32,6 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
+#   var15   : every repetition's tok/s at several contexts; power: clocks, power and the power cap
 #   next15b : sample.fuse=gemv (the greedy pick in the output gemv) and step.advance=device (token and
 #             position advanced by the pick kernel): kernels, golden, modes, run-ahead, tg128 A/B
 #   next13-sweep: the 8B quantized sweep of --attn-early-kv, --gemv-bulk-kb 210/220, --gemv-grid-max N
@@ -309,6 +310,23 @@ var15)
         done
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+power)
+    # tg128 of each POWER_SHAPES shape with nvidia-smi logging clocks, power and the throttle
+    # reasons every 20 ms: mean SM clock, mean board power and the share of samples at the power
+    # cap (reason bit 0x4, SW power cap) while the GPU is busy (> 300 W) (session 15)
+    for spec in ${POWER_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:q8_0 llama3.2-1b:q8_0 llama3.1-8b:f16}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        csv="$OUT/smi-${spec/:/-}.csv"
+        nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_event_reasons.active --format=csv,noheader,nounits -lms 20 > "$csv" &
+        smi=$!
+        o=$("$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-10} -o jsonl 2>/dev/null)
+        kill $smi
+        log "power $spec: $(echo "$o" | grep -oE '"avg_ts":[0-9.]+|"stddev_ts":[0-9.]+|"copy_bw_gb_s":[0-9.]+' | tr '\n' ' ')"
+        awk -F', ' '$2+0 > 300 {n++; c+=$1; p+=$2; if ($3 ~ /4$/) cap++; if ($1 < mn || mn == 0) mn=$1}
+            END {if (n) printf "   busy samples %d: mean clock %.0f MHz (min %d), mean power %.0f W, power-capped %d%%\n", n, c/n, mn, p/n, 100*cap/n}' \
+            "$csv" | tee -a "$OUT/summary.txt"
+    done
     ;;
 next15b)
     # sample.fuse=gemv (prepared in session 14): decode's greedy pick inside the output gemv
