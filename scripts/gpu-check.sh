@@ -322,7 +322,8 @@ power)
         smi=$!
         o=$("$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-10} -o jsonl 2>/dev/null)
         kill $smi
-        log "power $spec: $(echo "$o" | grep -oE '"avg_ts":[0-9.]+|"stddev_ts":[0-9.]+|"copy_bw_gb_s":[0-9.]+' | tr '\n' ' ')"
+        # bench's own NVML figures (power_w, power_capped_pct; since session 15) beside nvidia-smi's
+        log "power $spec: $(echo "$o" | grep -oE '"(avg_ts|stddev_ts|copy_bw_gb_s|power_source|power_w|energy_j_per_token|power_capped_pct)":("[a-z]*"|[0-9.]+)' | tr '\n' ' ')"
         awk -F', ' '$2+0 > 300 {n++; c+=$1; p+=$2; if ($3 ~ /4$/) cap++; if ($1 < mn || mn == 0) mn=$1}
             END {if (n) printf "   busy samples %d: mean clock %.0f MHz (min %d), mean power %.0f W, power-capped %d%%\n", n, c/n, mn, p/n, 100*cap/n}' \
             "$csv" | tee -a "$OUT/summary.txt"

@@ -84,6 +84,10 @@ std::vector<FieldValue> bench_fields(const BenchResult& r) {
         real("jit_compile_ms", r.jit_compile_ms),
         text("kernel_cache", r.kernel_cache),
         text("gpu_arch", r.gpu_arch),
+        text("power_source", r.power_source),
+        real("power_w", r.power_w),
+        real("energy_j_per_token", r.energy_j_per_token),
+        real("power_capped_pct", r.power_capped_pct),
     };
 }
 
@@ -131,6 +135,10 @@ public:
                  {o.gpu ? "ngl" : "threads", 7},
                  {"test", 16},     {"t/s", 20},
                  {"GB/s", 9},      {"% copy bw", 9}};
+        if (o.gpu) {  // the board's power (NVML): mean watts, and the share of time at the power cap
+            cols_.push_back({"W", 5});
+            cols_.push_back({"% capped", 8});
+        }
     }
     std::string begin() override {
         std::vector<std::string> head, rule;
@@ -160,12 +168,18 @@ public:
                                        : fmt::format("{:.2f} B", double(r.model_n_params) / 1e9);
         const bool bw = r.bytes_per_token > 0;
         const bool pct = bw && r.copy_bw_gb_s > 0;
-        return md_line(cols_, {r.model_type, size, params, r.backends,
-                               fmt::format("{}", r.n_gpu_layers > 0 ? r.n_gpu_layers : r.n_threads),
-                               r.test().name(),
-                               fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts()),
-                               bw ? fmt::format("{:.2f}", r.bw_gb_s()) : "-",
-                               pct ? fmt::format("{:.1f}", r.pct_copy_bw()) : "-"});
+        std::vector<std::string> cells = {r.model_type, size, params, r.backends,
+                                          fmt::format("{}", r.n_gpu_layers > 0 ? r.n_gpu_layers : r.n_threads),
+                                          r.test().name(),
+                                          fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts()),
+                                          bw ? fmt::format("{:.2f}", r.bw_gb_s()) : "-",
+                                          pct ? fmt::format("{:.1f}", r.pct_copy_bw()) : "-"};
+        if (cols_.size() > cells.size()) {
+            const bool pw = !r.power_source.empty();
+            cells.push_back(pw ? fmt::format("{:.0f}", r.power_w) : "-");
+            cells.push_back(pw ? fmt::format("{:.1f}", r.power_capped_pct) : "-");
+        }
+        return md_line(cols_, cells);
     }
     std::string end() override {
         if (build_.empty()) return {};

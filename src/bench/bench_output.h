@@ -31,7 +31,7 @@ struct FieldValue {
 std::vector<FieldValue> bench_fields(const BenchResult& r);
 
 struct PrintOptions {
-    bool gpu = false;                // md: an `ngl` column instead of `threads`
+    bool gpu = false;                // md: an `ngl` column instead of `threads`, and the power columns
     std::string sql_table = "test";  // sql: table name (llama-bench's default)
 };
 

@@ -57,6 +57,12 @@ struct BenchResult {
     double jit_compile_ms = 0;     // CUDA: wall time of the JIT at load; 0 on the CPU
     std::string kernel_cache;      // CUDA: "hit" | "partial" | "miss"; "" on the CPU
     std::string gpu_arch;          // CUDA: "sm_90"; "" on the CPU
+    // CUDA with NVML (libnvidia-ml.so.1): the board's energy over the repetitions (warm-up excluded)
+    // and its time at the power limit; power_source "" (and zeros) when not measured
+    std::string power_source;      // "nvml" | ""
+    double power_w = 0;            // mean board power over the repetitions
+    double energy_j_per_token = 0; // energy / (repetitions x (n_prompt + n_gen))
+    double power_capped_pct = 0;   // time held below the application clocks by the power limit
 
     BenchTest test() const { return {n_prompt, n_gen, n_depth}; }
     // Per repetition: 1e9 * (n_prompt + n_gen) / ns (depth tokens are not counted).

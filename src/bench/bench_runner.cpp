@@ -12,6 +12,7 @@
 #include <random>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/nvml_power.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_reader.h"
@@ -293,6 +294,13 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
             BenchResult base = describe(e, o, model, threads);
             base.n_batch = base.n_ubatch = std::max(1, e.plan().batch_rows);
             const DecodeBytes db = decode_bytes(e);
+            // the board's power over each test's repetitions (CUDA with NVML; else no figures)
+            std::unique_ptr<NvmlPower> power;
+            if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend())) {
+                std::string why;
+                power = NvmlPower::open(cb->context().device().pci_bus_id, &why);
+                if (!power) say(0, fmt::format("no power figures: {}", why));
+            }
             say(0, fmt::format("{}: {} backend, {} thread{}, n_ctx {}, load {:.0f} ms{}, copy bandwidth {:.1f} GB/s",
                             model, base.backends, threads, threads == 1 ? "" : "s", n_ctx, e.times().load_ms,
                             base.backends == "CUDA" ? fmt::format(" (JIT {:.0f} ms, cache {})",
@@ -311,7 +319,18 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
                 // bytes per token only for pure decode tests: prompt processing will be batched
                 if (t.n_prompt == 0) r.bytes_per_token = decode_bytes_per_token(db, t.n_depth, t.n_gen);
                 if (o.warmup) run_once(e, t, rng);
+                PowerCounters p0, p1;
+                const bool p_ok = power && power->read(&p0);
                 for (int k = 0; k < o.repetitions; ++k) r.samples_ns.push_back(run_once(e, t, rng));
+                if (p_ok && power->read(&p1)) {
+                    const PowerUse u = power_use(p0, p1);
+                    if (u.seconds > 0) {
+                        r.power_source = "nvml";
+                        r.power_w = u.watts;
+                        r.power_capped_pct = u.capped_pct;
+                        r.energy_j_per_token = u.joules / double(o.repetitions) / double(t.n_prompt + t.n_gen);
+                    }
+                }
                 on_result(r);
             }
         }

@@ -174,13 +174,57 @@ TEST(BenchOutput, md_table_gpu_has_ngl_column) {
     PrintOptions po;
     po.gpu = true;
     const std::string want =
-        "| model                          |       size |     params | backend  |     ngl |             test |                  t/s |      GB/s | % copy bw |\n"
-        "| :----------------------------- | ---------: | ---------: | :------- | ------: | ---------------: | -------------------: | --------: | --------: |\n"
-        "| llama 1B F16                   |   2.30 GiB |     1.24 B | CUDA     |      99 |    tg128 @ d4096 |       1600.00 ± 0.00 |   3600.00 |      83.7 |\n"
+        "| model                          |       size |     params | backend  |     ngl |             test |                  t/s |      GB/s | % copy bw |     W | % capped |\n"
+        "| :----------------------------- | ---------: | ---------: | :------- | ------: | ---------------: | -------------------: | --------: | --------: | ----: | -------: |\n"
+        "| llama 1B F16                   |   2.30 GiB |     1.24 B | CUDA     |      99 |    tg128 @ d4096 |       1600.00 ± 0.00 |   3600.00 |      83.7 |     - |        - |\n"
         "\n"
         "build: abc1234 (0)\n"
         "copy bandwidth: 4300.00 GB/s (CUDA, NVIDIA H200)\n";
     EXPECT_EQ(bench_format({gpu_tg_depth()}, BenchFormat::Md, po), want);
+}
+
+// NVML's figures in the md table's last two columns (mean watts, % of the time at the power cap)
+TEST(BenchOutput, md_table_gpu_power_columns) {
+    PrintOptions po;
+    po.gpu = true;
+    BenchResult r = gpu_tg_depth();
+    r.power_source = "nvml";
+    r.power_w = 622.4;
+    r.power_capped_pct = 12.34;
+    r.energy_j_per_token = 0.389;
+    const std::string out = bench_format({r}, BenchFormat::Md, po);
+    EXPECT_NE(out.find("|   3600.00 |      83.7 |   622 |     12.3 |\n"), std::string::npos) << out;
+    const auto j = nlohmann::json::parse(bench_format({r}, BenchFormat::Jsonl, {}));
+    EXPECT_EQ(j["power_source"], "nvml");
+    EXPECT_DOUBLE_EQ(j["power_w"].get<double>(), 622.4);
+    EXPECT_DOUBLE_EQ(j["energy_j_per_token"].get<double>(), 0.389);
+    EXPECT_DOUBLE_EQ(j["power_capped_pct"].get<double>(), 12.34);
+}
+
+// counters 2.5 s apart: 1556 J (622.4 W), 0.25 s at the power cap (10 %)
+TEST(BenchPower, use_between_two_readings) {
+    const PowerCounters a{1000000, 5000000000ull, 10.0}, b{2556000, 5250000000ull, 12.5};
+    const PowerUse u = power_use(a, b);
+    EXPECT_DOUBLE_EQ(u.seconds, 2.5);
+    EXPECT_DOUBLE_EQ(u.joules, 1556.0);
+    EXPECT_DOUBLE_EQ(u.watts, 622.4);
+    EXPECT_DOUBLE_EQ(u.capped_pct, 10.0);
+    // counters that went backwards (a driver reload) or no time: nothing
+    EXPECT_EQ(power_use(b, a).seconds, 0.0);
+    EXPECT_EQ(power_use(a, PowerCounters{2556000, 5250000000ull, 10.0}).watts, 0.0);
+    // capped time beyond the interval (counters read at different moments) stays at 100 %
+    EXPECT_DOUBLE_EQ(power_use(a, PowerCounters{2556000, 8000000000ull, 12.5}).capped_pct, 100.0);
+}
+
+// without a GPU driver here: NVML is either absent or finds no board by a made-up bus id; both
+// say why and give no meter
+TEST(BenchPower, open_without_the_board_says_why) {
+    std::string why;
+    EXPECT_EQ(NvmlPower::open("", &why), nullptr);
+    EXPECT_EQ(why, "no PCI bus id for the device");
+    why.clear();
+    EXPECT_EQ(NvmlPower::open("0000:ff:1f.7", &why), nullptr);
+    EXPECT_FALSE(why.empty());
 }
 
 TEST(BenchOutput, md_small_model_sizes_in_mib_and_millions) {
@@ -196,7 +240,8 @@ const char* kCsvHeader =
     "model_n_params,n_batch,n_ubatch,n_threads,cpu_mask,cpu_strict,poll,type_k,type_v,"
     "n_gpu_layers,split_mode,main_gpu,no_kv_offload,flash_attn,tensor_split,use_mmap,embeddings,"
     "n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,bytes_per_token,bw_gb_s,"
-    "copy_bw_gb_s,pct_copy_bw,jit_compile_ms,kernel_cache,gpu_arch\n";
+    "copy_bw_gb_s,pct_copy_bw,jit_compile_ms,kernel_cache,gpu_arch,power_source,power_w,"
+    "energy_j_per_token,power_capped_pct\n";
 
 TEST(BenchOutput, csv_quotes_every_value) {
     const std::string want =
@@ -205,12 +250,12 @@ TEST(BenchOutput, csv_quotes_every_value) {
         "\"8030261248\",\"1\",\"1\",\"4\",\"0x0\",\"0\",\"50\",\"f32\",\"f32\",\"0\",\"none\",\"0\","
         "\"0\",\"0\",\"0.00\",\"1\",\"0\",\"0\",\"128\",\"0\",\"2026-12-01T10:00:00Z\",\"352000000\","
         "\"253992126\",\"500.000000\",\"300.000000\",\"2000000000\",\"1000.000000\",\"4000.000000\","
-        "\"25.000000\",\"0.000000\",\"\",\"\"\n"
+        "\"25.000000\",\"0.000000\",\"\",\"\",\"\",\"0.000000\",\"0.000000\",\"0.000000\"\n"
         "\"abc1234\",\"0\",\"Test CPU\",\"\",\"CPU\",\"o'k \"\"m\"\".gguf\",\"llama 8B Q4_0\",\"3221225472\","
         "\"8030261248\",\"1\",\"1\",\"4\",\"0x0\",\"0\",\"50\",\"f32\",\"f32\",\"0\",\"none\",\"0\","
         "\"0\",\"0\",\"0.00\",\"1\",\"0\",\"512\",\"0\",\"4096\",\"2026-12-01T10:00:00Z\",\"1000000000\","
         "\"0\",\"512.000000\",\"0.000000\",\"0\",\"0.000000\",\"4000.000000\","
-        "\"0.000000\",\"0.000000\",\"\",\"\"\n";
+        "\"0.000000\",\"0.000000\",\"\",\"\",\"\",\"0.000000\",\"0.000000\",\"0.000000\"\n";
     EXPECT_EQ(bench_format({cpu_tg(), cpu_pp_depth()}, BenchFormat::Csv, {}), want);
 }
 
@@ -257,6 +302,10 @@ TEST(BenchOutput, json_array_with_samples) {
     "jit_compile_ms": 812.5,
     "kernel_cache": "miss",
     "gpu_arch": "sm_90",
+    "power_source": "",
+    "power_w": 0.0,
+    "energy_j_per_token": 0.0,
+    "power_capped_pct": 0.0,
     "samples_ns": [
       80000000,
       80000000
@@ -289,7 +338,8 @@ TEST(BenchOutput, jsonl_one_object_per_line) {
         R"("n_depth":0,"test_time":"2026-12-01T10:00:00Z","avg_ns":352000000,"stddev_ns":253992126,)"
         R"("avg_ts":500.0,"stddev_ts":300.0,"bytes_per_token":2000000000,"bw_gb_s":1000.0,)"
         R"("copy_bw_gb_s":4000.0,"pct_copy_bw":25.0,"jit_compile_ms":0.0,"kernel_cache":"",)"
-        R"("gpu_arch":"","samples_ns":[640000000,256000000,160000000],"samples_ts":[200.0,500.0,800.0]})"
+        R"("gpu_arch":"","power_source":"","power_w":0.0,"energy_j_per_token":0.0,"power_capped_pct":0.0,)"
+        R"("samples_ns":[640000000,256000000,160000000],"samples_ts":[200.0,500.0,800.0]})"
         "\n";
     EXPECT_EQ(bench_format({cpu_tg()}, BenchFormat::Jsonl, {}), want);
 }
@@ -306,17 +356,20 @@ TEST(BenchOutput, sql_create_and_insert) {
         "  n_prompt INTEGER,\n  n_gen INTEGER,\n  n_depth INTEGER,\n  test_time TEXT,\n"
         "  avg_ns INTEGER,\n  stddev_ns INTEGER,\n  avg_ts REAL,\n  stddev_ts REAL,\n"
         "  bytes_per_token INTEGER,\n  bw_gb_s REAL,\n  copy_bw_gb_s REAL,\n  pct_copy_bw REAL,\n"
-        "  jit_compile_ms REAL,\n  kernel_cache TEXT,\n  gpu_arch TEXT\n"
+        "  jit_compile_ms REAL,\n  kernel_cache TEXT,\n  gpu_arch TEXT,\n  power_source TEXT,\n"
+        "  power_w REAL,\n  energy_j_per_token REAL,\n  power_capped_pct REAL\n"
         ");\n"
         "INSERT INTO llama_bench (build_commit, build_number, cpu_info, gpu_info, backends, "
         "model_filename, model_type, model_size, model_n_params, n_batch, n_ubatch, n_threads, "
         "cpu_mask, cpu_strict, poll, type_k, type_v, n_gpu_layers, split_mode, main_gpu, "
         "no_kv_offload, flash_attn, tensor_split, use_mmap, embeddings, n_prompt, n_gen, n_depth, "
         "test_time, avg_ns, stddev_ns, avg_ts, stddev_ts, bytes_per_token, bw_gb_s, copy_bw_gb_s, "
-        "pct_copy_bw, jit_compile_ms, kernel_cache, gpu_arch) VALUES ('abc1234', 0, 'Test CPU', '', "
+        "pct_copy_bw, jit_compile_ms, kernel_cache, gpu_arch, power_source, power_w, energy_j_per_token, "
+        "power_capped_pct) VALUES ('abc1234', 0, 'Test CPU', '', "
         "'CPU', 'o''k \"m\".gguf', 'llama 8B Q4_0', 3221225472, 8030261248, 1, 1, 4, '0x0', 0, 50, "
         "'f32', 'f32', 0, 'none', 0, 0, 0, '0.00', 1, 0, 512, 0, 4096, '2026-12-01T10:00:00Z', "
-        "1000000000, 0, 512.000000, 0.000000, 0, 0.000000, 4000.000000, 0.000000, 0.000000, '', '');\n";
+        "1000000000, 0, 512.000000, 0.000000, 0, 0.000000, 4000.000000, 0.000000, 0.000000, '', '', '', "
+        "0.000000, 0.000000, 0.000000);\n";
     PrintOptions po;
     po.sql_table = "llama_bench";
     EXPECT_EQ(bench_format({cpu_pp_depth()}, BenchFormat::Sql, po), want);

@@ -62,6 +62,8 @@ DeviceInfo DeviceInfo::query(const CudaDriver& drv, CUdevice dev) {
     size_t total = 0;
     JITLLM_CUDA_TRY(drv, cuDeviceTotalMem(&total, dev));
     d.total_mem = static_cast<int64_t>(total);
+    char bus[64] = {};  // NVML (bench's power figures) finds the same board by it
+    if (drv.cuDeviceGetPCIBusId(bus, int(sizeof(bus)) - 1, dev) == CUDA_SUCCESS) d.pci_bus_id = bus;
     d.measured = true;
     return d;
 }

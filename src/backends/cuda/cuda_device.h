@@ -31,6 +31,7 @@ struct DeviceInfo {
     int mem_clock_khz = 0;  // peak memory clock; 0 when unknown
     int mem_bus_bits = 0;   // global memory bus width; 0 when unknown
     bool measured = false;  // true: read from a device; false: for_target figures
+    std::string pci_bus_id;  // "0000:3b:00.0" (cuDeviceGetPCIBusId); "" for_target or when unknown
 
     // Compute capability as one number: 90 for 9.0.
     int cc() const { return cc_major * 10 + cc_minor; }
