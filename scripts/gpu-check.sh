@@ -32,6 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
+#   next16  : bench's NVML power figures beside nvidia-smi (power), the md columns, golden
 #   var15   : every repetition's tok/s at several contexts; power: clocks, power and the power cap
 #   next15b : sample.fuse=gemv (the greedy pick in the output gemv) and step.advance=device (token and
 #             position advanced by the pick kernel): kernels, golden, modes, run-ahead, tg128 A/B
@@ -310,6 +311,13 @@ var15)
         done
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+next16)
+    # session 16's first call: bench's NVML power columns (prepared in session 15, not yet run on a
+    # GPU) beside nvidia-smi's log on the four shapes, then golden with the defaults
+    OUT="$OUT" "$PWD/scripts/gpu-check.sh" power
+    "$B/jitllm" bench --gpu -m "$(synth llama3.2-1b q8_0)" -p 0 -n 128 -r 3 -o md 2>&1 | grep -E "^\| |power" | tee -a "$OUT/summary.txt"
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
     ;;
 power)
     # tg128 of each POWER_SHAPES shape with nvidia-smi logging clocks, power and the throttle
