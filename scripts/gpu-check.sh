@@ -317,6 +317,12 @@ next16)
     # GPU) beside nvidia-smi's log on the four shapes, then golden with the defaults
     OUT="$OUT" "$PWD/scripts/gpu-check.sh" power
     "$B/jitllm" bench --gpu -m "$(synth llama3.2-1b q8_0)" -p 0 -n 128 -r 3 -o md 2>&1 | grep -E "^\| |power" | tee -a "$OUT/summary.txt"
+    # watts and tok/s of the bulk rings (every weight byte through shared memory) against 16-byte
+    # loads into registers on 8B Q8_0: the power a design costs, beside its speed
+    for a in "" "--force-variant gemv.load=lanes"; do
+        log "8B Q8_0 power [$a]"
+        "$B/jitllm" bench --gpu -m "$(synth llama3.1-8b q8_0)" -p 0 -n 128 -r 5 -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
+    done
     cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
     ;;
 power)
