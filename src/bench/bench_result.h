@@ -57,7 +57,7 @@ struct BenchResult {
     double jit_compile_ms = 0;     // CUDA: wall time of the JIT at load; 0 on the CPU
     std::string kernel_cache;      // CUDA: "hit" | "partial" | "miss"; "" on the CPU
     std::string gpu_arch;          // CUDA: "sm_90"; "" on the CPU
-    // CUDA with NVML (libnvidia-ml.so.1): the board's energy over the repetitions (warm-up excluded)
+    // CUDA with NVML (libnvidia-ml.so.1): the board's energy over the repetitions' timed parts
     // and its time at the power limit; power_source "" (and zeros) when not measured
     std::string power_source;      // "nvml" | ""
     double power_w = 0;            // mean board power over the repetitions

@@ -130,8 +130,16 @@ std::vector<int32_t> random_ids(std::mt19937_64& rng, int n, int n_vocab) {
     return ids;
 }
 
-// One run of a test; returns the timed nanoseconds (depth fill excluded).
-uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng) {
+// The board's energy over the timed parts of a test's repetitions (NVML, read just outside them).
+struct PowerTotal {
+    double seconds = 0, joules = 0, capped_s = 0;
+    bool ok = true;  // every read answered
+};
+
+// One run of a test; returns the timed nanoseconds (depth fill excluded). With `power`, its
+// counters are read just before and after the timed part, into *total.
+uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng, const NvmlPower* power = nullptr,
+                  PowerTotal* total = nullptr) {
     const int n_vocab = e.model().config.n_vocab;
     e.reset();
     if (t.n_depth > 0) e.feed(random_ids(rng, t.n_depth, n_vocab));
@@ -141,6 +149,8 @@ uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng) {
     if (tok < 0) tok = random_ids(rng, 1, n_vocab)[0];
     if (t.n_depth > 0) tok = e.backend().sampled_token();
 
+    PowerCounters p0, p1;
+    if (power && !power->read(&p0)) total->ok = false;
     const auto t0 = std::chrono::steady_clock::now();
     if (!prompt.empty()) {
         e.feed(prompt);
@@ -154,6 +164,14 @@ uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng) {
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0).count();
+    if (power && total->ok && power->read(&p1)) {
+        const PowerUse u = power_use(p0, p1);
+        total->seconds += u.seconds;
+        total->joules += u.joules;
+        total->capped_s += u.capped_pct / 100.0 * u.seconds;
+    } else if (power) {
+        total->ok = false;
+    }
     return uint64_t(std::max<int64_t>(ns, 1));
 }
 
@@ -319,17 +337,14 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
                 // bytes per token only for pure decode tests: prompt processing will be batched
                 if (t.n_prompt == 0) r.bytes_per_token = decode_bytes_per_token(db, t.n_depth, t.n_gen);
                 if (o.warmup) run_once(e, t, rng);
-                PowerCounters p0, p1;
-                const bool p_ok = power && power->read(&p0);
-                for (int k = 0; k < o.repetitions; ++k) r.samples_ns.push_back(run_once(e, t, rng));
-                if (p_ok && power->read(&p1)) {
-                    const PowerUse u = power_use(p0, p1);
-                    if (u.seconds > 0) {
-                        r.power_source = "nvml";
-                        r.power_w = u.watts;
-                        r.power_capped_pct = u.capped_pct;
-                        r.energy_j_per_token = u.joules / double(o.repetitions) / double(t.n_prompt + t.n_gen);
-                    }
+                PowerTotal pt;
+                for (int k = 0; k < o.repetitions; ++k)
+                    r.samples_ns.push_back(run_once(e, t, rng, power.get(), &pt));
+                if (power && pt.ok && pt.seconds > 0) {  // over the timed parts only (no depth fill)
+                    r.power_source = "nvml";
+                    r.power_w = pt.joules / pt.seconds;
+                    r.power_capped_pct = 100.0 * pt.capped_s / pt.seconds;
+                    r.energy_j_per_token = pt.joules / double(o.repetitions) / double(t.n_prompt + t.n_gen);
                 }
                 on_result(r);
             }
