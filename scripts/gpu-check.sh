@@ -324,6 +324,10 @@ next16)
         "$B/jitllm" bench --gpu -m "$(synth llama3.1-8b q8_0)" -p 0 -n 128 -r 5 -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
     done
     cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    # attention_decode.cu's ring_fill (session 15): the mma rings' kernels (the per-lane and cp.async
+    # row rings compile to the same .text as before; the bulk row ring's bytes differ)
+    cuda_test kernels-rings kernels_vs_cpu_test "kernels_vs_cpu: attn.decode=mma's K/V rings after ring_fill" \
+        JITLLM_KVC_VARIANTS=attn-mma+kv-
     ;;
 power)
     # tg128 of each POWER_SHAPES shape with nvidia-smi logging clocks, power and the throttle

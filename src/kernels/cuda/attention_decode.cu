@@ -428,6 +428,21 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                            ok ? 16 : 0);
         }
     };
+    // chunk c into slot st when `issue`: rows in [lo, hi) (the others zero-filled or masked), row
+    // `skip` left out, only row `only` when only >= 0. The row ring (KV_ROWS): the copies arrive on
+    // the slot's barrier when `arrive` (else the slot's arrival comes with a later copy). The
+    // per-lane ring: then one commit group when `commit`, empty when !issue, so every thread
+    // counts the same groups (else the copies join the next group).
+    auto ring_fill = [&](bool issue, int c, int st, int lo, int hi, int skip, int only, bool arrive, bool commit) {
+#if KV_ROWS
+        (void)commit;
+        if (issue) bulk_fill(c, st, lo, hi, only, arrive, skip);
+#else
+        (void)arrive;
+        if (issue) ring_issue_mma(c, st, lo, hi, skip, only);
+        if (commit) cp_async_commit();
+#endif
+    };
 #if EARLY_KV
     // the position (PRECOND below) and the ring's first KV_STAGES - 1 chunks of this block before the
     // PDL wait, rows before the position only (the current row is the q/k/v kernel's store: copied
@@ -438,12 +453,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
         for (int i = 0; i < KV_STAGES - 1; ++i) {
             const int c = (int)blockIdx.y + i * N_SPLITS;
-#if KV_ROWS
-            if (c <= cur / CH) bulk_fill(c, i, 0, cur, -1, c != cur / CH, cur);
-#else
-            if (c <= cur / CH) ring_issue_mma(c, i, 0, cur, cur, -1);
-            cp_async_commit();
-#endif
+            ring_fill(c <= cur / CH, c, i, 0, cur, cur, -1, c != cur / CH, true);
         }
     }
 #endif
@@ -626,24 +636,14 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // KV_STAGES - 1): into its slot now, in the next commit group (the loop's last trip waits for all)
     {
         const int i = ((int)c_hi - (int)blockIdx.y) / N_SPLITS;
-        if (((int)c_hi - (int)blockIdx.y) % N_SPLITS == 0 && i < KV_STAGES - 1) {
-#if KV_ROWS
-            bulk_fill(c_hi, i, first, end, end - 1, true);
-#else
-            ring_issue_mma(c_hi, i, first, end, -1, end - 1);
-#endif
-        }
+        if (((int)c_hi - (int)blockIdx.y) % N_SPLITS == 0 && i < KV_STAGES - 1)
+            ring_fill(true, c_hi, i, first, end, -1, end - 1, true, false);
     }
 #else
 #pragma unroll
     for (int i = 0; i < KV_STAGES - 1; ++i) {
         const int c = c_lo + (int)blockIdx.y + i * N_SPLITS;
-#if KV_ROWS
-        if (c <= c_hi) bulk_fill(c, i, first, end, -1, true);
-#else
-        if (c <= c_hi) ring_issue_mma(c, i, first, end, -1, -1);
-        cp_async_commit();
-#endif
+        ring_fill(c <= c_hi, c, i, first, end, -1, -1, true, true);
     }
 #endif
     int it = 0;
@@ -694,7 +694,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             // trips ahead goes into it; then this chunk's slot (its fill number it / KV_STAGES)
             if (it > 0) __syncthreads();
             const int cn = c + (KV_STAGES - 1) * N_SPLITS;
-            if (cn <= c_hi) bulk_fill(cn, (it + KV_STAGES - 1) % KV_STAGES, first, end, -1, true);
+            ring_fill(cn <= c_hi, cn, (it + KV_STAGES - 1) % KV_STAGES, first, end, -1, -1, true, true);
             const int st = it % KV_STAGES;
             mbar_wait(ring0 + 8 * st, (unsigned)(it / KV_STAGES) & 1u);
             const char* ks = ringp + slot_off(st) + 16 * wp * RSB;  // this warp's 16 rows
@@ -720,8 +720,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             // group (the newer ones may stay in flight; the last trip waits for all: its group may
             // hold the current row's copy, EARLY_KV)
             const int cn = c + (KV_STAGES - 1) * N_SPLITS;
-            if (cn <= c_hi) ring_issue_mma(cn, (it + KV_STAGES - 1) % KV_STAGES, first, end, -1, -1);
-            cp_async_commit();
+            ring_fill(cn <= c_hi, cn, (it + KV_STAGES - 1) % KV_STAGES, first, end, -1, -1, true, true);
             if (c + N_SPLITS > c_hi)
                 cp_async_wait<0>();
             else
