@@ -182,6 +182,7 @@ void CudaBackend::allocate_buffers() {
         scratch += align_up(bytes);
     }
     init_.scratch_bytes = scratch;
+    static_assert((kPickRing + 4) * 4 <= 64, "host_io_: the picks ring inside the 64 pinned bytes");
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_q_), kQueue * 4 * 4));
     for (auto& e : q_ev_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
@@ -389,7 +390,7 @@ uint64_t CudaBackend::resolve(const KArg& a) const {
             return v;
         }
         case KArg::Kind::Rows: return 0;  // set per batch step (Launch::rows_args)
-        case KArg::Kind::HostRing: return reinterpret_cast<uint64_t>(host_io_ + 8);  // (unified addressing)
+        case KArg::Kind::HostRing: return reinterpret_cast<uint64_t>(host_io_ + kPickRing);  // (unified addressing)
     }
     return 0;
 }
@@ -514,8 +515,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     ctx_->synchronize();
     if (ph == Phase::Decode) token_out_ = host_io_[2];
     // step.advance=device: the decode graph's last kernel left the pick and pos + 1 in the slots
-    // (not with --ablate: the pick may be one of the launches left out)
-    dev_pos_ = ph == Phase::Decode && sched_.decode_advance && ablated_.empty() ? pos + 1 : -1;
+    dev_pos_ = ph == Phase::Decode ? advanced_pos(pos) : -1;
     for (auto* c : count_ptrs_[iph]) ++*c;
     if (prof) {
         std::vector<const Launch*> seq;
@@ -679,7 +679,7 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
     // the ring slot pos % 4 must not hold an uncollected pick (positions 4 apart in the queue: only
     // after a rewind): read that pick now into its own slot
     for (int j : queue_)
-        if (j >= 0 && host_q_[4 * j + 3] == 1 && (host_q_[4 * j + 1] & 3) == (pos & 3)) {
+        if (j >= 0 && host_q_[4 * j + 3] == 1 && pick_ring_slot(host_q_[4 * j + 1]) == pick_ring_slot(pos)) {
             JITLLM_CUDA_TRY(d, cuEventSynchronize(q_ev_[j]));
             host_q_[4 * j + 2] = queued_pick(j);
             host_q_[4 * j + 3] = 0;
@@ -694,7 +694,7 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }  // else (step.advance=device): the previous step's last kernel wrote both already
     JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
-    dev_pos_ = sched_.decode_advance && ablated_.empty() ? pos + 1 : -1;
+    dev_pos_ = advanced_pos(pos);
     // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so
     // no copy back either (io[3] = 1: collect reads the ring)
     io[3] = dev_pos_ >= 0 ? 1 : 0;
@@ -720,7 +720,7 @@ int32_t CudaBackend::decode_collect() {
 
 int32_t CudaBackend::queued_pick(int j) const {
     const int32_t* io = host_q_ + 4 * j;
-    return io[3] == 1 ? reinterpret_cast<volatile int32_t*>(host_io_)[8 + (io[1] & 3)] : io[2];
+    return io[3] == 1 ? reinterpret_cast<volatile int32_t*>(host_io_)[pick_ring_slot(io[1])] : io[2];
 }
 
 }  // namespace jitllm

@@ -113,7 +113,11 @@ private:
     std::vector<float> logits_;
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
-    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]; [8, 12): the picks ring (step.advance)
+    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]; [kPickRing, +4): the picks ring (step.advance)
+    // step.advance=device: the pick kernels write the pick of position p to host_io_[kPickRing + p % 4]
+    // (the kernels' `pos & 3`)
+    static constexpr int kPickRing = 8;
+    static int pick_ring_slot(int pos) { return kPickRing + (pos & 3); }
     // decode_queue: kQueue pinned slots [token, pos, pick, -] with an event each; queue_ holds
     // the queued steps oldest first: a slot index, or -(pick + 1) for a step run at once
     static constexpr int kQueue = 4;
@@ -127,6 +131,9 @@ private:
     // step.advance=device: the position the device's position slot holds (with the last pick in
     // the token slot) after the last decode step, or -1 when unknown (another phase ran since)
     int dev_pos_ = -1;
+    // the position the device holds after a decode step at pos: pos + 1 when its pick kernel advanced
+    // it (step.advance=device; not with --ablate: the pick may be one of the launches left out), else -1
+    int advanced_pos(int pos) const { return sched_.decode_advance && ablated_.empty() ? pos + 1 : -1; }
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step

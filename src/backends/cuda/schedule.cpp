@@ -580,6 +580,7 @@ private:
     static KArg f32(float f) { KArg a; a.kind = KArg::Kind::F32; a.f = f; return a; }
     static KArg scratch(const std::string& n) { KArg a; a.kind = KArg::Kind::Scratch; a.scratch = n; return a; }
     static KArg null() { return KArg{}; }
+    static KArg host_ring() { KArg a; a.kind = KArg::Kind::HostRing; return a; }
 
     // --- rms_norm: rows of D floats, in place allowed ---
     void rms_norm(size_t i, Slot in, Slot outs, int rows, int D, const WeightTensor* w, float eps, int tag) {
@@ -768,7 +769,7 @@ private:
             if (g_.step_advance) {  // ARGMAX_ADVANCE: pos_ptr the position slot, k_cache the token slot,
                 k.args[13] = slot(Slot::Pos);  // v_cache the host's pinned ring of picks
                 k.args[14] = slot(Slot::Token);
-                k.args[15].kind = KArg::Kind::HostRing;
+                k.args[15] = host_ring();
             }
         }
         uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
@@ -1569,10 +1570,9 @@ private:
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
                 auto& k = add({i}, "argmax", v);
                 k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
-                KArg ring; ring.kind = KArg::Kind::HostRing;  // step.advance=device: the pick for the host too
                 k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
                           scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token),
-                          g_.step_advance ? ring : null()};
+                          g_.step_advance ? host_ring() : null()};  // step.advance=device: the pick for the host too
                 s_.scratch["argmax_val"] = size_t(parts) * 4;
                 s_.scratch["argmax_idx"] = size_t(parts) * 4;
                 s_.scratch["argmax_counter"] = 16;
