@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "backends/cuda/cuda_backend.h"
@@ -130,16 +131,12 @@ std::vector<int32_t> random_ids(std::mt19937_64& rng, int n, int n_vocab) {
     return ids;
 }
 
-// The board's energy over the timed parts of a test's repetitions (NVML, read just outside them).
-struct PowerTotal {
-    double seconds = 0, joules = 0, capped_s = 0;
-    bool ok = true;  // every read answered
-};
-
-// One run of a test; returns the timed nanoseconds (depth fill excluded). With `power`, its
-// counters are read just before and after the timed part, into *total.
+// One run of a test; returns the timed nanoseconds (depth fill excluded). With `power` and a
+// *total, its counters are read just before and after the timed part and the interval added to
+// *total; a failed read empties *total (no figures for the test).
 uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng, const NvmlPower* power = nullptr,
-                  PowerTotal* total = nullptr) {
+                  std::optional<PowerUse>* total = nullptr) {
+    const bool metered = power && total && total->has_value();
     const int n_vocab = e.model().config.n_vocab;
     e.reset();
     if (t.n_depth > 0) e.feed(random_ids(rng, t.n_depth, n_vocab));
@@ -150,7 +147,7 @@ uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng, const Nvm
     if (t.n_depth > 0) tok = e.backend().sampled_token();
 
     PowerCounters p0, p1;
-    if (power && !power->read(&p0)) total->ok = false;
+    const bool p0_ok = metered && power->read(&p0);
     const auto t0 = std::chrono::steady_clock::now();
     if (!prompt.empty()) {
         e.feed(prompt);
@@ -164,13 +161,11 @@ uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng, const Nvm
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0).count();
-    if (power && total->ok && power->read(&p1)) {
-        const PowerUse u = power_use(p0, p1);
-        total->seconds += u.seconds;
-        total->joules += u.joules;
-        total->capped_s += u.capped_pct / 100.0 * u.seconds;
-    } else if (power) {
-        total->ok = false;
+    if (metered) {
+        if (p0_ok && power->read(&p1))
+            **total += power_use(p0, p1);
+        else
+            total->reset();
     }
     return uint64_t(std::max<int64_t>(ns, 1));
 }
@@ -337,14 +332,15 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
                 // bytes per token only for pure decode tests: prompt processing will be batched
                 if (t.n_prompt == 0) r.bytes_per_token = decode_bytes_per_token(db, t.n_depth, t.n_gen);
                 if (o.warmup) run_once(e, t, rng);
-                PowerTotal pt;
+                std::optional<PowerUse> pu;
+                if (power) pu.emplace();
                 for (int k = 0; k < o.repetitions; ++k)
-                    r.samples_ns.push_back(run_once(e, t, rng, power.get(), &pt));
-                if (power && pt.ok && pt.seconds > 0) {  // over the timed parts only (no depth fill)
+                    r.samples_ns.push_back(run_once(e, t, rng, power.get(), &pu));
+                if (pu && pu->seconds > 0) {  // over the timed parts only (no depth fill)
                     r.power_source = "nvml";
-                    r.power_w = pt.joules / pt.seconds;
-                    r.power_capped_pct = 100.0 * pt.capped_s / pt.seconds;
-                    r.energy_j_per_token = pt.joules / double(o.repetitions) / double(t.n_prompt + t.n_gen);
+                    r.power_w = pu->watts();
+                    r.power_capped_pct = pu->capped_pct();
+                    r.energy_j_per_token = pu->joules / double(o.repetitions) / double(t.n_prompt + t.n_gen);
                 }
                 on_result(r);
             }

@@ -207,13 +207,19 @@ TEST(BenchPower, use_between_two_readings) {
     const PowerUse u = power_use(a, b);
     EXPECT_DOUBLE_EQ(u.seconds, 2.5);
     EXPECT_DOUBLE_EQ(u.joules, 1556.0);
-    EXPECT_DOUBLE_EQ(u.watts, 622.4);
-    EXPECT_DOUBLE_EQ(u.capped_pct, 10.0);
+    EXPECT_DOUBLE_EQ(u.watts(), 622.4);
+    EXPECT_DOUBLE_EQ(u.capped_pct(), 10.0);
     // counters that went backwards (a driver reload) or no time: nothing
     EXPECT_EQ(power_use(b, a).seconds, 0.0);
-    EXPECT_EQ(power_use(a, PowerCounters{2556000, 5250000000ull, 10.0}).watts, 0.0);
+    EXPECT_EQ(power_use(a, PowerCounters{2556000, 5250000000ull, 10.0}).watts(), 0.0);
     // capped time beyond the interval (counters read at different moments) stays at 100 %
-    EXPECT_DOUBLE_EQ(power_use(a, PowerCounters{2556000, 8000000000ull, 12.5}).capped_pct, 100.0);
+    EXPECT_DOUBLE_EQ(power_use(a, PowerCounters{2556000, 8000000000ull, 12.5}).capped_pct(), 100.0);
+    // summed intervals (bench: the timed part of each repetition): watts and % over the sum
+    PowerUse sum = u;
+    sum += power_use(PowerCounters{0, 0, 0.0}, PowerCounters{444000, 0, 2.5});  // 444 J, no cap
+    EXPECT_DOUBLE_EQ(sum.seconds, 5.0);
+    EXPECT_DOUBLE_EQ(sum.watts(), 400.0);
+    EXPECT_DOUBLE_EQ(sum.capped_pct(), 5.0);
 }
 
 // without a GPU driver here: NVML is either absent or finds no board by a made-up bus id; both

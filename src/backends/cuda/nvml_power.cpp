@@ -5,7 +5,6 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <chrono>
 #include <type_traits>
 #include <utility>
@@ -54,8 +53,7 @@ PowerUse power_use(const PowerCounters& a, const PowerCounters& b) {
     if (b.energy_mj < a.energy_mj || b.power_capped_ns < a.power_capped_ns || b.host_s <= a.host_s) return u;
     u.seconds = b.host_s - a.host_s;
     u.joules = double(b.energy_mj - a.energy_mj) / 1e3;
-    u.watts = u.joules / u.seconds;
-    u.capped_pct = std::min(100.0, 100.0 * double(b.power_capped_ns - a.power_capped_ns) / 1e9 / u.seconds);
+    u.capped_s = double(b.power_capped_ns - a.power_capped_ns) / 1e9;
     return u;
 }
 

@@ -5,6 +5,7 @@
 // reports no power figures.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,12 +20,20 @@ struct PowerCounters {
     double host_s = 0;             // steady clock, seconds
 };
 
-// What happened between two readings.
+// What happened between two readings, or summed over several such intervals (+=).
 struct PowerUse {
     double seconds = 0;
     double joules = 0;
-    double watts = 0;       // joules / seconds (0 when no time passed)
-    double capped_pct = 0;  // 100 * power-capped time / seconds, at most 100
+    double capped_s = 0;  // time held below the application clocks by the power limit
+    double watts() const { return seconds > 0 ? joules / seconds : 0.0; }
+    // 100 * capped_s / seconds, at most 100 (the two counters are read a moment apart)
+    double capped_pct() const { return seconds > 0 ? std::min(100.0, 100.0 * capped_s / seconds) : 0.0; }
+    PowerUse& operator+=(const PowerUse& o) {
+        seconds += o.seconds;
+        joules += o.joules;
+        capped_s += o.capped_s;
+        return *this;
+    }
 };
 // b after a; counters that went backwards (a driver reload) give zeros.
 PowerUse power_use(const PowerCounters& a, const PowerCounters& b);
