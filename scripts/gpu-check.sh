@@ -32,6 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
+#   next16b : attn.stage=smem (K/V staged in shared memory): kernels, golden, modes, depth A/B, ncu
 #   next16  : bench's NVML power figures beside nvidia-smi (power), the md columns, golden
 #   var15   : every repetition's tok/s at several contexts; power: clocks, power and the power cap
 #   next15b : sample.fuse=gemv (the greedy pick in the output gemv) and step.advance=device (token and
@@ -311,6 +312,18 @@ var15)
         done
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+next16b)
+    # attn.stage=smem (session 16): decode attention with each block's K/V chunk staged in shared
+    # memory by cp.async and every query head of its kv head served from there; kernels_vs_cpu,
+    # golden (stories260K refused: head dim 8), prompt modes, then tg128 at depth 0 / 4096 A/B and
+    # the per-kernel table + Nsight Compute of the staged kernel at depth 4096
+    cuda_test kernels-staged kernels_vs_cpu_test "kernels_vs_cpu: attn.stage=smem" JITLLM_KVC_VARIANTS=attn-staged
+    cuda_test golden-staged engine_golden_test "golden with attn.stage=smem" JITLLM_TEST_CUDA_FORCE=attn.stage=smem
+    cuda_test modes-staged prefill_modes_test "prompt modes with attn.stage=smem" JITLLM_TEST_CUDA_FORCE=attn.stage=smem
+    F="--force-variant"
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$F attn.stage=smem;$F attn.stage=smem --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    DEPTH_ARGS="$F attn.stage=smem" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depthprof
     ;;
 next16)
     # session 16's first call: bench's NVML power columns (prepared in session 15, not yet run on a

@@ -981,6 +981,50 @@ TEST(ScheduleGates, MmaAttentionRingPerLaneOrAsRows) {
     }
 }
 
+// attn.stage=smem (off by default until measured): the staged kernel, a block per (kv head, split)
+// with every query head of the group, CH = BLOCK / 2 positions a chunk, the splits filling the SMs
+// with the blocks shared memory allows (at most one a chunk); refused without cp.async, with a f32
+// cache, beside the tensor-core kernel and with the register kernel's knobs.
+TEST(ScheduleGates, StagedAttentionServesAKvHeadPerBlock) {
+    ScheduleOptions o;
+    o.force["attn.stage"] = "smem";
+    KernelStep a = split_attn(4096, o);  // 8 query heads, 2 kv heads, head dim 64
+    EXPECT_EQ(a.variant.source, "cuda/attention_decode_staged.cu");
+    EXPECT_EQ(a.symbol, "attn__split_kv_staged_f16");
+    EXPECT_EQ(a.block.x, 256u);
+    EXPECT_EQ(a.grid.x, 2u);
+    // 128 positions a chunk: 128 x (160 + 128) bytes of rows, 3 blocks an SM (228 KiB), 132 SMs
+    EXPECT_EQ(a.smem, 128u * (2 * 64 + 32 + 2 * 64));
+    EXPECT_EQ(a.grid.y, 32u);  // min(3 * 132 / 2, 4096 / 128)
+    EXPECT_TRUE(has_define(a.variant, "N_SPLITS", "32"));
+    EXPECT_TRUE(has_define(a.variant, "EARLY_KV", "1"));
+    EXPECT_EQ(split_attn(300, o).grid.y, 3u);  // one split a chunk
+    ScheduleOptions w = o;
+    w.force["attn.early"] = "wait";
+    w.attn_chunk = 64;
+    w.attn_splits = 5;
+    a = split_attn(4096, w);
+    EXPECT_FALSE(a.variant.has("EARLY_KV"));
+    EXPECT_EQ(a.block.x, 128u);
+    EXPECT_EQ(a.grid.y, 5u);
+    EXPECT_EQ(a.smem, 64u * (2 * 64 + 32 + 2 * 64));
+    ScheduleOptions bad = o;
+    bad.attn_chunk = 96;
+    EXPECT_THROW(split_attn(4096, bad), std::exception);
+    EXPECT_THROW(split_attn(4096, o, "sm_75"), std::exception);
+    ScheduleOptions f32 = o;
+    f32.kv_f32 = true;
+    EXPECT_THROW(split_attn(4096, f32), std::exception);
+    ScheduleOptions mma = o;
+    mma.force["attn.decode"] = "mma";
+    EXPECT_THROW(split_attn(4096, mma), std::exception);
+    ScheduleOptions pipe = o;
+    pipe.attn_pipe = 2;
+    EXPECT_THROW(split_attn(4096, pipe), std::exception);
+    // the default: the register kernel
+    EXPECT_EQ(split_attn(4096, ScheduleOptions{}).variant.source, "cuda/attention_decode.cu");
+}
+
 // sample.fuse=gemv (off by default until measured): decode's greedy pick goes into the output gemv
 // (gemv.cu ARGMAX, its y1/y2 arguments the key scratch and the token); the argmax kernel stays with
 // `kernel`, with --no-fuse, and in the batch phase; refused with gemv.reduce=tree.

@@ -226,6 +226,12 @@ const Variant kVariants[] = {
     {"gated+attn-mma+kv-rows-cp3+wait+chunk32+splits2",
      {.force = gated({{"attn.decode", "mma"}, {"attn.early", "wait"}}), .attn_chunk = 32, .attn_splits = 2, .attn_kv_stages = 3,
       .attn_kv_rows = 2}},
+    // attn.stage=smem: K/V chunks staged in shared memory by cp.async, a block per kv head and
+    // split (the defaults: one chunk a block at these contexts; 3 splits: several chunks a block,
+    // the first one's copies after the wait; chunks of 256 positions over 2 splits)
+    {"gated+attn-staged", {.force = gated({{"attn.stage", "smem"}})}},
+    {"gated+attn-staged+wait+splits3", {.force = gated({{"attn.stage", "smem"}, {"attn.early", "wait"}}), .attn_splits = 3}},
+    {"gated+attn-staged+chunk256+splits2", {.force = gated({{"attn.stage", "smem"}}), .attn_chunk = 256, .attn_splits = 2}},
     // sample.fuse=gemv: the greedy pick inside the output gemv (the lanes loop, and the bulk ring)
     {"gated+fused+sample-fuse", {.force = gated({{"sample.fuse", "gemv"}})}},
     {"gated+fused+bulk+sample-fuse", {.force = gated({{"gemv.load", "bulk"}, {"sample.fuse", "gemv"}})}},

@@ -55,6 +55,7 @@ struct Gates {
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
     bool attn_decode_mma = false;   // attn.decode=mma: split-KV decode attention's dot products on tensor cores
     bool attn_cluster = false;      // attn.merge=cluster: split-KV blocks merge through distributed shared memory
+    bool attn_stage = false;        // attn.stage=smem: split-KV chunks staged in shared memory, every query head of a kv head per block
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
@@ -188,6 +189,30 @@ public:
                                            "-1.0 % / +0.0 %)");
         }
         {
+            // attn.stage=smem (attention_decode_staged.cu, sm_80+): each split-KV block copies its
+            // chunk of K and V rows into shared memory with cp.async and serves every query head
+            // of its kv head from there (scores two threads a position, V sums 16 threads a row),
+            // so a K/V byte crosses L2 once per token instead of once per query head (the register
+            // kernel runs one query head per block: 4 reads for Llama-3's groups of 4).
+            const int cc = d_.cc();
+            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
+            std::string why;
+            if (!g_.attn_split) why = "attn.algo=onepass: the staged kernel is split-KV";
+            else if (cc < 80) why = fmt::format("compute capability {}.{}: no cp.async", d_.cc_major, d_.cc_minor);
+            else if (o_.kv_f32) why = "--kv-f32: the staged kernel reads a half KV cache";
+            else if (!g_.norm_warp) why = "norm.reduce=tree: the staged kernel's softmax uses warp shuffles";
+            else if (c_.head_dim != 64 && c_.head_dim != 128) why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
+            else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (a softmax warp each)", qpg);
+            else if (g_.attn_decode_mma) why = "attn.decode=mma: the tensor-core kernel reads its own K/V";
+            else if (o_.attn_pipe > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0 || o_.attn_kv_stages > 0 ||
+                     o_.attn_overlap)
+                why = "--attn-pipe, --attn-warp-merge, --attn-heads-per-block, --attn-kv-stages and --attn-overlap are "
+                      "the register kernel's";
+            g_.attn_stage = forced_if("attn.stage", "smem", "regs", false, why,
+                                      "split-KV decode attention with K/V in registers, one query head per block (the "
+                                      "staged kernel is not yet measured on a GPU)");
+        }
+        {
             // attn.merge=cluster (sm_90): the split-KV blocks of a query-head set form one thread-block
             // cluster (1 x splits, at most 8: the portable size) and combine their partial states
             // through distributed shared memory (barrier.cluster, ld.shared::cluster), instead of
@@ -200,6 +225,7 @@ public:
             std::string why;
             if (!g_.attn_split) why = "attn.algo=onepass: nothing to merge";
             else if (cc < 90) why = fmt::format("compute capability {}.{}: no thread-block clusters (sm_90+)", d_.cc_major, d_.cc_minor);
+            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel's blocks merge through the ticket";
             g_.attn_cluster = forced_if("attn.merge", "cluster", "ticket", false, why,
                                         "split-KV partial states through global scratch and an atomic ticket (the "
                                         "cluster merge measured -9.2 % at depth 4096 on the H200: 30 of 32 clusters resident)");
@@ -218,6 +244,7 @@ public:
             else if (o_.kv_f32) why = "--kv-f32: V is read as floats";
             else if (!g_.norm_warp) why = "norm.reduce=tree: the half2 sum sits in the shuffle-reduction loop";
             else if (g_.attn_decode_mma) why = "attn.decode=mma: V products on tensor cores";
+            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel sums V in f32 from shared memory";
             g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", true, why,
                                     "a tile's weighted V rows summed in f16 pairs, once per tile into the f32 output "
                                     "(H200, 8B Q8_0 at depth 4096: +0.8 % tok/s)");
@@ -835,6 +862,46 @@ private:
         tl.res_c = t(i + 6).scale;
         return tl;
     }
+    // Decode attention with attn.stage=smem (attention_decode_staged.cu): a block per (kv head,
+    // split), CH = BLOCK / 2 positions a chunk (--attn-chunk 64 | 128 | 256, default 128), the
+    // splits filling the SMs once with the blocks the shared memory allows (--attn-splits: fixed),
+    // at most one a chunk of the context.
+    void staged_attention(size_t i, const Task& a) {
+        const int hd = c_.head_dim, qpg = c_.n_heads / c_.n_kv_heads;
+        const int ch = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
+        if (ch != 64 && ch != 128 && ch != 256)
+            fail_usage("--attn-chunk {} with attn.stage=smem: expected 64, 128 or 256", ch);
+        const int block = 2 * ch;
+        if (qpg > block / 32)
+            fail_usage("--attn-chunk {} with attn.stage=smem: {} query heads per kv head need a chunk of at least {}", ch,
+                       qpg, 16 * qpg);
+        // attention_decode_staged.cu SMEM_BYTES: padded K rows and V rows, or the V sums' reduction
+        const int np = hd / 8, pl = block / np;
+        const int smem = std::max(ch * (2 * hd + 32 + 2 * hd), pl * qpg * hd * 4);
+        const int stat = 4 * (qpg * hd + ch * ((qpg + 3) / 4 * 4)) + 2048;  // q, weights, merge (estimate)
+        const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + stat + 1024));
+        const int fill = std::max(1, per_sm * d_.sm_count / c_.n_kv_heads);
+        const int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + ch - 1) / ch));
+        Variant v("cuda/attention_decode_staged.cu", "");
+        v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+            .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("BLOCK", block);
+        if (windowed()) v.set("WINDOW", c_.sliding_window);
+        // attn.early=kv: the first chunk's copies (all rows but the current one) before the PDL wait
+        if (g_.attn_early) v.set("EARLY_KV", 1);
+        auto& k = add({i}, "split_kv_staged_f16", v);
+        k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
+        k.block = Dim3(unsigned(block));
+        k.smem = unsigned(smem);
+        KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
+        KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
+        k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"), null(),
+                  scratch("attn_tickets"), null()};
+        k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
+        k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
+        const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 4) * 4;
+        s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
+        s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads) * 4);
+    }
     void layer_tail(size_t i, const Tail& tl) {
         const GgmlType ty = tl.wo->type;
         const int dim = int(tl.wo->rows), a_cols = int(tl.wo->cols), hid = int(tl.wg->rows);
@@ -1329,6 +1396,10 @@ private:
                 return 2;
             }
             case K::Attn: {
+                if (g_.attn_stage) {
+                    staged_attention(i, a);
+                    return 1;
+                }
                 const int hd = c_.head_dim;
                 const int group = c_.n_heads / c_.n_kv_heads;
                 // split: 256 threads, chunks of up to 128 positions (TILE loads of K and of V
@@ -1721,7 +1792,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.merge", "attn.vsum", "attn.early", "layer.tail",
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.early", "layer.tail",
             "sample.fuse", "step.advance"};
 }
 
