@@ -320,9 +320,10 @@ next16b)
     # the per-kernel table + Nsight Compute of the staged kernel at depth 4096
     cuda_test kernels-staged kernels_vs_cpu_test "kernels_vs_cpu: attn.stage=smem" JITLLM_KVC_VARIANTS=attn-staged
     cuda_test golden-staged engine_golden_test "golden with attn.stage=smem" JITLLM_TEST_CUDA_FORCE=attn.stage=smem
-    cuda_test modes-staged prefill_modes_test "prompt modes with attn.stage=smem" JITLLM_TEST_CUDA_FORCE=attn.stage=smem
+    [ "${NEXT16B_MODES:-1}" = 1 ] &&
+        cuda_test modes-staged prefill_modes_test "prompt modes with attn.stage=smem" JITLLM_TEST_CUDA_FORCE=attn.stage=smem
     F="--force-variant"
-    DEPTH_ARGS="${DEPTH_ARGS:- ;$F attn.stage=smem;$F attn.stage=smem --attn-chunk 64}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    DEPTH_ARGS="${DEPTH_ARGS:- ;$F attn.stage=smem}" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     DEPTH_ARGS="$F attn.stage=smem" OUT="$OUT" "$PWD/scripts/gpu-check.sh" depthprof
     ;;
 next16)

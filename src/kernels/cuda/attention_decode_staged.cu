@@ -7,8 +7,10 @@
 //
 // Work of a block (kv head blockIdx.x, split blockIdx.y): chunks of CH = BLOCK / 2 positions,
 // c_lo + y, c_lo + y + N_SPLITS, ... (c_lo: the first chunk in range; as attention_decode.cu ALGO
-// 2, so a context shorter than a chunk is one block per kv head that writes out itself). For each
-// chunk:
+// 2). A context within one chunk (short contexts) is served per query head instead: blocks y <
+// QPG take head y each, the same chunk (its K/V read QPG times, from L2 after the first) and
+// write out themselves, so a short context is QPG blocks a kv head, not one doing QPG heads'
+// work. For each chunk, with NH = QPG (or 1) heads:
 //   1. copy: K rows into padded rows of KROW bytes, V rows into rows of VROW bytes, one 16-byte
 //      cp.async per piece, 16 consecutive threads a row (K first, V second: two commit groups);
 //      rows outside [first, end) are zero filled. EARLY_KV: the first chunk's copies (every row
@@ -24,7 +26,8 @@
 //      weights read as float4s (broadcast across the 16 lanes of a row).
 // After the last chunk the PL position lanes' sums are added through shared memory; one active
 // block writes out = O / l, several write their (O, m, l) to scratch and the last one (atomic
-// ticket per kv head) combines them: out = sum_s w_s O_s / sum_s w_s l_s, w_s = 2^(m_s - max m).
+// ticket per kv head) combines them: out = sum_s w_s O_s / sum_s w_s l_s, w_s = 2^(m_s - max m)
+// (the splits' (m, l) in one round trip, then every split's O in another, a thread's all in flight).
 //
 // params:  N_HEADS, N_KV_HEADS, HEAD_DIM (64 | 128), SCALE (float), N_SPLITS, BLOCK (256; CH =
 //          BLOCK / 2 positions a chunk), WINDOW (optional: the last WINDOW positions only),
@@ -90,72 +93,71 @@ __device__ __forceinline__ void half8_to_float(const uint4& w, float* f) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
-KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int* pos_ptr,
-            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
-    // K rows [CH][KROW], then V rows [CH][VROW]; after the last chunk the V sums' reduction
-    JITLLM_DYN_SMEM(uint8_t, kv);
-    __shared__ __align__(16) float qs[QPG * HEAD_DIM];  // q * SCALE * log2(e)
-    __shared__ __align__(16) float wts[CH * QP4];       // [position][head]: scores, then weights
-    __shared__ float alpha[QPG], mls[2 * QPG];
-    (void)seq_ptr;
-    (void)next_w;
-    pdl_launch_dependents();  // small grid: let the next kernel get scheduled
-    const int tid = threadIdx.x, kvh = blockIdx.x, y = blockIdx.y;
-    const int wp = tid / 32, lane = tid % 32;
-#if !EARLY_KV
-    pdl_wait();
-#endif
-    const int pos = *pos_ptr, n_pos = pos + 1;
-    const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
-    const int c_lo = first / CH, c_hi = pos / CH;
-    const int n_active = min(N_SPLITS, c_hi - c_lo + 1);  // blocks with a chunk (block-uniform)
-    if (y >= n_active) return;
-
-    const half* kb = k_cache + kvh * HEAD_DIM;
-    const half* vb = v_cache + kvh * HEAD_DIM;
+// Chunk c's rows except row `skip` (-1: none) into shared memory: K (one commit group), then V
+// (another); rows outside [first, n_pos) zero filled
+__device__ __forceinline__ void issue_chunk(uint8_t* kv, const half* kb, const half* vb, int c, int first, int n_pos,
+                                            int skip) {
+    const int tid = threadIdx.x;
     const uint32_t ks = smem_addr(kv), vs = ks + CH * KROW;
-    // chunk c's rows except row `skip` (-1: none): K (one commit group), then V (another)
-    auto issue = [&](int c, int skip) {
 #pragma unroll
-        for (int i = 0; i < CH * NP / BLOCK; ++i) {
-            const int e = tid + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
-            const bool ok = p >= first && p < n_pos;
-            if (p != skip) cp_async16(ks + r * KROW + pc * 16, kb + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
-        }
-        cp_async_commit();
+    for (int i = 0; i < CH * NP / BLOCK; ++i) {
+        const int e = tid + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
+        const bool ok = p >= first && p < n_pos;
+        if (p != skip) cp_async16(ks + r * KROW + pc * 16, kb + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
+    }
+    cp_async_commit();
 #pragma unroll
-        for (int i = 0; i < CH * NP / BLOCK; ++i) {
-            const int e = tid + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
-            const bool ok = p >= first && p < n_pos;
-            if (p != skip) cp_async16(vs + r * VROW + pc * 16, vb + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
-        }
-        cp_async_commit();
-    };
-    int c = c_lo + y;
-#if EARLY_KV
-    issue(c, pos);  // every row but the current one (the q/k/v gemv stores it)
-    pdl_wait();
-#endif
+    for (int i = 0; i < CH * NP / BLOCK; ++i) {
+        const int e = tid + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
+        const bool ok = p >= first && p < n_pos;
+        if (p != skip) cp_async16(vs + r * VROW + pc * 16, vb + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
+    }
+    cp_async_commit();
+}
+
+// Shared memory of a block: K rows [CH][KROW], then V rows [CH][VROW] (dynamic; after the last
+// chunk the V sums' reduction); q of the block's heads * SCALE * log2(e); the chunk's scores,
+// then weights, [position][head]; the rescale of earlier chunks and (m, l) per head; the merge's
+// per-split weights and sums
+struct Smem {
+    uint8_t* kv;
+    float *qs, *wts, *alpha, *mls, *wsp, *lsp, *lsum;
+    bool* last;
+};
+
+// The chunk loop and the output of a block serving NH query heads hq0 .. hq0 + NH - 1 of kv head
+// kvh over chunks c0, c0 + N_SPLITS, .. <= c_hi; n_active blocks serve these heads (> 1: the
+// scratch states and the ticket merge, NH = QPG). EARLY_KV: c0's copies are already out (all
+// rows but `pos`), the PDL wait passed.
+template <int NH>
+__device__ __forceinline__ void attend(const Smem& sm, const float* q, const half* kb, const half* vb, float* out,
+                                       float* scratch, unsigned* tickets, int kvh, int hq0, int y, int n_active,
+                                       int c0, int c_hi, int first, int pos, bool early, int split_rows) {
+    constexpr int QPN = (NH + 3) / 4 * 4;  // weights per position, whole float4s
+    const int tid = threadIdx.x, wp = tid / 32, lane = tid % 32;
+    const int n_pos = pos + 1;
+    uint8_t* kv = sm.kv;
+    float* qs = sm.qs;
+    float* wts = sm.wts;
     {
         constexpr float QS = (float)(SCALE) * 1.4426950408889634f;  // scores in base 2
-        const float* qg = q + kvh * QPG * HEAD_DIM;
-        for (int i = tid; i < QPG * HEAD_DIM / 4; i += BLOCK) {
+        const float* qg = q + hq0 * HEAD_DIM;
+        for (int i = tid; i < NH * HEAD_DIM / 4; i += BLOCK) {
             const float4 v = ld_act4(qg + 4 * i);
             *reinterpret_cast<float4*>(qs + 4 * i) = make_float4(v.x * QS, v.y * QS, v.z * QS, v.w * QS);
         }
     }
-    float m_run = -JL_INF, l_run = 0.0f;  // head wp's running max and sum (warps wp < QPG)
+    float m_run = -JL_INF, l_run = 0.0f;  // head wp's running max and sum (warps wp < NH)
     const int dg = tid % NP, pg = tid / NP;
-    float acc[QPG][8];
+    float acc[NH][8];
 #pragma unroll
-    for (int h = 0; h < QPG; ++h)
+    for (int h = 0; h < NH; ++h)
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
 
-    for (bool early = EARLY_KV; c <= c_hi; c += N_SPLITS, early = false) {
+    for (int c = c0; c <= c_hi; c += N_SPLITS, early = false) {
         if (!early) {
-            issue(c, -1);
+            issue_chunk(kv, kb, vb, c, first, n_pos, -1);
         } else if (pos / CH == c && tid < 2 * NP) {
             // the current row, after the wait: K by threads 0..NP-1, V by NP..2NP-1
             const int pc = tid % NP, r = pos - c * CH;
@@ -169,9 +171,9 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
         // 2. scores: position pl of the chunk, pieces 2k + j
         {
             const int pl = tid / 2, j = tid % 2;
-            float s[QPG];
+            float s[NH];
 #pragma unroll
-            for (int h = 0; h < QPG; ++h) s[h] = 0.0f;
+            for (int h = 0; h < NH; ++h) s[h] = 0.0f;
             const uint8_t* kr = kv + pl * KROW;
 #pragma unroll
             for (int k = 0; k < NP / 2; ++k) {
@@ -179,7 +181,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
                 float f[8];
                 half8_to_float(*reinterpret_cast<const uint4*>(kr + pc * 16), f);
 #pragma unroll
-                for (int h = 0; h < QPG; ++h) {
+                for (int h = 0; h < NH; ++h) {
                     const float4 a = *reinterpret_cast<const float4*>(qs + h * HEAD_DIM + pc * 8);
                     const float4 b = *reinterpret_cast<const float4*>(qs + h * HEAD_DIM + pc * 8 + 4);
                     s[h] = fmaf(a.x, f[0], s[h]);
@@ -195,19 +197,19 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
             const int p = c * CH + pl;
             const bool in = p >= first && p < n_pos;
 #pragma unroll
-            for (int h = 0; h < QPG; ++h) {
+            for (int h = 0; h < NH; ++h) {
                 s[h] += __shfl_xor_sync(0xffffffffu, s[h], 1);
-                if ((h & 1) == j) wts[pl * QP4 + h] = in ? s[h] : -JL_INF;
+                if ((h & 1) == j) wts[pl * QPN + h] = in ? s[h] : -JL_INF;
             }
         }
         __syncthreads();
 
         // 3. softmax of head wp over the chunk (a chunk in [c_lo, c_hi] holds a position in range)
-        if (wp < QPG) {
+        if (wp < NH) {
             float x[CH / 32], cm = -JL_INF;
 #pragma unroll
             for (int i = 0; i < CH / 32; ++i) {
-                x[i] = wts[(lane + 32 * i) * QP4 + wp];
+                x[i] = wts[(lane + 32 * i) * QPN + wp];
                 cm = fmaxf(cm, x[i]);
             }
             const float mn = fmaxf(m_run, warp_max(cm));
@@ -215,37 +217,39 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
 #pragma unroll
             for (int i = 0; i < CH / 32; ++i) {
                 const float e = exp2f(x[i] - mn);  // 0 for positions out of range
-                wts[(lane + 32 * i) * QP4 + wp] = e;
+                wts[(lane + 32 * i) * QPN + wp] = e;
                 sum += e;
             }
             const float a = exp2f(m_run - mn);  // 0 on the first chunk
             l_run = l_run * a + warp_sum(sum);
             m_run = mn;
-            if (lane == 0) alpha[wp] = a;
+            if (lane == 0) sm.alpha[wp] = a;
         }
         cp_async_wait<0>();  // this thread's V copies
         __syncthreads();
 
-        // 4. V sums: rows pg, pg + PL, ... of piece dg
+        // 4. V sums: rows pg, pg + PL, ... of piece dg (rows past the last in range: weight 0,
+        // zero filled; a short context stops at its rows)
         {
 #pragma unroll
-            for (int h = 0; h < QPG; ++h) {
-                const float a = alpha[h];
+            for (int h = 0; h < NH; ++h) {
+                const float a = sm.alpha[h];
 #pragma unroll
                 for (int i = 0; i < 8; ++i) acc[h][i] *= a;
             }
             const uint8_t* vr = kv + CH * KROW + dg * 16;
+            const int r_end = min(CH, n_pos - c * CH);
 #pragma unroll 4
-            for (int r = pg; r < CH; r += PL) {
+            for (int r = pg; r < r_end; r += PL) {
                 float f[8];
                 half8_to_float(*reinterpret_cast<const uint4*>(vr + r * VROW), f);
 #pragma unroll
-                for (int h4 = 0; h4 < QP4; h4 += 4) {
-                    const float4 w4 = *reinterpret_cast<const float4*>(wts + r * QP4 + h4);
+                for (int h4 = 0; h4 < QPN; h4 += 4) {
+                    const float4 w4 = *reinterpret_cast<const float4*>(wts + r * QPN + h4);
                     const float w[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
                     for (int hh = 0; hh < 4; ++hh) {
-                        if (h4 + hh >= QPG) break;
+                        if (h4 + hh >= NH) break;
 #pragma unroll
                         for (int i = 0; i < 8; ++i) acc[h4 + hh][i] = fmaf(w[hh], f[i], acc[h4 + hh][i]);
                     }
@@ -254,55 +258,55 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
         }
         __syncthreads();  // shared memory is rewritten by the next chunk's copies
     }
+    (void)split_rows;
 
     // the position lanes' sums, through shared memory: red[pg][h][d]
     float* red = reinterpret_cast<float*>(kv);
 #pragma unroll
-    for (int h = 0; h < QPG; ++h) {
-        float* r = red + (pg * QPG + h) * HEAD_DIM + dg * 8;
+    for (int h = 0; h < NH; ++h) {
+        float* r = red + (pg * NH + h) * HEAD_DIM + dg * 8;
         *reinterpret_cast<float4*>(r) = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
         *reinterpret_cast<float4*>(r + 4) = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
     }
-    if (wp < QPG && lane == 0) {
-        mls[wp] = m_run;
-        mls[QPG + wp] = l_run;
+    if (wp < NH && lane == 0) {
+        sm.mls[wp] = m_run;
+        sm.mls[NH + wp] = l_run;
     }
     __syncthreads();
-    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
-        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
+    for (int idx = tid; idx < NH * HEAD_DIM; idx += BLOCK) {
+        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = hq0 + h;
         float o = 0.0f;
 #pragma unroll
-        for (int g = 0; g < PL; ++g) o += red[g * QPG * HEAD_DIM + idx];
+        for (int g = 0; g < PL; ++g) o += red[g * NH * HEAD_DIM + idx];
         if (n_active > 1) {
             float* sc = scratch + ((unsigned long long)hq * N_SPLITS + y) * SROW;
             sc[d] = o;
             if (d == 0) {
-                sc[HEAD_DIM] = mls[h];
-                sc[HEAD_DIM + 1] = mls[QPG + h];
+                sc[HEAD_DIM] = sm.mls[h];
+                sc[HEAD_DIM + 1] = sm.mls[NH + h];
             }
         } else {
-            out[hq * HEAD_DIM + d] = o / mls[QPG + h];  // l > 0: an active block has a position in range
+            out[hq * HEAD_DIM + d] = o / sm.mls[NH + h];  // l > 0: an active block has a position in range
         }
     }
     if (n_active == 1) return;
 
     // the last of the kv head's active blocks combines their states, then resets the counter
-    __shared__ bool last;
-    __shared__ float wsp[QPG * N_SPLITS], lsp[QPG * N_SPLITS], lsum[QPG];
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
     __syncthreads();
-    if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == (unsigned)n_active - 1u;
+    if (tid == 0) *sm.last = atomicAdd(tickets + kvh, 1u) == (unsigned)n_active - 1u;
     __syncthreads();
-    if (!last) return;
+    if (!*sm.last) return;
     __threadfence();
-    for (int idx = tid; idx < QPG * n_active; idx += BLOCK) {
+    float *wsp = sm.wsp, *lsp = sm.lsp;
+    for (int idx = tid; idx < NH * n_active; idx += BLOCK) {
         const int h = idx / n_active, sp = idx % n_active;
-        const float* st = scratch + ((unsigned long long)(kvh * QPG + h) * N_SPLITS + sp) * SROW;
+        const float* st = scratch + ((unsigned long long)(hq0 + h) * N_SPLITS + sp) * SROW;
         wsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
         lsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
     }
     __syncthreads();
-    if (tid < QPG) {
+    if (tid < NH) {
         float* w = wsp + tid * N_SPLITS;
         float M = -JL_INF;
         for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
@@ -312,16 +316,59 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
             L += lsp[tid * N_SPLITS + sp] * wg;
             w[sp] = wg;
         }
-        lsum[tid] = L;
+        sm.lsum[tid] = L;
     }
     __syncthreads();
-    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
-        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
+    // a dim a thread: every split's value loaded at once (one L2 round trip), then summed in split
+    // order
+    for (int idx = tid; idx < NH * HEAD_DIM; idx += BLOCK) {
+        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = hq0 + h;
         const float* sc = scratch + (unsigned long long)hq * N_SPLITS * SROW + d;
+        float x[N_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp)
+            if (sp < n_active) x[sp] = __ldcg(sc + sp * SROW);
         float o = 0.0f;
-#pragma unroll 8
-        for (int sp = 0; sp < n_active; ++sp) o += __ldcg(sc + sp * SROW) * wsp[h * N_SPLITS + sp];
-        out[hq * HEAD_DIM + d] = o / lsum[h];
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp)
+            if (sp < n_active) o = fmaf(x[sp], wsp[h * N_SPLITS + sp], o);
+        out[hq * HEAD_DIM + d] = o / sm.lsum[h];
     }
     if (tid == 0) tickets[kvh] = 0u;
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int* pos_ptr,
+            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
+    JITLLM_DYN_SMEM(uint8_t, kv);
+    __shared__ __align__(16) float qs[QPG * HEAD_DIM];
+    __shared__ __align__(16) float wts[CH * QP4];
+    __shared__ float alpha[QPG], mls[2 * QPG], wsp[QPG * N_SPLITS], lsp[QPG * N_SPLITS], lsum[QPG];
+    __shared__ bool last;
+    (void)seq_ptr;
+    (void)next_w;
+    pdl_launch_dependents();  // small grid: let the next kernel get scheduled
+    const int kvh = blockIdx.x, y = blockIdx.y;
+#if !EARLY_KV
+    pdl_wait();
+#endif
+    const int pos = *pos_ptr, n_pos = pos + 1;
+    const int first = WINDOW > 0 ? max(0, n_pos - WINDOW) : 0;
+    const int c_lo = first / CH, c_hi = pos / CH;
+    // one chunk in range: a block per query head (y < QPG), else a block per kv head and split
+    const bool per_head = QPG > 1 && c_hi == c_lo && N_SPLITS >= QPG;
+    const int n_active = per_head ? 1 : min(N_SPLITS, c_hi - c_lo + 1);  // blocks a head set (block-uniform)
+    if (y >= (per_head ? QPG : n_active)) return;
+    const half* kb = k_cache + kvh * HEAD_DIM;
+    const half* vb = v_cache + kvh * HEAD_DIM;
+    const int c0 = c_lo + (per_head ? 0 : y);
+#if EARLY_KV
+    issue_chunk(kv, kb, vb, c0, first, n_pos, pos);  // every row but the current one (the q/k/v gemv stores it)
+    pdl_wait();
+#endif
+    const Smem sm{kv, qs, wts, alpha, mls, wsp, lsp, lsum, &last};
+    if (per_head)
+        attend<1>(sm, q, kb, vb, out, scratch, tickets, kvh, kvh * QPG + y, 0, 1, c0, c_hi, first, pos, EARLY_KV, 0);
+    else
+        attend<QPG>(sm, q, kb, vb, out, scratch, tickets, kvh, kvh * QPG, y, n_active, c0, c_hi, first, pos, EARLY_KV, 0);
 }
