@@ -32,6 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
+#   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
 #   next16b : attn.stage=smem (K/V staged in shared memory): kernels, golden, modes, depth A/B, ncu
 #   next16  : bench's NVML power figures beside nvidia-smi (power), the md columns, golden
 #   var15   : every repetition's tok/s at several contexts; power: clocks, power and the power cap
@@ -312,6 +313,22 @@ var15)
         done
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+next16c)
+    # attn.stage=smem diagnosis (session 16): 17.7 us at depth 4096 under ncu with SMs active 64 % of
+    # it; fewer splits (a shorter merge, several chunks a block), 256-position chunks, the copies
+    # after the wait; then the warps' stall reasons of the default configuration
+    F="--force-variant attn.stage=smem"
+    f=$(synth llama3.1-8b q8_0)
+    for a in "$F --attn-splits 16" "$F --attn-splits 8" "$F --attn-chunk 256" "$F --force-variant attn.early=wait"; do
+        log "depth [$a]"
+        timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 2 --no-warmup -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
+    done
+    log "ncu stall reasons, attn.stage=smem at depth 4096"
+    timeout 150 ncu --clock-control none --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__cycles_active.avg,gpu__time_duration.sum" \
+        --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 1 -- \
+        "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $F > "$OUT/ncu-stalls.txt" 2>&1
+    grep -E "stalled|duration|cycles_active" "$OUT/ncu-stalls.txt" | awk '{print $1, $(NF)}' | sort -k2 -g -r | head -30 | tee -a "$OUT/summary.txt"
     ;;
 next16b)
     # attn.stage=smem (session 16): decode attention with each block's K/V chunk staged in shared
