@@ -318,9 +318,10 @@ next16c)
     # attn.stage=smem diagnosis (session 16): 17.7 us at depth 4096 under ncu with SMs active 64 % of
     # it; fewer splits (a shorter merge, several chunks a block), 256-position chunks, the copies
     # after the wait; then the warps' stall reasons of the default configuration
+    cuda_test kernels-staged kernels_vs_cpu_test "kernels_vs_cpu: attn.stage=smem" JITLLM_KVC_VARIANTS=attn-staged
     F="--force-variant attn.stage=smem"
     f=$(synth llama3.1-8b q8_0)
-    for a in "$F --attn-splits 16" "$F --attn-splits 8" "$F --attn-chunk 256" "$F --force-variant attn.early=wait"; do
+    for a in " " "$F" "$F --attn-splits 16" "$F --attn-splits 8" "$F --attn-chunk 256" "$F --force-variant attn.early=wait"; do
         log "depth [$a]"
         timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 2 --no-warmup -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
     done

@@ -306,17 +306,20 @@ __device__ __forceinline__ void attend(const Smem& sm, const float* q, const hal
         lsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
     }
     __syncthreads();
-    if (tid < NH) {
-        float* w = wsp + tid * N_SPLITS;
+    // warp h: the splits' weights 2^(m_s - M) and the sum L of head h (lanes over the splits)
+    if (wp < NH) {
+        float* w = wsp + wp * N_SPLITS;
         float M = -JL_INF;
-        for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
+        for (int sp = lane; sp < n_active; sp += 32) M = fmaxf(M, w[sp]);
+        M = warp_max(M);
         float L = 0.0f;
-        for (int sp = 0; sp < n_active; ++sp) {
+        for (int sp = lane; sp < n_active; sp += 32) {
             const float wg = exp2f(w[sp] - M);
-            L += lsp[tid * N_SPLITS + sp] * wg;
+            L += lsp[wp * N_SPLITS + sp] * wg;
             w[sp] = wg;
         }
-        sm.lsum[tid] = L;
+        L = warp_sum(L);
+        if (lane == 0) sm.lsum[wp] = L;
     }
     __syncthreads();
     // a dim a thread: every split's value loaded at once (one L2 round trip), then summed in split
