@@ -32,6 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
+#   next17  : attn.stage=smem with the full carveout (prepared in session 16, not yet run)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
 #   next16b : attn.stage=smem (K/V staged in shared memory): kernels, golden, modes, depth A/B, ncu
 #   next16  : bench's NVML power figures beside nvidia-smi (power), the md columns, golden
@@ -313,6 +314,26 @@ var15)
         done
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+next17)
+    # prepared in session 16 after the device time: attn.stage=smem with the full shared-memory
+    # carveout by default (the gemvs around it hold ~200 KiB rings; under ncu its SMs were active
+    # 62 % of the launch), against the driver's choice, and the register kernel with the full
+    # carveout; kernels_vs_cpu first, then the warps' stall reasons and SM activity again
+    cuda_test kernels-staged kernels_vs_cpu_test "kernels_vs_cpu: attn.stage=smem" JITLLM_KVC_VARIANTS=attn-staged
+    F="--force-variant attn.stage=smem"
+    f=$(synth llama3.1-8b q8_0)
+    for a in " " "$F" "$F --attn-carveout -1" "--attn-carveout 100"; do
+        log "depth [$a]"
+        timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
+    done
+    for a in "$F" " "; do
+        log "ncu at depth 4096 [$a]"
+        timeout 150 ncu --clock-control none --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__cycles_active.avg,gpc__cycles_elapsed.max,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum" \
+            --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 1 -- \
+            "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$OUT/ncu-stalls.txt" 2>&1
+        grep -E "stalled|duration|cycles|throughput|bytes" "$OUT/ncu-stalls.txt" | awk '{print $1, $(NF)}' | sort -k2 -g -r | head -14 | tee -a "$OUT/summary.txt"
+    done
     ;;
 next16c)
     # attn.stage=smem diagnosis (session 16): 17.7 us at depth 4096 under ncu with SMs active 64 % of

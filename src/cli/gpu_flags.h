@@ -22,7 +22,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string ablate;
@@ -147,6 +147,11 @@ struct GpuFlags {
                        "shared memory (-1 = the driver's choice; 100 lets blocks of consecutive kernels share an SM "
                        "without reconfiguring it; H200, 8B Q8_0: 447.1 tok/s with the driver's choice, 432.8 with 100)")
             ->check(CLI::Range(-1, 100));
+        app.add_option("--attn-carveout", attn_carveout,
+                       "tuning: preferred shared-memory carveout of the decode attention kernel, percent (-1 = the "
+                       "driver's choice, the register kernel's default; attn.stage=smem defaults to 100 so the gemvs "
+                       "around it, which take ~200 KiB of rings, need no reconfiguration of an SM)")
+            ->check(CLI::Range(-1, 100));
         app.add_flag("--gemv-late-loads", gemv_late_loads,
                      "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "
                      "residual and the RoPE angle are loaded after the dot products)");
@@ -193,6 +198,7 @@ struct GpuFlags {
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
         s.smem_carveout = smem_carveout;
+        s.attn_carveout = attn_carveout;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())

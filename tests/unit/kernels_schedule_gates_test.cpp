@@ -998,7 +998,15 @@ TEST(ScheduleGates, StagedAttentionServesAKvHeadPerBlock) {
     EXPECT_EQ(a.grid.y, 32u);  // min(3 * 132 / 2, 4096 / 128)
     EXPECT_TRUE(has_define(a.variant, "N_SPLITS", "32"));
     EXPECT_TRUE(has_define(a.variant, "EARLY_KV", "1"));
+    EXPECT_EQ(a.carveout, 100);  // the gemvs' full shared memory (--attn-carveout: another)
     EXPECT_EQ(split_attn(300, o).grid.y, 3u);  // one split a chunk
+    ScheduleOptions cv = o;
+    cv.attn_carveout = -1;
+    EXPECT_EQ(split_attn(4096, cv).carveout, -1);
+    cv.force.erase("attn.stage");
+    cv.attn_carveout = 50;
+    EXPECT_EQ(split_attn(4096, cv).carveout, 50);  // the register kernel's too
+    EXPECT_EQ(split_attn(4096, ScheduleOptions{}).carveout, -1);
     ScheduleOptions w = o;
     w.force["attn.early"] = "wait";
     w.attn_chunk = 64;
