@@ -999,7 +999,8 @@ TEST(ScheduleGates, StagedAttentionServesAKvHeadPerBlock) {
     EXPECT_TRUE(has_define(a.variant, "N_SPLITS", "32"));
     EXPECT_TRUE(has_define(a.variant, "EARLY_KV", "1"));
     EXPECT_EQ(a.carveout, 100);  // the gemvs' full shared memory (--attn-carveout: another)
-    EXPECT_EQ(split_attn(300, o).grid.y, 3u);  // one split a chunk
+    EXPECT_EQ(split_attn(300, o).grid.y, 4u);  // a split a chunk (3), at least a block a query head (4)
+    EXPECT_EQ(split_attn(128, o).grid.y, 4u);
     ScheduleOptions cv = o;
     cv.attn_carveout = -1;
     EXPECT_EQ(split_attn(4096, cv).carveout, -1);

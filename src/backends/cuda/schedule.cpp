@@ -885,7 +885,10 @@ private:
         const int stat = 4 * (qpg * hd + ch * ((qpg + 3) / 4 * 4)) + 2048;  // q, weights, merge (estimate)
         const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + stat + 1024));
         const int fill = std::max(1, per_sm * d_.sm_count / c_.n_kv_heads);
-        const int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + ch - 1) / ch));
+        int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + ch - 1) / ch));
+        // at least a block per query head of a group: a context within one chunk runs that way
+        // (attention_decode_staged.cu per_head), also when the cache holds fewer chunks than heads
+        if (o_.attn_splits <= 0) n_splits = std::max(n_splits, std::min(qpg, fill));
         Variant v("cuda/attention_decode_staged.cu", "");
         v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
             .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("BLOCK", block);
