@@ -132,7 +132,7 @@ struct Smem {
 template <int NH>
 __device__ __forceinline__ void attend(const Smem& sm, const float* q, const half* kb, const half* vb, float* out,
                                        float* scratch, unsigned* tickets, int kvh, int hq0, int y, int n_active,
-                                       int c0, int c_hi, int first, int pos, bool early, int split_rows) {
+                                       int c0, int c_hi, int first, int pos, bool early) {
     constexpr int QPN = (NH + 3) / 4 * 4;  // weights per position, whole float4s
     const int tid = threadIdx.x, wp = tid / 32, lane = tid % 32;
     const int n_pos = pos + 1;
@@ -258,7 +258,6 @@ __device__ __forceinline__ void attend(const Smem& sm, const float* q, const hal
         }
         __syncthreads();  // shared memory is rewritten by the next chunk's copies
     }
-    (void)split_rows;
 
     // the position lanes' sums, through shared memory: red[pg][h][d]
     float* red = reinterpret_cast<float*>(kv);
@@ -371,7 +370,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int*
 #endif
     const Smem sm{kv, qs, wts, alpha, mls, wsp, lsp, lsum, &last};
     if (per_head)
-        attend<1>(sm, q, kb, vb, out, scratch, tickets, kvh, kvh * QPG + y, 0, 1, c0, c_hi, first, pos, EARLY_KV, 0);
+        attend<1>(sm, q, kb, vb, out, scratch, tickets, kvh, kvh * QPG + y, 0, 1, c0, c_hi, first, pos, EARLY_KV);
     else
-        attend<QPG>(sm, q, kb, vb, out, scratch, tickets, kvh, kvh * QPG, y, n_active, c0, c_hi, first, pos, EARLY_KV, 0);
+        attend<QPG>(sm, q, kb, vb, out, scratch, tickets, kvh, kvh * QPG, y, n_active, c0, c_hi, first, pos, EARLY_KV);
 }
