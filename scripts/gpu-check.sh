@@ -321,6 +321,10 @@ next17)
     # 62 % of the launch), against the driver's choice, and the register kernel with the full
     # carveout; kernels_vs_cpu first, then the warps' stall reasons and SM activity again
     cuda_test kernels-staged kernels_vs_cpu_test "kernels_vs_cpu: attn.stage=smem" JITLLM_KVC_VARIANTS=attn-staged
+    # how fast a block can stage 64 KiB of K/V rows into shared memory, four ways (tools/kv_stage_bench.cu)
+    log "kv_stage_bench"
+    timeout 60 "$B/kv_stage_bench" > "$OUT/kv_stage_bench.txt" 2>&1
+    tee -a "$OUT/summary.txt" < "$OUT/kv_stage_bench.txt"
     F="--force-variant attn.stage=smem"
     f=$(synth llama3.1-8b q8_0)
     for a in " " "$F" "$F --attn-carveout -1" "--attn-carveout 100"; do

@@ -10,6 +10,11 @@ cp "$BUILD/jitllm" .gpu/bin/
 for t in engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test runtime_generate_test; do
     [ -f "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .gpu/bin/
 done
+# standalone microbenchmarks (tools/*.cu; the CUDA runtime linked statically, the driver from the host)
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$NVCC" ]; then
+    "$NVCC" -O3 -arch=sm_90 -o .gpu/bin/kv_stage_bench tools/kv_stage_bench.cu -L"$(dirname "$NVCC")/../lib64/stubs" -lcuda
+fi
 strip .gpu/bin/* 2>/dev/null || true
 # the HTTP transport module of `jitllm serve` and the shared libraries it needs (not on the GPU host)
 if [ -f "$BUILD/jitllm-httplib.so" ]; then
