@@ -93,26 +93,24 @@ __device__ __forceinline__ void half8_to_float(const uint4& w, float* f) {
     }
 }
 
-// Chunk c's rows except row `skip` (-1: none) into shared memory: K (one commit group), then V
-// (another); rows outside [first, n_pos) zero filled
+// Chunk c's rows of one cache (K or V, from src) except row `skip` (-1: none) into shared memory
+// at dst, rows `stride` bytes apart, as one commit group; rows outside [first, n_pos) zero filled
+__device__ __forceinline__ void issue_rows(uint32_t dst, int stride, const half* src, int c, int first, int n_pos,
+                                           int skip) {
+#pragma unroll
+    for (int i = 0; i < CH * NP / BLOCK; ++i) {
+        const int e = threadIdx.x + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
+        const bool ok = p >= first && p < n_pos;
+        if (p != skip) cp_async16(dst + r * stride + pc * 16, src + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
+    }
+    cp_async_commit();
+}
+// Chunk c's K rows (one commit group), then its V rows (another)
 __device__ __forceinline__ void issue_chunk(uint8_t* kv, const half* kb, const half* vb, int c, int first, int n_pos,
                                             int skip) {
-    const int tid = threadIdx.x;
-    const uint32_t ks = smem_addr(kv), vs = ks + CH * KROW;
-#pragma unroll
-    for (int i = 0; i < CH * NP / BLOCK; ++i) {
-        const int e = tid + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
-        const bool ok = p >= first && p < n_pos;
-        if (p != skip) cp_async16(ks + r * KROW + pc * 16, kb + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
-    }
-    cp_async_commit();
-#pragma unroll
-    for (int i = 0; i < CH * NP / BLOCK; ++i) {
-        const int e = tid + i * BLOCK, r = e / NP, pc = e % NP, p = c * CH + r;
-        const bool ok = p >= first && p < n_pos;
-        if (p != skip) cp_async16(vs + r * VROW + pc * 16, vb + (unsigned long long)(ok ? p : 0) * KV_DIM + pc * 8, ok ? 16 : 0);
-    }
-    cp_async_commit();
+    const uint32_t ks = smem_addr(kv);
+    issue_rows(ks, KROW, kb, c, first, n_pos, skip);
+    issue_rows(ks + CH * KROW, VROW, vb, c, first, n_pos, skip);
 }
 
 // Shared memory of a block: K rows [CH][KROW], then V rows [CH][VROW] (dynamic; after the last
