@@ -904,15 +904,11 @@ private:
         // once its blocks have drained; with the driver's choice the launch measured 17.7 us under
         // Nsight Compute with the SMs active 62 % of it (session 16)
         k.carveout = o_.attn_carveout >= -1 ? o_.attn_carveout : 100;
-        KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
-        KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
-        k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"), null(),
-                  scratch("attn_tickets"), null()};
+        k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"),
+                  null(), scratch("attn_tickets"), null()};
         k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
         k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
-        const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 4) * 4;
-        s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
-        s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads) * 4);
+        split_scratch(n_splits, c_.n_kv_heads);
     }
     void layer_tail(size_t i, const Tail& tl) {
         const GgmlType ty = tl.wo->type;
@@ -939,6 +935,14 @@ private:
     static KArg rows_arg() { KArg a; a.kind = KArg::Kind::Rows; return a; }
     static KArg kcache(int layer) { KArg a; a.kind = KArg::Kind::KCache; a.layer = layer; return a; }
     static KArg vcache(int layer) { KArg a; a.kind = KArg::Kind::VCache; a.layer = layer; return a; }
+    // split-KV decode attention's scratch: every query head's partial state per split (head_dim + 4
+    // floats: 16-byte rows) and `counters` zeroed ticket counters (attention_decode.cu and
+    // attention_decode_staged.cu: the last block of a head set combines the states)
+    void split_scratch(int n_splits, int counters) {
+        const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(c_.head_dim + 4) * 4;
+        s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
+        s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(counters) * 4);
+    }
 
     // The last kernel's grid dimension `dim` scales with the batch rows: ceil(m * mul / div).
     void rows_grid(KernelStep& k, int dim, int mul = 1, int div = 1) {
@@ -1399,10 +1403,8 @@ private:
                 const KArg angles = rope_angles(v, a.w[0]);
                 auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm", v);
                 k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
-                KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
-                KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
-                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kc, vc, slot(Slot::Pos), angles, f32(c_.rope_base),
-                          null()};
+                k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer), slot(Slot::Pos),
+                          angles, f32(c_.rope_base), null()};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
                 return 2;
@@ -1571,21 +1573,17 @@ private:
                 // SM to drain, which would undo the overlap)
                 if (k.variant.has("MAX_REGS")) k.carveout = 100;
                 if (o_.attn_carveout >= -1) k.carveout = o_.attn_carveout;
-                KArg kc; kc.kind = KArg::Kind::KCache; kc.layer = a.layer;
-                KArg vc; vc.kind = KArg::Kind::VCache; vc.layer = a.layer;
-                k.args = {slot(Slot::Q), kc, vc, slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
+                k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
                           null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w)};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 if (g_.attn_split) {
-                    // partial states per split; the last block of each kv head combines them
-                    // (attention_decode.cu: a ticket counter per block x, zeroed at allocation)
-                    const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(hd + 4) * 4;  // 16-byte rows
-                    s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
-                    s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(c_.n_kv_heads * hsplit) * 4);
-                    // (scratch traffic, 2 * sb at most, only when more than one block is active:
-                    // left out of the byte count, which is what a short context moves)
+                    // partial states per split; the last block of each head set combines them
+                    // (a ticket counter per block x, zeroed at allocation)
+                    split_scratch(n_splits, c_.n_kv_heads * hsplit);
+                    // (scratch traffic, twice the states at most, only when more than one block is
+                    // active: left out of the byte count, which is what a short context moves)
                 }
                 return 1;
             }
