@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
+#include "layer_timer.h"
+
 constexpr int KVH = 8, HD = 128;  // kv heads, head dim
 constexpr int ROW = HD * 2;       // bytes of one head's row
 
@@ -49,25 +51,9 @@ int main() {
     cudaMalloc(&sink, 4);
     cudaMemset(kb, 1, bytes * layers);
     cudaMemset(vb, 2, bytes * layers);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
     int sms = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    auto timeit = [&](const char* name, auto launch) {
-        for (int w = 0; w < 2; ++w)
-            for (int l = 0; l < layers; ++l) launch(l);
-        cudaEventRecord(e0);
-        const int reps = 10;
-        for (int r = 0; r < reps; ++r)
-            for (int l = 0; l < layers; ++l) launch(l);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        const double us = ms * 1000.0 / (reps * layers);
-        printf("%-40s %8.2f us per layer  %7.1f GB/s\n", name, us, 2.0 * bytes / (us * 1e3));
-    };
+    auto timeit = [&](const char* name, auto launch) { time_per_layer(name, layers, 2.0 * bytes, launch); };
     timeit("flat contiguous (132x4 blocks)", [&](int l) {
         read_flat<<<sms * 4, 256>>>((const uint4*)(kb + l * bytes), (const uint4*)(vb + l * bytes), bytes / 16, sink);
     });

@@ -10,32 +10,20 @@
 // and a plain read of the same rows into registers for reference. Question (session 16): the
 // staged kernel's copies land at ~1 TB/s (17.8 us a launch under ncu against ~4 us of bytes): is
 // that the copy method, and which one keeps 128 KiB an SM in flight at the copy rate?
-// Build: nvcc -O3 -arch=sm_90 -o kv_stage_bench tools/kv_stage_bench.cu -lcuda ; run: ./kv_stage_bench
+// Build: nvcc -O3 -arch=sm_90 -I src/kernels/cuda -o kv_stage_bench tools/kv_stage_bench.cu -lcuda (scripts/gpu-prepare.sh)
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <vector>
 
+#include "common/async_copy.cuh"  // the kernels' own copy and mbarrier helpers (-I src/kernels/cuda)
+#include "layer_timer.h"
+
 constexpr int KVH = 8, HD = 128, ROW = HD * 2;  // kv heads, head dim, bytes of a head's row
 constexpr int CH = 128, BLOCK = 256, NP = ROW / 16;
 constexpr int SMEM = 2 * CH * ROW + 1024;  // K and V rows (dense), 1 KiB for alignment and barriers
 
-__device__ __forceinline__ uint32_t saddr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t n) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(n) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
 // a word of every row of shared memory, so the copies cannot be dropped
 __device__ __forceinline__ void consume(const uint8_t* s, unsigned* sink) {
     unsigned acc = 0;
@@ -50,10 +38,11 @@ __global__ void __launch_bounds__(BLOCK) stage_cp_async(const uint8_t* k, const 
     for (int e = threadIdx.x; e < CH * NP; e += BLOCK) {
         const int r = e / NP, pc = e % NP;
         const size_t off = ((size_t)(p0 + r) * KVH + h) * ROW + pc * 16;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(saddr(sm + r * ROW + pc * 16)), "l"(k + off) : "memory");
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(saddr(sm + (CH + r) * ROW + pc * 16)), "l"(v + off) : "memory");
+        cp_async16(smem_addr(sm + r * ROW + pc * 16), k + off, 16);
+        cp_async16(smem_addr(sm + (CH + r) * ROW + pc * 16), v + off, 16);
     }
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+    cp_async_commit();
+    cp_async_wait<0>();
     __syncthreads();
     consume(sm, sink);
 }
@@ -83,18 +72,15 @@ __global__ void __launch_bounds__(BLOCK) stage_ld_st(const uint8_t* k, const uin
 __global__ void __launch_bounds__(BLOCK) stage_bulk_rows(const uint8_t* k, const uint8_t* v, unsigned* sink) {
     extern __shared__ __align__(128) uint8_t sm[];
     const int h = blockIdx.x, p0 = blockIdx.y * CH, t = threadIdx.x;
-    const uint32_t bar = saddr(sm + 2 * CH * ROW);
+    const uint32_t bar = smem_addr(sm + 2 * CH * ROW);
     if (t == 0) {
         mbar_init(bar, 1);
-        mbar_expect(bar, 2 * CH * ROW);
+        mbar_init_fence();
+        mbar_arrive_expect_tx(bar, 2 * CH * ROW);
     }
     __syncthreads();
     const int r = t % CH;
-    const uint8_t* src = (t < CH ? k : v) + ((size_t)(p0 + r) * KVH + h) * ROW;
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     saddr(sm + (t < CH ? r : CH + r) * ROW)),
-                 "l"(src), "r"(ROW), "r"(bar)
-                 : "memory");
+    bulk_g2s(smem_addr(sm + (t < CH ? r : CH + r) * ROW), (t < CH ? k : v) + ((size_t)(p0 + r) * KVH + h) * ROW, ROW, bar);
     mbar_wait(bar, 0);
     consume(sm, sink);
 }
@@ -103,15 +89,16 @@ __global__ void __launch_bounds__(BLOCK) stage_tensor_map(const __grid_constant_
                                                           const __grid_constant__ CUtensorMap vm, unsigned* sink) {
     extern __shared__ __align__(128) uint8_t sm[];
     const int h = blockIdx.x, p0 = blockIdx.y * CH;
-    const uint32_t bar = saddr(sm + 2 * CH * ROW);
+    const uint32_t bar = smem_addr(sm + 2 * CH * ROW);
     if (threadIdx.x == 0) {
         mbar_init(bar, 1);
-        mbar_expect(bar, 2 * CH * ROW);
+        mbar_init_fence();
+        mbar_arrive_expect_tx(bar, 2 * CH * ROW);
         // coordinates: (element within the position row, position)
         asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-                         "r"(saddr(sm)), "l"(&km), "r"(h * HD), "r"(p0), "r"(bar) : "memory");
+                         "r"(smem_addr(sm)), "l"(&km), "r"(h * HD), "r"(p0), "r"(bar) : "memory");
         asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-                         "r"(saddr(sm + CH * ROW)), "l"(&vm), "r"(h * HD), "r"(p0), "r"(bar) : "memory");
+                         "r"(smem_addr(sm + CH * ROW)), "l"(&vm), "r"(h * HD), "r"(p0), "r"(bar) : "memory");
     }
     __syncthreads();
     mbar_wait(bar, 0);
@@ -176,24 +163,7 @@ int main() {
             }
         }
     }
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    auto timeit = [&](const char* name, auto launch) {
-        for (int w = 0; w < 2; ++w)
-            for (int l = 0; l < layers; ++l) launch(l);
-        cudaEventRecord(e0);
-        const int reps = 10;
-        for (int r = 0; r < reps; ++r)
-            for (int l = 0; l < layers; ++l) launch(l);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        const double us = ms * 1000.0 / (reps * layers);
-        printf("%-44s %8.2f us per layer  %7.1f GB/s  (%s)\n", name, us, 2.0 * bytes / (us * 1e3),
-               cudaGetErrorString(cudaGetLastError()));
-    };
+    auto timeit = [&](const char* name, auto launch) { time_per_layer(name, layers, 2.0 * bytes, launch); };
     const dim3 grid(KVH, splits);
     timeit("read into registers (reference)", [&](int l) { read_regs<<<grid, BLOCK>>>(kb + l * bytes, vb + l * bytes, sink); });
     timeit("cp.async 16 B (attention_decode_staged.cu)", [&](int l) {

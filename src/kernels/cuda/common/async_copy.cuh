@@ -51,7 +51,9 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 }
 // generic-proxy shared writes (st.shared, cp.async) <-> async proxy (wgmma operand reads)
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// (declared in an nvcc host pass too, where __CUDA_ARCH__ is undefined: tools/kv_stage_bench.cu's
+// sm_90 kernels name them; NVRTC compiles device code only)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 // One arrival on `bar` that also expects `bytes` of async-proxy transactions in this phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
