@@ -46,6 +46,12 @@
 #   prepared10: golden and prompt modes with layer.tail=persistent (session 10; measured slower in 11)
 #   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
 #             --attn-merge-two-trips (the old merge since session 10), --gemv-warp-major)
+#   ablate  : decode attention's cost in the graph at depths 0 / 4096: defaults, --attn-ablate loads,
+#             --attn-ablate math, --ablate ^attn__ (timing only)
+#   ab      : A/B bench of this build against .gpu/bin/jitllm-base at depths 0 and 4096 (AB_SHAPES,
+#             AB_ROUNDS, AB_ARGS)
+#   srcprof : Nsight Compute SourceCounters (stalls per SASS instruction) of split-KV attention at
+#             depth 4096 (8B Q8_0; SRCPROF_ARGS flag sets)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
@@ -602,6 +608,51 @@ depthprof)
         grep -E "\"(Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|L2 Hit Rate|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Waves Per SM|Eligible Warps Per Scheduler|Issued Warp Per Scheduler|Warp Cycles Per Issued Instruction|Block Limit Registers|Block Limit Shared Mem)\"" \
             "$OUT/ncu-depth$n.csv" | awk -F'","' '{print $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$OUT/summary.txt"
         tail -3 "$OUT/ncu-depth$n.err" | tee -a "$OUT/summary.txt"
+    done
+    ;;
+srcprof)
+    # where the split-KV attention kernels' warps stall, per SASS instruction (SourceCounters;
+    # kernels carry -lineinfo), at depth 4096 on 8B Q8_0: SRCPROF_ARGS ';'-separated flag sets
+    f=$(synth llama3.1-8b q8_0)
+    IFS=';' read -ra sets <<< "${SRCPROF_ARGS:- ;--force-variant attn.stage=smem}"
+    for a in "${sets[@]}"; do
+        n=$(echo "$a" | tr -c 'a-z0-9' '_')
+        log "ncu source counters attn__split_kv at depth 4096 [$a]"
+        timeout 200 ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+            --import-source no --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 1 -o "$OUT/src$n" -f -- \
+            "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$OUT/src$n.log" 2>&1
+        echo "rc=$?" | tee -a "$OUT/summary.txt"
+        ncu --import "$OUT/src$n.ncu-rep" --page source --csv --print-source sass > "$OUT/src$n-sass.csv" 2> "$OUT/src$n-sass.err"
+        echo "sass page rc=$? $(wc -l < "$OUT/src$n-sass.csv") lines" | tee -a "$OUT/summary.txt"
+        ncu --import "$OUT/src$n.ncu-rep" --page details --section SourceCounters --section WarpStateStats > "$OUT/src$n-details.txt" 2>&1
+        grep -vE "^\s*$" "$OUT/src$n-details.txt" | head -60 | tee -a "$OUT/summary.txt"
+    done
+    ;;
+ab)
+    # A/B of this build against .gpu/bin/jitllm-base (gpu-prepare.sh GPU_BASE=...) in one call:
+    # AB_SHAPES (shape:type ...) at depths 0 and 4096 (n_ctx 4224), AB_ROUNDS alternations, AB_ARGS
+    # flags for both
+    for spec in ${AB_SHAPES:-llama3.1-8b:q8_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        # AB_EXTRA: ';'-separated flag sets run with this build after the plain pair
+        IFS=';' read -ra extra <<< "${AB_EXTRA:-}"
+        for r in $(seq "${AB_ROUNDS:-2}"); do
+            for run in "jitllm-base|" "jitllm|" "${extra[@]/#/jitllm|}"; do
+                bin=${run%%|*} a=${run#*|}
+                log "ab $spec round $r [$bin ${AB_ARGS:-} $a]"
+                timeout 120 "$B/$bin" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md ${AB_ARGS:-} $a 2>&1 | grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+            done
+        done
+    done
+    ;;
+ablate)
+    # what decode attention costs inside the replayed graph at depths 0 and 4096 (8B Q8_0, n_ctx
+    # 4224), timing only: the defaults, attention without its K/V loads, without its arithmetic,
+    # and left out altogether (--ablate); ABLATE_ARGS: flags for all four
+    f=$(synth llama3.1-8b q8_0)
+    for a in " " "--attn-ablate loads" "--attn-ablate math" "--ablate ^attn__"; do
+        log "ablate [$a ${ABLATE_ARGS:-}]"
+        timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md $a ${ABLATE_ARGS:-} 2>&1 | grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
     done
     ;;
 tune)

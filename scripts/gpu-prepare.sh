@@ -7,9 +7,12 @@ BUILD=${JITLLM_BUILD_DIR:-build}
 SH=${JITLLM_SHARED_DIR:-../shared}
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/shared/golden/synthetic .gpu/shared/testdata/vocab
 cp "$BUILD/jitllm" .gpu/bin/
-for t in engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test runtime_generate_test; do
+# GPU_TESTS: the test binaries to carry (default all); GPU_BASE: a jitllm binary carried as
+# .gpu/bin/jitllm-base for A/B runs in one device call (gpu-check's `ab` stage)
+for t in ${GPU_TESTS:-engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test runtime_generate_test}; do
     [ -f "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .gpu/bin/
 done
+[ -n "${GPU_BASE:-}" ] && cp "$GPU_BASE" .gpu/bin/jitllm-base
 # standalone microbenchmarks (tools/*.cu; the CUDA runtime linked statically, the driver from the host)
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then

@@ -134,7 +134,7 @@ int cmd_plan(const Args& args) {
         ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
-    g.check_ablate(true, false);
+    g.check_ablate(true, false, true);
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
@@ -168,7 +168,7 @@ int cmd_kernels(const Args& args) {
         ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
-    g.check_ablate(true, false);
+    g.check_ablate(true, false, true);
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
@@ -183,6 +183,7 @@ int cmd_kernels(const Args& args) {
                 so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                             {"sample.reduce", "tree"}, {"gemm.mma", "simt"}, {"gemm.wgmma", "mma"},
                             {"attn.prefill", "rows"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}};
+            if (alt == 1) so.attn_ablate = 0;  // (the siblings' one-pass attention has no ablation)
             else if (so.force.empty()) so.force = {{"attn.algo", "split"}};
             for (bool fuse : {true, false}) {
                 so.fuse = fuse;

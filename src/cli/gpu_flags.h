@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -26,6 +26,7 @@ struct GpuFlags {
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string ablate;
+    int attn_ablate = 0;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -109,6 +110,10 @@ struct GpuFlags {
                      "it at 256 threads, so both fit an SM and that gemv's shared-memory rings fill while attention "
                      "runs (sm_90 bulk gemvs; measured slower on the H200: 8B Q8_0 442.4 / 375.9 against 452.0 / 396.6 "
                      "tok/s at depth 0 / 4096, Q4_0 675.2 against 693.7)");
+        app.add_flag("--attn-kv-prefetch", attn_kv_prefetch,
+                     "tuning: split-KV decode attention's blocks (attn.early=kv) ask L2 for the K/V rows of their "
+                     "later chunks at their start, so the chunk loop's loads hit L2 (sm_90; measured slower on the H200, "
+                     "8B Q8_0: 459.1 / 399.1 tok/s at depth 0 / 4096 against 458.7 / 401.9)");
         app.add_option("--attn-prefetch-next", attn_prefetch_next,
                        "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
                        "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
@@ -164,6 +169,11 @@ struct GpuFlags {
         app.add_option("--ablate", ablate,
                        "measurement only: leave out the decode kernels whose symbol matches this regex "
                        "(the output is wrong; the tok/s difference is what they cost in the replayed graph)");
+        app.add_option("--attn-ablate", attn_ablate,
+                       "measurement only: decode attention without its K/V loads (loads: bits made from the addresses) "
+                       "or without its arithmetic (math: the loaded words XORed), to split what it costs in the "
+                       "replayed graph (the output is wrong)")
+            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"loads", 1}, {"math", 2}}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
@@ -193,6 +203,8 @@ struct GpuFlags {
         s.l2_prefetch = l2_prefetch;
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.attn_prefetch_next = attn_prefetch_next;
+        s.attn_kv_prefetch = attn_kv_prefetch;
+        s.attn_ablate = attn_ablate;
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
@@ -211,7 +223,12 @@ struct GpuFlags {
 
     // --ablate is a measurement of the decode graph: a GPU run of `run` or `bench` only, and a
     // regular expression that compiles (checked before any model is loaded)
-    void check_ablate(bool gpu, bool decode_graph = true) const {
+    // (--attn-ablate also on `plan` / `kernels`, which only print or compile the kernels: inspect = true)
+    void check_ablate(bool gpu, bool decode_graph = true, bool inspect = false) const {
+        if (attn_ablate > 0 && !inspect) {
+            if (!decode_graph) fail_usage("--attn-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
+            if (!gpu) fail_usage("--attn-ablate: expected --gpu (it changes the CUDA decode attention), found a CPU run");
+        }
         if (ablate.empty()) return;
         if (!decode_graph) fail_usage("--ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
         if (!gpu) fail_usage("--ablate: expected --gpu (it leaves kernels out of the CUDA decode graph), found a CPU run");

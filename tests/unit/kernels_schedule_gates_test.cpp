@@ -79,6 +79,11 @@ const KernelStep& at(const std::vector<KernelStep>& ks, const std::string& group
     throw std::runtime_error("no kernel for task group " + group);
 }
 
+// The decode attention kernel's variant of plan p for a target (a copy: the schedule is a temporary)
+Variant decode_attn(const Plan& p, const char* target, const ScheduleOptions& o) {
+    return at(schedule_build(p, DeviceInfo::for_target(target), o).decode, "attn").variant;
+}
+
 // Decode attention's step (a copy: the schedule is a temporary) with split-KV forced unless o says
 // otherwise, on the tiny F16 model (8 query heads over 2 kv heads, head dim 64) with n_ctx positions.
 KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90") {
@@ -161,7 +166,7 @@ TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
     auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
     const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
     ScheduleOptions o;
-    EXPECT_FALSE(defines(at(schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode, "attn").variant, "NEXT_PF"));
+    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "NEXT_PF"));
     o.attn_prefetch_next = 1024;
     const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
     int n = 0;
@@ -177,7 +182,43 @@ TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
         EXPECT_TRUE(has_define(k.variant, "NEXT_PF_MIN", "1024"));
     }
     EXPECT_EQ(n, m->config.n_layers);
-    EXPECT_FALSE(defines(at(schedule_build(p, DeviceInfo::for_target("sm_80"), o).decode, "attn").variant, "NEXT_PF"));
+    EXPECT_FALSE(defines(decode_attn(p, "sm_80", o), "NEXT_PF"));
+}
+
+// --attn-kv-prefetch: KV_PF on the EARLY_KV split SIMT attention from sm_90 only; not without
+// attn.early=kv (the position is read before the wait there)
+TEST(ScheduleGates, AttnKvPrefetchNeedsTheEarlyKernelOnSm90) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "KV_PF"));
+    o.attn_kv_prefetch = true;
+    const Variant a = decode_attn(p, "sm_90", o);
+    EXPECT_TRUE(has_define(a, "KV_PF", "1"));
+    EXPECT_TRUE(has_define(a, "EARLY_KV", "1"));
+    EXPECT_FALSE(defines(decode_attn(p, "sm_80", o), "KV_PF"));
+    o.force["attn.early"] = "wait";
+    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "KV_PF"));
+}
+
+// --attn-ablate loads|math (timing only): ABLATE 1 / 2 on the decode attention only (the batch
+// list keeps its kernel); refused where the decode attention is not the split SIMT PIPE 2 kernel
+TEST(ScheduleGates, AttnAblateOnlyOnTheSplitSimtDecodeKernel) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "ABLATE"));
+    for (int a : {1, 2}) {
+        o.attn_ablate = a;
+        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+        EXPECT_TRUE(has_define(at(s.decode, "attn").variant, "ABLATE", std::to_string(a)));
+        for (const KernelStep& k : s.batch) EXPECT_FALSE(defines(k.variant, "ABLATE")) << k.symbol;
+    }
+    o.force["attn.decode"] = "mma";
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_90"), o), Error);
+    o.force.clear();
+    o.attn_pipe = 0;
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_90"), o), Error);
 }
 
 // --attn-overlap: the split SIMT attention capped at 96 registers with the full carveout, and the

@@ -272,6 +272,10 @@ const Variant kVariants[] = {
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .kv_l2_prefetch = 2}},
     // --attn-prefetch-next N: decode attention prefetches attn_output into L2 (always; from 300
     // positions: the long-history cases only; sm_90 targets, elsewhere the option is dropped)
+    // --attn-kv-prefetch: the EARLY_KV blocks ask L2 for their later chunks at their start (sm_90
+    // targets, elsewhere dropped); 32-position chunks over 3 splits: several chunks a block
+    {"gated+attn-kv-prefetch", {.force = gated({}), .attn_kv_prefetch = true}},
+    {"gated+attn-kv-prefetch+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_prefetch = true}},
     {"gated+attn-prefetch-next", {.force = gated({}), .attn_prefetch_next = 0}},
     {"gated+fused+bulk+attn-prefetch-next300", {.force = gated({{"gemv.load", "bulk"}}), .attn_prefetch_next = 300}},
     // --gemv-balance: bulk gemvs of 12 warps (384 threads, not a power of two), with 3 blocks

@@ -1534,6 +1534,20 @@ private:
                 if (g_.attn_early && g_.attn_split && !cluster && !windowed() &&
                     (g_.attn_decode_mma ? kv_stages > 0 && pipe == 0 : pipe == 2 && kv_stages == 0))
                     v.set("EARLY_KV", 1);
+                // --attn-kv-prefetch: with EARLY_KV (its position read before the wait), the SIMT
+                // kernel's blocks also ask L2 for their later chunks' rows at the start (KV_PF;
+                // cp.async.bulk.prefetch, sm_90), so each trip's loads, one chunk ahead, hit L2
+                if (o_.attn_kv_prefetch && v.has("EARLY_KV") && !g_.attn_decode_mma && d_.cc() >= 90) v.set("KV_PF", 1);
+                // --attn-ablate loads|math (timing only): the decode kernel without its K/V loads or
+                // without its arithmetic (attention_decode.cu ABLATE), to split its cost in the graph
+                if (o_.attn_ablate > 0 && !batch_) {
+                    if (!g_.attn_split || g_.attn_decode_mma || pipe != 2 || !g_.norm_warp || kv_stages > 0 || cluster)
+                        fail_usage("--attn-ablate: expected the split SIMT decode attention with --attn-pipe 2 (the "
+                                   "default), found {}", !g_.attn_split ? "attn.algo=onepass" : g_.attn_decode_mma ? "attn.decode=mma"
+                                   : pipe != 2 ? fmt::format("--attn-pipe {}", pipe) : !g_.norm_warp ? "norm.reduce=tree"
+                                   : kv_stages > 0 ? "--attn-kv-stages" : "attn.merge=cluster");
+                    v.set("ABLATE", o_.attn_ablate);
+                }
                 // --attn-overlap: the split SIMT kernel capped at 96 registers (2 blocks of 256 threads:
                 // 48 K) so one 256-thread block of the next gemv (<= 64 registers: 16 K) fits beside
                 // them; that gemv's ring fill then runs during attention. Shared memory already fits

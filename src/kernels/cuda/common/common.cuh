@@ -58,6 +58,10 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// A release / acquire fence at GPU scope (cumulative: writes this thread observed, e.g. its
+// block's before a __syncthreads, are ordered with it): the one fence of a ticket pattern.
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
 // --- conversions (exact; round-to-nearest-even where rounding happens) ---
 #ifndef JITLLM_EMU
 __device__ __forceinline__ float f16_to_f32(uint16_t h) {
