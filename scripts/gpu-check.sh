@@ -46,8 +46,8 @@
 #   prepared10: golden and prompt modes with layer.tail=persistent (session 10; measured slower in 11)
 #   prepared9: golden and prompt modes with session 9's switches (attn.merge=cluster, attn.vsum=half2,
 #             --attn-merge-two-trips (the old merge since session 10), --gemv-warp-major)
-#   ablate  : decode attention's cost in the graph at depths 0 / 4096: defaults, --attn-ablate loads,
-#             --attn-ablate math, --ablate ^attn__ (timing only)
+#   ablate  : decode attention's cost in the graph at depths 0 / 4096: defaults, --attn-ablate
+#             loads|math|merge, --ablate ^attn__ (timing only)
 #   ab      : A/B bench of this build against .gpu/bin/jitllm-base at depths 0 and 4096 (AB_SHAPES,
 #             AB_ROUNDS, AB_ARGS)
 #   srcprof : Nsight Compute SourceCounters (stalls per SASS instruction) of split-KV attention at
@@ -648,9 +648,9 @@ ab)
 ablate)
     # what decode attention costs inside the replayed graph at depths 0 and 4096 (8B Q8_0, n_ctx
     # 4224), timing only: the defaults, attention without its K/V loads, without its arithmetic,
-    # and left out altogether (--ablate); ABLATE_ARGS: flags for all four
+    # without its split merge, and left out altogether (--ablate); ABLATE_ARGS: flags for all
     f=$(synth llama3.1-8b q8_0)
-    for a in " " "--attn-ablate loads" "--attn-ablate math" "--ablate ^attn__"; do
+    for a in " " "--attn-ablate loads" "--attn-ablate math" "--attn-ablate merge" "--ablate ^attn__"; do
         log "ablate [$a ${ABLATE_ARGS:-}]"
         timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md $a ${ABLATE_ARGS:-} 2>&1 | grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
     done

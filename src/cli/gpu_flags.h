@@ -170,10 +170,11 @@ struct GpuFlags {
                        "measurement only: leave out the decode kernels whose symbol matches this regex "
                        "(the output is wrong; the tok/s difference is what they cost in the replayed graph)");
         app.add_option("--attn-ablate", attn_ablate,
-                       "measurement only: decode attention without its K/V loads (loads: bits made from the addresses) "
-                       "or without its arithmetic (math: the loaded words XORed), to split what it costs in the "
-                       "replayed graph (the output is wrong)")
-            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"loads", 1}, {"math", 2}}));
+                       "measurement only: decode attention without its K/V loads (loads: bits made from the addresses), "
+                       "without its arithmetic (math: the loaded words XORed) or without the split-KV merge (merge: "
+                       "each block writes its partial output), to split what it costs in the replayed graph (the "
+                       "output is wrong)")
+            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"loads", 1}, {"math", 2}, {"merge", 3}}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 

@@ -201,14 +201,14 @@ TEST(ScheduleGates, AttnKvPrefetchNeedsTheEarlyKernelOnSm90) {
     EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "KV_PF"));
 }
 
-// --attn-ablate loads|math (timing only): ABLATE 1 / 2 on the decode attention only (the batch
+// --attn-ablate loads|math|merge (timing only): ABLATE 1 / 2 / 3 on the decode attention only (the batch
 // list keeps its kernel); refused where the decode attention is not the split SIMT PIPE 2 kernel
 TEST(ScheduleGates, AttnAblateOnlyOnTheSplitSimtDecodeKernel) {
     auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
     const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
     ScheduleOptions o;
     EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "ABLATE"));
-    for (int a : {1, 2}) {
+    for (int a : {1, 2, 3}) {
         o.attn_ablate = a;
         const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
         EXPECT_TRUE(has_define(at(s.decode, "attn").variant, "ABLATE", std::to_string(a)));

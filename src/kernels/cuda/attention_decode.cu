@@ -72,7 +72,9 @@
 //   PIPE 2, REDUCE and the transposed reduction): 1 (loads) every K/V load replaced by bits made from
 //   its address (finite halves, no memory access; the arithmetic as usual), 2 (math) the loads as
 //   usual, each chunk's dot products, reduction, softmax and V sums replaced by an XOR of the loaded
-//   words (kept alive by a store that never happens): what each half costs inside the decode graph
+//   words (kept alive by a store that never happens): what each half costs inside the decode graph;
+//   3 (merge) every block writes its own partial output to out (racing) instead of the scratch
+//   state, the ticket and the last block's merge
 //   KV_PF (0 default; 1: --attn-kv-prefetch, the SIMT kernel with EARLY_KV, sm_90): before the PDL
 //   wait each block also asks L2 for the K and V rows of its later chunks (c0 + N_SPLITS, ..; rows
 //   before the position), one cp.async.bulk.prefetch.L2 a row and cache, so the chunk loop's loads,
@@ -211,7 +213,7 @@
 #ifndef EARLY_KV
 #define EARLY_KV 0
 #endif
-#ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic (timing only)
+#ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic, 3 no split merge (timing only)
 #define ABLATE 0
 #endif
 #if ABLATE && (MMA || PIPE != 2 || !REDUCE || KV_STAGES || CLUSTER || BATCH)
@@ -1160,7 +1162,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 O += st[d] * wgt[hh * NGM + g];
             }
             const int hq = hb + h0 + hh;
-            if (ALGO == 2 && n_active > 1) {
+            if (ALGO == 2 && n_active > 1 && ABLATE != 3) {
                 // the block's state: scratch in global memory, or (CLUSTER) its own shared memory
                 float* sc = CLUSTER ? cst + (h0 + hh) * SROW : scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
                 sc[d] = O;
@@ -1179,7 +1181,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // ticket from an atomic counter per block x) combines the n_active partial states of its HPB
     // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
     // counter for the next launch.
-    if (n_active == 1) return;
+    if (n_active == 1 || ABLATE == 3) return;
     // out = sum_s w_s o_s / sum_s w_s l_s over the active splits, w_s = 2^(m_s - max m), for DV
     // dims; get(sp, i) reads split sp's value i (i < DV: the dims, DV: m_s, DV + 1: l_s); all of
     // them are read first (independent loads), then combined in split order
