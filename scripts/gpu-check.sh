@@ -32,7 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
-#   next17  : attn.stage=smem with the full carveout (prepared in session 16, not yet run)
+#   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
 #   next16b : attn.stage=smem (K/V staged in shared memory): kernels, golden, modes, depth A/B, ncu
 #   next16  : bench's NVML power figures beside nvidia-smi (power), the md columns, golden
@@ -65,6 +65,14 @@ OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 VOCAB=$JITLLM_SHARED_DIR/testdata/vocab/ggml-vocab-llama3-npm.gguf
+# depth_rows FILE BIN [FLAGS...]: bench's md rows of tg128 at depths 0 and 4096 (one n_ctx for both)
+# of .gpu/bin/BIN on FILE into the summary, DEPTH_R repetitions (default 3)
+depth_rows() {
+    local f=$1 bin=$2
+    shift 2
+    timeout 120 "$B/$bin" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r "${DEPTH_R:-3}" --no-warmup -o md "$@" 2>&1 |
+        grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+}
 synth() {  # shape type -> path
     local f=/tmp/$1-$2.gguf
     [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
@@ -335,7 +343,7 @@ next17)
     f=$(synth llama3.1-8b q8_0)
     for a in " " "$F" "$F --attn-carveout -1" "--attn-carveout 100"; do
         log "depth [$a]"
-        timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
+        depth_rows "$f" jitllm $a
     done
     for a in "$F" " "; do
         log "ncu at depth 4096 [$a]"
@@ -354,7 +362,7 @@ next16c)
     f=$(synth llama3.1-8b q8_0)
     for a in " " "$F" "$F --attn-splits 16" "$F --attn-splits 8" "$F --attn-chunk 256" "$F --force-variant attn.early=wait"; do
         log "depth [$a]"
-        timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 2 --no-warmup -o md $a 2>&1 | grep -E "^\| llama" | tee -a "$OUT/summary.txt"
+        DEPTH_R=2 depth_rows "$f" jitllm $a
     done
     log "ncu stall reasons, attn.stage=smem at depth 4096"
     timeout 150 ncu --clock-control none --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__cycles_active.avg,gpu__time_duration.sum" \
@@ -640,7 +648,7 @@ ab)
             for run in "jitllm-base|" "jitllm|" "${extra[@]/#/jitllm|}"; do
                 bin=${run%%|*} a=${run#*|}
                 log "ab $spec round $r [$bin ${AB_ARGS:-} $a]"
-                timeout 120 "$B/$bin" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md ${AB_ARGS:-} $a 2>&1 | grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+                depth_rows "$f" "$bin" ${AB_ARGS:-} $a
             done
         done
     done
@@ -652,7 +660,7 @@ ablate)
     f=$(synth llama3.1-8b q8_0)
     for a in " " "--attn-ablate loads" "--attn-ablate math" "--attn-ablate merge" "--ablate ^attn__"; do
         log "ablate [$a ${ABLATE_ARGS:-}]"
-        timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup -o md $a ${ABLATE_ARGS:-} 2>&1 | grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+        depth_rows "$f" jitllm $a ${ABLATE_ARGS:-}
     done
     ;;
 tune)

@@ -179,12 +179,14 @@ int cmd_kernels(const Args& args) {
         std::set<std::string> seen;
         for (int alt = 0; alt < 2; ++alt) {
             ScheduleOptions so = g.schedule();
-            if (alt == 1)
+            if (alt == 1) {
                 so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                             {"sample.reduce", "tree"}, {"gemm.mma", "simt"}, {"gemm.wgmma", "mma"},
                             {"attn.prefill", "rows"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}};
-            if (alt == 1) so.attn_ablate = 0;  // (the siblings' one-pass attention has no ablation)
-            else if (so.force.empty()) so.force = {{"attn.algo", "split"}};
+                so.attn_ablate = 0;  // (the siblings' one-pass attention has no ablation)
+            } else if (so.force.empty()) {
+                so.force = {{"attn.algo", "split"}};
+            }
             for (bool fuse : {true, false}) {
                 so.fuse = fuse;
                 for (const auto& v : schedule_variants(cuda_schedule_for_target(p, target, so)))

@@ -155,7 +155,9 @@ struct GpuFlags {
         app.add_option("--attn-carveout", attn_carveout,
                        "tuning: preferred shared-memory carveout of the decode attention kernel, percent (-1 = the "
                        "driver's choice, the register kernel's default; attn.stage=smem defaults to 100 so the gemvs "
-                       "around it, which take ~200 KiB of rings, need no reconfiguration of an SM)")
+                       "around it, which take ~200 KiB of rings, need no reconfiguration of an SM; measured no "
+                       "difference on the H200, 8B Q8_0 at depth 4096: staged 387.8 / 387.9, register kernel 400.1 "
+                       "at 100 against 400.6)")
             ->check(CLI::Range(-1, 100));
         app.add_flag("--gemv-late-loads", gemv_late_loads,
                      "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "

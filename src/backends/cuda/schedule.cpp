@@ -196,7 +196,8 @@ public:
             // kernel runs one query head per block: 4 reads for Llama-3's groups of 4). H200, 8B
             // Q8_0 tg128, n_ctx 4224, same machine (session 16): 450.66 / 387.41 at depth 0 / 4096
             // against 453.15 / 400.64; 17.8 us a launch at depth 4096 under Nsight Compute, SMs
-            // active 62 % of it (the driver's carveout then; now the full one, not yet measured).
+            // active 62 % of it; with the full carveout (its default since) the same, session 17:
+            // 387.77 against 387.90 with the driver's at depth 4096.
             const int cc = d_.cc();
             const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
             std::string why;
@@ -902,7 +903,8 @@ private:
         // the full carveout (--attn-carveout: another): the q/k/v gemv before it and the attn_output
         // gemv after it hold ~200 KiB of rings an SM, and an SM changes its L1 / shared split only
         // once its blocks have drained; with the driver's choice the launch measured 17.7 us under
-        // Nsight Compute with the SMs active 62 % of it (session 16)
+        // Nsight Compute with the SMs active 62 % of it (session 16), with this one the same
+        // (session 17: 387.77 against 387.90 tok/s at depth 4096, 8B Q8_0)
         k.carveout = o_.attn_carveout >= -1 ? o_.attn_carveout : 100;
         k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"),
                   null(), scratch("attn_tickets"), null()};
@@ -1538,14 +1540,20 @@ private:
                 // kernel's blocks also ask L2 for their later chunks' rows at the start (KV_PF;
                 // cp.async.bulk.prefetch, sm_90), so each trip's loads, one chunk ahead, hit L2
                 if (o_.attn_kv_prefetch && v.has("EARLY_KV") && !g_.attn_decode_mma && d_.cc() >= 90) v.set("KV_PF", 1);
-                // --attn-ablate loads|math (timing only): the decode kernel without its K/V loads or
-                // without its arithmetic (attention_decode.cu ABLATE), to split its cost in the graph
+                // --attn-ablate loads|math|merge (timing only): the decode kernel without its K/V
+                // loads, its arithmetic or its split merge (attention_decode.cu ABLATE), to split its
+                // cost in the graph
                 if (o_.attn_ablate > 0 && !batch_) {
-                    if (!g_.attn_split || g_.attn_decode_mma || pipe != 2 || !g_.norm_warp || kv_stages > 0 || cluster)
+                    std::string found;
+                    if (!g_.attn_split) found = "attn.algo=onepass";
+                    else if (g_.attn_decode_mma) found = "attn.decode=mma";
+                    else if (pipe != 2) found = fmt::format("--attn-pipe {}", pipe);
+                    else if (!g_.norm_warp) found = "norm.reduce=tree";
+                    else if (kv_stages > 0) found = "--attn-kv-stages";
+                    else if (cluster) found = "attn.merge=cluster";
+                    if (!found.empty())
                         fail_usage("--attn-ablate: expected the split SIMT decode attention with --attn-pipe 2 (the "
-                                   "default), found {}", !g_.attn_split ? "attn.algo=onepass" : g_.attn_decode_mma ? "attn.decode=mma"
-                                   : pipe != 2 ? fmt::format("--attn-pipe {}", pipe) : !g_.norm_warp ? "norm.reduce=tree"
-                                   : kv_stages > 0 ? "--attn-kv-stages" : "attn.merge=cluster");
+                                   "default), found {}", found);
                     v.set("ABLATE", o_.attn_ablate);
                 }
                 // --attn-overlap: the split SIMT kernel capped at 96 registers (2 blocks of 256 threads:
