@@ -32,8 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
-#   next18  : attn.handoff=poll (flagged split states polled by split 0): kernels, golden, depth A/B
-#   next18b : the split count with each handoff at depth 4096; attention's ncu duration there
+#   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
 #   next16b : attn.stage=smem (K/V staged in shared memory): kernels, golden, modes, depth A/B, ncu
@@ -331,45 +330,18 @@ var15)
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
     ;;
-next18)
-    # attn.handoff=poll (session 18): the split states as flagged 64-bit words polled by split 0
-    # instead of fence + ticket + the last block's loads (the merge costs 2.2 us a layer at depth
-    # 4096 in the graph: --attn-ablate merge); kernels_vs_cpu and golden with it, then depth rows
-    # alternating with the defaults (NEXT18_ROUNDS), then split shapes the cheaper merge may favour
-    cuda_test kernels-poll kernels_vs_cpu_test "kernels_vs_cpu: attn.handoff=poll" JITLLM_KVC_VARIANTS=attn-poll
-    cuda_test golden-poll engine_golden_test "golden (cuda, attn.handoff=poll)" JITLLM_TEST_CUDA_FORCE=attn.handoff=poll
-    P="--force-variant attn.handoff=poll"
+attndur)
+    # split-KV decode attention's own duration at depth 4096 under Nsight Compute (serialised
+    # launches: no PDL overlap; median over 8 launches), 8B Q8_0, ATTNDUR_SETS ';'-separated flag sets
+    # (session 18: the ticket merge 11.84 us, without it 10.27, 6 splits 13.02)
     f=$(synth llama3.1-8b q8_0)
-    for r in $(seq "${NEXT18_ROUNDS:-2}"); do
-        for a in " " "$P"; do
-            log "depth round $r [$a]"
-            depth_rows "$f" jitllm $a
-        done
-    done
-    IFS=';' read -ra sets <<< "${NEXT18_EXTRA:-$P --attn-heads-per-block 2 --attn-splits 16;$P --attn-splits 6;$P --attn-chunk 64}"
-    for a in "${sets[@]}"; do
-        log "depth [$a]"
-        depth_rows "$f" jitllm $a
-    done
-    ;;
-next18b)
-    # session 18, after next18 (poll alone -0.4 % at depth 4096, poll with 6 splits +0.5 %): the
-    # split count with each handoff, then attention's own duration at depth 4096 under Nsight
-    # Compute (serialised: no PDL overlap) with the ticket, the poll and no merge at all
-    P="--force-variant attn.handoff=poll"
-    f=$(synth llama3.1-8b q8_0)
-    IFS=';' read -ra sets <<< "${NEXT18B_SETS:- ;--attn-splits 6;$P --attn-splits 6;--attn-splits 7;$P --attn-splits 7;--attn-splits 5}"
-    for a in "${sets[@]}"; do
-        log "depth [$a]"
-        depth_rows "$f" jitllm $a
-    done
-    IFS=';' read -ra nsets <<< "${NEXT18B_NCU:- ;$P;--attn-ablate merge;--attn-splits 6;$P --attn-splits 6}"
+    IFS=';' read -ra nsets <<< "${ATTNDUR_SETS:- ;--attn-ablate merge;--attn-splits 8}"
     for a in "${nsets[@]}"; do
         log "ncu attention duration at depth 4096 [$a]"
-        timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum,sm__cycles_active.avg,smsp__warps_issue_stalled_long_scoreboard_per_warp_active.pct \
+        timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum,sm__cycles_active.avg \
             --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 8 -- \
             "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$OUT/ncu-dur.txt" 2>&1
-        grep -E "gpu__time_duration|sm__cycles_active|long_scoreboard" "$OUT/ncu-dur.txt" | awk '{print $1, $NF}' |
+        grep -E "gpu__time_duration|sm__cycles_active" "$OUT/ncu-dur.txt" | awk '{print $1, $NF}' |
             sort | awk '{v[$1] = v[$1] " " $2} END {for (k in v) print k ":" v[k]}' | tee -a "$OUT/summary.txt"
     done
     ;;

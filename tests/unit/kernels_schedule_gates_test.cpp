@@ -201,31 +201,6 @@ TEST(ScheduleGates, AttnKvPrefetchNeedsTheEarlyKernelOnSm90) {
     EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "KV_PF"));
 }
 
-// attn.handoff=poll: POLL on the split SIMT decode attention when forced (off by default), with
-// its own flagged-word scratch and no ticket counters; the ticket where it cannot apply (more than
-// 16 splits, the tensor-core kernel refuses the force)
-TEST(ScheduleGates, AttnHandoffPollOnTheSplitSimtKernel) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
-    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
-    ScheduleOptions o;
-    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "POLL"));
-    o.force["attn.handoff"] = "poll";
-    o.attn_splits = 4;
-    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
-    const KernelStep& k = at(s.decode, "attn");
-    EXPECT_TRUE(has_define(k.variant, "POLL", "1"));
-    ASSERT_GE(k.args.size(), 8u);
-    EXPECT_EQ(k.args[5].scratch, "attn_poll");
-    EXPECT_EQ(k.args[7].kind, KArg::Kind::Null);
-    EXPECT_TRUE(s.scratch.count("attn_poll"));
-    EXPECT_TRUE(has_define(decode_attn(p, "sm_80", o), "POLL", "1"));
-    o.attn_splits = 20;  // more than the poll's 16 lanes (n_ctx 8192: enough chunks)
-    EXPECT_FALSE(defines(decode_attn(plan_build(*m, PlanOptions{8192, 16, 1}), "sm_90", o), "POLL"));
-    o.attn_splits = 4;
-    o.force["attn.decode"] = "mma";
-    EXPECT_THROW(decode_attn(p, "sm_90", o), Error);
-}
-
 // --attn-ablate loads|math|merge (timing only): ABLATE 1 / 2 / 3 on the decode attention only (the batch
 // list keeps its kernel); refused where the decode attention is not the split SIMT PIPE 2 kernel
 TEST(ScheduleGates, AttnAblateOnlyOnTheSplitSimtDecodeKernel) {

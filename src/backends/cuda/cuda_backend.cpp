@@ -425,18 +425,6 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
                              "the others wait for a second wave\n", k.symbol.c_str(), fit, want, k.cluster.x,
                              k.cluster.y, k.cluster.z);
         }
-        // attn.handoff=poll: block y = 0 of each column spins until the column's other blocks have
-        // stored their states, so those blocks must find room beside every spinning one: at least
-        // one more resident block than the grid's columns (the schedule sizes the grid to fit once)
-        if (k.variant.has("POLL")) {
-            const FuncAttributes fa = ctx_->attributes(l.fn);
-            const BlockDemand a{int(k.block.x * k.block.y * k.block.z), fa.registers, fa.static_shared + int(k.smem)};
-            const int64_t resident = int64_t(blocks_beside(ctx_->device(), a, 0, a)) * ctx_->device().sm_count;
-            if (resident <= int64_t(k.grid.x))
-                fail_device("cuda: kernel {} (attn.handoff=poll) needs more than {} resident blocks, the device holds {} "
-                            "({} registers a thread); use --force-variant attn.handoff=ticket",
-                            k.symbol, k.grid.x, resident, fa.registers);
-        }
         // --attn-overlap: the gemv after a register-capped attention kernel should fit an SM beside
         // attention's two blocks; say what the compiled kernels give (first layer only)
         if (i > 0 && k.layer <= 0 && steps[i - 1].variant.has("MAX_REGS")) {

@@ -55,7 +55,6 @@ struct Gates {
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
     bool attn_decode_mma = false;   // attn.decode=mma: split-KV decode attention's dot products on tensor cores
     bool attn_cluster = false;      // attn.merge=cluster: split-KV blocks merge through distributed shared memory
-    bool attn_poll = false;         // attn.handoff=poll: split-KV states as flagged words polled by the first split
     bool attn_stage = false;        // attn.stage=smem: split-KV chunks staged in shared memory, every query head of a kv head per block
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
@@ -235,25 +234,6 @@ public:
             g_.attn_cluster = forced_if("attn.merge", "cluster", "ticket", false, why,
                                         "split-KV partial states through global scratch and an atomic ticket (the "
                                         "cluster merge measured -9.2 % at depth 4096 on the H200: 30 of 32 clusters resident)");
-        }
-        {
-            // attn.handoff=poll (attention_decode.cu POLL): each split-KV block writes its partial
-            // state as 64-bit words (value, written flag) and leaves; the query-head set's first split
-            // polls the words until every active split's are flagged, combines them and clears them.
-            // Against `ticket` (scratch, a release fence, an atomic ticket, the last block's loads:
-            // about three dependent L2 round trips after the last loop) it leaves one: the states'
-            // stores and the poll's loads. The poller spins, so every block of the launch must be
-            // resident beside the pollers: the split count fills the SMs once (schedule) and the
-            // backend checks the compiled kernel's occupancy. H200, 8B Q8_0 (session 18): the merge
-            // (--attn-ablate merge) costs 2.2 us a layer at depth 4096 in the replayed graph.
-            std::string why;
-            if (!g_.attn_split) why = "attn.algo=onepass: nothing to merge";
-            else if (g_.attn_cluster) why = "attn.merge=cluster: the states meet in distributed shared memory";
-            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel merges through the ticket";
-            else if (g_.attn_decode_mma) why = "attn.decode=mma: the tensor-core kernel merges through the ticket";
-            g_.attn_poll = forced_if("attn.handoff", "poll", "ticket", false, why,
-                                     "split-KV partial states through global scratch, a release fence and an atomic "
-                                     "ticket; the last block combines (poll: not yet measured)");
         }
         {
             // attn.vsum=half2 (sm_80+): the SIMT decode kernel sums a tile's weighted V rows in f16
@@ -960,14 +940,7 @@ private:
     // split-KV decode attention's scratch: every query head's partial state per split (head_dim + 4
     // floats: 16-byte rows) and `counters` zeroed ticket counters (attention_decode.cu and
     // attention_decode_staged.cu: the last block of a head set combines the states)
-    // (poll, attn.handoff=poll: the states as flagged 64-bit words instead, head_dim + 2 a split, in
-    // their own zeroed scratch: a ticket kernel's floats never look flagged to a poller)
-    void split_scratch(int n_splits, int counters, bool poll = false) {
-        if (poll) {
-            const size_t pb = size_t(c_.n_heads) * size_t(n_splits) * size_t(c_.head_dim + 2) * 8;
-            s_.scratch["attn_poll"] = std::max(s_.scratch["attn_poll"], pb);
-            return;
-        }
+    void split_scratch(int n_splits, int counters) {
         const size_t sb = size_t(c_.n_heads) * size_t(n_splits) * size_t(c_.head_dim + 4) * 4;
         s_.scratch["attn_split"] = std::max(s_.scratch["attn_split"], sb);
         s_.scratch["attn_tickets"] = std::max(s_.scratch["attn_tickets"], size_t(counters) * 4);
@@ -1528,11 +1501,6 @@ private:
                 if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
                 const bool cluster = g_.attn_cluster && n_splits > 1;
                 if (cluster) v.set("CLUSTER", 1);
-                // attn.handoff=poll: up to 16 splits (the poll's lanes), the grid within the resident
-                // blocks it was sized for (per_sm a SM) so the pollers never wait on an unplaced block
-                const bool poll = g_.attn_poll && g_.attn_split && !cluster && !g_.attn_decode_mma && n_splits > 1 &&
-                                  n_splits <= 16 && c_.n_kv_heads * hsplit * n_splits <= per_sm * d_.sm_count;
-                if (poll) v.set("POLL", 1);
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
                 if (windowed()) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
@@ -1627,16 +1595,15 @@ private:
                 // SM to drain, which would undo the overlap)
                 if (k.variant.has("MAX_REGS")) k.carveout = 100;
                 if (o_.attn_carveout >= -1) k.carveout = o_.attn_carveout;
-                k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att),
-                          poll ? scratch("attn_poll") : g_.attn_split ? scratch("attn_split") : null(), null(),
-                          g_.attn_split && !poll ? scratch("attn_tickets") : null(), weight(next_w)};
+                k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
+                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w)};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 if (g_.attn_split) {
                     // partial states per split; the last block of each head set combines them
                     // (a ticket counter per block x, zeroed at allocation)
-                    split_scratch(n_splits, c_.n_kv_heads * hsplit, poll);
+                    split_scratch(n_splits, c_.n_kv_heads * hsplit);
                     // (scratch traffic, twice the states at most, only when more than one block is
                     // active: left out of the byte count, which is what a short context moves)
                 }
@@ -1858,7 +1825,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.handoff", "attn.vsum", "attn.early", "layer.tail",
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.early", "layer.tail",
             "sample.fuse", "step.advance"};
 }
 

@@ -75,15 +75,6 @@
 //   words (kept alive by a store that never happens): what each half costs inside the decode graph;
 //   3 (merge) every block writes its own partial output to out (racing) instead of the scratch
 //   state, the ticket and the last block's merge
-//   POLL (0 default; 1: gate attn.handoff=poll; ALGO 2, SIMT, no CLUSTER, N_SPLITS <= 16, every block
-//   of the grid resident with room to spare: the schedule's split count and the backend's check):
-//   each active block writes its partial state as 64-bit words (the float's bits, a written flag
-//   1) with single-copy-atomic stores, no fence and no ticket; block y = 0 polls the words of every
-//   active split until each carries its flag, combines them as the ticket's last block would (the
-//   same operations in the same order: MERGE1's), writes out and clears the words (flag 0) for the
-//   next launch. Two L2 round trips fewer after the last block's loop (the release fence and the
-//   atomic), and every other block leaves as soon as its stores are out. scratch: N_HEADS *
-//   N_SPLITS * (HEAD_DIM + 2) 64-bit words, zeroed at allocation and left zeroed by every launch
 //   KV_PF (0 default; 1: --attn-kv-prefetch, the SIMT kernel with EARLY_KV, sm_90): before the PDL
 //   wait each block also asks L2 for the K and V rows of its later chunks (c0 + N_SPLITS, ..; rows
 //   before the position), one cp.async.bulk.prefetch.L2 a row and cache, so the chunk loop's loads,
@@ -227,12 +218,6 @@
 #endif
 #if ABLATE && (MMA || PIPE != 2 || !REDUCE || KV_STAGES || CLUSTER || BATCH)
 #error "ABLATE: the split SIMT kernel with PIPE 2 and REDUCE (no MMA, ring, cluster or batch)"
-#endif
-#ifndef POLL  // 1 (gate attn.handoff=poll): flagged 64-bit partial states polled by block y = 0
-#define POLL 0
-#endif
-#if POLL && (ALGO != 2 || MMA || CLUSTER || BATCH || N_SPLITS > 16)
-#error "POLL: the split SIMT kernel (ALGO 2, no MMA, cluster or batch) with at most 16 splits"
 #endif
 #ifndef KV_PF  // 1 (--attn-kv-prefetch; EARLY_KV SIMT kernel, sm_90): later chunks' rows into L2 at the start
 #define KV_PF 0
@@ -1177,17 +1162,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 O += st[d] * wgt[hh * NGM + g];
             }
             const int hq = hb + h0 + hh;
-            if (POLL && n_active > 1 && ABLATE != 3) {
-                // the block's state as flagged words (value bits, flag 1 in the high half)
-                unsigned long long* sw = reinterpret_cast<unsigned long long*>(scratch) +
-                                         ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
-                constexpr unsigned long long FLAG = 1ull << 32;
-                st_relaxed_gpu_u64(sw + d, FLAG | __float_as_uint(O));
-                if (d == 0) {
-                    st_relaxed_gpu_u64(sw + HEAD_DIM, FLAG | __float_as_uint(M));
-                    st_relaxed_gpu_u64(sw + HEAD_DIM + 1, FLAG | __float_as_uint(L));
-                }
-            } else if (ALGO == 2 && n_active > 1 && ABLATE != 3) {
+            if (ALGO == 2 && n_active > 1 && ABLATE != 3) {
                 // the block's state: scratch in global memory, or (CLUSTER) its own shared memory
                 float* sc = CLUSTER ? cst + (h0 + hh) * SROW : scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
                 sc[d] = O;
@@ -1261,67 +1236,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         }
     }
     cluster_barrier();
-    return;
-#endif
-#if POLL
-    // block y = 0 combines (the others are done: their stores are out). Each thread polls its dim's
-    // word of every active split; lane j of a warp also polls split j % 16's m (j < 16) or l (j >= 16),
-    // shared by shuffles. Until every word of the warp carries its flag, the missing ones are read
-    // again (one L2 round trip a try). Then the MERGE1 combine, the words cleared for the next launch.
-    if (blockIdx.y != 0) return;
-    {
-        const unsigned long long* sw0 = reinterpret_cast<const unsigned long long*>(scratch);
-        const int lane = tid % 32, ms = lane % 16;
-        const bool has_ml = ms < n_active;
-        auto ready = [](unsigned long long w) { return (w >> 32) != 0ull; };
-        for (int idx = tid; idx < HPB * HEAD_DIM; idx += BLOCK) {  // whole warps (HEAD_DIM % 32 == 0)
-            const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-            const unsigned long long* hs = sw0 + (unsigned long long)(hb + h) * N_SPLITS * SROW;
-            const unsigned long long* mlp = hs + ms * SROW + HEAD_DIM + lane / 16;
-            unsigned long long ow[N_SPLITS], mlw = has_ml ? ld_relaxed_gpu_u64(mlp) : ~0ull;
-#pragma unroll
-            for (int sp = 0; sp < N_SPLITS; ++sp)
-                if (sp < n_active) ow[sp] = ld_relaxed_gpu_u64(hs + sp * SROW + d);
-            for (;;) {
-                bool ok = ready(mlw);
-#pragma unroll
-                for (int sp = 0; sp < N_SPLITS; ++sp)
-                    if (sp < n_active) ok = ok && ready(ow[sp]);
-                if (__all_sync(0xffffffffu, ok)) break;
-                if (!ready(mlw)) mlw = ld_relaxed_gpu_u64(mlp);
-#pragma unroll
-                for (int sp = 0; sp < N_SPLITS; ++sp)
-                    if (sp < n_active && !ready(ow[sp])) ow[sp] = ld_relaxed_gpu_u64(hs + sp * SROW + d);
-            }
-            const float mlv = __uint_as_float(uint32_t(mlw));
-            float Mx = -JL_INF;
-#pragma unroll
-            for (int sp = 0; sp < N_SPLITS; ++sp)
-                if (sp < n_active) Mx = fmaxf(Mx, __shfl_sync(0xffffffffu, mlv, sp));
-            float Lx = 0.0f, Ox = 0.0f;
-#pragma unroll
-            for (int sp = 0; sp < N_SPLITS; ++sp) {
-                if (sp < n_active) {
-                    const float wgt = exp2f(__shfl_sync(0xffffffffu, mlv, sp) - Mx);
-                    Lx += __shfl_sync(0xffffffffu, mlv, 16 + sp) * wgt;
-                    Ox += __uint_as_float(uint32_t(ow[sp])) * wgt;
-                }
-            }
-            out[(hb + h) * HEAD_DIM + d] = Ox / Lx;
-            // this thread's words back to flag 0 (the next launch's blocks store after this grid)
-            unsigned long long* hw = const_cast<unsigned long long*>(hs);
-#pragma unroll
-            for (int sp = 0; sp < N_SPLITS; ++sp)
-                if (sp < n_active) st_relaxed_gpu_u64(hw + sp * SROW + d, 0ull);
-        }
-        // the (m, l) words once every warp of their head has read them
-        __syncthreads();
-        for (int j = tid; j < HPB * n_active * 2; j += BLOCK) {
-            const int h = j / (2 * n_active), sp = (j / 2) % n_active;
-            st_relaxed_gpu_u64(const_cast<unsigned long long*>(sw0) +
-                                   ((unsigned long long)(hb + h) * N_SPLITS + sp) * SROW + HEAD_DIM + j % 2, 0ull);
-        }
-    }
     return;
 #endif
     __shared__ bool last;

@@ -62,18 +62,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // block's before a __syncthreads, are ordered with it): the one fence of a ticket pattern.
 __device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-// A 64-bit word read or written whole at GPU scope (single-copy atomic: a value and its flag in one
-// word are seen together or not at all; no ordering with other addresses, no L1): the split-KV
-// states of attention_decode.cu POLL.
-__device__ __forceinline__ void st_relaxed_gpu_u64(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
 // --- conversions (exact; round-to-nearest-even where rounding happens) ---
 #ifndef JITLLM_EMU
 __device__ __forceinline__ float f16_to_f32(uint16_t h) {
