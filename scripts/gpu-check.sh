@@ -32,6 +32,7 @@
 #   next15  : session 15's first call: the row ring filled by the block's cp.async (--attn-kv-rows
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
+#   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
@@ -329,6 +330,23 @@ var15)
         done
     done
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+    ;;
+splits18)
+    # session 18's split default (3/4 of the resident fill: 6 splits on the 8B shape) against the old
+    # whole fill (--attn-splits 8): golden, kernels_vs_cpu where the split count is the default, then
+    # depth rows of 8B Q8_0 and Q4_0, SPLITS18_ROUNDS alternations
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    cuda_test kernels-splits kernels_vs_cpu_test "kernels_vs_cpu: default split counts" \
+        JITLLM_KVC_VARIANTS=gated+attn-chunk48,gated+attn-chunk256,gated+attn-vsum-float
+    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for r in $(seq "${SPLITS18_ROUNDS:-2}"); do
+            for a in " " "--attn-splits 8"; do
+                log "depth $spec round $r [$a]"
+                depth_rows "$f" jitllm $a
+            done
+        done
+    done
     ;;
 attndur)
     # split-KV decode attention's own duration at depth 4096 under Nsight Compute (serialised

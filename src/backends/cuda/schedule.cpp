@@ -1476,10 +1476,15 @@ private:
                     // splits (512 blocks, two waves) 361.05, 8 splits (256) 375.90, 6: 363.96, 4: 350.01
                     per_sm = hpb <= 2 ? 2 : 1;
                 }
-                // --attn-splits: blocks per query-head set along the context (default: the resident
-                // blocks fill the SMs once), at most one per chunk
+                // --attn-splits: blocks per query-head set along the context, at most one per chunk.
+                // Default: the resident blocks fill the SMs once (mma), or three quarters of them (the
+                // SIMT kernel: ~1.5 blocks an SM, so the gemvs before and after it keep SMs to drain
+                // and to start their weight streams on; slower alone, faster in the graph). H200, 8B
+                // Q8_0 tg128 at depth 4096, one machine (session 18): 8 splits 402.50, 7: 401.43,
+                // 6: 405.25, 5: 404.08 (attention alone under ncu: 8 splits 11.84 us, 6: 13.02)
                 if (g_.attn_split) {
-                    const int splits = std::max(1, per_sm * d_.sm_count / (c_.n_kv_heads * hsplit));
+                    const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma ? 4 : 3) / 4;
+                    const int splits = std::max(1, fill / (c_.n_kv_heads * hsplit));
                     n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
                     // attn.merge=cluster: a cluster holds a query-head set's splits (portable size <= 8)
                     if (g_.attn_cluster) {
