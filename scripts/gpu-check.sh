@@ -75,6 +75,15 @@ depth_rows() {
     timeout 120 "$B/$bin" bench --gpu -m "$f" -p 0 -n 128 -d 0,4096 -r "${DEPTH_R:-3}" --no-warmup -o md "$@" 2>&1 |
         grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
 }
+# ncu_attn_depth FILE OUTFILE LIMIT COUNT "FLAGS" NCU_ARGS...: Nsight Compute on COUNT split-KV decode
+# attention launches at depth 4096 (after 64; the depth filled by 512-row prompt chunks), bench
+# FLAGS, output in OUTFILE, at most LIMIT seconds; returns ncu's status
+ncu_attn_depth() {
+    local f=$1 o=$2 limit=$3 count=$4 a=$5
+    shift 5
+    timeout "$limit" ncu --clock-control none "$@" --kernel-name regex:"^attn__split_kv" --launch-skip 64 \
+        --launch-count "$count" -- "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$o"
+}
 synth() {  # shape type -> path
     local f=/tmp/$1-$2.gguf
     [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
@@ -356,9 +365,7 @@ attndur)
     IFS=';' read -ra nsets <<< "${ATTNDUR_SETS:- ;--attn-ablate merge;--attn-splits 8}"
     for a in "${nsets[@]}"; do
         log "ncu attention duration at depth 4096 [$a]"
-        timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum,sm__cycles_active.avg \
-            --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 8 -- \
-            "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$OUT/ncu-dur.txt" 2>&1
+        ncu_attn_depth "$f" "$OUT/ncu-dur.txt" 120 8 "$a" --metrics gpu__time_duration.sum,sm__cycles_active.avg 2> "$OUT/ncu-dur.err"
         grep -E "gpu__time_duration|sm__cycles_active" "$OUT/ncu-dur.txt" | awk '{print $1, $NF}' |
             sort | awk '{v[$1] = v[$1] " " $2} END {for (k in v) print k ":" v[k]}' | tee -a "$OUT/summary.txt"
     done
@@ -642,10 +649,8 @@ depthprof)
         [ "${DEPTHPROF_NCU:-1}" = 1 ] || continue
         n=$(echo "$a" | tr -c 'a-z0-9' '_')
         log "ncu attn__split_kv at depth 4096 [$a]"
-        timeout 240 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-            --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats --csv \
-            --kernel-name regex:"^attn__split_kv" --launch-skip 64 --launch-count 2 -- \
-            "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$OUT/ncu-depth$n.csv" 2> "$OUT/ncu-depth$n.err"
+        ncu_attn_depth "$f" "$OUT/ncu-depth$n.csv" 240 2 "$a" --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats --csv 2> "$OUT/ncu-depth$n.err"
         echo "rc=$? $(wc -l < "$OUT/ncu-depth$n.csv") lines" | tee -a "$OUT/summary.txt"
         grep -E "\"(Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|L2 Hit Rate|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Waves Per SM|Eligible Warps Per Scheduler|Issued Warp Per Scheduler|Warp Cycles Per Issued Instruction|Block Limit Registers|Block Limit Shared Mem)\"" \
             "$OUT/ncu-depth$n.csv" | awk -F'","' '{print $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$OUT/summary.txt"
