@@ -33,6 +33,8 @@
 #             cp-async): kernels, golden, prompt modes, depth A/B, depthprof of the 4-stage ring
 #   six     : golden, prompt modes, run-ahead with the defaults, then the six shapes and depth 4096
 #   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
+#   next19  : the Q4_0 unit dot in two chains (default) against --gemv-q4-shift, --gemv-ablate math
+#             (the gemvs' arithmetic cost) on 8B Q4_0 / Q8_0, 8B Q4_0 split counts at depth 4096
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
@@ -355,6 +357,29 @@ splits18)
                 depth_rows "$f" jitllm $a
             done
         done
+    done
+    ;;
+next19)
+    # session 19: kernels_vs_cpu with the two-chain Q4_0 unit dot (every variant's Q4_0 cases) and
+    # the one-chain form (q4-shift variants), golden; then tg128 A/B, the arithmetic ablation, and
+    # 8B Q4_0's split counts at depth 4096 (SPLITS19 flag sets)
+    cuda_test kernels-q4 kernels_vs_cpu_test "kernels_vs_cpu: Q4_0 unit dot forms" \
+        JITLLM_KVC_VARIANTS=q4-shift,gated+fused+bulk+rows1,siblings+fused,gated+unfused
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    for spec in "llama3.1-8b:q4_0: ;--gemv-q4-shift;--gemv-ablate math" "llama3.1-8b:q8_0: ;--gemv-ablate math" \
+        "llama3.2-1b:q4_0: ;--gemv-q4-shift"; do
+        f=$(synth $(echo "${spec%%:*} ${spec#*:}" | sed 's/:.*//'))
+        IFS=';' read -ra sets <<< "${spec##*:}"
+        for a in "${sets[@]}"; do
+            o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1)
+            log "tg128 ${spec%:*} [$a]: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
+        done
+    done
+    f=$(synth llama3.1-8b q4_0)
+    IFS=';' read -ra ssets <<< "${SPLITS19:- ;--attn-splits 8;--attn-splits 12;--attn-splits 16}"
+    for a in "${ssets[@]}"; do
+        log "depth llama3.1-8b:q4_0 [$a]"
+        depth_rows "$f" jitllm $a
     done
     ;;
 attndur)

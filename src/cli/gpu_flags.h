@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -26,7 +26,7 @@ struct GpuFlags {
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string ablate;
-    int attn_ablate = 0;
+    int attn_ablate = 0, gemv_ablate = 0;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -177,6 +177,15 @@ struct GpuFlags {
                        "each block writes its partial output), to split what it costs in the replayed graph (the "
                        "output is wrong)")
             ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"loads", 1}, {"math", 2}, {"merge", 3}}));
+        app.add_flag("--gemv-q4-shift", gemv_q4_shift,
+                     "tuning: the split-layout Q4_0 dot products shift each word's high nibbles down and sum "
+                     "all eight dp4a in one chain (session 18's form; default: two chains, the high nibbles "
+                     "summed in place and shifted once; the same integer sums)");
+        app.add_option("--gemv-ablate", gemv_ablate,
+                       "measurement only: the bulk split-layout Q4_0 / Q8_0 decode gemvs without their dot products "
+                       "(math: each lane XORs the weight words it read from its ring slot; x, scales and the dp4a "
+                       "sums are skipped), to split what the arithmetic costs in the replayed graph (the output is wrong)")
+            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"math", 1}}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
@@ -208,10 +217,12 @@ struct GpuFlags {
         s.attn_prefetch_next = attn_prefetch_next;
         s.attn_kv_prefetch = attn_kv_prefetch;
         s.attn_ablate = attn_ablate;
+        s.gemv_ablate = gemv_ablate;
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
+        s.gemv_q4_shift = gemv_q4_shift;
         s.smem_carveout = smem_carveout;
         s.attn_carveout = attn_carveout;
         for (const auto& f : force) {
@@ -231,6 +242,10 @@ struct GpuFlags {
         if (attn_ablate > 0 && !inspect) {
             if (!decode_graph) fail_usage("--attn-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
             if (!gpu) fail_usage("--attn-ablate: expected --gpu (it changes the CUDA decode attention), found a CPU run");
+        }
+        if (gemv_ablate > 0 && !inspect) {
+            if (!decode_graph) fail_usage("--gemv-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
+            if (!gpu) fail_usage("--gemv-ablate: expected --gpu (it changes the CUDA decode gemvs), found a CPU run");
         }
         if (ablate.empty()) return;
         if (!decode_graph) fail_usage("--ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");

@@ -86,8 +86,8 @@ Variant decode_attn(const Plan& p, const char* target, const ScheduleOptions& o)
 
 // Decode attention's step (a copy: the schedule is a temporary) with split-KV forced unless o says
 // otherwise, on the tiny F16 model (8 query heads over 2 kv heads, head dim 64) with n_ctx positions.
-KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90") {
-    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90", GgmlType w = GgmlType::F16) {
+    auto m = tiny(w, GgmlType::F16, false);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, 16, 1});
     o.force.emplace("attn.algo", "split");
     return at(schedule_build(p, DeviceInfo::for_target(target), o).decode, "attn");
@@ -697,7 +697,8 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
 // Split-KV attention's split count (grid.y): three quarters of about two resident blocks per SM for
 // 1-2 query heads per block, one for more (132 SMs: 198 or 99 blocks over grid.x), at most one per
 // chunk of the context; --attn-splits overrides. (Until session 8: SMs / kv heads whatever the heads
-// per block; until session 18 the whole fill, 264 or 132 blocks.)
+// per block; until session 18 the whole fill, 264 or 132 blocks.) Since session 19 the three
+// quarters only before an attn_output of 8 bits a weight or more; narrower ones take the whole fill.
 TEST(ScheduleGates, AttentionSplitsFillTheSms) {
     ASSERT_EQ(DeviceInfo::for_target("sm_90").sm_count, 132);
     ScheduleOptions o;  // 16384 positions: 128 chunks of 128
@@ -714,6 +715,10 @@ TEST(ScheduleGates, AttentionSplitsFillTheSms) {
     EXPECT_EQ(split_attn(16384, o).grid.y, 5u);
     o.attn_splits = 0;
     EXPECT_EQ(split_attn(1024, o).grid.y, 8u);  // 8 chunks: at most 8 splits
+    // narrower than 8 bits a weight after attention (attn_output in Q4_0): the whole fill,
+    // 2 x 132 / 8 blocks; Q8_0 (8.5 bits) keeps three quarters
+    EXPECT_EQ(split_attn(16384, o, "sm_90", GgmlType::Q4_0).grid.y, 33u);
+    EXPECT_EQ(split_attn(16384, o, "sm_90", GgmlType::Q8_0).grid.y, 24u);
 }
 
 // attn.decode=mma (off by default until measured): split-KV decode attention on tensor cores, every

@@ -287,6 +287,10 @@ const Variant kVariants[] = {
     {"gated+fused+bulk+attn-overlap", {.force = gated({{"gemv.load", "bulk"}}), .attn_overlap = true}},
     {"gated+fused+bulk+attn-overlap+chunk32+splits3",
      {.force = gated({{"gemv.load", "bulk"}}), .attn_chunk = 32, .attn_splits = 3, .attn_overlap = true}},
+    // --gemv-q4-shift: the split-layout Q4_0 unit dot in session 18's one-chain form (default: two
+    // chains, high nibbles in place), through the bulk ring and the default loops
+    {"gated+fused+bulk+q4-shift", {.force = gated({{"gemv.load", "bulk"}}), .gemv_q4_shift = true}},
+    {"gated+fused+q4-shift", {.force = gated({}), .gemv_q4_shift = true}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},

@@ -738,6 +738,9 @@ private:
                            block, r, b.ring_bytes, d_.max_shared_block());
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             if (o_.l2_prefetch > 0) v.set("BULK_PF", o_.l2_prefetch);
+            // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
+            // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
+            if (o_.gemv_ablate > 0 && wsplit && !batch_) v.set("GEMV_ABLATE", o_.gemv_ablate);
             bulk_ring = b.ring_bytes;
         } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
             v.set("EARLY_LOAD", 1);
@@ -748,6 +751,7 @@ private:
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
+        if (o_.gemv_q4_shift && wsplit && w0->type == GgmlType::Q4_0) v.set("GEMV_Q4_SHIFT", 1);
         if (g.argmax) {
             JITLLM_CHECK(n_mat == 1 && (g.epi == 0 || g.epi == 3) && warp && !batch_, "the fused pick needs the decode output gemv");
             v.set("ARGMAX", 1);
@@ -1477,13 +1481,21 @@ private:
                     per_sm = hpb <= 2 ? 2 : 1;
                 }
                 // --attn-splits: blocks per query-head set along the context, at most one per chunk.
-                // Default: the resident blocks fill the SMs once (mma), or three quarters of them (the
-                // SIMT kernel: ~1.5 blocks an SM, so the gemvs before and after it keep SMs to drain
-                // and to start their weight streams on; slower alone, faster in the graph). H200, 8B
-                // Q8_0 tg128 at depth 4096, one machine (session 18): 8 splits 402.50, 7: 401.43,
-                // 6: 405.25, 5: 404.08 (attention alone under ncu: 8 splits 11.84 us, 6: 13.02)
+                // Default: the resident blocks fill the SMs once (mma, and the SIMT kernel when the
+                // attn_output gemv after it has weights narrower than 8 bits), or three quarters of
+                // them (the SIMT kernel before an 8-bit or wider attn_output: ~1.5 blocks an SM, so
+                // the gemvs before and after it keep SMs to drain and to start their weight streams
+                // on; slower alone, faster in the graph). H200 tg128 at depth 4096: 8B Q8_0 (session
+                // 18, one machine) 8 splits 402.50, 7: 401.43, 6: 405.25, 5: 404.08 (attention alone
+                // under ncu: 8 splits 11.84 us, 6: 13.02); session 19, one machine: Q8_0 6 splits
+                // 403.82 / 402.75 against 8: 400.55 / 399.61; Q4_0 6: 564.02 / 563.94 / 569.06
+                // against 8: 578.51 / 578.18 / 583.03, 12: 544.92, 16: 550.00
                 if (g_.attn_split) {
-                    const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma ? 4 : 3) / 4;
+                    const WeightTensor* wo = nullptr;
+                    for (size_t j = i + 1; j < tasks_->size() && t(j).layer == a.layer && !wo; ++j)
+                        if (t(j).kind == K::AttnOutput && !t(j).w.empty()) wo = t(j).w[0];
+                    const bool wide_out = wo && type_traits(wo->type).type_size >= type_traits(wo->type).block_size;  // >= 8 bits a weight
+                    const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma || !wide_out ? 4 : 3) / 4;
                     const int splits = std::max(1, fill / (c_.n_kv_heads * hsplit));
                     n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
                     // attn.merge=cluster: a cluster holds a query-head set's splits (portable size <= 8)

@@ -23,6 +23,21 @@
 // block and row.
 #define GEMV_XQ8 (WTYPE == Q4_0 || WTYPE == Q8_0)
 
+#ifndef GEMV_Q4_SHIFT  // --gemv-q4-shift: the Q4_0 unit's high nibbles shifted before one dp4a chain
+#define GEMV_Q4_SHIFT 0
+#endif
+
+// dp4a with unsigned bytes in a and signed bytes in b (PTX dp4a.u32.s32): sum of a_i * b_i + c
+__device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+#ifndef GEMV_ABLATE  // --gemv-ablate math: bulk_dot without its arithmetic (split layout; timing only)
+#define GEMV_ABLATE 0
+#endif
+
 // Quantizes the float4 x[k..k+3] of this lane into the shared copy. All 32 lanes of the warp
 // call it (k out of range: v = 0, nothing stored); the 8 lanes of each aligned 32-element block
 // share its max |x|. Same rule as quantize_row(Q8_0): d = amax / 127, q = roundf(x / d) with
@@ -338,6 +353,7 @@ __device__ __forceinline__ void split_unit(const uint4* w, const uint32_t* d, co
     const float2 xd = xs.qd[v];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
+#if GEMV_Q4_SHIFT  // --gemv-q4-shift: session 18's form, one chain, each high nibble shifted down
         int t = __dp4a(int(w[r].x & 0x0F0F0F0Fu), int(xa.x), 0);
         t = __dp4a(int((w[r].x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
         t = __dp4a(int(w[r].y & 0x0F0F0F0Fu), int(xa.y), t);
@@ -346,6 +362,20 @@ __device__ __forceinline__ void split_unit(const uint4* w, const uint32_t* d, co
         t = __dp4a(int((w[r].z >> 4) & 0x0F0F0F0Fu), int(xb.z), t);
         t = __dp4a(int(w[r].w & 0x0F0F0F0Fu), int(xa.w), t);
         t = __dp4a(int((w[r].w >> 4) & 0x0F0F0F0Fu), int(xb.w), t);
+#else
+        // two independent chains: the low nibbles, and the high nibbles left in place (16 x the
+        // value, unsigned bytes times signed x: dp4a.u32.s32) with one shift at the end; integer
+        // sums, so t is the same integer as the one-chain form
+        int lo = __dp4a(int(w[r].x & 0x0F0F0F0Fu), int(xa.x), 0);
+        int hi = dp4a_us(w[r].x & 0xF0F0F0F0u, int(xb.x), 0);
+        lo = __dp4a(int(w[r].y & 0x0F0F0F0Fu), int(xa.y), lo);
+        hi = dp4a_us(w[r].y & 0xF0F0F0F0u, int(xb.y), hi);
+        lo = __dp4a(int(w[r].z & 0x0F0F0F0Fu), int(xa.z), lo);
+        hi = dp4a_us(w[r].z & 0xF0F0F0F0u, int(xb.z), hi);
+        lo = __dp4a(int(w[r].w & 0x0F0F0F0Fu), int(xa.w), lo);
+        hi = dp4a_us(w[r].w & 0xF0F0F0F0u, int(xb.w), hi);
+        const int t = lo + (hi >> 4);  // hi is a multiple of 16: the shift is exact
+#endif
         acc[r] += (f16_to_f32(uint16_t(d[r])) * xd.x) * (float(t) - xd.y);
     }
 #else
@@ -398,9 +428,18 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             w[r] = *reinterpret_cast<const uint4*>(sm + r * RB + 16 * u);
+#if !GEMV_ABLATE
             d[r] = *reinterpret_cast<const uint16_t*>(sm + r * RB + QB + 2 * ((u * EPU) >> 5));
+#endif
         }
+#if GEMV_ABLATE  // --gemv-ablate math (timing only): the slot's words read, no x, scales or sums
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            acc[r] += __int_as_float(int((w[r].x ^ w[r].y ^ w[r].z ^ w[r].w) & 0x007FFFFFu));
+        (void)xs;
+#else
         split_unit<R, C>(w, d, xs, c * NU + u, acc);
+#endif
     }
 }
 #endif
