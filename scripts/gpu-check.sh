@@ -35,8 +35,7 @@
 #   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
 #   next19  : the Q4_0 unit dot in two chains (default) against --gemv-q4-shift, --gemv-ablate math
 #             (the gemvs' arithmetic cost) on 8B Q4_0 / Q8_0, 8B Q4_0 split counts at depth 4096
-#   merge19 : --attn-merge-gemv: kernels_vs_cpu, golden, prompt modes, 8B Q8_0 / Q4_0 depth A/B
-#   six19   : the six issue shapes' tg128 with the defaults, then 8B Q8_0 / Q4_0 depth rows
+#   six19   : the six issue shapes' tg128 with the defaults (then SIX19_DEPTH shapes' depth rows)
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
@@ -384,29 +383,14 @@ next19)
         depth_rows "$f" jitllm $a
     done
     ;;
-merge19)
-    # session 19's --attn-merge-gemv (the attn_output gemv merges split-KV attention's states)
-    cuda_test kernels-merge kernels_vs_cpu_test "kernels_vs_cpu: attn-merge-gemv variants" JITLLM_KVC_VARIANTS=attn-merge-gemv
-    cuda_test golden-merge engine_golden_test "golden (cuda, --attn-merge-gemv)" JITLLM_TEST_CUDA_ATTN_MERGE_GEMV=1
-    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
-        f=$(synth "${spec%%:*}" "${spec##*:}")
-        for r in $(seq "${MERGE19_ROUNDS:-2}"); do
-            for a in " " "--attn-merge-gemv"; do
-                log "depth $spec round $r [$a]"
-                depth_rows "$f" jitllm $a
-            done
-        done
-    done
-    ;;
 six19)
     # the decode issue's table with this build's defaults (BENCH_R repetitions), then the depth rows
-    for spec in llama3.1-8b:f16 llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0; do
+    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0 llama3.1-8b:f16; do
         f=$(synth "${spec%%:*}" "${spec##*:}")
         o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-5} -o md 2>&1)
         log "tg128 $spec: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
-        case $spec in llama3.1-8b:f16) rm -f "$f" ;; esac  # 16 GB of disk back before the others
     done
-    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
+    for spec in ${SIX19_DEPTH:-}; do  # e.g. "llama3.1-8b:q8_0 llama3.1-8b:q4_0"
         log "depth $spec"
         DEPTH_R=5 depth_rows "$(synth "${spec%%:*}" "${spec##*:}")" jitllm
     done

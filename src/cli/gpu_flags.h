@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_merge_gemv = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -181,10 +181,6 @@ struct GpuFlags {
                      "tuning: the split-layout Q4_0 dot products shift each word's high nibbles down and sum "
                      "all eight dp4a in one chain (session 18's form; default: two chains, the high nibbles "
                      "summed in place and shifted once; the same integer sums)");
-        app.add_flag("--attn-merge-gemv", attn_merge_gemv,
-                     "tuning: split-KV decode attention leaves its partial states unmerged (no ticket, no last "
-                     "block) and the Q4_0 / Q8_0 attn_output gemv after it merges them as it reads x (H200, session 19: 8B Q8_0 at depth "
-                     "4096 403.27 / 403.33 against 403.68 / 403.48 tok/s, 8B Q4_0 574.77 / 574.47 against 582.41 / 582.24)");
         app.add_option("--gemv-ablate", gemv_ablate,
                        "measurement only: the bulk split-layout Q4_0 / Q8_0 decode gemvs without their dot products "
                        "(math: each lane XORs the weight words it read from its ring slot; x, scales and the dp4a "
@@ -227,7 +223,6 @@ struct GpuFlags {
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
         s.gemv_q4_shift = gemv_q4_shift;
-        s.attn_merge_gemv = attn_merge_gemv;
         s.smem_carveout = smem_carveout;
         s.attn_carveout = attn_carveout;
         for (const auto& f : force) {

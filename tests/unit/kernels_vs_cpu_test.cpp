@@ -291,10 +291,6 @@ const Variant kVariants[] = {
     // chains, high nibbles in place), through the bulk ring and the default loops
     {"gated+fused+bulk+q4-shift", {.force = gated({{"gemv.load", "bulk"}}), .gemv_q4_shift = true}},
     {"gated+fused+q4-shift", {.force = gated({}), .gemv_q4_shift = true}},
-    // --attn-merge-gemv: the Q4_0 / Q8_0 attn_output gemv merges the split states (bulk and default
-    // loops; several chunks a split)
-    {"gated+fused+bulk+attn-merge-gemv", {.force = gated({{"gemv.load", "bulk"}}), .attn_merge_gemv = true}},
-    {"gated+fused+attn-merge-gemv+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_merge_gemv = true}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},
     {"siblings+fused", {.force = kSiblings}},
     {"gated+unfused", {.fuse = false, .force = gated({})}},
@@ -459,11 +455,6 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
                 // a fused kernel keeps intermediates on chip: compare only slots a later task
                 // reads before rewriting them (live-out), plus the logits
                 if (s != Slot::Logits && !live_after(plan.decode, size_t(k.tasks.back()), s)) continue;
-                // --attn-merge-gemv: with several active splits the attention leaves its states for the
-                // attn_output gemv to merge (its Att slot unwritten): checked through that gemv's output
-                if (s == Slot::Att && std::any_of(k.variant.defines.begin(), k.variant.defines.end(),
-                                                  [](const auto& d) { return d.first == "MERGE_GEMV"; }))
-                    continue;
                 const size_t n = slot_len(plan, s);
                 got.resize(n);
                 gpu.download_slot(s, got.data(), n);
@@ -537,8 +528,7 @@ INSTANTIATE_TEST_SUITE_P(
         // 3 chunks (the heads-per-block variants combine per (kv head, head set))
         Case{"llama_gqa4_hd128_f16_hist300", spec("llama", 512, 352, 8, 2, 128, 1003, 1024), GgmlType::F16,
              0, 0, 0, 0, 0, 300, 1024},
-        // the same with Q4_0 weights: the split states merged by the Q4_0 attn_output gemv
-        // (--attn-merge-gemv) without a window
+        // the same with Q4_0 weights (split-layout gemvs around several active split blocks)
         Case{"llama_gqa4_hd128_q4_0_hist300", spec("llama", 512, 352, 8, 2, 128, 1003, 1024), GgmlType::Q4_0,
              0, 0, 0, 0, 0, 300, 1024}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -808,16 +808,6 @@ private:
                 k.args[15] = host_ring();
             }
         }
-        if (att_merge_.n_splits > 0 && g.x == Slot::Att && g.epi == 1 && after_attn) {
-            // --attn-merge-gemv (gemv.cu ATT_MERGE): pos_ptr the position, k_cache the states
-            JITLLM_CHECK(act_q8_type(w0->type) && !g.norm_w, "the attention merge needs the Q4_0 / Q8_0 attn_output gemv");
-            k.variant.set("ATT_MERGE", att_merge_.n_splits).set("ATT_CH", att_merge_.ch).set("ATT_HD", c_.head_dim)
-                .set("ATT_SROW", att_merge_.srow);
-            if (att_merge_.window > 0) k.variant.set("ATT_WINDOW", att_merge_.window);
-            k.args[13] = slot(Slot::Pos);
-            k.args[14] = scratch("attn_split");
-            att_merge_ = {};
-        }
         uint64_t b = uint64_t(cols) * 4 + uint64_t(out_rows) * 4;
         const int w_rows = g.epi == 2 && n_mat == 1 ? 2 * g.rows[0] : g.rows[0] + (n_mat > 1 ? g.rows[1] : 0) + (n_mat > 2 ? g.rows[2] : 0);
         b += uint64_t(w_rows) * w0->row_bytes;
@@ -1528,21 +1518,6 @@ private:
                 if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
                 const bool cluster = g_.attn_cluster && n_splits > 1;
                 if (cluster) v.set("CLUSTER", 1);
-                // --attn-merge-gemv: no ticket and no last-block merge; the attn_output gemv right
-                // after (Q4_0 / Q8_0, residual fused) merges the partial states as it reads x
-                att_merge_ = {};
-                if (o_.attn_merge_gemv && g_.attn_split && !g_.attn_decode_mma && !cluster && !batch_ && n_splits > 1 &&
-                    fuse) {
-                    const WeightTensor* wo_m = nullptr;
-                    size_t j = i + 1;
-                    for (; j < tasks_->size() && t(j).layer == a.layer && !wo_m; ++j)
-                        if (t(j).kind == K::AttnOutput && !t(j).w.empty()) wo_m = t(j).w[0];
-                    // (j: the task after attn_output)
-                    if (wo_m && act_q8_type(wo_m->type) && j < tasks_->size() && is(j, K::AttnResidual) && !g_.layer_tail) {
-                        v.set("MERGE_GEMV", 1);
-                        att_merge_ = {n_splits, ch, c_.head_dim + 4, windowed() ? c_.sliding_window : 0};
-                    }
-                }
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
                 if (windowed()) v.set("WINDOW", c_.sliding_window);
                 if (hsplit > 1) v.set("HPB", hpb);
@@ -1860,10 +1835,6 @@ private:
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
-    // --attn-merge-gemv: the split-KV attention just lowered left its states for the next gemv
-    struct AttMerge {
-        int n_splits = 0, ch = 0, srow = 0, window = 0;
-    } att_merge_;
 };
 
 }  // namespace

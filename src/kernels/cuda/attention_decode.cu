@@ -213,12 +213,6 @@
 #ifndef EARLY_KV
 #define EARLY_KV 0
 #endif
-#ifndef MERGE_GEMV  // --attn-merge-gemv: partial states left for the attn_output gemv to merge (no ticket)
-#define MERGE_GEMV 0
-#endif
-#if MERGE_GEMV && (ALGO != 2 || MMA || CLUSTER || BATCH)
-#error "MERGE_GEMV: the split SIMT decode kernel (no MMA, cluster or batch)"
-#endif
 #ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic, 3 no split merge (timing only)
 #define ABLATE 0
 #endif
@@ -1089,7 +1083,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // a partial state in scratch; MMA: 16-byte rows for the float4 merge below (the SIMT kernel keeps
     // HEAD_DIM + 2 and the scalar merge: with the float4 one, H200 8B Q8_0 tg128 at depth 4096 fell
     // 379.1 -> 369.2, session 9; MMA at 16 splits rose 362.9 -> 368.3)
-    constexpr int SROW = MMA || MERGE_GEMV ? HEAD_DIM + 4 : HEAD_DIM + 2;
+    constexpr int SROW = MMA ? HEAD_DIM + 4 : HEAD_DIM + 2;
     __shared__ __align__(16) float cst[CLUSTER ? HPB * SROW : 1];  // CLUSTER: this block's state
     (void)cst;
 #if MERGE_WARP
@@ -1187,7 +1181,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // ticket from an atomic counter per block x) combines the n_active partial states of its HPB
     // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
     // counter for the next launch.
-    if (n_active == 1 || ABLATE == 3 || MERGE_GEMV) return;  // (MERGE_GEMV: the attn_output gemv merges)
+    if (n_active == 1 || ABLATE == 3) return;
     // out = sum_s w_s o_s / sum_s w_s l_s over the active splits, w_s = 2^(m_s - max m), for DV
     // dims; get(sp, i) reads split sp's value i (i < DV: the dims, DV: m_s, DV + 1: l_s); all of
     // them are read first (independent loads), then combined in split order

@@ -195,13 +195,6 @@ static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: whole warps");
 static_assert(ROWS_PER_BLOCK % GEMV_GPB == 0 && GEMV_OPG >= 1, "ROWS_PER_BLOCK: R rows per group");
 static_assert(N_MAT >= 1 && N_MAT <= 3, "N_MAT: 1..3");
 static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
-#if ATT_MERGE  // --attn-merge-gemv: the attn_output gemv merges split-KV attention's states (gemv_dot.cuh)
-#ifndef ATT_WINDOW
-#define ATT_WINDOW 0
-#endif
-static_assert(GEMV_XQ8 && !NORM_IN && EPI == 1 && ATT_CH > 0 && ATT_HD % 4 == 0 && ATT_SROW % 4 == 0 &&
-              COLS % ATT_HD == 0, "ATT_MERGE: the Q4_0 / Q8_0 attn_output gemv, float4 rows of the states");
-#endif
 static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
 static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
 #if GEMV_STAGED
@@ -421,21 +414,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     JITLLM_DYN_SMEM(float, xsm);
     xs.q = reinterpret_cast<const uint8_t*>(xsm);
     xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
-#if ATT_MERGE
-    // --attn-merge-gemv: x is split-KV attention's output; with more than one active split its
-    // blocks left their partial states (k_cache: the scratch) unmerged, and each block of this
-    // gemv merges them as it reads x. Active splits as attention_decode.cu counts them.
-    int att_n = 1;
-    {
-        const int n_pos = *pos_ptr + 1;
-        const int first = ATT_WINDOW > 0 ? max(0, n_pos - ATT_WINDOW) : 0;
-        att_n = min(ATT_MERGE, (n_pos - 1) / ATT_CH - first / ATT_CH + 1);
-    }
-    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red,
-                                                         reinterpret_cast<const float*>(k_cache), att_n);
-#else
     xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red);
-#endif
 #elif X_SMEM
     JITLLM_DYN_SMEM(float, xsm);
     xs.p = xsm;

@@ -77,52 +77,8 @@ __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* q
 // weight are read once and kept through the block's sum of squares (LATE: x read twice, the form
 // before session 11). CG: loads through L2 only (x written by other blocks of this kernel:
 // layer_tail.cu). red: NT / 32 floats of scratch. gemv.cu's prologue and layer_tail.cu's phases.
-#ifndef ATT_MERGE  // gemv.cu: x merged from split-KV attention's partial states (--attn-merge-gemv)
-#define ATT_MERGE 0
-#endif
-#if ATT_MERGE
-// x[k..k+3] as the split-KV attention's last block would have written it: out = sum_s w_s o_s /
-// sum_s w_s l_s over the n active splits, w_s = 2^(m_s - max m) (attention_decode.cu's combine,
-// the same operations in the same split order). sc: the partial states, ATT_MERGE splits of
-// ATT_SROW floats per query head (o[ATT_HD], m, l); k % 4 == 0, four dims of one head.
-__device__ __forceinline__ float4 att_merge4(const float* sc, int n, int k) {
-    const float* base = sc + (unsigned long long)(k / ATT_HD) * ATT_MERGE * ATT_SROW + (k % ATT_HD);
-    float4 os[ATT_MERGE];
-    float2 ml[ATT_MERGE];
-#pragma unroll
-    for (int sp = 0; sp < ATT_MERGE; ++sp) {
-        if (sp < n) {
-            os[sp] = __ldcg(reinterpret_cast<const float4*>(base + sp * ATT_SROW));
-            ml[sp] = __ldcg(reinterpret_cast<const float2*>(base - (k % ATT_HD) + sp * ATT_SROW + ATT_HD));
-        }
-    }
-    float M = -JL_INF;
-#pragma unroll
-    for (int sp = 0; sp < ATT_MERGE; ++sp)
-        if (sp < n) M = fmaxf(M, ml[sp].x);
-    float L = 0.0f;
-    float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int sp = 0; sp < ATT_MERGE; ++sp) {
-        if (sp < n) {
-            const float wgt = exp2f(ml[sp].x - M);
-            L += ml[sp].y * wgt;
-            O.x += os[sp].x * wgt;
-            O.y += os[sp].y * wgt;
-            O.z += os[sp].z * wgt;
-            O.w += os[sp].w * wgt;
-        }
-    }
-    return make_float4(O.x / L, O.y / L, O.z / L, O.w / L);
-}
-#endif
-
-// att_sc, att_n (ATT_MERGE, no NORM): x merged from the attention's partial states when att_n > 1
 template <int C, int NT, bool NORM, bool CG = false, bool LATE = false>
-__device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red,
-                                             const float* att_sc = nullptr, int att_n = 1) {
-    (void)att_sc;
-    (void)att_n;
+__device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red) {
     constexpr int XT = (C + 4 * NT - 1) / (4 * NT), XC = XT < 8 ? XT : 8;  // float4 per thread, per chunk
     const int tid = threadIdx.x;
     float2* qd = reinterpret_cast<float2*>(xq + C);
@@ -177,11 +133,7 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
                 const int k = (c0 + j) * 4 * NT + 4 * tid;
                 v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 if (c0 + j < XT && k < C) {
-#if ATT_MERGE
-                    v[j] = !NORM && att_n > 1 ? att_merge4(att_sc, att_n, k) : load(x + k);
-#else
                     v[j] = load(x + k);
-#endif
                     if (NORM) {
                         const float4 w = __ldg(reinterpret_cast<const float4*>(nw + k));
                         v[j].x = v[j].x * inv * w.x;
