@@ -14,7 +14,7 @@ namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_qkv_flags = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -181,6 +181,9 @@ struct GpuFlags {
                      "tuning: the split-layout Q4_0 dot products shift each word's high nibbles down and sum "
                      "all eight dp4a in one chain (session 18's form; default: two chains, the high nibbles "
                      "summed in place and shifted once; the same integer sums)");
+        app.add_flag("--attn-qkv-flags", attn_qkv_flags,
+                     "tuning: split-KV decode attention starts on a head as soon as the fused q/k/v gemv has "
+                     "stored that head's rows (per-head counters) instead of waiting for the gemv's end (not yet measured)");
         app.add_option("--gemv-ablate", gemv_ablate,
                        "measurement only: the bulk split-layout Q4_0 / Q8_0 decode gemvs without their dot products "
                        "(math: each lane XORs the weight words it read from its ring slot; x, scales and the dp4a "
@@ -223,6 +226,7 @@ struct GpuFlags {
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
         s.gemv_late_loads = gemv_late_loads;
         s.gemv_q4_shift = gemv_q4_shift;
+        s.attn_qkv_flags = attn_qkv_flags;
         s.smem_carveout = smem_carveout;
         s.attn_carveout = attn_carveout;
         for (const auto& f : force) {
