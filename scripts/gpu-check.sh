@@ -387,6 +387,7 @@ next19)
 next20)
     # session 19's --attn-qkv-flags (attention waits for the q/k/v gemv's per-head counters, not its
     # end): correctness first (a missing signal traps after ~2 s instead of hanging), then depth rows
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates: the kernels' new arguments)"
     cuda_test kernels-qkvf kernels_vs_cpu_test "kernels_vs_cpu: attn-qkv-flags variants" JITLLM_KVC_VARIANTS=attn-qkv-flags
     cuda_test golden-qkvf engine_golden_test "golden (cuda, --attn-qkv-flags)" JITLLM_TEST_CUDA_ATTN_QKV_FLAGS=1
     cuda_test modes-qkvf prefill_modes_test "prompt modes (cuda, --attn-qkv-flags)" JITLLM_TEST_CUDA_ATTN_QKV_FLAGS=1
