@@ -128,7 +128,9 @@ struct GpuFlags {
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
         app.add_option("--gemv-grid-per-sm", gemv_grid_per_sm,
-                       "tuning: at most N blocks per SM for every gemv, each looping over its rows (0 = gate gemv.grid)")
+                       "tuning: at most N blocks per SM for every gemv, each looping over its rows (0 = gate gemv.grid; "
+                       "the bulk-ring gemvs take one block per SM unless N is given, e.g. N = 2 with --gemv-block 256 "
+                       "--gemv-bulk-kb 100: two blocks an SM with half the ring each; not yet measured)")
             ->check(CLI::Range(0, 32));
         app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto; the q/k/v gemv with RoPE fused rounds an odd "
                        "count up: rotation pairs)")

@@ -528,6 +528,18 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_FALSE(defines(k.variant, "BULK_PF")) << k.symbol;  // --l2-prefetch: off by default
     }
     EXPECT_EQ(bulk, 4);  // 2 layers
+    // --gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100: two bulk blocks an SM, half the ring
+    // each (8 warps x 5 slots of 2 x 1152 bytes); q/k/v's 272 row sets of 16 capped at 2 x 132
+    ScheduleOptions two;
+    two.gemv_grid_per_sm = 2;
+    two.gemv_block = 256;
+    two.gemv_bulk_kb = 100;
+    const KernelStep& q2 = at(schedule_build(p, h200, two).decode, "attn_norm_qkv_rope_kv_store");
+    EXPECT_TRUE(has_define(q2.variant, "BULK", "1"));
+    EXPECT_TRUE(has_define(q2.variant, "BLOCK", "256"));
+    EXPECT_TRUE(has_define(q2.variant, "BULK_S", "5"));
+    EXPECT_EQ(q2.grid.x, 264u);
+    EXPECT_LE(2 * q2.smem, 227u * 1024);
     ScheduleOptions l2;
     l2.l2_prefetch = 4;
     int l2_bulk = 0;

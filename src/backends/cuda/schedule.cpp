@@ -770,7 +770,9 @@ private:
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
         auto& k = add(idx, algo, v);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
-        if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
+        // (bulk: one block per SM; --gemv-grid-per-sm N: N, e.g. 256-thread blocks with half the
+        // ring each, two an SM, so the next kernel's block lands as the first of the two leaves)
+        if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count * std::max(1, o_.gemv_grid_per_sm)));
         // --gemv-warp-major: a bulk gemv takes every SM (its sets spread group-major: 8B attn_output
         // and ffn_down, 2048 sets, 15-16 per block on 132 instead of 16 on 128)
         if (bulk && o_.gemv_warp_major) k.grid.x = unsigned(d_.sm_count);
