@@ -89,6 +89,24 @@ ncu_attn_depth() {
     timeout "$limit" ncu --clock-control none "$@" --kernel-name regex:"^attn__split_kv" --launch-skip 64 \
         --launch-count "$count" -- "$B/jitllm" bench --gpu -m "$f" -p 0 -n 4 -d 4096 -b 512 -r 1 --no-warmup $a > "$o"
 }
+# depth_ab SPEC FILE ROUNDS FLAGS: depth rows of FILE (SPEC its label) with the defaults and with
+# FLAGS, alternated ROUNDS times
+depth_ab() {
+    local spec=$1 f=$2 rounds=$3 flags=$4 r a
+    for r in $(seq "$rounds"); do
+        for a in " " "$flags"; do
+            log "depth $spec round $r [$a]"
+            depth_rows "$f" jitllm $a
+        done
+    done
+}
+# tg_row LABEL FILE REPS [FLAGS...]: bench's md tg128 row of FILE into the summary
+tg_row() {
+    local label=$1 f=$2 reps=$3 o
+    shift 3
+    o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r "$reps" -o md "$@" 2>&1)
+    log "tg128 $label: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
+}
 synth() {  # shape type -> path
     local f=/tmp/$1-$2.gguf
     [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
@@ -353,13 +371,7 @@ splits18)
     cuda_test kernels-splits kernels_vs_cpu_test "kernels_vs_cpu: default split counts" \
         JITLLM_KVC_VARIANTS=gated+attn-chunk48,gated+attn-chunk256,gated+attn-vsum-float
     for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
-        f=$(synth "${spec%%:*}" "${spec##*:}")
-        for r in $(seq "${SPLITS18_ROUNDS:-2}"); do
-            for a in " " "--attn-splits 8"; do
-                log "depth $spec round $r [$a]"
-                depth_rows "$f" jitllm $a
-            done
-        done
+        depth_ab "$spec" "$(synth "${spec%%:*}" "${spec##*:}")" "${SPLITS18_ROUNDS:-2}" "--attn-splits 8"
     done
     ;;
 next19)
@@ -374,8 +386,7 @@ next19)
         f=$(synth $(echo "${spec%%:*} ${spec#*:}" | sed 's/:.*//'))
         IFS=';' read -ra sets <<< "${spec##*:}"
         for a in "${sets[@]}"; do
-            o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1)
-            log "tg128 ${spec%:*} [$a]: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
+            tg_row "${spec%:*} [$a]" "$f" "${BENCH_R:-3}" $a
         done
     done
     f=$(synth llama3.1-8b q4_0)
@@ -394,25 +405,17 @@ next20)
     cuda_test modes-qkvf prefill_modes_test "prompt modes (cuda, --attn-qkv-flags)" JITLLM_TEST_CUDA_ATTN_QKV_FLAGS=1
     for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
         f=$(synth "${spec%%:*}" "${spec##*:}")
-        for r in $(seq "${NEXT20_ROUNDS:-2}"); do
-            for a in " " "--attn-qkv-flags"; do
-                log "depth $spec round $r [$a]"
-                depth_rows "$f" jitllm $a
-            done
-        done
+        depth_ab "$spec" "$f" "${NEXT20_ROUNDS:-2}" "--attn-qkv-flags"
         # two bulk gemv blocks an SM, half the ring each (--gemv-grid-per-sm 2, prepared in session 19)
         for a in " " "--gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100"; do
-            o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-3} -o md $a 2>&1)
-            log "tg128 $spec [$a]: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
+            tg_row "$spec [$a]" "$f" "${BENCH_R:-3}" $a
         done
     done
     ;;
 six19)
     # the decode issue's table with this build's defaults (BENCH_R repetitions), then the depth rows
     for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0 llama3.1-8b:f16; do
-        f=$(synth "${spec%%:*}" "${spec##*:}")
-        o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r ${BENCH_R:-5} -o md 2>&1)
-        log "tg128 $spec: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
+        tg_row "$spec" "$(synth "${spec%%:*}" "${spec##*:}")" "${BENCH_R:-5}"
     done
     for spec in ${SIX19_DEPTH:-}; do  # e.g. "llama3.1-8b:q8_0 llama3.1-8b:q4_0"
         log "depth $spec"

@@ -35,6 +35,13 @@ std::string fstr(float f) {
 }
 
 // attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act -> "ffn_norm_gate_up_act"
+// a kernel step's integer define, or dflt when it is not set
+int define_int(const KernelStep& k, const char* name, int dflt) {
+    for (const auto& [n, v] : k.variant.defines)
+        if (n == name) return std::atoi(v.c_str());
+    return dflt;
+}
+
 std::string group_name(const std::vector<const Task*>& ts) {
     std::string first(task_kind_name(ts[0]->kind));
     const size_t us = first.find('_');
@@ -598,6 +605,13 @@ private:
         k.layer = t(idx[0]).layer;
         out_->push_back(std::move(k));
         return out_->back();
+    }
+
+    // the attn_output matrix of task i's layer after task i (null: none)
+    const WeightTensor* attn_output_after(size_t i) const {
+        for (size_t j = i + 1; j < tasks_->size() && t(j).layer == t(i).layer; ++j)
+            if (t(j).kind == K::AttnOutput && !t(j).w.empty()) return t(j).w[0];
+        return nullptr;
     }
 
     // attention sees only the last sliding_window positions (fewer than the cache holds)
@@ -1495,9 +1509,7 @@ private:
                 // 403.82 / 402.75 against 8: 400.55 / 399.61; Q4_0 6: 564.02 / 563.94 / 569.06
                 // against 8: 578.51 / 578.18 / 583.03, 12: 544.92, 16: 550.00
                 if (g_.attn_split) {
-                    const WeightTensor* wo = nullptr;
-                    for (size_t j = i + 1; j < tasks_->size() && t(j).layer == a.layer && !wo; ++j)
-                        if (t(j).kind == K::AttnOutput && !t(j).w.empty()) wo = t(j).w[0];
+                    const WeightTensor* wo = attn_output_after(i);
                     const bool wide_out = wo && type_traits(wo->type).type_size >= type_traits(wo->type).block_size;  // >= 8 bits a weight
                     const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma || !wide_out ? 4 : 3) / 4;
                     const int splits = std::max(1, fill / (c_.n_kv_heads * hsplit));
@@ -1590,8 +1602,7 @@ private:
                 // 455.82 / 398.36, N=1024 456.13 / 397.98: off
                 const WeightTensor* next_w = nullptr;
                 if (o_.attn_prefetch_next >= 0 && d_.cc() >= 90) {
-                    for (size_t j = i + 1; j < tasks_->size() && t(j).layer == a.layer; ++j)
-                        if (t(j).kind == K::AttnOutput && !t(j).w.empty() && t(j).w[0]) next_w = t(j).w[0];
+                    next_w = attn_output_after(i);
                     const uint64_t bytes = next_w ? next_w->rows * next_w->row_bytes : 0;
                     if (bytes > 0 && bytes % 16 == 0 && bytes < (1ull << 40)) {  // (each block's share fits 32 bits)
                         v.set("NEXT_PF", std::to_string(bytes) + "ull");
@@ -1622,16 +1633,12 @@ private:
                 // (gemv.cu QKV_FLAGS) and this kernel waits for its heads' counts instead of that
                 // gemv's end (attention_decode.cu QKV_FLAGS); one counter array a layer, each
                 // zeroed by the next layer's q/k/v gemv (the last one's by layer 0's next step)
+                // (EARLY_KV without mma: the SIMT kernel with PIPE 2, no K/V ring, no window, no batch)
                 if (o_.attn_qkv_flags && pdl_ && !batch_ && k.variant.has("EARLY_KV") && !g_.attn_decode_mma &&
-                    kv_stages == 0 && c_.n_layers >= 2 && out_->size() >= 2) {
+                    c_.n_layers >= 2 && out_->size() >= 2) {
                     KernelStep& qkv = (*out_)[out_->size() - 2];
-                    auto def = [&](const char* n) {
-                        for (const auto& [dn, dv] : qkv.variant.defines)
-                            if (dn == n) return dv;
-                        return std::string();
-                    };
                     const bool fused_qkv = qkv.variant.source == "cuda/gemv.cu" && qkv.layer == a.layer &&
-                                           def("EPI") == "4" && def("REDUCE") == "1";
+                                           define_int(qkv, "EPI", 0) == 4 && define_int(qkv, "REDUCE", 0) == 1;
                     if (fused_qkv) {
                         const uint64_t nf = uint64_t(c_.n_heads + 2 * c_.n_kv_heads), fb = nf * 4;
                         s_.scratch["qkv_flags"] = std::max(s_.scratch["qkv_flags"], size_t(c_.n_layers) * fb);
@@ -1983,11 +1990,6 @@ GemvBalance balance(int rows, int opg, int nbx, int gpb, bool warp_major) {
     b.max_per_block = *std::max_element(per.begin(), per.end());
     b.mean_per_block = double(b.sets) / double(nbx);
     return b;
-}
-int define_int(const KernelStep& k, const char* name, int dflt) {
-    for (const auto& [n, v] : k.variant.defines)
-        if (n == name) return std::atoi(v.c_str());
-    return dflt;
 }
 }  // namespace
 
