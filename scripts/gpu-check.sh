@@ -35,8 +35,6 @@
 #   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
 #   next19  : the Q4_0 unit dot in two chains (default) against --gemv-q4-shift, --gemv-ablate math
 #             (the gemvs' arithmetic cost) on 8B Q4_0 / Q8_0, 8B Q4_0 split counts at depth 4096
-#   next20  : --attn-qkv-flags (prepared in session 19): kernels_vs_cpu, golden, 8B Q8_0 / Q4_0 depth A/B;
-#             two bulk gemv blocks an SM (--gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100)
 #   six19   : the six issue shapes' tg128 with the defaults (then SIX19_DEPTH shapes' depth rows)
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
@@ -394,22 +392,6 @@ next19)
     for a in "${ssets[@]}"; do
         log "depth llama3.1-8b:q4_0 [$a]"
         depth_rows "$f" jitllm $a
-    done
-    ;;
-next20)
-    # session 19's --attn-qkv-flags (attention waits for the q/k/v gemv's per-head counters, not its
-    # end): correctness first (a missing signal traps after ~2 s instead of hanging), then depth rows
-    cuda_test golden-default engine_golden_test "golden (cuda, default gates: the kernels' new arguments)"
-    cuda_test kernels-qkvf kernels_vs_cpu_test "kernels_vs_cpu: attn-qkv-flags and per-sm2 variants" JITLLM_KVC_VARIANTS=attn-qkv-flags,per-sm2
-    cuda_test golden-qkvf engine_golden_test "golden (cuda, --attn-qkv-flags)" JITLLM_TEST_CUDA_ATTN_QKV_FLAGS=1
-    cuda_test modes-qkvf prefill_modes_test "prompt modes (cuda, --attn-qkv-flags)" JITLLM_TEST_CUDA_ATTN_QKV_FLAGS=1
-    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
-        f=$(synth "${spec%%:*}" "${spec##*:}")
-        depth_ab "$spec" "$f" "${NEXT20_ROUNDS:-2}" "--attn-qkv-flags"
-        # two bulk gemv blocks an SM, half the ring each (--gemv-grid-per-sm 2, prepared in session 19)
-        for a in " " "--gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100"; do
-            tg_row "$spec [$a]" "$f" "${BENCH_R:-3}" $a
-        done
     done
     ;;
 six19)

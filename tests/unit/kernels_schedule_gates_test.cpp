@@ -112,45 +112,6 @@ TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
 
 // attn.early=kv (default): EARLY_KV on the split SIMT kernel with --attn-pipe 2 (the default),
 // not on the tensor-core one, the cluster merge or another pipe depth; `wait` turns it off
-// --attn-qkv-flags: the fused q/k/v gemv before split SIMT attention (EARLY_KV, PDL) counts each
-// head's rows into its layer's counters (args 18) and zeroes the previous layer's (args 19, layer 0:
-// the last layer's); the attention (arg 9) waits for its layer's; off with serial launches
-TEST(ScheduleGates, AttnQkvFlagsPairTheQkvGemvWithItsAttention) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
-    const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
-    ScheduleOptions o;
-    o.attn_qkv_flags = true;
-    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
-    const int n_layers = p.config->n_layers;
-    ASSERT_GE(n_layers, 2);
-    const uint64_t fb = uint64_t(p.config->n_heads + 2 * p.config->n_kv_heads) * 4;
-    EXPECT_EQ(s.scratch.at("qkv_flags"), size_t(n_layers) * fb);
-    int pairs = 0;
-    for (size_t i = 1; i < s.decode.size(); ++i) {
-        const KernelStep& a = s.decode[i];
-        if (a.group != "attn") continue;
-        const KernelStep& g = s.decode[i - 1];
-        EXPECT_TRUE(has_define(a.variant, "QKV_FLAGS", "1"));
-        EXPECT_TRUE(has_define(g.variant, "QKV_FLAGS", "1")) << g.symbol;
-        EXPECT_TRUE(has_define(g.variant, "EPI", "4")) << g.symbol;
-        ASSERT_EQ(a.args.size(), 10u);
-        ASSERT_EQ(g.args.size(), 20u);
-        EXPECT_EQ(a.args[9].scratch, "qkv_flags");
-        EXPECT_EQ(a.args[9].offset, uint64_t(a.layer) * fb);
-        EXPECT_EQ(g.args[18].offset, uint64_t(a.layer) * fb);
-        EXPECT_EQ(g.args[19].scratch, "qkv_flags");
-        EXPECT_EQ(g.args[19].offset, uint64_t((a.layer + n_layers - 1) % n_layers) * fb);
-        ++pairs;
-    }
-    EXPECT_EQ(pairs, n_layers);
-    ScheduleOptions serial = o;
-    serial.force = {{"launch.pdl", "serial"}};
-    for (const auto& k : schedule_build(p, DeviceInfo::for_target("sm_90"), serial).decode)
-        EXPECT_FALSE(defines(k.variant, "QKV_FLAGS")) << k.symbol;
-    for (const auto& k : schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{}).decode)
-        EXPECT_FALSE(defines(k.variant, "QKV_FLAGS")) << k.symbol;
-}
-
 TEST(ScheduleGates, EarlyKvOnlyOnTheSplitSimtKernelWithPipe2) {
     ScheduleOptions o;
     EXPECT_TRUE(has_define(split_attn(4096, o).variant, "EARLY_KV", "1"));
@@ -212,7 +173,7 @@ TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
     for (const KernelStep& k : s.decode) {
         if (k.group != "attn") continue;
         ++n;
-        ASSERT_EQ(k.args.size(), 10u);  // (the last: qkv_flags, --attn-qkv-flags)
+        ASSERT_EQ(k.args.size(), 9u);
         ASSERT_EQ(k.args[8].kind, KArg::Kind::Weight);
         const WeightTensor* w = k.args[8].w;
         EXPECT_NE(w->name.find("attn_output"), std::string::npos) << w->name;

@@ -291,10 +291,6 @@ const Variant kVariants[] = {
     // chains, high nibbles in place), through the bulk ring and the default loops
     {"gated+fused+bulk+q4-shift", {.force = gated({{"gemv.load", "bulk"}}), .gemv_q4_shift = true}},
     {"gated+fused+q4-shift", {.force = gated({}), .gemv_q4_shift = true}},
-    // --attn-qkv-flags: split-KV attention waits for the fused q/k/v gemv's per-head counters
-    // instead of its end (with the bulk gemv; several chunks a split)
-    {"gated+fused+bulk+attn-qkv-flags", {.force = gated({{"gemv.load", "bulk"}}), .attn_qkv_flags = true}},
-    {"gated+fused+attn-qkv-flags+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_qkv_flags = true}},
     // --gemv-grid-per-sm 2 with 256-thread bulk blocks and half rings (two an SM)
     {"gated+fused+bulk+block256+per-sm2+ring100", {.force = gated({{"gemv.load", "bulk"}}), .gemv_block = 256, .gemv_grid_per_sm = 2, .gemv_bulk_kb = 100}},
     {"unfused+bulk+serial", {.fuse = false, .force = {{"launch.pdl", "serial"}, {"gemv.load", "bulk"}}}},

@@ -815,8 +815,6 @@ private:
         k.args.push_back(g.rope ? vcache(g.rope_layer) : null());
         k.args.push_back(rope_arg);
         k.args.push_back(f32(g.rope ? c_.rope_base : 0.0f));
-        k.args.push_back(null());  // qkv_flags, qkv_clear (--attn-qkv-flags: set by the attention after it)
-        k.args.push_back(null());
         if (g.argmax) {  // y1: the pick's key and ticket, y2: the token (gemv.cu ARGMAX)
             k.args[7] = scratch("argmax_key");
             k.args[8] = scratch("token_out");
@@ -1261,7 +1259,7 @@ private:
                 k.block = Dim3(128);
                 rows_grid(k, 2);
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
-                          null(), slot(Slot::Seqs), null(), null(), null()};
+                          null(), slot(Slot::Seqs), null(), null()};
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
@@ -1628,28 +1626,7 @@ private:
                 if (k.variant.has("MAX_REGS")) k.carveout = 100;
                 if (o_.attn_carveout >= -1) k.carveout = o_.attn_carveout;
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
-                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w), null()};
-                // --attn-qkv-flags: the fused q/k/v gemv just before counts each head's stored rows
-                // (gemv.cu QKV_FLAGS) and this kernel waits for its heads' counts instead of that
-                // gemv's end (attention_decode.cu QKV_FLAGS); one counter array a layer, each
-                // zeroed by the next layer's q/k/v gemv (the last one's by layer 0's next step)
-                // (EARLY_KV without mma: the SIMT kernel with PIPE 2, no K/V ring, no window, no batch)
-                if (o_.attn_qkv_flags && pdl_ && !batch_ && k.variant.has("EARLY_KV") && !g_.attn_decode_mma &&
-                    c_.n_layers >= 2 && out_->size() >= 2) {
-                    KernelStep& qkv = (*out_)[out_->size() - 2];
-                    const bool fused_qkv = qkv.variant.source == "cuda/gemv.cu" && qkv.layer == a.layer &&
-                                           define_int(qkv, "EPI", 0) == 4 && define_int(qkv, "REDUCE", 0) == 1;
-                    if (fused_qkv) {
-                        const uint64_t nf = uint64_t(c_.n_heads + 2 * c_.n_kv_heads), fb = nf * 4;
-                        s_.scratch["qkv_flags"] = std::max(s_.scratch["qkv_flags"], size_t(c_.n_layers) * fb);
-                        auto at_layer = [&](int l) { KArg f = scratch("qkv_flags"); f.offset = uint64_t(l) * fb; return f; };
-                        qkv.variant.set("QKV_FLAGS", 1);
-                        qkv.args[18] = at_layer(a.layer);
-                        qkv.args[19] = at_layer((a.layer + c_.n_layers - 1) % c_.n_layers);
-                        k.variant.set("QKV_FLAGS", 1);
-                        k.args[9] = at_layer(a.layer);
-                    }
-                }
+                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w)};
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;

@@ -105,7 +105,6 @@ struct ScheduleOptions {
     bool attn_overlap = false;                   // --attn-overlap: attention capped in registers, the gemv after it at 256 threads (co-resident)
     bool attn_kv_prefetch = false;               // --attn-kv-prefetch: attention blocks prefetch their later K/V chunks into L2 (EARLY_KV kernel)
     bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (session 18's one-chain Q4_0 unit dot)
-    bool attn_qkv_flags = false;                 // --attn-qkv-flags: decode attention waits for the q/k/v gemv's per-head counters, not its end
     int gemv_ablate = 0;                         // --gemv-ablate math: bulk split-layout gemvs without their dot products (GEMV_ABLATE); timing only
     int attn_ablate = 0;                         // --attn-ablate: decode attention without K/V loads (1), arithmetic (2) or split merge (3); timing only
     int attn_prefetch_next = -1;                 // --attn-prefetch-next: decode attention prefetches attn_output into L2 from N positions (-1: off)

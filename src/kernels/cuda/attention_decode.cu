@@ -84,12 +84,8 @@
 //   share in one cp.async.bulk.prefetch, so that gemv streams from L2 while attention, which
 //   leaves DRAM mostly idle at long contexts, reads K/V; NEXT_PF_MIN (default 0): only when the
 //   context holds at least that many positions (read before the PDL wait: EARLY_KV's PRECOND)
-//   QKV_FLAGS (0 default; --attn-qkv-flags, the split SIMT kernel with EARLY_KV): no PDL wait; thread
-//   0 waits (acquire loads, backing off) until qkv_flags counts HEAD_DIM stored q rows for each of
-//   the block's heads and, in the block whose chunks hold the current position, HEAD_DIM K and V
-//   rows of its kv head (gemv.cu QKV_FLAGS), then the block reads q and the current row from L2
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
-// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w, qkv_flags)   q, out: (N_HEADS, HEAD_DIM)
+// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
 //          cache of sequence seq_ptr[r] (causal within a prompt chunk)
@@ -217,12 +213,6 @@
 #ifndef EARLY_KV
 #define EARLY_KV 0
 #endif
-#ifndef QKV_FLAGS  // 1 (--attn-qkv-flags): wait for the q/k/v gemv's per-head counters, not its end
-#define QKV_FLAGS 0
-#endif
-#if QKV_FLAGS && (!EARLY_KV || MMA || KV_STAGES)
-#error "QKV_FLAGS: the split SIMT kernel with EARLY_KV (no window, no batch)"
-#endif
 #ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic, 3 no split merge (timing only)
 #define ABLATE 0
 #endif
@@ -273,12 +263,6 @@ __device__ __forceinline__ uint4 kv_load(const KV_T* p) {
 #endif
     if (KV_LOAD == 16) return ld_stream16_act(p);  // the previous kernel stored this position
     const uint2 v = ld_stream8_act(p);
-    return make_uint4(v.x, v.y, 0u, 0u);
-}
-// QKV_FLAGS: the current position's row, stored by the q/k/v gemv while this kernel runs: from L2
-__device__ __forceinline__ uint4 kv_load_cg(const KV_T* p) {
-    if (KV_LOAD == 16) return __ldcg(reinterpret_cast<const uint4*>(p));
-    const uint2 v = __ldcg(reinterpret_cast<const uint2*>(p));
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 
@@ -349,9 +333,7 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 #endif
 extern "C" __global__ void ATTN_BOUNDS
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
-            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w,
-            const unsigned* qkv_flags) {
-    (void)qkv_flags;
+            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
@@ -538,27 +520,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #endif
     }
 #endif
-#if QKV_FLAGS
-    // --attn-qkv-flags: no PDL wait. The q/k/v gemv counts each head's stored rows (q heads, then
-    // k heads, then v heads: gemv.cu QKV_FLAGS); this block needs its query heads' q rows, and the
-    // block whose chunks hold the current position (no window: chunk cur / CH) also its kv head's
-    // K and V rows of it. Everything else this kernel reads (earlier rows, the position) was final
-    // before the step (EARLY_KV's PRECOND); what it writes (out, scratch, tickets) no earlier
-    // kernel of the step reads after the gemv has started its rows (the gemv passed its own PDL
-    // wait before it counted any).
-    if (tid == 0) {
-        for (int h = 0; h < HPB; ++h) flag_wait_geq(qkv_flags + hb + h, HEAD_DIM);
-        const int cur_f = *pos_ptr;
-        if ((int)blockIdx.y == (cur_f / CH) % N_SPLITS) {
-            flag_wait_geq(qkv_flags + N_HEADS + kvh, HEAD_DIM);
-            flag_wait_geq(qkv_flags + N_HEADS + N_KV_HEADS + kvh, HEAD_DIM);
-        }
-        __threadfence();
-    }
-    __syncthreads();
-#else
     pdl_wait();
-#endif
 #if PRELOAD
     // block y = 0 always takes chunk 0 (no window): its K/V loads go out with the position's,
     // not one round trip after it; rows past the position are zeroed below, never used
@@ -619,8 +581,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         const float* qh = q + (hb + h) * HEAD_DIM + gl * VEC;
 #pragma unroll
         for (int i = 0; i < VEC; i += 4) {
-            // (QKV_FLAGS: stored by the q/k/v gemv while this kernel runs: from L2)
-            const float4 v = QKV_FLAGS ? __ldcg(reinterpret_cast<const float4*>(qh + i)) : *reinterpret_cast<const float4*>(qh + i);
+            const float4 v = *reinterpret_cast<const float4*>(qh + i);
             qr[h][i] = v.x * QS, qr[h][i + 1] = v.y * QS, qr[h][i + 2] = v.z * QS, qr[h][i + 3] = v.w * QS;
         }
 #pragma unroll
@@ -721,8 +682,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     for (int t = 0; t < TILE; ++t) {
         const int p = (int)blockIdx.y * CH + t * NG + gi;
         if (p == end - 1) {
-            kw[t] = QKV_FLAGS ? kv_load_cg(kb + (unsigned long long)p * KV_DIM) : kv_load(kb + (unsigned long long)p * KV_DIM);
-            vw[t] = QKV_FLAGS ? kv_load_cg(vb + (unsigned long long)p * KV_DIM) : kv_load(vb + (unsigned long long)p * KV_DIM);
+            kw[t] = kv_load(kb + (unsigned long long)p * KV_DIM);
+            vw[t] = kv_load(vb + (unsigned long long)p * KV_DIM);
         }
     }
 #elif PIPE

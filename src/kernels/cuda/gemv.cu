@@ -74,11 +74,6 @@
 //                   ARGMAX_ADVANCE (gate step.advance=device): that block also writes the token to
 //                   the token slot (the k_cache argument) and to the host's pinned ring at *pos_ptr % 4
 //                   (the v_cache argument), and adds one to *pos_ptr (the position slot)
-//   QKV_FLAGS       1 (EPI=4, REDUCE, decode; --attn-qkv-flags): after each group pass, lane 0 adds the
-//                   pass's stored rows to their head's counter in qkv_flags (q heads, k heads, v
-//                   heads; a release: fence, then atomicAdd), which attention_decode.cu QKV_FLAGS
-//                   waits for instead of this kernel's end; block 0 zeroes qkv_clear (the previous
-//                   layer's counters) after its PDL wait. Default 0 (both pointers unused)
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
@@ -200,9 +195,6 @@ static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: whole warps");
 static_assert(ROWS_PER_BLOCK % GEMV_GPB == 0 && GEMV_OPG >= 1, "ROWS_PER_BLOCK: R rows per group");
 static_assert(N_MAT >= 1 && N_MAT <= 3, "N_MAT: 1..3");
 static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
-#ifndef QKV_FLAGS  // 1 (--attn-qkv-flags): EPI=4 signals each head's finished rows to the attention after it
-#define QKV_FLAGS 0
-#endif
 static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
 static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
 #if GEMV_STAGED
@@ -245,12 +237,6 @@ static_assert(N_MAT == 3 && GEMV_OPG % 2 == 0 && ROWS0 % 2 == 0 && ROWS1 % 2 == 
               "EPI=4: q, k, v matrices, rotation pairs (2i, 2i+1) within a pass");
 static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && ROWS1 % HEAD_DIM == 0, "EPI=4: rope dims");
 #endif
-#if QKV_FLAGS
-// a group's OPG rows of a pass (o0 a multiple of OPG) lie in one head of one matrix
-#define QKV_NF ((ROWS0 + 2 * ROWS1) / HEAD_DIM)  // counters: q heads, k heads, v heads
-static_assert(EPI == 4 && REDUCE && HEAD_DIM % GEMV_OPG == 0 && ROWS0 % HEAD_DIM == 0 && QKV_NF <= BLOCK,
-              "QKV_FLAGS: the fused q/k/v gemv with warp groups, whole heads per group pass");
-#endif
 
 // The GEMV_DR weight rows of the pass starting at output row o0 (past the end: the last row).
 __device__ __forceinline__ void pass_rows(const uint8_t* W0, const uint8_t* W1, const uint8_t* W2, int o0,
@@ -273,8 +259,7 @@ extern "C" __global__ void GEMV_LAUNCH_BOUNDS
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
             const float* norm_w, const float* resid, float eps, const int* pos_ptr, void* k_cache,
-            void* v_cache, const float* freq_factors, float freq_base, unsigned* qkv_flags,
-            unsigned* qkv_clear) {
+            void* v_cache, const float* freq_factors, float freq_base) {
 #if REDUCE
     __shared__ float red[32];
 #else
@@ -420,11 +405,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     if (n_items <= BULK_S) pdl_launch_dependents();  // every load of this warp is out
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
-#if QKV_FLAGS
-    // the previous layer's counters (its attention, an earlier kernel, has read them) back to zero
-    // for their next step; this layer's were zeroed the same way one layer ago (or at allocation)
-    if (blockIdx.x == 0 && tid < QKV_NF) qkv_clear[tid] = 0u;
-#endif
     XSrc xs;
     xs.nw = norm_w;
     xs.inv = 1.0f;
@@ -652,19 +632,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
 #endif
         }
-#if QKV_FLAGS
-        // --attn-qkv-flags: the group's OPG rows of this pass are stored (q after RoPE, k and v in
-        // the cache): one release of them to their head's counter (q heads, then k heads, then v
-        // heads), which the attention kernel's blocks wait for instead of this kernel's end
-        __syncwarp();
-        if (gt == 0 && o0 < GEMV_OUT_ROWS) {
-            const int m = o0 < ROWS0 ? 0 : o0 < ROWS0 + ROWS1 ? 1 : 2;
-            const int r = m == 0 ? o0 : m == 1 ? o0 - ROWS0 : o0 - ROWS0 - ROWS1;
-            const int idx = (m == 0 ? 0 : m == 1 ? ROWS0 / HEAD_DIM : (ROWS0 + ROWS1) / HEAD_DIM) + r / HEAD_DIM;
-            __threadfence();
-            atomicAdd(qkv_flags + idx, unsigned(min(GEMV_OPG, GEMV_OUT_ROWS - o0)));
-        }
-#endif
     }
 #if ARGMAX
     {
@@ -701,5 +668,5 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     }
 #endif
     (void)b0; (void)b1; (void)b2; (void)y1; (void)y2; (void)resid; (void)W1; (void)W2;
-    (void)pos_ptr; (void)k_cache; (void)v_cache; (void)freq_factors; (void)freq_base; (void)qkv_flags; (void)qkv_clear;
+    (void)pos_ptr; (void)k_cache; (void)v_cache; (void)freq_factors; (void)freq_base;
 }

@@ -52,17 +52,6 @@ __device__ __forceinline__ void pdl_wait() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Spins (one thread) until *p >= v, each read an acquire at GPU scope, backing off with
-// __nanosleep; traps after ~2^26 reads (a signal that never comes is an error, not a hang).
-__device__ __forceinline__ void flag_wait_geq(const unsigned* p, unsigned v) {
-    for (unsigned n = 0;; ++n) {
-        unsigned x;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory");
-        if (x >= v) return;
-        if (n > (1u << 26)) __trap();
-        __nanosleep(32);
-    }
-}
 __device__ __forceinline__ void pdl_launch_dependents() {
 #if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
