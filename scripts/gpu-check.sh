@@ -35,6 +35,8 @@
 #   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
 #   next19  : the Q4_0 unit dot in two chains (default) against --gemv-q4-shift, --gemv-ablate math
 #             (the gemvs' arithmetic cost) on 8B Q4_0 / Q8_0, 8B Q4_0 split counts at depth 4096
+#   kdot20  : attn.kdot=half2 (q . k in f16 pairs, session 20): kernels_vs_cpu, golden, prompt modes,
+#             8B Q8_0 / Q4_0 depth A/B (KDOT20_ROUNDS)
 #   six19   : the six issue shapes' tg128 with the defaults (then SIX19_DEPTH shapes' depth rows)
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
@@ -392,6 +394,14 @@ next19)
     for a in "${ssets[@]}"; do
         log "depth llama3.1-8b:q4_0 [$a]"
         depth_rows "$f" jitllm $a
+    done
+    ;;
+kdot20)
+    cuda_test kernels-kdot kernels_vs_cpu_test "kernels_vs_cpu: attn-kdot variants" JITLLM_KVC_VARIANTS=attn-kdot
+    cuda_test golden-kdot engine_golden_test "golden (cuda, attn.kdot=half2)" JITLLM_TEST_CUDA_FORCE=attn.kdot=half2
+    cuda_test modes-kdot prefill_modes_test "prompt modes (cuda, attn.kdot=half2)" JITLLM_TEST_CUDA_FORCE=attn.kdot=half2
+    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
+        depth_ab "$spec" "$(synth "${spec%%:*}" "${spec##*:}")" "${KDOT20_ROUNDS:-2}" "--force-variant attn.kdot=half2"
     done
     ;;
 six19)

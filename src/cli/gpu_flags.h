@@ -33,7 +33,7 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.stage=smem|regs, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels, sample.fuse=gemv|kernel, step.advance=device|host); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.stage=smem|regs, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.kdot=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels, sample.fuse=gemv|kernel, step.advance=device|host); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--gemv-warp-major", gemv_warp_major,

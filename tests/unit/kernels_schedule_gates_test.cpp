@@ -828,6 +828,29 @@ TEST(ScheduleGates, AttentionVSumInHalfPairs) {
     EXPECT_THROW(split_attn(16384, f), std::exception);
 }
 
+// attn.kdot=half2 (off by default until measured): the SIMT decode kernel's q . k in f16 pairs
+// (KH2) wherever it runs with a half cache; refused below sm_80, with a float cache and with the
+// tensor-core kernel (which steps aside by itself).
+TEST(ScheduleGates, AttentionKDotInHalfPairsWhenForced) {
+    ScheduleOptions o;
+    EXPECT_FALSE(has_define(split_attn(16384, o).variant, "KH2", "1"));
+    o.force["attn.kdot"] = "half2";
+    EXPECT_TRUE(has_define(split_attn(16384, o).variant, "KH2", "1"));
+    EXPECT_TRUE(has_define(split_attn(16384, o, "sm_80").variant, "KH2", "1"));
+    o.attn_chunk = 48;  // TILE 3 (the plain reduction): the dot products are the same code
+    EXPECT_TRUE(has_define(split_attn(16384, o).variant, "KH2", "1"));
+    o.attn_chunk = 0;
+    EXPECT_THROW(split_attn(16384, o, "sm_75"), std::exception);
+    ScheduleOptions f = o;
+    f.kv_f32 = true;
+    EXPECT_THROW(split_attn(16384, f), std::exception);
+    f = o;
+    f.force["attn.decode"] = "mma";
+    EXPECT_THROW(split_attn(16384, f), std::exception);
+    f.force["attn.kdot"] = "float";
+    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "KH2", "1"));
+}
+
 // The split-KV kernel's measured defaults (session 10): the next chunk loaded during this one's
 // work (PIPE 2) and the ticketed merge in one round trip (MERGE1, at most 16 splits); --attn-pipe 0
 // and --attn-merge-two-trips turn them off; no PIPE for the mma kernel or beside the cp.async ring.

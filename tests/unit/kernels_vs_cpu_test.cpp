@@ -175,6 +175,11 @@ const Variant kVariants[] = {
     {"gated+attn-vsum-float+pipe0+merge2+splits16",
      {.force = gated({{"attn.vsum", "float"}}), .attn_splits = 16, .attn_merge_one_trip = false, .attn_pipe = 0}},
     {"gated+attn-vh2+chunk32+splits3", {.force = gated({{"attn.vsum", "half2"}}), .attn_chunk = 32, .attn_splits = 3}},
+    // attn.kdot=half2: q . k in f16 pairs (default split count; 2-position tiles over 3 splits;
+    // the plain reduction's TILE 3)
+    {"gated+attn-kdot-half2", {.force = gated({{"attn.kdot", "half2"}})}},
+    {"gated+attn-kdot-half2+chunk32+splits3", {.force = gated({{"attn.kdot", "half2"}}), .attn_chunk = 32, .attn_splits = 3}},
+    {"gated+attn-kdot-half2+chunk48", {.force = gated({{"attn.kdot", "half2"}}), .attn_chunk = 48}},
     // the ticketed merge's loads at once (the default; SIMT: 16 splits on hist2500; mma: float4 rows)
     // and in two trips (--attn-merge-two-trips)
     {"gated+attn-merge1+splits16", {.force = gated({}), .attn_splits = 16, .attn_merge_one_trip = true}},

@@ -64,6 +64,7 @@ struct Gates {
     bool attn_cluster = false;      // attn.merge=cluster: split-KV blocks merge through distributed shared memory
     bool attn_stage = false;        // attn.stage=smem: split-KV chunks staged in shared memory, every query head of a kv head per block
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
+    bool attn_kh2 = false;          // attn.kdot=half2: decode attention's q . k in f16 pairs
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
@@ -260,6 +261,21 @@ public:
             g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", true, why,
                                     "a tile's weighted V rows summed in f16 pairs, once per tile into the f32 output "
                                     "(H200, 8B Q8_0 at depth 4096: +0.8 % tok/s)");
+        }
+        {
+            // attn.kdot=half2 (sm_80+): the SIMT decode kernel's q . k over a thread's 8 dims as four
+            // fma.rn.f16x2 on q * scale * log2(e) rounded to f16 and the K row as stored, one f32 add
+            // of the pair, instead of 8 conversions and 8 f32 FMAs a position (the loop is issue-bound
+            // at depth: without its K/V loads attention still costs 8.1 us a layer at depth 4096,
+            // session 18). Accuracy: each partial sum of 4 products rounded to f16 (~1e-3 relative).
+            const int cc = d_.cc();
+            std::string why;
+            if (cc < 80) why = fmt::format("compute capability {}.{}: no cvt.rn.f16x2.f32", d_.cc_major, d_.cc_minor);
+            else if (o_.kv_f32) why = "--kv-f32: K is read as floats";
+            else if (g_.attn_decode_mma) why = "attn.decode=mma: q . k on tensor cores";
+            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel's dot products read K from shared memory";
+            g_.attn_kh2 = forced_if("attn.kdot", "half2", "float", false, why,
+                                    "q . k with f32 products and sums (half2 not yet measured on a GPU)");
         }
         {
             // attn.early=kv (attention_decode.cu EARLY_KV): each split-KV block reads the position
@@ -1530,6 +1546,7 @@ private:
                 // attn.vsum=half2: where the transposed reduction runs (TILE a power of two <= lanes per position)
                 const int gs = hd / (kv_load / kv_bytes);
                 if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
+                if (g_.attn_kh2 && kv_load == 16 && kv_bytes == 2 && !g_.attn_decode_mma) v.set("KH2", 1);
                 const bool cluster = g_.attn_cluster && n_splits > 1;
                 if (cluster) v.set("CLUSTER", 1);
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
@@ -1855,7 +1872,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.early", "layer.tail",
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "layer.tail",
             "sample.fuse", "step.advance"};
 }
 

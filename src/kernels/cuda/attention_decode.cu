@@ -175,6 +175,12 @@
 #if VH2 && (MMA || !REDUCE)
 #error "VH2: the SIMT kernel's transposed reduction (REDUCE=1)"
 #endif
+#ifndef KH2  // 1 (gate attn.kdot=half2): q . k of a thread's VEC dims in f16 pairs (q pre-scaled, one f32 sum)
+#define KH2 0
+#endif
+#if KH2 && MMA
+#error "KH2: the SIMT kernel's dot products (MMA: tensor cores)"
+#endif
 #ifndef MERGE1  // 1 (the schedule's default; 0: --attn-merge-two-trips): the last block reads the splits' states in one round trip
 #define MERGE1 0
 #endif
@@ -251,7 +257,8 @@ static_assert(HPB >= 1 && QPG % HPB == 0, "HPB: a divisor of the query heads per
 static_assert(HEAD_DIM % VEC == 0 && GS <= 32 && (GS & (GS - 1)) == 0, "HEAD_DIM / VEC: power of two <= 32");
 static_assert((KV_LOAD == 16 || KV_LOAD == 8) && VEC % 4 == 0, "KV_LOAD: 16 or 8 bytes, >= 4 dims");
 static_assert(BLOCK % GS == 0 && BLOCK % 32 == 0, "BLOCK: whole position groups and warps");
-static_assert(!VH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "VH2: a half cache read 16 bytes at a time");  // (sizeof: not in #if)
+static_assert(!VH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "VH2: a half cache read 16 bytes at a time");
+static_assert(!KH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "KH2: a half cache read 16 bytes at a time");  // (sizeof: not in #if)
 
 // K/V of one position for this thread: KV_LOAD bytes (the upper half of w is unused for 8)
 __device__ __forceinline__ uint4 kv_load(const KV_T* p) {
@@ -284,7 +291,7 @@ __device__ __forceinline__ void kv_to_float(uint4 w, float* f) {  // VEC floats
 
 template <int N> struct IntTag { static constexpr int value = N; };
 
-#if VH2
+#if VH2 || KH2
 // d = a * b + c on f16 pairs, one rounding (sm_53+; the pair conversions need sm_80)
 __device__ __forceinline__ uint32_t hfma2(uint32_t a, uint32_t b, uint32_t c) {
     uint32_t d;
@@ -575,14 +582,23 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #pragma unroll
     for (int t = 0; t < MNT; ++t) o[t][0] = o[t][1] = 0.0f;
 #else
-    float qr[HPB][VEC], o[HPB][VEC], m[HPB], l[HPB];
+#if KH2
+    uint32_t qr[HPB][VEC / 2];  // q * QS as f16 pairs (the scale applied before rounding keeps the products small)
+#else
+    float qr[HPB][VEC];
+#endif
+    float o[HPB][VEC], m[HPB], l[HPB];
 #pragma unroll
     for (int h = 0; h < HPB; ++h) {
         const float* qh = q + (hb + h) * HEAD_DIM + gl * VEC;
 #pragma unroll
         for (int i = 0; i < VEC; i += 4) {
             const float4 v = *reinterpret_cast<const float4*>(qh + i);
+#if KH2
+            qr[h][i / 2] = pack_16x2<0>(v.x * QS, v.y * QS), qr[h][i / 2 + 1] = pack_16x2<0>(v.z * QS, v.w * QS);
+#else
             qr[h][i] = v.x * QS, qr[h][i + 1] = v.y * QS, qr[h][i + 2] = v.z * QS, qr[h][i + 3] = v.w * QS;
+#endif
         }
 #pragma unroll
         for (int i = 0; i < VEC; ++i) o[h][i] = 0.0f;
@@ -891,6 +907,17 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         float s[HPB][TILE];
 #pragma unroll
         for (int t = 0; t < TILE; ++t) {
+#if KH2
+            // four f16-pair FMAs (each lane of the pair sums four products), one f32 add of the pair
+            const uint32_t u[4] = {kw[t].x, kw[t].y, kw[t].z, kw[t].w};
+#pragma unroll
+            for (int h = 0; h < HPB; ++h) {
+                uint32_t a2 = hfma2(qr[h][0], u[0], 0u);
+#pragma unroll
+                for (int i = 1; i < VEC / 2; ++i) a2 = hfma2(qr[h][i], u[i], a2);
+                s[h][t] = f16_lo(a2) + f16_hi(a2);
+            }
+#else
             float kf[VEC];
             kv_to_float(kw[t], kf);
 #pragma unroll
@@ -900,6 +927,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 for (int i = 0; i < VEC; ++i) a += qr[h][i] * kf[i];
                 s[h][t] = a;
             }
+#endif
         }
 #if PIPE == 2
         // K is used: the next chunk's K goes into its registers now, in flight during the
