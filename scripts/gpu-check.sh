@@ -402,9 +402,10 @@ kdot20)
     cuda_test modes-kdot prefill_modes_test "prompt modes (cuda, attn.kdot=half2)" JITLLM_TEST_CUDA_FORCE=attn.kdot=half2
     for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
         f=$(synth "${spec%%:*}" "${spec##*:}")
-        depth_ab "$spec" "$f" "${KDOT20_ROUNDS:-2}" "--force-variant attn.kdot=half2"
-        # cheaper blocks may want another split count: the Q8_0 rule's 6 against Q4_0's 8, and 12
-        for n in 6 8 12; do
+        # Q8_0 (the depth goal's shape) two rounds, Q4_0 one
+        depth_ab "$spec" "$f" "${KDOT20_ROUNDS:-$([ "${spec##*:}" = q8_0 ] && echo 2 || echo 1)}" "--force-variant attn.kdot=half2"
+        # cheaper blocks may want another split count (defaults: Q8_0 6, Q4_0 8)
+        for n in $([ "${spec##*:}" = q8_0 ] && echo 8 12 || echo 6 12); do
             log "depth $spec [--force-variant attn.kdot=half2 --attn-splits $n]"
             depth_rows "$f" jitllm --force-variant attn.kdot=half2 --attn-splits $n
         done
