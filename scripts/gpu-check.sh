@@ -397,9 +397,9 @@ next19)
     done
     ;;
 kdot20)
-    cuda_test kernels-kdot kernels_vs_cpu_test "kernels_vs_cpu: attn-kdot variants" JITLLM_KVC_VARIANTS=attn-kdot
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates: the V sum's weight packed once a lane)"
+    cuda_test kernels-kdot kernels_vs_cpu_test "kernels_vs_cpu: attn-kdot and attn-vh2 variants" JITLLM_KVC_VARIANTS=attn-kdot,attn-vh2
     cuda_test golden-kdot engine_golden_test "golden (cuda, attn.kdot=half2)" JITLLM_TEST_CUDA_FORCE=attn.kdot=half2
-    cuda_test modes-kdot prefill_modes_test "prompt modes (cuda, attn.kdot=half2)" JITLLM_TEST_CUDA_FORCE=attn.kdot=half2
     for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
         f=$(synth "${spec%%:*}" "${spec##*:}")
         # Q8_0 (the depth goal's shape) two rounds, Q4_0 one

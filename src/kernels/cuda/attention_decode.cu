@@ -1017,10 +1017,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 uint32_t va[VEC / 2];
 #pragma unroll
                 for (int i = 0; i < VEC / 2; ++i) va[i] = 0u;
+                const uint32_t pw2 = pack_16x2<0>(pw, pw);  // this lane's weight as an f16 pair, once
 #pragma unroll
                 for (int t = 0; t < TILE; ++t) {
-                    const float pt = __shfl_sync(0xffffffffu, pw, t * XR, GS);
-                    const uint32_t p2 = pack_16x2<0>(pt, pt);
+                    const uint32_t p2 = __shfl_sync(0xffffffffu, pw2, t * XR, GS);  // (the same bits as packing the broadcast)
                     const uint32_t u[4] = {vw[t].x, vw[t].y, vw[t].z, vw[t].w};
 #pragma unroll
                     for (int i = 0; i < VEC / 2; ++i) va[i] = hfma2(p2, u[i], va[i]);
