@@ -35,8 +35,9 @@
 #   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
 #   next19  : the Q4_0 unit dot in two chains (default) against --gemv-q4-shift, --gemv-ablate math
 #             (the gemvs' arithmetic cost) on 8B Q4_0 / Q8_0, 8B Q4_0 split counts at depth 4096
-#   kdot20  : attn.kdot=half2 (q . k in f16 pairs, session 20): kernels_vs_cpu, golden, prompt modes,
-#             8B Q8_0 / Q4_0 depth A/B (KDOT20_ROUNDS)
+#   kdot20  : tools/red_bench (split-K accumulation costs); attn.kdot=half2 (q . k in f16 pairs,
+#             session 20): golden (defaults and forced), kernels_vs_cpu, 8B Q8_0 / Q4_0 depth A/B
+#             (KDOT20_ROUNDS), depth rows at other split counts
 #   six19   : the six issue shapes' tg128 with the defaults (then SIX19_DEPTH shapes' depth rows)
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
@@ -397,6 +398,10 @@ next19)
     done
     ;;
 kdot20)
+    # what a split-K accumulation of the 8B down output costs (tools/red_bench.cu; a fused FFN's question)
+    log "red_bench"
+    timeout 60 "$B/red_bench" > "$OUT/red_bench.txt" 2>&1
+    tee -a "$OUT/summary.txt" < "$OUT/red_bench.txt"
     cuda_test golden-default engine_golden_test "golden (cuda, default gates: the V sum's weight packed once a lane)"
     cuda_test kernels-kdot kernels_vs_cpu_test "kernels_vs_cpu: attn-kdot and attn-vh2 variants" JITLLM_KVC_VARIANTS=attn-kdot,attn-vh2
     cuda_test golden-kdot engine_golden_test "golden (cuda, attn.kdot=half2)" JITLLM_TEST_CUDA_FORCE=attn.kdot=half2
