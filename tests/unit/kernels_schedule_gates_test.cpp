@@ -828,7 +828,7 @@ TEST(ScheduleGates, AttentionVSumInHalfPairs) {
     EXPECT_THROW(split_attn(16384, f), std::exception);
 }
 
-// attn.kdot=half2 (off by default until measured): the SIMT decode kernel's q . k in f16 pairs
+// attn.kdot=half2 (off by default: +0.3 % at depth 4096 on the H200, session 20): the SIMT decode kernel's q . k in f16 pairs
 // (KH2) wherever it runs with a half cache; refused below sm_80, with a float cache and with the
 // tensor-core kernel (which steps aside by itself).
 TEST(ScheduleGates, AttentionKDotInHalfPairsWhenForced) {
