@@ -61,7 +61,7 @@
 #   srcprof : Nsight Compute SourceCounters (stalls per SASS instruction) of split-KV attention at
 #             depth 4096 (8B Q8_0; SRCPROF_ARGS flag sets)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
-#   also: decode8b bench depth tune modes ceiling prefprof serve (see each case below)
+#   also: decode8b bench depth tune modes head ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
 set -uo pipefail
@@ -251,6 +251,12 @@ gemm)
     ;;
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    ;;
+head)
+    # the GPU tests at HEAD's defaults: golden, prompt modes, the queued greedy decode
+    cuda_test golden-head engine_golden_test "golden (cuda, HEAD's defaults)"
+    cuda_test modes-head prefill_modes_test "prompt modes (cuda, HEAD's defaults)"
+    cuda_test generate-head runtime_generate_test "greedy decode run ahead (HEAD's defaults)"
     ;;
 next13)
     # session 13's first call (planned in session 12): HEAD's defaults on golden, prompt modes and
