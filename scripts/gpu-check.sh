@@ -61,7 +61,7 @@
 #   srcprof : Nsight Compute SourceCounters (stalls per SASS instruction) of split-KV attention at
 #             depth 4096 (8B Q8_0; SRCPROF_ARGS flag sets)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
-#   also: decode8b bench depth tune modes head ceiling prefprof serve (see each case below)
+#   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
 set -uo pipefail
@@ -251,6 +251,12 @@ gemm)
     ;;
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    ;;
+red)
+    # split-K accumulation costs (tools/red_bench.cu: atomics, fixed point, cluster pre-reduction)
+    log "red_bench"
+    timeout 60 "$B/red_bench" > "$OUT/red_bench.txt" 2>&1
+    tee -a "$OUT/summary.txt" < "$OUT/red_bench.txt"
     ;;
 head)
     # the GPU tests at HEAD's defaults: golden, prompt modes, the queued greedy decode

@@ -10,8 +10,11 @@
 //   red.v4.f32 red.global.add.v4.f32 (sm_90), four elements an instruction
 //   red.u64    red.global.add.u64 of the partial in 2^-32 fixed point (integer sums: the same bits
 //              in any order, i.e. a deterministic split-K)
+//   clusterN+v4 the partials of N blocks (a thread-block cluster) summed through distributed shared
+//              memory first, each block then adding its 1/N slice with red.v4.f32
 // Prints microseconds per round (all 132 blocks' 4096 adds) and element adds per second.
 // Build: nvcc -O3 -arch=sm_90 -o red_bench tools/red_bench.cu (scripts/gpu-prepare.sh)
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -60,6 +63,53 @@ __global__ void __launch_bounds__(BLOCK) k_red_u64(unsigned long long* acc) {
         }
 }
 
+// the same partials pre-reduced in a thread-block cluster of CS blocks first: each block stores its
+// partial in shared memory, the cluster syncs, block rank k sums slice k (N / CS floats) over the CS
+// blocks' shared memory (DSMEM) and adds it with red.v4.f32: CS times fewer adds reach L2
+template <int CS>
+__global__ void __launch_bounds__(BLOCK) k_cluster_red(float* acc) {
+    __shared__ __align__(16) float ps[N];
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = int(cluster.block_rank()), i0 = threadIdx.x * PER;
+    constexpr int SL = N / CS;  // floats of a block's slice
+    for (int r = 0; r < ROUNDS; ++r) {
+#pragma unroll
+        for (int j = 0; j < PER; j += 4)
+            *reinterpret_cast<float4*>(ps + i0 + j) =
+                make_float4(part(r, i0 + j), part(r, i0 + j + 1), part(r, i0 + j + 2), part(r, i0 + j + 3));
+        cluster.sync();
+        for (int e = threadIdx.x * 4; e < SL; e += BLOCK * 4) {
+            const int idx = rank * SL + e;
+            float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int b = 0; b < CS; ++b) {
+                const float4 v = *reinterpret_cast<const float4*>(cluster.map_shared_rank(ps, b) + idx);
+                a.x += v.x, a.y += v.y, a.z += v.z, a.w += v.w;
+            }
+            asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(acc + idx), "f"(a.x), "f"(a.y), "f"(a.z),
+                         "f"(a.w)
+                         : "memory");
+        }
+        cluster.sync();  // every block has read ps before the next round rewrites it
+    }
+}
+
+template <int CS>
+static void launch_cluster(float* acc) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(BLOCKS);
+    cfg.blockDim = dim3(BLOCK);
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = CS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, k_cluster_red<CS>, acc);
+}
+
 __global__ void k_empty() {}
 
 template <class Launch>
@@ -95,6 +145,8 @@ int main() {
     timed("red.f32", [&] { k_red_f32<<<BLOCKS, BLOCK>>>(acc); });
     timed("red.v4.f32", [&] { k_red_v4<<<BLOCKS, BLOCK>>>(acc); });
     timed("red.u64", [&] { k_red_u64<<<BLOCKS, BLOCK>>>(acc64); });
+    timed("cluster2+v4", [&] { launch_cluster<2>(acc); });
+    timed("cluster4+v4", [&] { launch_cluster<4>(acc); });
     cudaDeviceSynchronize();
     std::printf("status: %s\n", cudaGetErrorString(cudaGetLastError()));
     return 0;
