@@ -48,16 +48,39 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
     };
     if (greedy()) return best();
 
-    // Sort descending (ties by id: a strict total order) and truncate. With top-k only the first k
-    // are ordered (partial_sort: the same k candidates in the same order as a full sort, O(n log k)
-    // instead of O(n log n): ~0.4 ms against ~6 ms a token for a 128k vocabulary)
+    // Order descending (ties by id: a strict total order) and truncate; only as much of the order as
+    // the filters read (the same candidates in the same order as a full sort). Top-k: the k best
+    // (partial_sort; 128k logits: 0.31 ms a token against 9.96 for the full sort). No top-k but a
+    // p filter: they keep a prefix of the order, so a growing prefix is ordered until the cut falls
+    // inside it (the softmax sum then runs over the whole vocabulary, in id order). Otherwise all.
     const auto desc = [](const auto& a, const auto& b) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
     };
     size_t n = cand_.size();
+    double sum_all = -1.0;  // >= 0: the softmax sum over every candidate (the p filters' denominator)
     if (p_.top_k > 0 && size_t(p_.top_k) < n) {
         n = size_t(p_.top_k);
         std::partial_sort(cand_.begin(), cand_.begin() + std::ptrdiff_t(n), cand_.end(), desc);
+    } else if (p_.top_p < 1.0f || p_.min_p > 0.0f) {
+        double mxa = -INFINITY;
+        for (const auto& c : cand_) mxa = std::max(mxa, double(c.first));
+        sum_all = 0.0;
+        for (const auto& c : cand_) sum_all += std::exp(double(c.first) - mxa);
+        for (size_t k = std::min(n, size_t(256));; k = std::min(n, k * 8)) {
+            std::partial_sort(cand_.begin(), cand_.begin() + std::ptrdiff_t(k), cand_.end(), desc);
+            if (k == n) break;
+            // the top-p cut (the same sums as below) or the min-p cut inside the first k?
+            bool inside = p_.min_p > 0.0f &&
+                          std::exp(double(cand_[k - 1].first) - mxa) < p_.min_p;  // prob[0] = 1 here
+            if (!inside && p_.top_p < 1.0f) {
+                double acc = 0.0;
+                for (size_t i = 0; i < k && !inside; ++i) inside = (acc += std::exp(double(cand_[i].first) - mxa) / sum_all) >= p_.top_p;
+            }
+            if (inside) {
+                n = k;
+                break;
+            }
+        }
     } else {
         std::sort(cand_.begin(), cand_.end(), desc);
     }
@@ -66,6 +89,7 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
     const double mx = cand_[0].first;
     double sum = 0;
     for (size_t i = 0; i < n; ++i) sum += prob[i] = std::exp(double(cand_[i].first) - mx);
+    if (sum_all >= 0.0) sum = sum_all;
     if (p_.top_p < 1.0f) {
         double acc = 0;
         size_t keep = n;

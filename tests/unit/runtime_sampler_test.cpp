@@ -1,7 +1,7 @@
 // The host sampler (runtime/sampler.h): seeded reproducibility, each filter's effect on what can be
 // drawn (top-k, top-p, min-p, penalties), the draw's frequencies against the softmax at the given
-// temperature, and top-k over a 128k vocabulary (partial ordering) drawing exactly what the full
-// ordering draws.
+// temperature, and over a 128k vocabulary the partial orderings (top-k; the p filters' growing
+// prefix) drawing exactly what a full ordering draws.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,6 +116,20 @@ TEST(Sampler, TopKOverALargeVocabularyDrawsWhatTheFullOrderingDraws) {
             const auto want = draws(params(0.8f, 0, top_p, 0.05f, 5), masked, 30);
             EXPECT_EQ(got, want) << "k " << k << " top-p " << top_p;
         }
+    }
+}
+
+// Without top-k the p filters order only a growing prefix of the candidates: the draws equal
+// those of top-k = vocabulary - 1 (a partial sort of all but one candidate, whose weight is ~e-30 of
+// the best), seed for seed, for nuclei small and large (the prefix grows 256, 2048, 16384, ...).
+TEST(Sampler, TopPAndMinPWithoutTopKDrawWhatTheNearlyFullOrderingDraws) {
+    const int n_vocab = 128256;
+    const auto l = random_logits(n_vocab, 99);
+    for (auto [top_p, min_p] : {std::pair{0.9f, 0.05f}, std::pair{1.0f, 0.05f}, std::pair{0.5f, 0.0f},
+                                std::pair{0.999f, 0.0f}, std::pair{1.0f, 1e-6f}}) {
+        const auto got = draws(params(1.5f, 0, top_p, min_p, 3), l, 30);
+        const auto want = draws(params(1.5f, n_vocab - 1, top_p, min_p, 3), l, 30);
+        EXPECT_EQ(got, want) << "top-p " << top_p << " min-p " << min_p;
     }
 }
 
