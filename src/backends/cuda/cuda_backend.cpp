@@ -75,7 +75,6 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
         if (left.empty()) fail_usage("--ablate: no decode kernel symbol matches '{}'", opt.ablate);
         std::fprintf(stderr, "[jitllm] --ablate: decode leaves out%s (output is wrong; timing only)\n", left.c_str());
     }
-    logits_.resize(size_t(plan.config->n_vocab));
     for (int ph = 0; ph < 3; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
@@ -112,6 +111,7 @@ CudaBackend::~CudaBackend() {
     for (auto& e : events_) d.cuEventDestroy(e);
     if (origin_) d.cuEventDestroy(origin_);
     if (host_io_) d.cuMemFreeHost(host_io_);
+    if (logits_) d.cuMemFreeHost(logits_);
     for (auto& e : q_ev_)
         if (e) d.cuEventDestroy(e);
     if (host_q_) d.cuMemFreeHost(host_q_);
@@ -184,6 +184,8 @@ void CudaBackend::allocate_buffers() {
     init_.scratch_bytes = scratch;
     static_assert((kPickRing + 4) * 4 <= 64, "host_io_: the picks ring inside the 64 pinned bytes");
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
+    n_vocab_ = size_t(c.n_vocab);
+    JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&logits_), n_vocab_ * 4));
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_q_), kQueue * 4 * 4));
     for (auto& e : q_ev_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     if (plan_.batch_rows > 0) {
@@ -509,7 +511,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     }
     if (ph == Phase::Decode) {
         if (logits_needed_)
-            JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(logits_.data(), slots_[size_t(Slot::Logits)], logits_.size() * 4, st));
+            JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(logits_, slots_[size_t(Slot::Logits)], n_vocab_ * 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(host_io_ + 2, scratch_.at("token_out"), 4, st));
     }
     ctx_->synchronize();
@@ -643,7 +645,7 @@ double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_di
 
 const float* CudaBackend::decode(int32_t token, int pos) {
     run(Phase::Decode, token, pos);
-    return logits_.data();
+    return logits_;
 }
 
 void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, pos); }

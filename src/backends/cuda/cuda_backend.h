@@ -110,7 +110,8 @@ private:
     std::vector<Launch> decode_launches_, prefill_launches_, batch_launches_;
     std::vector<Launch> batch_small_launches_;  // gate batch.small: steps of <= batch_small_rows rows
     CUgraphExec graph_[2] = {nullptr, nullptr};
-    std::vector<float> logits_;
+    float* logits_ = nullptr;  // pinned: one row of logits (a pageable copy would stage through a driver buffer)
+    size_t n_vocab_ = 0;
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
     int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]; [kPickRing, +4): the picks ring (step.advance)
