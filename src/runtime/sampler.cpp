@@ -52,7 +52,7 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
     // the filters read (the same candidates in the same order as a full sort). Top-k: the k best
     // (partial_sort; 128k logits: 0.31 ms a token against 9.96 for the full sort). No top-k but a
     // p filter: they keep a prefix of the order, so a growing prefix is ordered until the cut falls
-    // inside it (the softmax sum then runs over the whole vocabulary, in id order). Otherwise all.
+    // inside it (the softmax sum then runs over the whole vocabulary, in id order). No filter: none.
     const auto desc = [](const auto& a, const auto& b) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
     };
@@ -81,14 +81,16 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
                 break;
             }
         }
-    } else {
-        std::sort(cand_.begin(), cand_.end(), desc);
     }
+    // (no filter at all: nothing reads the order; the draw runs over the candidates in id order)
+    double mx = cand_[0].first;  // the maximum once ordered
+    if (n == cand_.size() && sum_all < 0.0)
+        for (const auto& c : cand_) mx = std::max(mx, double(c.first));
     // softmax over the kept candidates (at temperature 1 for the p filters, as llama.cpp does)
-    std::vector<double> prob(n);
-    const double mx = cand_[0].first;
+    const bool p_filters = p_.top_p < 1.0f || p_.min_p > 0.0f;
+    std::vector<double> prob(p_filters ? n : 0);
     double sum = 0;
-    for (size_t i = 0; i < n; ++i) sum += prob[i] = std::exp(double(cand_[i].first) - mx);
+    for (size_t i = 0; i < prob.size(); ++i) sum += prob[i] = std::exp(double(cand_[i].first) - mx);
     if (sum_all >= 0.0) sum = sum_all;
     if (p_.top_p < 1.0f) {
         double acc = 0;
