@@ -34,7 +34,6 @@ std::string fstr(float f) {
     return s + "f";
 }
 
-// attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act -> "ffn_norm_gate_up_act"
 // a kernel step's integer define, or dflt when it is not set
 int define_int(const KernelStep& k, const char* name, int dflt) {
     for (const auto& [n, v] : k.variant.defines)
@@ -42,6 +41,7 @@ int define_int(const KernelStep& k, const char* name, int dflt) {
     return dflt;
 }
 
+// attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act -> "ffn_norm_gate_up_act"
 std::string group_name(const std::vector<const Task*>& ts) {
     std::string first(task_kind_name(ts[0]->kind));
     const size_t us = first.find('_');
@@ -1550,7 +1550,8 @@ private:
                 // attn.vsum=half2: where the transposed reduction runs (TILE a power of two <= lanes per position)
                 const int gs = hd / (kv_load / kv_bytes);
                 if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
-                if (g_.attn_kh2 && kv_load == 16 && kv_bytes == 2 && !g_.attn_decode_mma) v.set("KH2", 1);
+                // attn.kdot=half2 (the gate already excludes a float cache and the mma kernel)
+                if (g_.attn_kh2 && kv_load == 16) v.set("KH2", 1);
                 const bool cluster = g_.attn_cluster && n_splits > 1;
                 if (cluster) v.set("CLUSTER", 1);
                 if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
