@@ -61,6 +61,8 @@
 #   srcprof : Nsight Compute SourceCounters (stalls per SASS instruction) of split-KV attention at
 #             depth 4096 (8B Q8_0; SRCPROF_ARGS flag sets)
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
+#   draw21  : sample.draw=device: the draw kernel vs the host sampler, sampled generate, golden, the
+#             CLI's greedy / sampled decode rate with the draw on the device and on the host
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
@@ -257,6 +259,30 @@ red)
     log "red_bench"
     timeout 60 "$B/red_bench" > "$OUT/red_bench.txt" 2>&1
     tee -a "$OUT/summary.txt" < "$OUT/red_bench.txt"
+    ;;
+draw21)
+    # sample.draw=device (session 21): the draw kernel against the host sampler, sampled generate
+    # run ahead against the host path, golden (greedy through sample__draw at temperature 0); then
+    # the CLI's decode rate greedy / sampled with the draw on the device and on the host
+    # (DRAW21_ROUNDS alternations), bench's greedy tg128 with each sibling, the per-kernel profile
+    cuda_test draw21-kernel kernels_draw_test "device draw against the host sampler"
+    cuda_test draw21-generate runtime_generate_test "generate: device draws vs the host sampler, run ahead"
+    cuda_test draw21-golden engine_golden_test "golden (cuda, HEAD's defaults: sample__draw at temperature 0)"
+    for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        for r in $(seq "${DRAW21_ROUNDS:-2}"); do
+            for a in "--temperature 0" "--temperature 0.8" "--temperature 0.8 --force-variant sample.draw=host" \
+                     "--temperature 0 --force-variant sample.draw=host"; do
+                m=$(timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 256 --seed 7 --metrics json $a \
+                    2>&1 > /dev/null | grep -o '"decode_tok_s": [0-9.]*')
+                log "run $shape round $r [$a]: $m"
+            done
+        done
+        tg_row "$shape default (greedy)" "$f" 3
+        tg_row "$shape sample.draw=host (greedy)" "$f" 3 --force-variant sample.draw=host
+        timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0.8 --profiler 2>&1 > /dev/null |
+            grep -E "sample|output" | head -6 | tee -a "$OUT/summary.txt"
+    done
     ;;
 head)
     # the GPU tests at HEAD's defaults: golden, prompt modes, the queued greedy decode

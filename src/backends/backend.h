@@ -25,6 +25,18 @@ struct BatchStep {
                                // also what sampled_token() returns next
 };
 
+// A sampled pick made on the device (Backend::set_draw): top-k, then top-p, min-p and the
+// temperature over the k best, as runtime/sampler.cpp does, with the uniform number
+// sampler_uniform(seed, draw) (runtime/sampler.h); the counter advances one a pick.
+struct DrawParams {
+    float temperature = 0.0f;
+    float top_p = 1.0f;
+    float min_p = 0.0f;
+    int32_t top_k = 0;
+    uint64_t seed = 0;
+    uint64_t draw = 0;  // the counter of the next draw
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -39,6 +51,13 @@ public:
     // Whether decode() must return logits. With greedy sampling on the device (`sample` task)
     // the caller only needs sampled_token(), and a GPU backend then skips the logits copy.
     virtual void set_logits_needed(bool needed) { (void)needed; }
+    // Sampled picks on the device: from now on the decode steps' `sample` task draws with `p`
+    // (its counter advancing one a step) instead of taking the argmax, for sampled_token() and
+    // decode_queue / decode_collect; nullptr: the argmax again. Returns false when this backend
+    // cannot draw with p (nothing changes; the caller samples the logits on the host).
+    // Largest top-k a device draw takes: draw_max_k() (0: none).
+    virtual bool set_draw(const DrawParams* p) { return p == nullptr; }
+    virtual int draw_max_k() const { return 0; }
     // Greedy decode that runs ahead: decode_queue() queues a decode step at `pos` whose input is
     // `token`, or with token < 0 the previous step's greedy pick, taken where it was made; a GPU
     // backend queues it without waiting, so the host reads one step's pick while the next step

@@ -59,11 +59,25 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
         if (!text.empty() && on_text) keep_going = on_text(text);
         return true;
     };
-    if (s.plain_greedy() && logits) {
-        // greedy picks on the backend, one step queued ahead: while the host handles pick i
-        // (stop checks, text), the step fed by pick i + 1 already runs
-        int32_t id = e.backend().sampled_token();
+    // A sampled pick the backend can draw on the device (Backend::set_draw): the first pick from
+    // the prompt's logits here, the rest there, with the draw counter carried over, so the tokens
+    // are the ones this sampler would draw from the same logits.
+    Backend& be = e.backend();
+    bool on_device = false;
+    int32_t first = -1;
+    if (!s.plain_greedy() && logits && max_tokens > 0 && s.device_drawable(n_vocab, be.draw_max_k())) {
+        first = s.sample(logits, n_vocab, history);
+        const DrawParams dp = s.draw_params();
+        on_device = be.set_draw(&dp);
+        if (on_device) be.set_logits_needed(false);
+    }
+    uint64_t device_draws = 0;
+    if ((s.plain_greedy() || on_device) && logits) {
+        // picks on the backend, one step queued ahead: while the host handles pick i (stop
+        // checks, text), the step fed by pick i + 1 already runs
+        int32_t id = on_device ? first : be.sampled_token();
         for (int i = 0; i < max_tokens && keep_going; ++i) {
+            if (on_device && i > 0) ++device_draws;  // the host's draw count follows the picks it takes
             if (!accept(id) || i + 1 == max_tokens || !keep_going) break;
             if (e.queued() == 0) {  // the step fed by this pick (queued ahead unless at the start)
                 if (e.pos() >= e.n_ctx()) {
@@ -81,9 +95,15 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
             e.collect_decode();
             e.drop_position();
         }
+        if (on_device) {
+            s.skip_draws(device_draws);
+            be.set_draw(nullptr);
+            be.set_logits_needed(true);
+        }
     } else {
         for (int i = 0; i < max_tokens && logits && keep_going; ++i) {
-            if (!accept(s.sample(logits, n_vocab, history)) || i + 1 == max_tokens) break;
+            if (!accept(first >= 0 ? first : s.sample(logits, n_vocab, history)) || i + 1 == max_tokens) break;
+            first = -1;
             if (e.pos() >= e.n_ctx()) {
                 r.stopped_at_context = true;
                 break;

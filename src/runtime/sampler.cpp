@@ -22,6 +22,35 @@ void sampler_params_validate(const SamplerParams& p) {
     if (p.repeat_last_n < 0) fail_usage("--repeat-last-n: expected a value >= 0, found {}", p.repeat_last_n);
 }
 
+namespace {
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+}  // namespace
+
+double sampler_uniform(uint64_t seed, uint64_t draw) {
+    return double(splitmix64(seed + splitmix64(draw)) >> 11) * 0x1.0p-53;
+}
+
+bool Sampler::device_drawable(int n_vocab, int max_k) const {
+    const bool penalise = p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+    return !greedy() && !penalise && p_.top_k >= 1 && p_.top_k <= max_k && p_.top_k < n_vocab;
+}
+
+DrawParams Sampler::draw_params() const {
+    DrawParams d;
+    d.temperature = p_.temperature;
+    d.top_p = p_.top_p;
+    d.min_p = p_.min_p;
+    d.top_k = p_.top_k;
+    d.seed = p_.seed;
+    d.draw = draws_;
+    return d;
+}
+
 int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int32_t>& history) {
     cand_.resize(size_t(n_vocab));
     for (int i = 0; i < n_vocab; ++i) cand_[size_t(i)] = {logits[i], i};
@@ -107,13 +136,12 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
         while (keep < n && prob[keep] >= thresh) ++keep;
         n = keep;
     }
-    // temperature, then draw
+    // temperature, then draw (argmax.cu DRAW repeats these operations in this order, in double)
     std::vector<double> w(n);
     double tot = 0;
     for (size_t i = 0; i < n; ++i)
         tot += w[i] = std::exp((double(cand_[i].first) - mx) / double(p_.temperature));
-    std::uniform_real_distribution<double> u(0.0, tot);
-    double r = u(rng_);
+    double r = sampler_uniform(p_.seed, draws_++) * tot;
     for (size_t i = 0; i < n; ++i) {
         r -= w[i];
         if (r <= 0) return cand_[i].second;

@@ -4,8 +4,9 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <vector>
+
+#include "backends/backend.h"  // DrawParams
 
 namespace jitllm {
 
@@ -24,21 +25,35 @@ struct SamplerParams {
 // Validates ranges; throws Error (usage) naming the flag.
 void sampler_params_validate(const SamplerParams& p);
 
+// The uniform number in [0, 1) of draw number `draw` for `seed`: a counter-based hash (splitmix64
+// of the seed plus splitmix64 of the counter, top 53 bits), so the device's draw kernel
+// (kernels/cuda/argmax.cu DRAW) takes the same number for the same draw without a generator's state.
+double sampler_uniform(uint64_t seed, uint64_t draw);
+
+
 class Sampler {
 public:
-    explicit Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+    explicit Sampler(const SamplerParams& p) : p_(p) {}
     bool greedy() const { return p_.temperature <= 0.0f; }
     // Plain argmax with no penalties: the backend's own `sample` task result can be used.
     bool plain_greedy() const {
         return greedy() && p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f &&
                p_.frequency_penalty == 0.0f;
     }
-    // Picks the next token from logits (n_vocab); `history` holds the tokens seen so far.
+    // Picks the next token from logits (n_vocab); `history` holds the tokens seen so far. Each
+    // non-greedy pick takes one draw: r = sampler_uniform(seed, draws()) x the kept weights' sum.
     int32_t sample(const float* logits, int n_vocab, const std::vector<int32_t>& history);
+    // Whether a backend can draw the same tokens on the device: temperature > 0, no penalties,
+    // 1 <= top-k <= max_k and top-k < n_vocab (every filter then reads only the k best).
+    bool device_drawable(int n_vocab, int max_k) const;
+    // The parameters of the next draw for the device; skip_draws(n): n draws were made there.
+    DrawParams draw_params() const;
+    uint64_t draws() const { return draws_; }
+    void skip_draws(uint64_t n) { draws_ += n; }
 
 private:
     SamplerParams p_;
-    std::mt19937_64 rng_;
+    uint64_t draws_ = 0;
     std::vector<std::pair<float, int32_t>> cand_;
 };
 

@@ -1116,6 +1116,56 @@ TEST(ScheduleGates, StagedAttentionServesAKvHeadPerBlock) {
     EXPECT_EQ(split_attn(4096, ScheduleOptions{}).variant.source, "cuda/attention_decode.cu");
 }
 
+// sample.draw=device (the default where a warp is 32 lanes): decode's pick kernel is `sample__draw`
+// (argmax.cu DRAW=1, KMAX from the last block's shared memory: 64 on sm_90), with the parameters'
+// buffer and the per-block lists; `host` keeps the argmax alone; sample.fuse=gemv takes the
+// argmax inside the output gemv, so the draw falls back to the host (and forcing both is refused).
+TEST(ScheduleGates, SampleDrawOnTheDeviceByDefault) {
+    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    for (const char* target : {"sm_90", "sm_80", "sm_75"}) {
+        SCOPED_TRACE(target);
+        const DeviceInfo dev = DeviceInfo::for_target(target);
+        const Schedule d = schedule_build(p, dev, ScheduleOptions{});
+        EXPECT_EQ(gate(d, "sample.draw"), "device");
+        const KernelStep& k = at(d.decode, "sample");
+        EXPECT_EQ(k.symbol, "sample__draw");
+        EXPECT_TRUE(has_define(k.variant, "DRAW", "1"));
+        const int parts = int(k.grid.x);
+        EXPECT_EQ(parts, dev.sm_count);
+        EXPECT_EQ(d.draw_max_k, std::min(64, (dev.max_shared_block() - 64 * 24 - 1024) / (8 * parts)));
+        EXPECT_TRUE(has_define(k.variant, "KMAX", std::to_string(d.draw_max_k)));
+        ASSERT_EQ(k.args.size(), 10u);
+        EXPECT_EQ(k.args[8].scratch, "draw_params");
+        EXPECT_EQ(k.args[9].scratch, "draw_keys");
+        EXPECT_EQ(d.scratch.at("draw_params"), 32u);
+        EXPECT_EQ(d.scratch.at("draw_keys"), size_t(parts) * size_t(d.draw_max_k) * 8);
+        EXPECT_EQ(k.smem, unsigned(8 * parts * d.draw_max_k));  // the merge's lists (more than the sort's 4 keys)
+        EXPECT_LE(int(k.smem) + 64 * 24 + 1024, dev.max_shared_block());
+        // the batch phase keeps its per-row argmax
+        const KernelStep& rows = at(d.batch, "sample");
+        EXPECT_FALSE(defines(rows.variant, "DRAW"));
+    }
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    EXPECT_EQ(schedule_build(p, h200, ScheduleOptions{}).draw_max_k, 64);
+    ScheduleOptions host;
+    host.force["sample.draw"] = "host";
+    const Schedule h = schedule_build(p, h200, host);
+    EXPECT_EQ(h.draw_max_k, 0);
+    EXPECT_EQ(at(h.decode, "sample").symbol, "sample__argmax");
+    EXPECT_FALSE(defines(at(h.decode, "sample").variant, "DRAW"));
+    ASSERT_EQ(at(h.decode, "sample").args.size(), 10u);
+    EXPECT_EQ(at(h.decode, "sample").args[8].kind, KArg::Kind::Null);
+    EXPECT_EQ(h.scratch.count("draw_params"), 0u);
+    ScheduleOptions fused;
+    fused.force["sample.fuse"] = "gemv";
+    const Schedule f = schedule_build(p, h200, fused);
+    EXPECT_EQ(gate(f, "sample.draw"), "host");
+    EXPECT_EQ(f.draw_max_k, 0);
+    fused.force["sample.draw"] = "device";
+    EXPECT_THROW(schedule_build(p, h200, fused), std::exception);
+}
+
 // sample.fuse=gemv (off by default until measured): decode's greedy pick goes into the output gemv
 // (gemv.cu ARGMAX, its y1/y2 arguments the key scratch and the token); the argmax kernel stays with
 // `kernel`, with --no-fuse, and in the batch phase; refused with gemv.reduce=tree.
@@ -1173,7 +1223,7 @@ TEST(ScheduleGates, StepAdvanceOnTheDevice) {
     const Schedule a = schedule_build(p, h200, o);
     EXPECT_TRUE(a.decode_advance);
     EXPECT_TRUE(has_define(at(a.decode, "sample").variant, "FUSE_ADVANCE", "1"));
-    ASSERT_EQ(at(a.decode, "sample").args.size(), 8u);
+    ASSERT_EQ(at(a.decode, "sample").args.size(), 10u);  // + the draw's parameters and lists
     EXPECT_EQ(at(a.decode, "sample").args[7].kind, KArg::Kind::HostRing);  // the pick for the host, no copy back
     EXPECT_EQ(at(d.decode, "sample").args[7].kind, KArg::Kind::Null);
     for (const KernelStep& k : a.batch)  // the batch phase's per-row pick never advances

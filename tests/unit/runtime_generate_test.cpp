@@ -110,5 +110,56 @@ TEST(EngineQueue, PicksInOrderAndDroppedPositionsAreRewritten) {
     small->collect_decode();
 }
 
+// Sampled generation: with sample.draw=device (the GPU's default) the picks after the first are
+// drawn on the device and the steps run ahead; the tokens equal the host sampler's (the same
+// engine with sample.draw=host: logits copied back, sampled here), for several filters and
+// seeds, and a second call continues the draw counter. On the CPU both engines sample on the host.
+TEST(GenerateSampled, DeviceDrawsGiveTheHostSamplersTokens) {
+    auto dev = test::make_engine(bundled_model(), 256);
+    auto host = test::make_engine(bundled_model(), 256,
+                                  [](EngineOptions& o) { o.cuda.schedule.force["sample.draw"] = "host"; });
+    if (test::backend_is_gpu()) {
+        EXPECT_EQ(dev->backend().draw_max_k(), 64);
+    }
+    EXPECT_EQ(host->backend().draw_max_k(), 0);
+    struct P {
+        float t, p, min_p;
+        int k;
+        uint64_t seed;
+    };
+    for (const P& q : {P{0.8f, 0.95f, 0.05f, 40, 1}, P{1.2f, 1.0f, 0.0f, 64, 2}, P{0.5f, 0.7f, 0.0f, 10, 3},
+                       P{1.0f, 1.0f, 0.1f, 20, 4}}) {
+        SCOPED_TRACE(::testing::Message() << "T " << q.t << " top-k " << q.k << " seed " << q.seed);
+        SamplerParams sp;
+        sp.temperature = q.t;
+        sp.top_p = q.p;
+        sp.min_p = q.min_p;
+        sp.top_k = q.k;
+        sp.seed = q.seed;
+        std::vector<int32_t> got[2];
+        uint64_t draws[2] = {0, 0};
+        for (int side = 0; side < 2; ++side) {
+            Engine& e = side == 0 ? *dev : *host;
+            e.backend().set_logits_needed(true);
+            e.reset();
+            const float* logits = e.feed(prompt_ids(e));
+            std::vector<int32_t> history = prompt_ids(e);
+            Sampler s(sp);
+            GenerateResult r = generate(e, s, logits, history, 24, nullptr);
+            got[side] = r.ids;
+            if (!r.stopped_at_eog && !r.ids.empty()) {  // continue: the counter carries over
+                logits = e.feed({r.ids.back()});
+                r = generate(e, s, logits, history, 16, nullptr);
+                got[side].insert(got[side].end(), r.ids.begin(), r.ids.end());
+            }
+            draws[side] = s.draws();
+            EXPECT_EQ(e.queued(), 0);
+        }
+        EXPECT_EQ(got[0], got[1]);
+        EXPECT_EQ(draws[0], draws[1]);
+        EXPECT_GE(got[0].size(), 10u);
+    }
+}
+
 }  // namespace
 }  // namespace jitllm

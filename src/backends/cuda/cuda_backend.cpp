@@ -593,6 +593,18 @@ void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
     ctx_->synchronize();
 }
 
+bool CudaBackend::set_draw(const DrawParams* p) {
+    if (sched_.draw_max_k == 0) return p == nullptr;  // sample.draw=host: only the argmax
+    if (p && !(p->temperature > 0.0f && p->top_k >= 1 && p->top_k <= sched_.draw_max_k &&
+               p->top_k < plan_.config->n_vocab))
+        return false;
+    JITLLM_CHECK(queue_.empty(), "set_draw with {} decode steps queued", queue_.size());
+    static_assert(sizeof(DrawParams) == 32, "argmax.cu DrawParams: 32 bytes");
+    const DrawParams greedy{};  // temperature 0: the argmax
+    ctx_->upload(scratch_.at("draw_params"), p ? p : &greedy, sizeof(DrawParams));
+    return true;
+}
+
 int32_t CudaBackend::device_token_out() {
     int32_t t = -1;
     ctx_->download(&t, scratch_.at("token_out"), 4);

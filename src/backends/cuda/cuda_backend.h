@@ -58,6 +58,8 @@ public:
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     void set_logits_needed(bool needed) override { logits_needed_ = needed; }
+    bool set_draw(const DrawParams* p) override;
+    int draw_max_k() const override { return sched_.draw_max_k; }
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
 

@@ -90,6 +90,8 @@ struct Gates {
     bool sample_fuse = false;
     // step.advance=device: decode's pick kernel advances the token and position slots itself
     bool step_advance = false;
+    // sample.draw=device: decode's pick kernel also draws when the host's parameters say so (argmax.cu DRAW)
+    bool sample_draw = false;
 };
 
 class Lowering {
@@ -472,6 +474,30 @@ public:
                                        "1691.0 against 1751.5 tok/s, 8B Q8_0 454.6 against 454.4)");
         }
         {
+            // sample.draw=device: decode's pick kernel reads the sampling parameters from a device
+            // buffer and, at a temperature > 0, draws (top-k by per-block sorts and a one-warp merge,
+            // then top-p, min-p, temperature and the seeded draw of runtime/sampler.cpp in double):
+            // a sampled decode keeps its logits on the device and runs ahead like a greedy one (the
+            // host path copies 4 x n_vocab bytes a token and sorts on the host). One kernel for both,
+            // so one captured graph serves greedy and sampled requests; at temperature 0 it is the
+            // argmax. The largest top-k is what the last block's shared memory holds (<= 64).
+            std::string why;
+            const int parts = sample_parts();
+            const int64_t p2 = int64_t(pow2_at_least(sample_chunk(parts)));
+            const int64_t room = int64_t(d_.max_shared_block()) - 64 * 24 - 1024;  // static: the k best, their terms
+            draw_kmax_ = int(std::min<int64_t>(64, room / (8 * int64_t(parts))));
+            if (g_.sample_fuse) why = "sample.fuse=gemv: the output gemv takes only the argmax";
+            else if (!warp32) why = fmt::format("warp size {} != 32: the merge is one warp's shuffles", d_.warp_size);
+            else if (draw_kmax_ < 1 || 8 * p2 > room)
+                why = fmt::format("{} logits a block: the sort needs more shared memory than {} bytes", p2,
+                                  d_.max_shared_block());
+            g_.sample_draw = forced_if("sample.draw", "device", "host", true, why,
+                                       fmt::format("sampled decode (temperature > 0, top-k 1..{}, no penalties) draws "
+                                                   "on the device: no logits to the host, steps queued ahead",
+                                                   draw_kmax_));
+            s_.draw_max_k = g_.sample_draw ? draw_kmax_ : 0;
+        }
+        {
             // step.advance=device: decode's pick kernel (argmax.cu FUSE_ADVANCE, or the fused gemv's
             // ARGMAX_ADVANCE) also writes the pick into the token slot and adds one to the position,
             // so a queued greedy step (decode_queue with the previous pick, the next position) goes
@@ -596,6 +622,15 @@ private:
     const Task& t(size_t i) const { return (*tasks_)[i]; }
     bool is(size_t i, K k) const { return i < tasks_->size() && t(i).kind == k; }
     bool pdl_ = false;
+    int draw_kmax_ = 0;  // sample.draw=device: argmax.cu KMAX
+    // decode's pick kernel: one block per SM, each a chunk of the logits (argmax.cu CHUNK)
+    int sample_parts() const { return std::max(1, std::min(1024, d_.sm_count)); }
+    int sample_chunk(int parts) const { return ((c_.n_vocab + parts - 1) / parts + 3) / 4 * 4; }
+    static int64_t pow2_at_least(int64_t n) {
+        int64_t p = 1;
+        while (p < n) p *= 2;
+        return p;
+    }
     // Whether the matrices of one kernel are in the split layout (all or none: same type/cols)
     bool split(const std::vector<const WeightTensor*>& ws) const {
         int n = 0, in = 0;
@@ -1386,7 +1421,8 @@ private:
                 k.grid = Dim3(unsigned(parts), unsigned(R)); k.block = Dim3(256);
                 rows_grid(k, 1);
                 k.args = {slot(Slot::Logits), scratch("argmax_rows_val"), scratch("argmax_rows_idx"),
-                          scratch("argmax_rows_counter"), slot(Slot::Tokens), slot(Slot::Positions), null(), null()};
+                          scratch("argmax_rows_counter"), slot(Slot::Tokens), slot(Slot::Positions), null(), null(),
+                          null(), null()};
                 s_.scratch["argmax_rows_val"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_idx"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_counter"] = size_t(R) * 4;
@@ -1720,15 +1756,23 @@ private:
                 return 1;
             }
             case K::Sample: {
-                const int parts = std::max(1, std::min(1024, d_.sm_count));
+                const int parts = sample_parts();
                 Variant v("cuda/argmax.cu", "");
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
-                auto& k = add({i}, "argmax", v);
+                if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);        // sample.draw=device
+                auto& k = add({i}, g_.sample_draw ? "draw" : "argmax", v);
                 k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
                 k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
                           scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token),
-                          g_.step_advance ? host_ring() : null()};  // step.advance=device: the pick for the host too
+                          g_.step_advance ? host_ring() : null(),  // step.advance=device: the pick for the host too
+                          g_.sample_draw ? scratch("draw_params") : null(), g_.sample_draw ? scratch("draw_keys") : null()};
+                if (g_.sample_draw) {
+                    s_.scratch["draw_params"] = 32;  // DrawParams
+                    s_.scratch["draw_keys"] = size_t(parts) * size_t(draw_kmax_) * 8;
+                    k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(parts)),
+                                                            int64_t(parts) * draw_kmax_));
+                }
                 s_.scratch["argmax_val"] = size_t(parts) * 4;
                 s_.scratch["argmax_idx"] = size_t(parts) * 4;
                 s_.scratch["argmax_counter"] = 16;
@@ -1878,7 +1922,7 @@ std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
             "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "layer.tail",
-            "sample.fuse", "step.advance"};
+            "sample.fuse", "sample.draw", "step.advance"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {

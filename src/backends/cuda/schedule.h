@@ -132,6 +132,9 @@ struct Schedule {
     // Gate step.advance=device: decode's last kernel also writes its pick into the token slot and
     // adds one to the position slot, so a queued greedy step that follows needs no copies first
     bool decode_advance = false;
+    // Gate sample.draw=device: decode's `sample` kernel also draws (argmax.cu DRAW) with the
+    // parameters in scratch "draw_params" (backends/backend.h DrawParams) for top-k up to this; 0: off
+    int draw_max_k = 0;
     std::string kv_type;                    // "half" | "float"
     // Weights stored on the device in the split layout (gate weights.layout=split, quant.h's
     // repack_split_rows): the backend repacks them at upload, their kernels get WSPLIT=1.

@@ -7,11 +7,24 @@
 // read after the step without a copy back). <name>_advance: (*pos_ptr)++ and *token_in =
 // *token_out, so a captured step loops.
 //
+// DRAW=1 (gate sample.draw=device; the kernel is then `sample__draw`): when the parameters in
+// *draw (backends/backend.h DrawParams, written by the host) have a temperature > 0, the pick is a
+// draw instead: each block sorts its chunk as 64-bit keys (value bits made orderable, then the
+// inverted id: larger value first, the lower id on ties, NaN last, -0 as +0; runtime/sampler.cpp's
+// order) in shared memory by a bitonic sort and leaves its best top_k (<= KMAX) in part_keys; the
+// last block copies the N_PARTS lists into shared memory and one warp merges their heads top_k
+// times (warp-shuffle maximum of 64-bit keys); then the warp takes the softmax terms in double
+// and one thread applies top-p, min-p and the temperature and draws with
+// u = sampler_uniform(seed, draw) in the operations and order of Sampler::sample, and advances
+// draw. Temperature 0: the argmax as with DRAW=0 (the same code), the counter unchanged.
+//
 // params:  N (vocab), BLOCK (power of two if REDUCE=0), REDUCE, N_PARTS (1..1024, e.g. the SM
-//          count), FUSE_ADVANCE (0 | 1)
+//          count), FUSE_ADVANCE (0 | 1), DRAW (0 | 1), KMAX (DRAW: the largest top_k, 1..64;
+//          dynamic smem 8 * max(P, N_PARTS * KMAX) bytes, P the chunk rounded up to a power of two)
 // launch:  main:    grid = N_PARTS, block = BLOCK, smem = 0
 //          advance: grid = 1, block = 1
-// args:    main:    (logits, part_val, part_idx, counter, token_out, pos_ptr, token_in, token_ring)
+// args:    main:    (logits, part_val, part_idx, counter, token_out, pos_ptr, token_in, token_ring,
+//                    draw, part_keys)   draw / part_keys (N_PARTS * KMAX keys): DRAW only, else null
 //          grid.y = rows: row r reads logits row r, uses parts r * N_PARTS.., counter[r], token_out[r]
 //                   part_val/part_idx: N_PARTS floats/ints of scratch; counter: one unsigned,
 //                   zeroed once by the host when allocated; pos_ptr/token_in only used with
@@ -27,6 +40,11 @@
 #define REDUCE 1
 #define N_PARTS 132
 #define FUSE_ADVANCE 0
+#define DRAW 1
+#define KMAX 64
+#endif
+#ifndef DRAW
+#define DRAW 0
 #endif
 
 #include "common/common.cuh"
@@ -63,9 +81,176 @@ __device__ __forceinline__ void block_argmax(float& v, int& i, float* sv, int* s
 #endif
 }
 
+// chunk: a multiple of 4 so every block's float4 reads stay aligned
+constexpr int CHUNK = ((N + N_PARTS - 1) / N_PARTS + 3) / 4 * 4;
+
+// the pick: into the token slot and (FUSE_ADVANCE) the host's ring, the token input, the position
+__device__ __forceinline__ void publish(int tok, int* token_out, int* pos_ptr, int* token_in, int* token_ring) {
+    *token_out = tok;
+#if FUSE_ADVANCE
+    if (token_ring) token_ring[*pos_ptr & 3] = tok;
+    *token_in = tok;
+    *pos_ptr += 1;
+#endif
+    (void)pos_ptr;
+    (void)token_in;
+    (void)token_ring;
+}
+
+#if DRAW
+// backends/backend.h DrawParams (the same layout: 3 floats, an int, 2 x 64 bits)
+struct DrawParams {
+    float temperature, top_p, min_p;
+    int top_k;
+    unsigned long long seed, draw;
+};
+
+// (value, id) as one key: larger value, then lower id, compares larger; NaN is 0 (never above a
+// number), -0 is +0
+__device__ __forceinline__ unsigned long long draw_key(float v, int i) {
+    if (v != v) return 0ull;
+    unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)u << 32) | (0xffffffffu - unsigned(i));
+}
+__device__ __forceinline__ float key_value(unsigned long long k) {
+    const unsigned u = unsigned(k >> 32);
+    return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+__device__ __forceinline__ int key_id(unsigned long long k) { return int(0xffffffffu - unsigned(k)); }
+
+// runtime/sampler.cpp sampler_uniform: splitmix64(seed + splitmix64(draw)), top 53 bits
+__device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
+constexpr int DRAW_P = pow2_at_least(CHUNK);  // the block's sort size
+
+// The draw (temperature > 0, 1 <= k <= KMAX): see the header. keys: dynamic shared memory.
+__device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned long long* part_keys,
+                          unsigned* counter, unsigned long long* keys, int* token_out, int* pos_ptr, int* token_in,
+                          int* token_ring) {
+    __shared__ unsigned long long top[KMAX];
+    __shared__ double prob[KMAX], wt[KMAX];
+    __shared__ bool last;
+    const int t = threadIdx.x;
+    const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);
+    for (int j = t; j < DRAW_P; j += BLOCK) keys[j] = lo + j < hi ? draw_key(logits[lo + j], lo + j) : 0ull;
+    __syncthreads();
+    // bitonic sort, descending
+    for (int size = 2; size <= DRAW_P; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int j = t; j < DRAW_P / 2; j += BLOCK) {
+                const int a = 2 * j - (j & (stride - 1)), b = a + stride;
+                const unsigned long long ka = keys[a], kb = keys[b];
+                if ((ka < kb) == ((a & size) == 0)) keys[a] = kb, keys[b] = ka;
+            }
+            __syncthreads();
+        }
+    for (int j = t; j < k; j += BLOCK) part_keys[blockIdx.x * KMAX + j] = j < DRAW_P ? keys[j] : 0ull;
+    if (t == 0) {
+        __threadfence();  // the list visible before the ticket
+        last = atomicAdd(counter, 1u) == N_PARTS - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // the lists, list p at keys[p * k ..)
+    for (int j = t; j < N_PARTS * k; j += BLOCK)
+        keys[j] = reinterpret_cast<volatile unsigned long long*>(part_keys)[(j / k) * KMAX + j % k];
+    __syncthreads();
+    if (t >= 32) return;
+    constexpr int LPL = (N_PARTS + 31) / 32;  // lists a lane merges: t, t + 32, ...
+    int head[LPL];
+    unsigned long long hk[LPL];
+#pragma unroll
+    for (int m = 0; m < LPL; ++m) {
+        head[m] = 0;
+        hk[m] = t + 32 * m < N_PARTS ? keys[(t + 32 * m) * k] : 0ull;
+    }
+    for (int r = 0; r < k; ++r) {
+        unsigned long long b = hk[0];
+        int bm = 0;
+#pragma unroll
+        for (int m = 1; m < LPL; ++m)
+            if (hk[m] > b) b = hk[m], bm = m;
+        unsigned long long w = b;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const unsigned long long ow = __shfl_xor_sync(0xffffffffu, w, o);
+            w = ow > w ? ow : w;
+        }
+        if (w != 0ull && b == w) {  // keys are unique but 0: this lane's list bm holds the winner
+#pragma unroll
+            for (int m = 0; m < LPL; ++m)
+                if (m == bm) {
+                    ++head[m];
+                    hk[m] = head[m] < k ? keys[(t + 32 * m) * k + head[m]] : 0ull;
+                }
+        }
+        if (t == 0) top[r] = w;
+    }
+    __syncwarp();
+    // softmax terms (Sampler::sample: prob at temperature 1 for the p filters, weights at T)
+    const DrawParams p = *dp;
+    const double mx = key_value(top[0]);
+    for (int i = t; i < k; i += 32) {
+        const double v = key_value(top[i]);
+        prob[i] = exp(v - mx);
+        wt[i] = exp((v - mx) / double(p.temperature));
+    }
+    __syncwarp();
+    if (t != 0) return;
+    int n = k;
+    const bool p_filters = p.top_p < 1.0f || p.min_p > 0.0f;
+    double sum = 0;
+    if (p_filters)
+        for (int i = 0; i < n; ++i) sum += prob[i];
+    if (p.top_p < 1.0f) {
+        double acc = 0;
+        int keep = n;
+        for (int i = 0; i < n; ++i) {
+            acc += prob[i] / sum;
+            if (acc >= double(p.top_p)) {
+                keep = i + 1;
+                break;
+            }
+        }
+        n = keep;
+    }
+    if (p.min_p > 0.0f) {
+        const double thresh = prob[0] * double(p.min_p);
+        int keep = 1;
+        while (keep < n && prob[keep] >= thresh) ++keep;
+        n = keep;
+    }
+    double tot = 0;
+    for (int i = 0; i < n; ++i) tot += wt[i];
+    const double u = double(splitmix64(p.seed + splitmix64(p.draw)) >> 11) * 0x1.0p-53;
+    double r = __dmul_rn(u, tot);  // not contracted into the first subtraction (the host rounds it)
+    int pick = n - 1;
+    for (int i = 0; i < n; ++i) {
+        r = __dsub_rn(r, wt[i]);
+        if (r <= 0) {
+            pick = i;
+            break;
+        }
+    }
+    const unsigned long long key = top[pick];
+    publish(key != 0ull ? key_id(key) : 0, token_out, pos_ptr, token_in, token_ring);
+    dp->draw = p.draw + 1;
+    *counter = 0;  // ready for the next replay
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* counter,
-            int* token_out, int* pos_ptr, int* token_in, int* token_ring) {
+            int* token_out, int* pos_ptr, int* token_in, int* token_ring, void* draw,
+            unsigned long long* part_keys) {
     __shared__ float sv[REDUCE ? 32 : BLOCK];
     __shared__ int si[REDUCE ? 32 : BLOCK];
     __shared__ bool last;
@@ -78,8 +263,19 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
         part_val += r * N_PARTS, part_idx += r * N_PARTS;
         counter += r, token_out += r;
     }
-    // chunk: a multiple of 4 so every block's float4 reads stay aligned
-    constexpr int CHUNK = ((N + N_PARTS - 1) / N_PARTS + 3) / 4 * 4;
+#if DRAW
+    {
+        DrawParams* dp = static_cast<DrawParams*>(draw);
+        if (dp->temperature > 0.0f) {
+            JITLLM_DYN_SMEM(unsigned long long, keys);
+            draw_pick(logits, dp, min(max(dp->top_k, 1), KMAX), part_keys, counter, keys, token_out, pos_ptr,
+                      token_in, token_ring);
+            return;
+        }
+    }
+#endif
+    (void)draw;
+    (void)part_keys;
     const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);
     float bv = -JL_INF;
     int bi = 0x7fffffff;
@@ -111,18 +307,9 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
     }
     block_argmax(bv, bi, sv, si);
     if (t == 0) {
-        const int tok = bi < N ? bi : 0;  // all NaN: token 0, as cpu::argmax
-        *token_out = tok;
-#if FUSE_ADVANCE
-        if (token_ring) token_ring[*pos_ptr & 3] = tok;
-        *token_in = tok;
-        *pos_ptr += 1;
-#endif
+        publish(bi < N ? bi : 0, token_out, pos_ptr, token_in, token_ring);  // all NaN: token 0, as cpu::argmax
         *counter = 0;  // ready for the next replay
     }
-    (void)pos_ptr;
-    (void)token_in;
-    (void)token_ring;
 }
 
 extern "C" __global__ void JITLLM_CAT(KERNEL_NAME, _advance)(int* pos_ptr, const int* token_out,
