@@ -1133,7 +1133,7 @@ TEST(ScheduleGates, SampleDrawOnTheDeviceByDefault) {
         EXPECT_TRUE(has_define(k.variant, "DRAW", "1"));
         const int parts = int(k.grid.x);
         EXPECT_EQ(parts, dev.sm_count);
-        EXPECT_EQ(d.draw_max_k, std::min(64, (dev.max_shared_block() - 64 * 24 - 1024) / (8 * parts)));
+        EXPECT_EQ(d.draw_max_k, std::min(64, (dev.max_shared_block() - 64 * 32 - 1024) / (8 * parts)));
         EXPECT_TRUE(has_define(k.variant, "KMAX", std::to_string(d.draw_max_k)));
         ASSERT_EQ(k.args.size(), 10u);
         EXPECT_EQ(k.args[8].scratch, "draw_params");
@@ -1141,7 +1141,7 @@ TEST(ScheduleGates, SampleDrawOnTheDeviceByDefault) {
         EXPECT_EQ(d.scratch.at("draw_params"), 32u);
         EXPECT_EQ(d.scratch.at("draw_keys"), size_t(parts) * size_t(d.draw_max_k) * 8);
         EXPECT_EQ(k.smem, unsigned(8 * parts * d.draw_max_k));  // the merge's lists (more than the sort's 4 keys)
-        EXPECT_LE(int(k.smem) + 64 * 24 + 1024, dev.max_shared_block());
+        EXPECT_LE(int(k.smem) + 64 * 32 + 1024, dev.max_shared_block());
         // the batch phase keeps its per-row argmax
         const KernelStep& rows = at(d.batch, "sample");
         EXPECT_FALSE(defines(rows.variant, "DRAW"));

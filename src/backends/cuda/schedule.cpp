@@ -484,7 +484,7 @@ public:
             std::string why;
             const int parts = sample_parts();
             const int64_t p2 = int64_t(pow2_at_least(sample_chunk(parts)));
-            const int64_t room = int64_t(d_.max_shared_block()) - 64 * 24 - 1024;  // static: the k best, their terms
+            const int64_t room = int64_t(d_.max_shared_block()) - 64 * 32 - 1024;  // static: the k best, 3 terms each
             draw_kmax_ = int(std::min<int64_t>(64, room / (8 * int64_t(parts))));
             if (g_.sample_fuse) why = "sample.fuse=gemv: the output gemv takes only the argmax";
             else if (!warp32) why = fmt::format("warp size {} != 32: the merge is one warp's shuffles", d_.warp_size);

@@ -135,13 +135,15 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
                           unsigned* counter, unsigned long long* keys, int* token_out, int* pos_ptr, int* token_in,
                           int* token_ring) {
     __shared__ unsigned long long top[KMAX];
-    __shared__ double prob[KMAX], wt[KMAX];
+    __shared__ double prob[KMAX], wt[KMAX], share[KMAX];
     __shared__ bool last;
     const int t = threadIdx.x;
     const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);
     for (int j = t; j < DRAW_P; j += BLOCK) keys[j] = lo + j < hi ? draw_key(logits[lo + j], lo + j) : 0ull;
     __syncthreads();
-    // bitonic sort, descending
+    // bitonic sort, descending. A stage of stride <= 32 swaps inside 64-key segments that one warp
+    // owns (pair j of warp w: segment j / 32, j = 32 w + lane + BLOCK m), so only a stage of a
+    // larger stride waits for the whole block
     for (int size = 2; size <= DRAW_P; size <<= 1)
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int j = t; j < DRAW_P / 2; j += BLOCK) {
@@ -149,7 +151,11 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
                 const unsigned long long ka = keys[a], kb = keys[b];
                 if ((ka < kb) == ((a & size) == 0)) keys[a] = kb, keys[b] = ka;
             }
-            __syncthreads();
+            const int next = stride > 1 ? stride >> 1 : size;  // the next stage's stride
+            if (next > 32 || (stride == 1 && size == DRAW_P))
+                __syncthreads();
+            else
+                __syncwarp();
         }
     for (int j = t; j < k; j += BLOCK) part_keys[blockIdx.x * KMAX + j] = j < DRAW_P ? keys[j] : 0ull;
     if (t == 0) {
@@ -159,9 +165,12 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     __syncthreads();
     if (!last) return;
     __threadfence();
-    // the lists, list p at keys[p * k ..)
-    for (int j = t; j < N_PARTS * k; j += BLOCK)
-        keys[j] = reinterpret_cast<volatile unsigned long long*>(part_keys)[(j / k) * KMAX + j % k];
+    // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
+#pragma unroll 4
+    for (int j = t; j < N_PARTS * k; j += BLOCK) {
+        const int p = j / k;
+        keys[j] = __ldcg(part_keys + p * KMAX + (j - p * k));
+    }
     __syncthreads();
     if (t >= 32) return;
     constexpr int LPL = (N_PARTS + 31) / 32;  // lists a lane merges: t, t + 32, ...
@@ -178,12 +187,21 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
 #pragma unroll
         for (int m = 1; m < LPL; ++m)
             if (hk[m] > b) b = hk[m], bm = m;
-        unsigned long long w = b;
+        unsigned long long w;
+#if __CUDA_ARCH__ >= 800
+        {  // the warp's maximum key: the high words' maximum, then the low words' among those lanes
+            const unsigned hi = __reduce_max_sync(0xffffffffu, unsigned(b >> 32));
+            const unsigned lo = __reduce_max_sync(0xffffffffu, unsigned(b >> 32) == hi ? unsigned(b) : 0u);
+            w = ((unsigned long long)hi << 32) | lo;
+        }
+#else
+        w = b;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const unsigned long long ow = __shfl_xor_sync(0xffffffffu, w, o);
             w = ow > w ? ow : w;
         }
+#endif
         if (w != 0ull && b == w) {  // keys are unique but 0: this lane's list bm holds the winner
 #pragma unroll
             for (int m = 0; m < LPL; ++m)
@@ -204,17 +222,22 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
         wt[i] = exp((v - mx) / double(p.temperature));
     }
     __syncwarp();
+    const bool p_filters = p.top_p < 1.0f || p.min_p > 0.0f;
+    double sum = 0;  // in order (the host's sum), by lane 0
+    if (p_filters && t == 0)
+        for (int i = 0; i < k; ++i) sum += prob[i];
+    if (p.top_p < 1.0f) {  // each share prob / sum by its lane (the same quotients), summed in order below
+        sum = __shfl_sync(0xffffffffu, sum, 0);
+        for (int i = t; i < k; i += 32) share[i] = prob[i] / sum;
+        __syncwarp();
+    }
     if (t != 0) return;
     int n = k;
-    const bool p_filters = p.top_p < 1.0f || p.min_p > 0.0f;
-    double sum = 0;
-    if (p_filters)
-        for (int i = 0; i < n; ++i) sum += prob[i];
     if (p.top_p < 1.0f) {
         double acc = 0;
         int keep = n;
         for (int i = 0; i < n; ++i) {
-            acc += prob[i] / sum;
+            acc += share[i];
             if (acc >= double(p.top_p)) {
                 keep = i + 1;
                 break;
