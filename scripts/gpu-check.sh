@@ -63,6 +63,7 @@
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   draw21  : sample.draw=device: the draw kernel vs the host sampler, sampled generate, golden, the
 #             CLI's greedy / sampled decode rate with the draw on the device and on the host
+#   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
 # Results go to $OUT (or /tmp/gpu-out).
@@ -283,6 +284,28 @@ draw21)
         timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0.8 --profiler 2>&1 > /dev/null |
             grep -E "sample|output" | head -6 | tee -a "$OUT/summary.txt"
     done
+    ;;
+draw21b)
+    # sample__draw's cost split (session 21): the draw test (the ticket's fence moved), then
+    # --profiler rows of the pick kernel on 1B Q4_0 greedy, sampled, and sampled with each
+    # --draw-ablate part left out; Nsight Compute's stalls per SASS instruction of one draw
+    cuda_test draw21b-kernel kernels_draw_test "device draw against the host sampler"
+    f=$(synth llama3.2-1b q4_0)
+    for a in "--temperature 0" "--temperature 0.8" "--temperature 0.8 --draw-ablate sort" \
+             "--temperature 0.8 --draw-ablate copy" "--temperature 0.8 --draw-ablate merge" \
+             "--temperature 0.8 --draw-ablate tail" "--temperature 0.8 --top-k 8"; do
+        log "profile [$a]"
+        timeout 60 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --seed 7 --profiler $a 2>&1 > /dev/null |
+            grep -E "sample__" | head -2 | tee -a "$OUT/summary.txt"
+    done
+    log "ncu source counters sample__draw"
+    timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+        --import-source no --kernel-name regex:"^sample__draw" --launch-skip 8 --launch-count 1 -o "$OUT/draw" -f -- \
+        "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 16 --seed 7 --temperature 0.8 > "$OUT/draw-ncu.log" 2>&1
+    echo "rc=$?" | tee -a "$OUT/summary.txt"
+    ncu --import "$OUT/draw.ncu-rep" --page source --csv --print-source sass > "$OUT/draw-sass.csv" 2> "$OUT/draw-sass.err"
+    ncu --import "$OUT/draw.ncu-rep" --page details > "$OUT/draw-details.txt" 2>&1
+    grep -E "Duration|Warp Cycles Per Issued|Stall|Elapsed Cycles" "$OUT/draw-details.txt" | head -20 | tee -a "$OUT/summary.txt"
     ;;
 head)
     # the GPU tests at HEAD's defaults: golden, prompt modes, the queued greedy decode

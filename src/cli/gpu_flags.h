@@ -26,7 +26,7 @@ struct GpuFlags {
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string ablate;
-    int attn_ablate = 0, gemv_ablate = 0;
+    int attn_ablate = 0, gemv_ablate = 0, draw_ablate = 0;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -179,6 +179,11 @@ struct GpuFlags {
                        "each block writes its partial output), to split what it costs in the replayed graph (the "
                        "output is wrong)")
             ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"loads", 1}, {"math", 2}, {"merge", 3}}));
+        app.add_option("--draw-ablate", draw_ablate,
+                       "measurement only: the sampled pick kernel (sample__draw) without its block sort (sort), its "
+                       "copy of the blocks' lists (copy), its merge of them (merge) or its filters and draw (tail), "
+                       "to split what it costs (the picks are wrong)")
+            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"sort", 1}, {"copy", 2}, {"merge", 3}, {"tail", 4}}));
         app.add_flag("--gemv-q4-shift", gemv_q4_shift,
                      "tuning: the split-layout Q4_0 dot products shift each word's high nibbles down and sum "
                      "all eight dp4a in one chain (session 18's form; default: two chains, the high nibbles "
@@ -219,6 +224,7 @@ struct GpuFlags {
         s.attn_prefetch_next = attn_prefetch_next;
         s.attn_kv_prefetch = attn_kv_prefetch;
         s.attn_ablate = attn_ablate;
+        s.draw_ablate = draw_ablate;
         s.gemv_ablate = gemv_ablate;
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;
@@ -244,6 +250,10 @@ struct GpuFlags {
         if (attn_ablate > 0 && !inspect) {
             if (!decode_graph) fail_usage("--attn-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
             if (!gpu) fail_usage("--attn-ablate: expected --gpu (it changes the CUDA decode attention), found a CPU run");
+        }
+        if (draw_ablate > 0 && !inspect) {
+            if (!decode_graph) fail_usage("--draw-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
+            if (!gpu) fail_usage("--draw-ablate: expected --gpu (it changes the CUDA pick kernel), found a CPU run");
         }
         if (gemv_ablate > 0 && !inspect) {
             if (!decode_graph) fail_usage("--gemv-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");

@@ -46,6 +46,9 @@
 #ifndef DRAW
 #define DRAW 0
 #endif
+#ifndef DRAW_ABLATE  // --draw-ablate (timing only): 1 no sort, 2 no list copy, 3 no merge, 4 no filters or draw
+#define DRAW_ABLATE 0
+#endif
 
 #include "common/common.cuh"
 
@@ -144,7 +147,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     // bitonic sort, descending. A stage of stride <= 32 swaps inside 64-key segments that one warp
     // owns (pair j of warp w: segment j / 32, j = 32 w + lane + BLOCK m), so only a stage of a
     // larger stride waits for the whole block
-    for (int size = 2; size <= DRAW_P; size <<= 1)
+    for (int size = 2; size <= (DRAW_ABLATE == 1 ? 1 : DRAW_P); size <<= 1)
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int j = t; j < DRAW_P / 2; j += BLOCK) {
                 const int a = 2 * j - (j & (stride - 1)), b = a + stride;
@@ -157,17 +160,18 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             else
                 __syncwarp();
         }
-    for (int j = t; j < k; j += BLOCK) part_keys[blockIdx.x * KMAX + j] = j < DRAW_P ? keys[j] : 0ull;
-    if (t == 0) {
+    if (t < k) {
+        part_keys[blockIdx.x * KMAX + t] = t < DRAW_P ? keys[t] : 0ull;
         __threadfence();  // the list visible before the ticket
-        last = atomicAdd(counter, 1u) == N_PARTS - 1;
     }
+    __syncthreads();
+    if (t == 0) last = atomicAdd(counter, 1u) == N_PARTS - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
     // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
 #pragma unroll 4
-    for (int j = t; j < N_PARTS * k; j += BLOCK) {
+    for (int j = t; j < (DRAW_ABLATE == 2 ? 0 : N_PARTS * k); j += BLOCK) {
         const int p = j / k;
         keys[j] = __ldcg(part_keys + p * KMAX + (j - p * k));
     }
@@ -181,6 +185,9 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
         head[m] = 0;
         hk[m] = t + 32 * m < N_PARTS ? keys[(t + 32 * m) * k] : 0ull;
     }
+#if DRAW_ABLATE == 3
+    for (int r = t; r < k; r += 32) top[r] = keys[r];
+#else
     for (int r = 0; r < k; ++r) {
         unsigned long long b = hk[0];
         int bm = 0;
@@ -212,9 +219,18 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
         }
         if (t == 0) top[r] = w;
     }
+#endif
     __syncwarp();
-    // softmax terms (Sampler::sample: prob at temperature 1 for the p filters, weights at T)
     const DrawParams p = *dp;
+#if DRAW_ABLATE == 4
+    if (t == 0) {
+        publish(key_id(top[0]), token_out, pos_ptr, token_in, token_ring);
+        dp->draw = p.draw + 1;
+        *counter = 0;
+    }
+    return;
+#endif
+    // softmax terms (Sampler::sample: prob at temperature 1 for the p filters, weights at T)
     const double mx = key_value(top[0]);
     for (int i = t; i < k; i += 32) {
         const double v = key_value(top[i]);
