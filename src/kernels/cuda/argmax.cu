@@ -142,28 +142,69 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     __shared__ bool last;
     const int t = threadIdx.x;
     const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);
-    for (int j = t; j < DRAW_P; j += BLOCK) keys[j] = lo + j < hi ? draw_key(logits[lo + j], lo + j) : 0ull;
-    __syncthreads();
-    // bitonic sort, descending. A stage of stride <= 32 swaps inside 64-key segments that one warp
-    // owns (pair j of warp w: segment j / 32, j = 32 w + lane + BLOCK m), so only a stage of a
-    // larger stride waits for the whole block
-    for (int size = 2; size <= (DRAW_ABLATE == 1 ? 1 : DRAW_P); size <<= 1)
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int j = t; j < DRAW_P / 2; j += BLOCK) {
-                const int a = 2 * j - (j & (stride - 1)), b = a + stride;
-                const unsigned long long ka = keys[a], kb = keys[b];
-                if ((ka < kb) == ((a & size) == 0)) keys[a] = kb, keys[b] = ka;
-            }
-            const int next = stride > 1 ? stride >> 1 : size;  // the next stage's stride
-            if (next > 32 || (stride == 1 && size == DRAW_P))
-                __syncthreads();
-            else
-                __syncwarp();
-        }
-    if (t < k) {
-        part_keys[blockIdx.x * KMAX + t] = t < DRAW_P ? keys[t] : 0ull;
-        __threadfence();  // the list visible before the ticket
+    // The block's keys, sorted descending by a bitonic network held in registers: thread t holds
+    // keys i = t * DRAW_E + e. A stage pairs key i with i ^ stride (the lower index keeps the
+    // larger key where (i & size) == 0): strides below DRAW_E inside the thread, below 32 DRAW_E
+    // through warp shuffles, larger ones through shared memory (only those wait for the block).
+    constexpr int DRAW_E = DRAW_P >= BLOCK ? DRAW_P / BLOCK : 1;
+    constexpr int DRAW_NT = DRAW_P / DRAW_E;  // threads holding keys
+    unsigned long long v[DRAW_E];
+#pragma unroll
+    for (int e = 0; e < DRAW_E; ++e) {
+        const int i = t * DRAW_E + e;
+        v[e] = t < DRAW_NT && lo + i < hi ? draw_key(logits[lo + i], lo + i) : 0ull;
     }
+#pragma unroll
+    for (int size = 2; size <= (DRAW_ABLATE == 1 ? 1 : DRAW_P); size <<= 1) {
+#pragma unroll
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            if (stride < DRAW_E) {
+#pragma unroll
+                for (int e = 0; e < DRAW_E; ++e) {
+                    const int f = e ^ stride;
+                    if (e < f) {
+                        const unsigned long long x = v[e], y = v[f];
+                        if ((x < y) == (((t * DRAW_E + e) & size) == 0)) v[e] = y, v[f] = x;
+                    }
+                }
+            } else if (stride < 32 * DRAW_E) {
+#pragma unroll
+                for (int e = 0; e < DRAW_E; ++e) {
+                    const unsigned long long y = __shfl_xor_sync(0xffffffffu, v[e], stride / DRAW_E);
+                    const int i = t * DRAW_E + e;
+                    const bool larger = ((i & stride) == 0) == ((i & size) == 0);
+                    v[e] = larger ? (y > v[e] ? y : v[e]) : (y < v[e] ? y : v[e]);
+                }
+            } else {
+                if (t < DRAW_NT)
+#pragma unroll
+                    for (int e = 0; e < DRAW_E; ++e) keys[t * DRAW_E + e] = v[e];
+                __syncthreads();
+                if (t < DRAW_NT)
+#pragma unroll
+                    for (int e = 0; e < DRAW_E; ++e) {
+                        const int i = t * DRAW_E + e;
+                        const unsigned long long y = keys[i ^ stride];
+                        const bool larger = ((i & stride) == 0) == ((i & size) == 0);
+                        v[e] = larger ? (y > v[e] ? y : v[e]) : (y < v[e] ? y : v[e]);
+                    }
+                __syncthreads();
+            }
+        }
+    }
+    // the block's first k (zeros past its DRAW_P keys), fenced by each writer before the ticket
+    bool wrote = false;
+#pragma unroll
+    for (int e = 0; e < DRAW_E; ++e)
+        if (t < DRAW_NT && t * DRAW_E + e < k) {
+            part_keys[blockIdx.x * KMAX + t * DRAW_E + e] = v[e];
+            wrote = true;
+        }
+    for (int i = DRAW_P + t; i < k; i += BLOCK) {
+        part_keys[blockIdx.x * KMAX + i] = 0ull;
+        wrote = true;
+    }
+    if (wrote) __threadfence();  // the list visible before the ticket
     __syncthreads();
     if (t == 0) last = atomicAdd(counter, 1u) == N_PARTS - 1;
     __syncthreads();
@@ -238,10 +279,15 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
         wt[i] = exp((v - mx) / double(p.temperature));
     }
     __syncwarp();
+    // Lane 0 then runs Sampler::sample's sequential sums and cuts in its order. The loops run to
+    // KMAX with the bounds as predicates (no early exit), so they unroll and their shared-memory
+    // loads go ahead of the dependent additions.
     const bool p_filters = p.top_p < 1.0f || p.min_p > 0.0f;
     double sum = 0;  // in order (the host's sum), by lane 0
     if (p_filters && t == 0)
-        for (int i = 0; i < k; ++i) sum += prob[i];
+#pragma unroll 16
+        for (int i = 0; i < KMAX; ++i)
+            if (i < k) sum += prob[i];
     if (p.top_p < 1.0f) {  // each share prob / sum by its lane (the same quotients), summed in order below
         sum = __shfl_sync(0xffffffffu, sum, 0);
         for (int i = t; i < k; i += 32) share[i] = prob[i] / sum;
@@ -249,36 +295,42 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     }
     if (t != 0) return;
     int n = k;
-    if (p.top_p < 1.0f) {
+    if (p.top_p < 1.0f) {  // the first prefix whose shares reach top_p
         double acc = 0;
-        int keep = n;
-        for (int i = 0; i < n; ++i) {
-            acc += share[i];
-            if (acc >= double(p.top_p)) {
-                keep = i + 1;
-                break;
+        bool cut = false;
+#pragma unroll 16
+        for (int i = 0; i < KMAX; ++i)
+            if (i < k && !cut) {
+                acc += share[i];
+                if (acc >= double(p.top_p)) n = i + 1, cut = true;
             }
-        }
-        n = keep;
     }
-    if (p.min_p > 0.0f) {
+    if (p.min_p > 0.0f) {  // the prefix at or above min_p x the first (probabilities descend)
         const double thresh = prob[0] * double(p.min_p);
         int keep = 1;
-        while (keep < n && prob[keep] >= thresh) ++keep;
+        bool cut = false;
+#pragma unroll 16
+        for (int i = 1; i < KMAX; ++i)
+            if (i < n && !cut) {
+                if (prob[i] >= thresh) keep = i + 1;
+                else cut = true;
+            }
         n = keep;
     }
     double tot = 0;
-    for (int i = 0; i < n; ++i) tot += wt[i];
+#pragma unroll 16
+    for (int i = 0; i < KMAX; ++i)
+        if (i < n) tot += wt[i];
     const double u = double(splitmix64(p.seed + splitmix64(p.draw)) >> 11) * 0x1.0p-53;
     double r = __dmul_rn(u, tot);  // not contracted into the first subtraction (the host rounds it)
     int pick = n - 1;
-    for (int i = 0; i < n; ++i) {
-        r = __dsub_rn(r, wt[i]);
-        if (r <= 0) {
-            pick = i;
-            break;
+    bool drawn = false;
+#pragma unroll 16
+    for (int i = 0; i < KMAX; ++i)
+        if (i < n && !drawn) {
+            r = __dsub_rn(r, wt[i]);
+            if (r <= 0) pick = i, drawn = true;
         }
-    }
     const unsigned long long key = top[pick];
     publish(key != 0ull ? key_id(key) : 0, token_out, pos_ptr, token_in, token_ring);
     dp->draw = p.draw + 1;
