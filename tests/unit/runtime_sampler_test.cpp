@@ -1,7 +1,7 @@
 // The host sampler (runtime/sampler.h): seeded reproducibility, each filter's effect on what can be
 // drawn (top-k, top-p, min-p, penalties), the draw's frequencies against the softmax at the given
 // temperature, and over a 128k vocabulary the partial orderings (top-k; the p filters' growing
-// prefix) drawing exactly what a full ordering draws.
+// prefix) drawing exactly what a full ordering draws; the draw counter a device draw continues.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,6 +46,59 @@ TEST(Sampler, SameSeedSameTokensOtherSeedOtherTokens) {
     const auto a = draws(params(1.0f, 0, 1.0f, 0.0f, 42), l, 200);
     EXPECT_EQ(a, draws(params(1.0f, 0, 1.0f, 0.0f, 42), l, 200));
     EXPECT_NE(a, draws(params(1.0f, 0, 1.0f, 0.0f, 43), l, 200));
+}
+
+// Draw i uses sampler_uniform(seed, i) whoever makes it: a sampler that skips the draws another
+// side made (the device's, Backend::set_draw) picks what one that made them itself picks next.
+// Greedy picks take no draw.
+TEST(Sampler, DrawCounterCarriesAcrossSkippedDraws) {
+    const auto l = random_logits(5000, 3);
+    const SamplerParams p = params(0.9f, 40, 0.95f, 0.05f, 11);
+    const auto all = draws(p, l, 30);
+    Sampler s(p);
+    s.skip_draws(17);
+    EXPECT_EQ(s.draw_params().draw, 17u);
+    for (int i = 17; i < 30; ++i) EXPECT_EQ(s.sample(l.data(), int(l.size()), {}), all[size_t(i)]) << i;
+    EXPECT_EQ(s.draws(), 30u);
+    Sampler g(params(0.0f, 40, 0.95f, 0.05f, 11));
+    g.sample(l.data(), int(l.size()), {});
+    EXPECT_EQ(g.draws(), 0u);
+    // the uniform numbers: in [0, 1), mean near 1/2, a function of (seed, draw) only
+    double sum = 0;
+    std::set<double> seen;
+    for (uint64_t i = 0; i < 20000; ++i) {
+        const double u = sampler_uniform(5, i);
+        ASSERT_GE(u, 0.0);
+        ASSERT_LT(u, 1.0);
+        sum += u;
+        seen.insert(u);
+    }
+    EXPECT_NEAR(sum / 20000.0, 0.5, 0.01);
+    EXPECT_EQ(seen.size(), 20000u);
+    EXPECT_EQ(sampler_uniform(5, 7), sampler_uniform(5, 7));
+    EXPECT_NE(sampler_uniform(5, 7), sampler_uniform(6, 7));
+}
+
+// What a device draw can take (argmax.cu DRAW): a temperature, 1 <= top-k <= the backend's
+// largest and below the vocabulary, no penalties; the parameters it gets are the sampler's.
+TEST(Sampler, DeviceDrawableOnlyWithTopKAndNoPenalties) {
+    EXPECT_TRUE(Sampler(params(0.8f, 40, 0.95f, 0.05f)).device_drawable(128256, 64));
+    EXPECT_TRUE(Sampler(params(0.8f, 64, 1.0f, 0.0f)).device_drawable(128256, 64));
+    EXPECT_FALSE(Sampler(params(0.8f, 65, 0.95f, 0.05f)).device_drawable(128256, 64));
+    EXPECT_FALSE(Sampler(params(0.8f, 0, 0.95f, 0.05f)).device_drawable(128256, 64));
+    EXPECT_FALSE(Sampler(params(0.0f, 40, 0.95f, 0.05f)).device_drawable(128256, 64));  // greedy: the argmax
+    EXPECT_FALSE(Sampler(params(0.8f, 40, 0.95f, 0.05f)).device_drawable(40, 64));      // k = the vocabulary
+    EXPECT_FALSE(Sampler(params(0.8f, 40, 0.95f, 0.05f)).device_drawable(128256, 0));   // no device draw
+    SamplerParams pen = params(0.8f, 40, 0.95f, 0.05f);
+    pen.repeat_penalty = 1.1f;
+    EXPECT_FALSE(Sampler(pen).device_drawable(128256, 64));
+    const DrawParams d = Sampler(params(0.7f, 33, 0.9f, 0.1f, 99)).draw_params();
+    EXPECT_EQ(d.temperature, 0.7f);
+    EXPECT_EQ(d.top_k, 33);
+    EXPECT_EQ(d.top_p, 0.9f);
+    EXPECT_EQ(d.min_p, 0.1f);
+    EXPECT_EQ(d.seed, 99u);
+    EXPECT_EQ(d.draw, 0u);
 }
 
 TEST(Sampler, GreedyAndTopKOneTakeTheLowestIdOfTheMaximum) {
