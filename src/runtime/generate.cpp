@@ -63,7 +63,25 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
     // the prompt's logits here, the rest there, with the draw counter carried over, so the tokens
     // are the ones this sampler would draw from the same logits.
     Backend& be = e.backend();
-    bool on_device = false;
+    // the backend back to the argmax and to host logits however this call ends (an exception
+    // too: a later greedy call must not draw)
+    struct DrawScope {
+        Engine& e;
+        bool on = false;
+        ~DrawScope() {
+            if (!on) return;
+            try {
+                while (e.queued() > 0) {
+                    e.collect_decode();
+                    e.drop_position();
+                }
+                e.backend().set_draw(nullptr);
+            } catch (...) {  // (already unwinding from the backend's own error)
+            }
+            e.backend().set_logits_needed(true);
+        }
+    } scope{e};
+    bool& on_device = scope.on;
     int32_t first = -1;
     if (!s.plain_greedy() && logits && max_tokens > 0 && s.device_drawable(n_vocab, be.draw_max_k())) {
         first = s.sample(logits, n_vocab, history);
@@ -95,11 +113,7 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
             e.collect_decode();
             e.drop_position();
         }
-        if (on_device) {
-            s.skip_draws(device_draws);
-            be.set_draw(nullptr);
-            be.set_logits_needed(true);
-        }
+        s.skip_draws(device_draws);  // (0 unless drawn on the device; the scope resets the backend)
     } else {
         for (int i = 0; i < max_tokens && logits && keep_going; ++i) {
             if (!accept(first >= 0 ? first : s.sample(logits, n_vocab, history)) || i + 1 == max_tokens) break;
