@@ -63,6 +63,7 @@
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   draw21  : sample.draw=device: the draw kernel vs the host sampler, sampled generate, golden, the
 #             CLI's greedy / sampled decode rate with the draw on the device and on the host
+#   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
 # Binaries and data come from .gpu/ (prepared by scripts/gpu-prepare.sh on the dev machine).
@@ -284,6 +285,12 @@ draw21)
         timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0.8 --profiler 2>&1 > /dev/null |
             grep -E "sample|output" | head -6 | tee -a "$OUT/summary.txt"
     done
+    ;;
+drawtests)
+    # the device draw's GPU tests alone: the kernel against the host sampler, sampled generate, golden
+    cuda_test drawtests-kernel kernels_draw_test "device draw against the host sampler"
+    cuda_test drawtests-generate runtime_generate_test "generate: device draws vs the host sampler, run ahead"
+    cuda_test drawtests-golden engine_golden_test "golden (cuda, HEAD's defaults)"
     ;;
 draw21b)
     # sample__draw's cost split (session 21): the draw test (the ticket's fence moved), then
