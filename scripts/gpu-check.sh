@@ -63,6 +63,7 @@
 #   depthprof: per-kernel table and ncu of split-KV attention at depth 4096 (8B Q8_0; DEPTH_ARGS)
 #   draw21  : sample.draw=device: the draw kernel vs the host sampler, sampled generate, golden, the
 #             CLI's greedy / sampled decode rate with the draw on the device and on the host
+#   next22  : session 22's first call: the draw tests (both merges), --draw-merge rank against rounds
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
@@ -284,6 +285,29 @@ draw21)
         tg_row "$shape sample.draw=host (greedy)" "$f" 3 --force-variant sample.draw=host
         timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0.8 --profiler 2>&1 > /dev/null |
             grep -E "sample|output" | head -6 | tee -a "$OUT/summary.txt"
+    done
+    ;;
+next22)
+    # session 22's first call (prepared in session 21): the device draw's GPU tests (both merges:
+    # kernels_draw_test runs --draw-merge rank too), then sample__draw's cost with each merge
+    # (--profiler means) and the CLI's sampled decode rate with each, greedy beside them
+    cuda_test next22-draw kernels_draw_test "device draw against the host sampler (rounds and rank)"
+    cuda_test next22-generate runtime_generate_test "generate: device draws vs the host sampler, run ahead"
+    cuda_test next22-golden engine_golden_test "golden (cuda, HEAD's defaults)"
+    for shape in llama3.2-1b:q4_0 llama3.1-8b:q8_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        for a in "--temperature 0.8" "--temperature 0.8 --draw-merge rank"; do
+            log "profile $shape [$a]"
+            timeout 60 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --seed 7 --profiler $a 2>&1 > /dev/null |
+                grep -E "sample__" | head -2 | tee -a "$OUT/summary.txt"
+        done
+        for r in 1 2; do
+            for a in "--temperature 0" "--temperature 0.8" "--temperature 0.8 --draw-merge rank"; do
+                m=$(timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 256 --seed 7 --metrics json $a \
+                    2>&1 > /dev/null | grep -o '"decode_tok_s": [0-9.]*')
+                log "run $shape round $r [$a]: $m"
+            done
+        done
     done
     ;;
 drawtests)

@@ -27,6 +27,7 @@ struct GpuFlags {
     std::string profiler_dump_dir;
     std::string ablate;
     int attn_ablate = 0, gemv_ablate = 0, draw_ablate = 0;
+    std::string draw_merge = "rounds";
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -179,6 +180,11 @@ struct GpuFlags {
                        "each block writes its partial output), to split what it costs in the replayed graph (the "
                        "output is wrong)")
             ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"loads", 1}, {"math", 2}, {"merge", 3}}));
+        app.add_option("--draw-merge", draw_merge,
+                       "tuning: how the sampled pick kernel's last block takes the k best of the blocks' lists: rounds "
+                       "(default: one warp merges the list heads k times) or rank (the keys above the largest of the "
+                       "blocks' k-th keys, ranked by every thread; the rounds when more than 1024 remain)")
+            ->check(CLI::IsMember({"rounds", "rank"}));
         app.add_option("--draw-ablate", draw_ablate,
                        "measurement only: the sampled pick kernel (sample__draw) without its block sort (sort), its "
                        "copy of the blocks' lists (copy), its merge of them (merge) or its filters and draw (tail), "
@@ -225,6 +231,7 @@ struct GpuFlags {
         s.attn_kv_prefetch = attn_kv_prefetch;
         s.attn_ablate = attn_ablate;
         s.draw_ablate = draw_ablate;
+        s.draw_rank = draw_merge == "rank";
         s.gemv_ablate = gemv_ablate;
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;

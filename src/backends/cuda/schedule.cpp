@@ -1761,6 +1761,10 @@ private:
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
                 if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);        // sample.draw=device
+                if (o_.draw_rank) {  // --draw-merge rank (not yet measured)
+                    if (!g_.sample_draw) fail_usage("--draw-merge rank: expected sample.draw=device, found host");
+                    v.set("DRAW_RANK", 1);
+                }
                 if (o_.draw_ablate > 0) {  // --draw-ablate (timing only)
                     if (!g_.sample_draw) fail_usage("--draw-ablate: expected sample.draw=device, found host");
                     v.set("DRAW_ABLATE", o_.draw_ablate);

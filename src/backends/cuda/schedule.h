@@ -106,6 +106,7 @@ struct ScheduleOptions {
     bool attn_kv_prefetch = false;               // --attn-kv-prefetch: attention blocks prefetch their later K/V chunks into L2 (EARLY_KV kernel)
     bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (session 18's one-chain Q4_0 unit dot)
     int gemv_ablate = 0;                         // --gemv-ablate math: bulk split-layout gemvs without their dot products (GEMV_ABLATE); timing only
+    bool draw_rank = false;                      // --draw-merge rank: sample__draw's last block ranks the keys above the blocks' largest k-th key (DRAW_RANK) instead of k merge rounds
     int draw_ablate = 0;                         // --draw-ablate: sample__draw without its sort (1), list copy (2), merge (3) or filters and draw (4); timing only
     int attn_ablate = 0;                         // --attn-ablate: decode attention without K/V loads (1), arithmetic (2) or split merge (3); timing only
     int attn_prefetch_next = -1;                 // --attn-prefetch-next: decode attention prefetches attn_output into L2 from N positions (-1: off)

@@ -133,6 +133,30 @@ __device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
 constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
 constexpr int DRAW_P = pow2_at_least(CHUNK);  // the block's sort size
 
+// The warp's largest key in every lane: on sm_80+ the high words' maximum, then the low words'
+// among the lanes that hold it (two redux.sync); below, five 64-bit shuffles
+__device__ __forceinline__ unsigned long long warp_max_key(unsigned long long b) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned hi = __reduce_max_sync(0xffffffffu, unsigned(b >> 32));
+    const unsigned lo = __reduce_max_sync(0xffffffffu, unsigned(b >> 32) == hi ? unsigned(b) : 0u);
+    return ((unsigned long long)hi << 32) | lo;
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ow = __shfl_xor_sync(0xffffffffu, b, o);
+        b = ow > b ? ow : b;
+    }
+    return b;
+#endif
+}
+
+#ifndef DRAW_RANK  // --draw-merge rank: the last block ranks the keys above a threshold (see below)
+#define DRAW_RANK 0
+#endif
+#ifndef DRAW_RANK_MAX  // more survivors than this: the k merge rounds instead
+#define DRAW_RANK_MAX 1024
+#endif
+
 // The draw (temperature > 0, 1 <= k <= KMAX): see the header. keys: dynamic shared memory.
 __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned long long* part_keys,
                           unsigned* counter, unsigned long long* keys, int* token_out, int* pos_ptr, int* token_in,
@@ -210,57 +234,91 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     __syncthreads();
     if (!last) return;
     __threadfence();
+#if DRAW_RANK
+    // DRAW_RANK (--draw-merge rank): the global k-th key is at least L, the largest of the blocks'
+    // k-th keys (that block alone has k keys >= L), so only keys >= L can be among the k best.
+    // The block collects those (typically about k to 3 k of the N_PARTS x k) and every thread
+    // ranks some of them against all (keys are unique but 0): rank r < k lands in top[r]. More
+    // than DRAW_RANK_MAX survivors (e.g. logits repeating with the chunk's period): the rounds.
+    __shared__ unsigned long long wmax[BLOCK / 32];
+    __shared__ int n_surv;
+    bool ranked;
+    {
+        unsigned long long kth = 0ull;
+        for (int q = t; q < N_PARTS; q += BLOCK) {
+            const unsigned long long x = __ldcg(part_keys + q * KMAX + k - 1);
+            kth = x > kth ? x : kth;
+        }
+        kth = warp_max_key(kth);
+        if ((t & 31) == 0) wmax[t >> 5] = kth;
+        if (t == 0) n_surv = 0;
+        for (int r = t; r < k; r += BLOCK) top[r] = 0ull;
+        __syncthreads();
+        unsigned long long L = wmax[0];
+#pragma unroll
+        for (int w = 1; w < BLOCK / 32; ++w) L = wmax[w] > L ? wmax[w] : L;
+#pragma unroll 4
+        for (int j = t; j < N_PARTS * k; j += BLOCK) {
+            const int q = j / k;
+            const unsigned long long x = __ldcg(part_keys + q * KMAX + (j - q * k));
+            if (x != 0ull && x >= L) keys[atomicAdd(&n_surv, 1)] = x;
+        }
+        __syncthreads();
+        const int ns = n_surv;
+        ranked = ns <= DRAW_RANK_MAX;  // the same in every thread
+        if (ranked)
+            for (int j = t; j < ns; j += BLOCK) {
+                const unsigned long long x = keys[j];
+                int rank = 0;
+                for (int i = 0; i < ns; ++i) rank += keys[i] > x ? 1 : 0;
+                if (rank < k) top[rank] = x;
+            }
+        __syncthreads();
+    }
+    if (!ranked) {
+#endif
     // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
 #pragma unroll 4
     for (int j = t; j < (DRAW_ABLATE == 2 ? 0 : N_PARTS * k); j += BLOCK) {
-        const int p = j / k;
-        keys[j] = __ldcg(part_keys + p * KMAX + (j - p * k));
+        const int q = j / k;
+        keys[j] = __ldcg(part_keys + q * KMAX + (j - q * k));
     }
     __syncthreads();
-    if (t >= 32) return;
-    constexpr int LPL = (N_PARTS + 31) / 32;  // lists a lane merges: t, t + 32, ...
-    int head[LPL];
-    unsigned long long hk[LPL];
+    if (t < 32) {  // one warp merges the lists' heads k times
+        constexpr int LPL = (N_PARTS + 31) / 32;  // lists a lane merges: t, t + 32, ...
+        int head[LPL];
+        unsigned long long hk[LPL];
 #pragma unroll
-    for (int m = 0; m < LPL; ++m) {
-        head[m] = 0;
-        hk[m] = t + 32 * m < N_PARTS ? keys[(t + 32 * m) * k] : 0ull;
-    }
+        for (int m = 0; m < LPL; ++m) {
+            head[m] = 0;
+            hk[m] = t + 32 * m < N_PARTS ? keys[(t + 32 * m) * k] : 0ull;
+        }
 #if DRAW_ABLATE == 3
-    for (int r = t; r < k; r += 32) top[r] = keys[r];
+        for (int r = t; r < k; r += 32) top[r] = keys[r];
 #else
-    for (int r = 0; r < k; ++r) {
-        unsigned long long b = hk[0];
-        int bm = 0;
+        for (int r = 0; r < k; ++r) {
+            unsigned long long b = hk[0];
+            int bm = 0;
 #pragma unroll
-        for (int m = 1; m < LPL; ++m)
-            if (hk[m] > b) b = hk[m], bm = m;
-        unsigned long long w;
-#if __CUDA_ARCH__ >= 800
-        {  // the warp's maximum key: the high words' maximum, then the low words' among those lanes
-            const unsigned hi = __reduce_max_sync(0xffffffffu, unsigned(b >> 32));
-            const unsigned lo = __reduce_max_sync(0xffffffffu, unsigned(b >> 32) == hi ? unsigned(b) : 0u);
-            w = ((unsigned long long)hi << 32) | lo;
-        }
-#else
-        w = b;
+            for (int m = 1; m < LPL; ++m)
+                if (hk[m] > b) b = hk[m], bm = m;
+            const unsigned long long w = warp_max_key(b);
+            if (w != 0ull && b == w) {  // keys are unique but 0: this lane's list bm holds the winner
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const unsigned long long ow = __shfl_xor_sync(0xffffffffu, w, o);
-            w = ow > w ? ow : w;
+                for (int m = 0; m < LPL; ++m)
+                    if (m == bm) {
+                        ++head[m];
+                        hk[m] = head[m] < k ? keys[(t + 32 * m) * k + head[m]] : 0ull;
+                    }
+            }
+            if (t == 0) top[r] = w;
         }
 #endif
-        if (w != 0ull && b == w) {  // keys are unique but 0: this lane's list bm holds the winner
-#pragma unroll
-            for (int m = 0; m < LPL; ++m)
-                if (m == bm) {
-                    ++head[m];
-                    hk[m] = head[m] < k ? keys[(t + 32 * m) * k + head[m]] : 0ull;
-                }
-        }
-        if (t == 0) top[r] = w;
+    }
+#if DRAW_RANK
     }
 #endif
+    if (t >= 32) return;
     __syncwarp();
     const DrawParams p = *dp;
 #if DRAW_ABLATE == 4
