@@ -51,6 +51,7 @@
 #endif
 
 #include "common/common.cuh"
+#include "common/pick_key.cuh"
 
 // (v, i) beats (bv, bi): larger value, or equal value and lower index
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
@@ -108,26 +109,20 @@ struct DrawParams {
     unsigned long long seed, draw;
 };
 
-// (value, id) as one key: larger value, then lower id, compares larger; NaN is 0 (never above a
-// number), -0 is +0
-__device__ __forceinline__ unsigned long long draw_key(float v, int i) {
-    if (v != v) return 0ull;
-    unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ((unsigned long long)u << 32) | (0xffffffffu - unsigned(i));
-}
-__device__ __forceinline__ float key_value(unsigned long long k) {
-    const unsigned u = unsigned(k >> 32);
-    return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
-}
-__device__ __forceinline__ int key_id(unsigned long long k) { return int(0xffffffffu - unsigned(k)); }
-
 // runtime/sampler.cpp sampler_uniform: splitmix64(seed + splitmix64(draw)), top 53 bits
 __device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
+}
+
+// A bitonic stage's new key at index i from its own x and its partner's y (index i ^ stride): the
+// larger where i is the pair's lower index in a descending run ((i & size) == 0), else the smaller
+__device__ __forceinline__ unsigned long long bitonic_keep(int i, int size, int stride, unsigned long long x,
+                                                           unsigned long long y) {
+    const bool larger = ((i & stride) == 0) == ((i & size) == 0);
+    return larger ? (y > x ? y : x) : (y < x ? y : x);
 }
 
 constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
@@ -176,7 +171,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
 #pragma unroll
     for (int e = 0; e < DRAW_E; ++e) {
         const int i = t * DRAW_E + e;
-        v[e] = t < DRAW_NT && lo + i < hi ? draw_key(logits[lo + i], lo + i) : 0ull;
+        v[e] = t < DRAW_NT && lo + i < hi ? pick_key(logits[lo + i], lo + i) : 0ull;
     }
 #pragma unroll
     for (int size = 2; size <= (DRAW_ABLATE == 1 ? 1 : DRAW_P); size <<= 1) {
@@ -195,9 +190,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
 #pragma unroll
                 for (int e = 0; e < DRAW_E; ++e) {
                     const unsigned long long y = __shfl_xor_sync(0xffffffffu, v[e], stride / DRAW_E);
-                    const int i = t * DRAW_E + e;
-                    const bool larger = ((i & stride) == 0) == ((i & size) == 0);
-                    v[e] = larger ? (y > v[e] ? y : v[e]) : (y < v[e] ? y : v[e]);
+                    v[e] = bitonic_keep(t * DRAW_E + e, size, stride, v[e], y);
                 }
             } else {
                 if (t < DRAW_NT)
@@ -208,9 +201,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
 #pragma unroll
                     for (int e = 0; e < DRAW_E; ++e) {
                         const int i = t * DRAW_E + e;
-                        const unsigned long long y = keys[i ^ stride];
-                        const bool larger = ((i & stride) == 0) == ((i & size) == 0);
-                        v[e] = larger ? (y > v[e] ? y : v[e]) : (y < v[e] ? y : v[e]);
+                        v[e] = bitonic_keep(i, size, stride, v[e], keys[i ^ stride]);
                     }
                 __syncthreads();
             }
@@ -323,16 +314,16 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     const DrawParams p = *dp;
 #if DRAW_ABLATE == 4
     if (t == 0) {
-        publish(key_id(top[0]), token_out, pos_ptr, token_in, token_ring);
+        publish(pick_key_id(top[0]), token_out, pos_ptr, token_in, token_ring);
         dp->draw = p.draw + 1;
         *counter = 0;
     }
     return;
 #endif
     // softmax terms (Sampler::sample: prob at temperature 1 for the p filters, weights at T)
-    const double mx = key_value(top[0]);
+    const double mx = pick_key_value(top[0]);
     for (int i = t; i < k; i += 32) {
-        const double v = key_value(top[i]);
+        const double v = pick_key_value(top[i]);
         prob[i] = exp(v - mx);
         wt[i] = exp((v - mx) / double(p.temperature));
     }
@@ -390,7 +381,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             if (r <= 0) pick = i, drawn = true;
         }
     const unsigned long long key = top[pick];
-    publish(key != 0ull ? key_id(key) : 0, token_out, pos_ptr, token_in, token_ring);
+    publish(key != 0ull ? pick_key_id(key) : 0, token_out, pos_ptr, token_in, token_ring);
     dp->draw = p.draw + 1;
     *counter = 0;  // ready for the next replay
 }

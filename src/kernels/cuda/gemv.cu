@@ -136,14 +136,7 @@
 #error "ARGMAX: one matrix, EPI 0 or 3, REDUCE=1, decode (one activation row)"
 #endif
 #if ARGMAX
-// (value, row) as one key that orders as cpu::argmax's "better": larger value, then lower row;
-// NaN: 0 (below every key of a number); -0 as +0 (equal values tie by row)
-__device__ __forceinline__ unsigned long long argmax_key(float v, int row) {
-    if (v != v) return 0ull;
-    unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ((unsigned long long)u << 32) | (unsigned long long)(0xFFFFFFFFu - (unsigned)row);
-}
+#include "common/pick_key.cuh"  // (value, row) as one key ordered as cpu::argmax's "better"
 #endif
 #ifdef MIN_BLOCKS  // only when asked: a minimum changes ptxas's register heuristics
 #define GEMV_LAUNCH_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
@@ -597,7 +590,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             y[r] = v * (float)(OUT_SCALE);
 #if ARGMAX
             {
-                const unsigned long long kk = argmax_key(v * (float)(OUT_SCALE), r);
+                const unsigned long long kk = pick_key(v * (float)(OUT_SCALE), r);
                 am_best = kk > am_best ? kk : am_best;
             }
 #endif
@@ -625,7 +618,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             y[r] = v;
 #if ARGMAX
             {
-                const unsigned long long kk = argmax_key(v, r);
+                const unsigned long long kk = pick_key(v, r);
                 am_best = kk > am_best ? kk : am_best;
             }
 #endif
@@ -655,7 +648,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
                 __threadfence();
                 const unsigned long long best = atomicExch(key, 0ull);
-                const int tok = best ? int(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFull)) : 0;
+                const int tok = best ? pick_key_id(best) : 0;
                 *reinterpret_cast<int*>(y2) = tok;
 #if ARGMAX_ADVANCE
                 static_cast<int*>(v_cache)[*pos_ptr & 3] = tok;  // for the host, without a copy back
