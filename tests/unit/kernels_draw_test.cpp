@@ -20,22 +20,13 @@
 #include "model/model.h"
 #include "plan/plan.h"
 #include "runtime/sampler.h"
+#include "fixtures/engine_factory.h"  // cuda_available
 #include "tiny_arch_model.h"
 
 namespace {
 
 using namespace jitllm;
 using namespace jitllm::test;
-
-bool cuda_available(std::string* why) {
-    try {
-        CudaContext ctx(0);
-        return true;
-    } catch (const Error& e) {
-        *why = e.what();
-        return false;
-    }
-}
 
 struct Params {
     float temperature, top_p, min_p;

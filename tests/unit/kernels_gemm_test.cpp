@@ -23,6 +23,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/gemm_variant.h"
 #include "core/error.h"
+#include "fixtures/engine_factory.h"  // cuda_available
 #include "jit/jit_compiler.h"
 #include "quant/quant.h"
 
@@ -221,16 +222,6 @@ TEST(GemmVariant, geometry_bytes_flops_and_gate) {
 }
 
 // ------------------------------------------------------------------------------ GPU
-bool cuda_available(std::string* why) {
-    try {
-        CudaContext ctx(0);
-        return true;
-    } catch (const Error& e) {
-        *why = e.what();
-        return false;
-    }
-}
-
 std::mt19937 g_rng(12345);
 float urand() { return std::uniform_real_distribution<float>(-1.0f, 1.0f)(g_rng); }
 
@@ -305,7 +296,7 @@ class GemmVsCpu : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
     std::string why;
-    if (!cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+    if (!test::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
     const GgmlType t = GetParam();
     CudaContext ctx(0);
     JitCompiler jit(ctx.device().arch, JitOptions{{false, ""}, 0});
@@ -501,7 +492,7 @@ TEST(GemmBench, tflops_at_m512) {
     const char* on = std::getenv("JITLLM_GEMM_BENCH");
     if (!on || std::string(on) != "1") GTEST_SKIP() << "set JITLLM_GEMM_BENCH=1";
     std::string why;
-    if (!cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+    if (!test::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
     CudaContext ctx(0);
     JitCompiler jit(ctx.device().arch, JitOptions{{false, ""}, 0});
     const int M = std::getenv("JITLLM_GEMM_BENCH_M") ? std::atoi(std::getenv("JITLLM_GEMM_BENCH_M")) : 512;

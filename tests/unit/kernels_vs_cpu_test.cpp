@@ -21,6 +21,7 @@
 #include "gguf/gguf_reader.h"
 #include "jit/jit_compiler.h"
 #include "quant/quant.h"
+#include "fixtures/engine_factory.h"  // cuda_available
 #include "unit/tiny_arch_model.h"
 
 namespace {
@@ -87,16 +88,6 @@ bool live_after(const std::vector<Task>& tasks, size_t last, Slot s) {
             if (w == s) return false;
     }
     return false;
-}
-
-bool cuda_available(std::string* why) {
-    try {
-        CudaContext ctx(0);
-        return true;
-    } catch (const Error& e) {
-        *why = e.what();
-        return false;
-    }
 }
 
 // A variant: the schedule options of a backend (designated initializers: only what differs from
