@@ -113,6 +113,27 @@ tg_row() {
     o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r "$reps" -o md "$@" 2>&1)
     log "tg128 $label: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
 }
+# run_rates SHAPE FILE ROUNDS FLAGSET...: the CLI's decode tok/s (256 tokens after a short prompt,
+# --metrics json) of FILE under each flag set, the sets alternated ROUNDS times, into the summary
+run_rates() {
+    local shape=$1 f=$2 rounds=$3 r a m
+    shift 3
+    for r in $(seq "$rounds"); do
+        for a in "$@"; do
+            m=$(timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 256 --seed 7 --metrics json $a \
+                2>&1 > /dev/null | grep -o '"decode_tok_s": [0-9.]*')
+            log "run $shape round $r [$a]: $m"
+        done
+    done
+}
+# cli_profile FILE TOKENS PATTERN LINES [FLAGS...]: the --profiler table rows of a CLI run of FILE
+# that match PATTERN (at most LINES) into the summary
+cli_profile() {
+    local f=$1 n=$2 pat=$3 lines=$4
+    shift 4
+    timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n "$n" --seed 7 --profiler "$@" 2>&1 > /dev/null |
+        grep -E "$pat" | head -"$lines" | tee -a "$OUT/summary.txt"
+}
 synth() {  # shape type -> path
     local f=/tmp/$1-$2.gguf
     [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
@@ -129,6 +150,13 @@ cuda_test() {
         echo "$label: exit $? (124: TEST_TIMEOUT)" | tee -a "$OUT/summary.txt"
     grep -E "golden\]|modes\]|OK \]|FAILED|PASSED|Failure|Expected|Which|actual" "$OUT/$file.txt" | grep -v absent | head -120 |
         tee -a "$OUT/summary.txt"
+}
+# draw_tests PREFIX: the device draw's GPU tests (the kernel against the host sampler, sampled
+# generate run ahead, golden), outputs in $OUT/PREFIX-*.txt
+draw_tests() {
+    cuda_test "$1-kernel" kernels_draw_test "device draw against the host sampler"
+    cuda_test "$1-generate" runtime_generate_test "generate: device draws vs the host sampler, run ahead"
+    cuda_test "$1-golden" engine_golden_test "golden (cuda, HEAD's defaults: greedy through sample__draw)"
 }
 [ -f .gpu/build-info.txt ] && sed 's/^/== build: /' .gpu/build-info.txt | tee -a "$OUT/summary.txt"
 stages=${*:-smoke golden jit decode}
@@ -268,53 +296,33 @@ draw21)
     # run ahead against the host path, golden (greedy through sample__draw at temperature 0); then
     # the CLI's decode rate greedy / sampled with the draw on the device and on the host
     # (DRAW21_ROUNDS alternations), bench's greedy tg128 with each sibling, the per-kernel profile
-    cuda_test draw21-kernel kernels_draw_test "device draw against the host sampler"
-    cuda_test draw21-generate runtime_generate_test "generate: device draws vs the host sampler, run ahead"
-    cuda_test draw21-golden engine_golden_test "golden (cuda, HEAD's defaults: sample__draw at temperature 0)"
+    draw_tests draw21
     for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
         f=$(synth "${shape%%:*}" "${shape##*:}")
-        for r in $(seq "${DRAW21_ROUNDS:-2}"); do
-            for a in "--temperature 0" "--temperature 0.8" "--temperature 0.8 --force-variant sample.draw=host" \
-                     "--temperature 0 --force-variant sample.draw=host"; do
-                m=$(timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 256 --seed 7 --metrics json $a \
-                    2>&1 > /dev/null | grep -o '"decode_tok_s": [0-9.]*')
-                log "run $shape round $r [$a]: $m"
-            done
-        done
+        run_rates "$shape" "$f" "${DRAW21_ROUNDS:-2}" "--temperature 0" "--temperature 0.8" \
+            "--temperature 0.8 --force-variant sample.draw=host" "--temperature 0 --force-variant sample.draw=host"
         tg_row "$shape default (greedy)" "$f" 3
         tg_row "$shape sample.draw=host (greedy)" "$f" 3 --force-variant sample.draw=host
-        timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 32 --temperature 0.8 --profiler 2>&1 > /dev/null |
-            grep -E "sample|output" | head -6 | tee -a "$OUT/summary.txt"
+        cli_profile "$f" 32 "sample|output" 6 --temperature 0.8
     done
     ;;
 next22)
     # session 22's first call (prepared in session 21): the device draw's GPU tests (both merges:
     # kernels_draw_test runs --draw-merge rank too), then sample__draw's cost with each merge
     # (--profiler means) and the CLI's sampled decode rate with each, greedy beside them
-    cuda_test next22-draw kernels_draw_test "device draw against the host sampler (rounds and rank)"
-    cuda_test next22-generate runtime_generate_test "generate: device draws vs the host sampler, run ahead"
-    cuda_test next22-golden engine_golden_test "golden (cuda, HEAD's defaults)"
+    draw_tests next22
     for shape in llama3.2-1b:q4_0 llama3.1-8b:q8_0; do
         f=$(synth "${shape%%:*}" "${shape##*:}")
         for a in "--temperature 0.8" "--temperature 0.8 --draw-merge rank"; do
             log "profile $shape [$a]"
-            timeout 60 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --seed 7 --profiler $a 2>&1 > /dev/null |
-                grep -E "sample__" | head -2 | tee -a "$OUT/summary.txt"
+            cli_profile "$f" 64 "sample__" 2 $a
         done
-        for r in 1 2; do
-            for a in "--temperature 0" "--temperature 0.8" "--temperature 0.8 --draw-merge rank"; do
-                m=$(timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 256 --seed 7 --metrics json $a \
-                    2>&1 > /dev/null | grep -o '"decode_tok_s": [0-9.]*')
-                log "run $shape round $r [$a]: $m"
-            done
-        done
+        run_rates "$shape" "$f" 2 "--temperature 0" "--temperature 0.8" "--temperature 0.8 --draw-merge rank"
     done
     ;;
 drawtests)
     # the device draw's GPU tests alone: the kernel against the host sampler, sampled generate, golden
-    cuda_test drawtests-kernel kernels_draw_test "device draw against the host sampler"
-    cuda_test drawtests-generate runtime_generate_test "generate: device draws vs the host sampler, run ahead"
-    cuda_test drawtests-golden engine_golden_test "golden (cuda, HEAD's defaults)"
+    draw_tests drawtests
     ;;
 draw21b)
     # sample__draw's cost split (session 21): the draw test (the ticket's fence moved), then
@@ -326,8 +334,7 @@ draw21b)
              "--temperature 0.8 --draw-ablate copy" "--temperature 0.8 --draw-ablate merge" \
              "--temperature 0.8 --draw-ablate tail" "--temperature 0.8 --top-k 8"; do
         log "profile [$a]"
-        timeout 60 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --seed 7 --profiler $a 2>&1 > /dev/null |
-            grep -E "sample__" | head -2 | tee -a "$OUT/summary.txt"
+        cli_profile "$f" 64 "sample__" 2 $a
     done
     log "ncu source counters sample__draw"
     timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
