@@ -311,6 +311,8 @@ next22)
     # kernels_draw_test runs --draw-merge rank too), then sample__draw's cost with each merge
     # (--profiler means) and the CLI's sampled decode rate with each, greedy beside them
     draw_tests next22
+    cuda_test next22-kvc-sample-fuse kernels_vs_cpu_test "kernels_vs_cpu: sample.fuse=gemv (the shared pick key)" \
+        JITLLM_KVC_VARIANTS=sample-fuse
     for shape in llama3.2-1b:q4_0 llama3.1-8b:q8_0; do
         f=$(synth "${shape%%:*}" "${shape##*:}")
         for a in "--temperature 0.8" "--temperature 0.8 --draw-merge rank"; do

@@ -1761,7 +1761,7 @@ private:
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
                 if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);        // sample.draw=device
-                if (o_.draw_rank) {  // --draw-merge rank (not yet measured)
+                if (o_.draw_rank) {  // --draw-merge rank (slower than the rounds: perf-notes session 22)
                     if (!g_.sample_draw) fail_usage("--draw-merge rank: expected sample.draw=device, found host");
                     v.set("DRAW_RANK", 1);
                 }
