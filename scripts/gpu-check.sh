@@ -64,7 +64,6 @@
 #   draw21  : sample.draw=device: the draw kernel vs the host sampler, sampled generate, golden, the
 #             CLI's greedy / sampled decode rate with the draw on the device and on the host
 #   next22  : session 22's first call: the draw tests (both merges), --draw-merge rank against rounds
-#   next22b : --graph-steps on the GPU (tests, golden), tg128 against --graph-steps and --l2-prefetch-start
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
@@ -321,21 +320,6 @@ next22)
             cli_profile "$f" 64 "sample__" 2 $a
         done
         run_rates "$shape" "$f" 2 "--temperature 0" "--temperature 0.8" "--temperature 0.8 --draw-merge rank"
-    done
-    ;;
-next22b)
-    # session 22's second call: --graph-steps (K decode steps a graph launch) checked on the GPU
-    # (the generate tests, golden with 4 steps a launch), then tg128 rows of the defaults against
-    # --graph-steps 2 / 4 and --l2-prefetch-start 2 / 6, the sets alternated twice
-    cuda_test next22b-generate runtime_generate_test "generate: queued greedy steps, sampled draws, --graph-steps 2-4"
-    cuda_test next22b-golden-gs4 engine_golden_test "golden (cuda, --graph-steps 4)" JITLLM_TEST_CUDA_GRAPH_STEPS=4
-    for shape in llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:q4_0; do
-        f=$(synth "${shape%%:*}" "${shape##*:}")
-        for r in 1 2; do
-            for a in " " "--graph-steps 2" "--graph-steps 4" "--l2-prefetch-start 2" "--l2-prefetch-start 6"; do
-                tg_row "$shape r$r [$a]" "$f" 3 $a
-            done
-        done
     done
     ;;
 drawtests)

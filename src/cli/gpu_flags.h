@@ -19,11 +19,10 @@ struct GpuFlags {
     std::string kernel_cache;
     bool no_kernel_cache = false;
     bool no_graphs = false, no_run_ahead = false;
-    int graph_steps = 1;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 1;
-    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, l2_prefetch_start = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
+    int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string ablate;
@@ -54,11 +53,6 @@ struct GpuFlags {
         app.add_flag("--no-run-ahead", no_run_ahead,
                      "greedy decode waits for each step's pick before queuing the next (default: the step fed "
                      "by the next pick is queued while the host reads this one)");
-        app.add_option("--graph-steps", graph_steps,
-                       "tuning: greedy decode steps per CUDA graph launch when the device advances the steps by "
-                       "itself (step.advance=device, run-ahead): one launch runs K steps and the host collects "
-                       "their picks one by one (1 = one graph a step)")
-            ->check(CLI::Range(1, 4));
         app.add_flag("--print-kernel", print_kernel, "print each generated kernel's source, tasks and gates");
         app.add_flag("--print-threads", print_threads, "print the grid and block of every kernel");
         app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics");
@@ -156,11 +150,6 @@ struct GpuFlags {
                        "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
                        "tok/s off, 371.0 with 4, 321.4 with 12)")
             ->check(CLI::Range(0, 64));
-        app.add_option("--l2-prefetch-start", l2_prefetch_start,
-                       "tuning: items each warp of a bulk gemv prefetches into L2 beyond its shared-memory ring once, "
-                       "at the kernel's start (before the PDL wait: DRAM streams on while the ring is full and the "
-                       "previous kernel drains), not with every copy as --l2-prefetch (0 = off)")
-            ->check(CLI::Range(0, 64));
         app.add_option("--smem-carveout", smem_carveout,
                        "tuning: preferred shared-memory carveout of every decode kernel, percent of the unified L1 / "
                        "shared memory (-1 = the driver's choice; 100 lets blocks of consecutive kernels share an SM "
@@ -238,11 +227,6 @@ struct GpuFlags {
         s.gemv_split_units = gemv_split_units;
         s.gemv_bulk_kb = gemv_bulk_kb;
         s.l2_prefetch = l2_prefetch;
-        if (l2_prefetch_start > 0) {
-            if (l2_prefetch > 0) fail_usage("--l2-prefetch-start: expected without --l2-prefetch, found both");
-            s.l2_prefetch = l2_prefetch_start;
-            s.l2_prefetch_once = true;
-        }
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.attn_prefetch_next = attn_prefetch_next;
         s.attn_kv_prefetch = attn_kv_prefetch;
@@ -302,7 +286,6 @@ struct GpuFlags {
         o.cache.dir = kernel_cache;
         o.graphs = !no_graphs;
         o.run_ahead = !no_run_ahead;
-        o.graph_steps = graph_steps;
         o.print_kernel = print_kernel;
         o.print_threads = print_threads;
         o.print_plan = print_plan;

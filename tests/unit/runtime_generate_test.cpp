@@ -110,51 +110,6 @@ TEST(EngineQueue, PicksInOrderAndDroppedPositionsAreRewritten) {
     small->collect_decode();
 }
 
-// --graph-steps K (CUDA): one graph launch runs K queued steps; the host collects their picks one
-// by one. The picks equal the stepwise ones for lengths around K, a stop drops the steps run past
-// it, and a host token queued at a position the last launch already ran starts a new launch there.
-// On the CPU the option does nothing (the same checks hold).
-TEST(GenerateGreedy, MultiStepGraphsGiveTheStepwisePicks) {
-    auto plain = test::make_engine(bundled_model(), 256);
-    plain->backend().set_logits_needed(false);
-    const std::vector<int32_t> ref = stepwise_picks(*plain, 41);
-    const int n_prompt = int(prompt_ids(*plain).size());
-    for (int k : {2, 3, 4}) {
-        SCOPED_TRACE(k);
-        auto e = test::make_engine(bundled_model(), 256, [k](EngineOptions& o) { o.cuda.graph_steps = k; });
-        e->backend().set_logits_needed(false);
-        for (int n : {1, 2, 3, 4, 5, 9, 40}) {
-            SCOPED_TRACE(n);
-            e->reset();
-            const float* logits = e->feed(prompt_ids(*e));
-            std::vector<int32_t> history = prompt_ids(*e);
-            Sampler s = greedy();
-            const GenerateResult r = generate(*e, s, logits, history, n, nullptr);
-            EXPECT_EQ(r.ids, std::vector<int32_t>(ref.begin(), ref.begin() + n));
-            EXPECT_EQ(e->pos(), n_prompt + n - 1);
-            // feeding the last pick continues the stepwise run (the steps run past it were dropped)
-            e->feed({r.ids.back()});
-            EXPECT_EQ(e->backend().sampled_token(), ref[size_t(n)]);
-        }
-        // queued by hand: a launch at the prompt's end runs k steps; after two are collected and
-        // the second given back, a host token at that position starts a new launch
-        e->reset();
-        e->feed(prompt_ids(*e));
-        e->queue_decode(ref[0]);
-        e->queue_decode(-1);
-        EXPECT_EQ(e->collect_decode(), ref[1]);
-        EXPECT_EQ(e->collect_decode(), ref[2]);
-        e->drop_position();
-        e->queue_decode(ref[1]);
-        e->queue_decode(-1);
-        e->queue_decode(-1);
-        EXPECT_EQ(e->collect_decode(), ref[2]);
-        EXPECT_EQ(e->collect_decode(), ref[3]);
-        EXPECT_EQ(e->collect_decode(), ref[4]);
-        EXPECT_EQ(e->pos(), n_prompt + 4);
-    }
-}
-
 // Sampled generation: with sample.draw=device (the GPU's default) the picks after the first are
 // drawn on the device and the steps run ahead; the tokens equal the host sampler's (the same
 // engine with sample.draw=host: logits copied back, sampled here), for several filters and

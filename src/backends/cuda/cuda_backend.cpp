@@ -107,7 +107,6 @@ CudaBackend::~CudaBackend() {
     for (auto& g : graph_)
         if (g) d.cuGraphExecDestroy(g);
     for (auto& [key, g] : batch_graphs_) d.cuGraphExecDestroy(g);
-    if (multi_graph_) d.cuGraphExecDestroy(multi_graph_);
     if (batch_logits_host_) d.cuMemFreeHost(batch_logits_host_);
     for (auto& e : events_) d.cuEventDestroy(e);
     if (origin_) d.cuEventDestroy(origin_);
@@ -183,7 +182,7 @@ void CudaBackend::allocate_buffers() {
         scratch += align_up(bytes);
     }
     init_.scratch_bytes = scratch;
-    static_assert((kPickRing + 8) * 4 <= 64, "host_io_: the picks ring inside the 64 pinned bytes");
+    static_assert((kPickRing + 4) * 4 <= 64, "host_io_: the picks ring inside the 64 pinned bytes");
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_io_), 64));
     n_vocab_ = size_t(c.n_vocab);
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&logits_), n_vocab_ * 4));
@@ -454,7 +453,6 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
 
 void CudaBackend::run(Phase ph, int32_t token, int pos) {
     JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
-    multi_next_ = -1;
     const CudaDriver& d = ctx_->driver();
     const CUstream st = ctx_->stream();
     host_io_[0] = token;
@@ -559,7 +557,7 @@ void CudaBackend::record_profile(Phase ph, const std::vector<const Launch*>& seq
 }
 
 void CudaBackend::upload_slot(Slot s, const float* src, size_t n) {
-    if (s == Slot::Token || s == Slot::Pos) dev_pos_ = -1, multi_next_ = -1;
+    if (s == Slot::Token || s == Slot::Pos) dev_pos_ = -1;
     ctx_->upload(slots_[size_t(s)], src, n * 4);
 }
 
@@ -583,7 +581,6 @@ void CudaBackend::upload_kv(int layer, const float* k, const float* v, int n_pos
 
 void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
     dev_pos_ = -1;
-    multi_next_ = -1;
     host_io_[0] = token;
     host_io_[1] = pos;
     ctx_->upload(slots_[size_t(Slot::Token)], host_io_, 8);
@@ -676,45 +673,32 @@ bool CudaBackend::queue_async() const {
 void CudaBackend::decode_queue(int32_t token, int pos) {
     JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
     if (!queue_async()) {  // at once; with token < 0 the newest queued step's pick (or the last)
-        run(Phase::Decode, token >= 0 ? token : newest_pick(), pos);
+        int32_t t = token;
+        if (t < 0 && queue_.empty()) t = token_out_;
+        if (t < 0 && queue_.back() < 0) t = -queue_.back() - 1;
+        if (t < 0) {
+            JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[queue_.back()]));
+            t = queued_pick(queue_.back());
+        }
+        run(Phase::Decode, t, pos);
         queue_.push_back(-(token_out_ + 1));
         return;
     }
     JITLLM_CHECK(int(queue_.size()) < kQueue, "{} decode steps queued, at most {}", queue_.size(), kQueue);
     const CudaDriver& d = ctx_->driver();
     const CUstream st = ctx_->stream();
-    auto queued = [&](int k) {  // slot k's step is in the stream: its event, counts
-        JITLLM_CUDA_TRY(d, cuEventRecord(q_ev_[k], st));
-        for (auto* c : count_ptrs_[int(Phase::Decode)]) ++*c;
-        steps_[int(Phase::Decode)]++;
-        queue_.push_back(k);
-    };
     const int k = q_next_;
     q_next_ = (q_next_ + 1) % kQueue;
     int32_t* io = host_q_ + 4 * k;  // free: its last step was collected (at most kQueue queued)
-    io[1] = pos;
-    if (token < 0 && pos == multi_next_) {  // --graph-steps: this step runs inside the last launch
-        multi_next_ = pos + 1 < multi_end_ ? pos + 1 : -1;
-        io[3] = 1;  // its pick in the ring
-        queued(k);
-        return;
-    }
-    if (multi_next_ >= 0) {  // the last launch ran steps past this one: the device's slots are not its input
-        multi_next_ = -1;
-        dev_pos_ = -1;
-        if (token < 0) token = newest_pick();
-    }
-    // --graph-steps K: K steps in one launch when the device advances the steps by itself
-    const int n = opt_.graph_steps > 1 && advanced_pos(pos) >= 0 && pos + opt_.graph_steps <= plan_.n_ctx
-                      ? opt_.graph_steps : 1;
-    // the ring slots of positions pos .. pos + n - 1 must not hold an uncollected pick (positions
-    // 8 apart in the queue: only after a rewind): read that pick now into its own slot
+    // the ring slot pos % 4 must not hold an uncollected pick (positions 4 apart in the queue: only
+    // after a rewind): read that pick now into its own slot
     for (int j : queue_)
-        if (j >= 0 && host_q_[4 * j + 3] == 1 && ((host_q_[4 * j + 1] - pos) & 7) < n) {
+        if (j >= 0 && host_q_[4 * j + 3] == 1 && pick_ring_slot(host_q_[4 * j + 1]) == pick_ring_slot(pos)) {
             JITLLM_CUDA_TRY(d, cuEventSynchronize(q_ev_[j]));
             host_q_[4 * j + 2] = queued_pick(j);
             host_q_[4 * j + 3] = 0;
         }
+    io[1] = pos;
     const CUdeviceptr tok = slots_[size_t(Slot::Token)], tok_out = scratch_.at("token_out");
     if (token >= 0) {
         io[0] = token;
@@ -723,43 +707,16 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok + 4, io + 1, 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }  // else (step.advance=device): the previous step's last kernel wrote both already
-    JITLLM_CUDA_TRY(d, cuGraphLaunch(n > 1 ? multi_step_graph() : graph_[int(Phase::Decode)], st));
-    dev_pos_ = advanced_pos(pos + n - 1);
-    if (n > 1) multi_next_ = pos + 1, multi_end_ = pos + n;
-    // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 8, so
+    JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
+    dev_pos_ = advanced_pos(pos);
+    // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so
     // no copy back either (io[3] = 1: collect reads the ring)
     io[3] = dev_pos_ >= 0 ? 1 : 0;
     if (!io[3]) JITLLM_CUDA_TRY(d, cuMemcpyDtoHAsync(io + 2, tok_out, 4, st));
-    queued(k);
-}
-
-int32_t CudaBackend::newest_pick() {
-    if (queue_.empty()) return token_out_;
-    const int j = queue_.back();
-    if (j < 0) return -j - 1;
-    JITLLM_CUDA_TRY(ctx_->driver(), cuEventSynchronize(q_ev_[j]));
-    return queued_pick(j);
-}
-
-// --graph-steps: the decode launches graph_steps times in one graph. A step's first kernel is not
-// launched programmatically after the previous step's pick: attention (EARLY_KV) reads the position
-// before its PDL wait, which the pick kernel advances (attention_decode.cu's PRECOND).
-CUgraphExec CudaBackend::multi_step_graph() {
-    if (multi_graph_) return multi_graph_;
-    const CudaDriver& d = ctx_->driver();
-    const CUstream st = ctx_->stream();
-    CUgraph graph = nullptr;
-    JITLLM_CUDA_TRY(d, cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
-    for (int s = 0; s < opt_.graph_steps; ++s)
-        for (size_t i = 0; i < decode_launches_.size(); ++i) {
-            const Launch& l = decode_launches_[i];
-            ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()),
-                         l.step->pdl && (i > 0 || s == 0), l.step->cluster);
-        }
-    JITLLM_CUDA_TRY(d, cuStreamEndCapture(st, &graph));
-    JITLLM_CUDA_TRY(d, cuGraphInstantiateWithFlags(&multi_graph_, graph, 0));
-    d.cuGraphDestroy(graph);
-    return multi_graph_;
+    JITLLM_CUDA_TRY(d, cuEventRecord(q_ev_[k], st));
+    for (auto* c : count_ptrs_[int(Phase::Decode)]) ++*c;
+    steps_[int(Phase::Decode)]++;
+    queue_.push_back(k);
 }
 
 int32_t CudaBackend::decode_collect() {
@@ -786,7 +743,6 @@ namespace jitllm {
 
 void CudaBackend::batch(const BatchStep& b) {
     dev_pos_ = -1;
-    multi_next_ = -1;
     const ModelConfig& c = *plan_.config;
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n, plan_.n_seq);

@@ -35,9 +35,6 @@ struct CudaOptions {
     // greedy decode queued one step ahead (Backend::decode_queue) when graphs replay and neither
     // logits nor profiling are wanted; --no-run-ahead: every step waits for its pick
     bool run_ahead = true;
-    // --graph-steps K: a queued greedy step that the device can advance by itself launches a graph
-    // of K consecutive decode steps (1..4); the next K - 1 queued steps are then already running
-    int graph_steps = 1;
 };
 
 struct CudaInitStats {
@@ -119,11 +116,11 @@ private:
     size_t n_vocab_ = 0;
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
-    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]; [kPickRing, +8): the picks ring (step.advance)
-    // step.advance=device: the pick kernels write the pick of position p to host_io_[kPickRing + p % 8]
-    // (the kernels' `pos & 7`)
+    int32_t* host_io_ = nullptr;  // pinned: [token, pos, token_out]; [kPickRing, +4): the picks ring (step.advance)
+    // step.advance=device: the pick kernels write the pick of position p to host_io_[kPickRing + p % 4]
+    // (the kernels' `pos & 3`)
     static constexpr int kPickRing = 8;
-    static int pick_ring_slot(int pos) { return kPickRing + (pos & 7); }
+    static int pick_ring_slot(int pos) { return kPickRing + (pos & 3); }
     // decode_queue: kQueue pinned slots [token, pos, pick, -] with an event each; queue_ holds
     // the queued steps oldest first: a slot index, or -(pick + 1) for a step run at once
     static constexpr int kQueue = 4;
@@ -140,14 +137,6 @@ private:
     // the position the device holds after a decode step at pos: pos + 1 when its pick kernel advanced
     // it (step.advance=device; not with --ablate: the pick may be one of the launches left out), else -1
     int advanced_pos(int pos) const { return sched_.decode_advance && ablated_.empty() ? pos + 1 : -1; }
-    // --graph-steps: the graph of graph_steps decode steps (captured on first use); after its launch
-    // at p, multi_next_ is the next position it ran (p + 1 .. multi_end_ - 1) that the host has not
-    // queued yet, else -1
-    CUgraphExec multi_graph_ = nullptr;
-    int multi_next_ = -1, multi_end_ = -1;
-    CUgraphExec multi_step_graph();
-    // the pick that a queued step with token < 0 takes: the newest queued step's (waits for it)
-    int32_t newest_pick();
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step

@@ -807,7 +807,6 @@ private:
                            block, r, b.ring_bytes, d_.max_shared_block());
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             if (o_.l2_prefetch > 0) v.set("BULK_PF", o_.l2_prefetch);
-            if (o_.l2_prefetch > 0 && o_.l2_prefetch_once) v.set("BULK_PF_ONCE", 1);  // --l2-prefetch-start
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate > 0 && wsplit && !batch_) v.set("GEMV_ABLATE", o_.gemv_ablate);

@@ -97,7 +97,6 @@ struct ScheduleOptions {
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
     int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
-    bool l2_prefetch_once = false;               // --l2-prefetch-start: the bulk gemvs' l2_prefetch items once, at the start (gemv BULK_PF_ONCE)
     int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
     int attn_carveout = -2;                      // --attn-carveout: the decode attention kernel's (-1: driver's; -2: its default)
     bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)

@@ -3,7 +3,7 @@
 // reduces a chunk to (value, index) in part_val/part_idx; the last block to finish (atomic
 // ticket on *counter) reduces the parts, writes the token and resets *counter to 0, so the
 // launch can be replayed in a CUDA graph. With FUSE_ADVANCE it also does what <name>_advance
-// does, and writes the token into token_ring[*pos_ptr % 8] (when not null: the host's pinned ring,
+// does, and writes the token into token_ring[*pos_ptr % 4] (when not null: the host's pinned ring,
 // read after the step without a copy back). <name>_advance: (*pos_ptr)++ and *token_in =
 // *token_out, so a captured step loops.
 //
@@ -92,7 +92,7 @@ constexpr int CHUNK = ((N + N_PARTS - 1) / N_PARTS + 3) / 4 * 4;
 __device__ __forceinline__ void publish(int tok, int* token_out, int* pos_ptr, int* token_in, int* token_ring) {
     *token_out = tok;
 #if FUSE_ADVANCE
-    if (token_ring) token_ring[*pos_ptr & 7] = tok;
+    if (token_ring) token_ring[*pos_ptr & 3] = tok;
     *token_in = tok;
     *pos_ptr += 1;
 #endif

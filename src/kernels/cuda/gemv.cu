@@ -47,9 +47,6 @@
 //   BULK_PF         BULK: items each warp prefetches into L2 beyond its ring (cp.async.bulk.prefetch;
 //                   item i + BULK_PF goes out with item i's copy): more bytes in flight than the
 //                   shared-memory rings hold. 0 = off (default)
-//   BULK_PF_ONCE    1: only the first fill's BULK_PF items beyond the ring, before the PDL wait
-//                   (--l2-prefetch-start: DRAM keeps streaming while the full ring waits for the
-//                   previous kernel and the x prologue; no item is requested twice after that)
 //   KV_PF           EPI=4, BULK, decode (--kv-l2-prefetch): the K and V cache rows 0..*pos_ptr-1
 //                   (earlier steps' rows, read by the attention kernel that follows) are prefetched
 //                   into L2 in one cp.async.bulk.prefetch per warp and cache (each warp an equal
@@ -155,9 +152,6 @@
 #endif
 #ifndef BULK_PF
 #define BULK_PF 0
-#endif
-#ifndef BULK_PF_ONCE  // 1: the BULK_PF items beyond the first fill only, at the start (--l2-prefetch-start)
-#define BULK_PF_ONCE 0
 #endif
 #ifndef KV_PF  // EPI=4 + BULK: earlier K/V cache rows into L2 (1: at the start, 2: after the last weight copy)
 #define KV_PF 0
@@ -385,7 +379,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
         }
 #if BULK_PF
-        if (!BULK_PF_ONCE && i >= BULK_S) bulk_prefetch(i + BULK_PF);  // the ring's first fill prefetched its own
+        if (i >= BULK_S) bulk_prefetch(i + BULK_PF);  // the ring's first fill prefetched its own
 #endif
     };
     if (lane == 0) {
@@ -657,7 +651,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 const int tok = best ? pick_key_id(best) : 0;
                 *reinterpret_cast<int*>(y2) = tok;
 #if ARGMAX_ADVANCE
-                static_cast<int*>(v_cache)[*pos_ptr & 7] = tok;  // for the host, without a copy back
+                static_cast<int*>(v_cache)[*pos_ptr & 3] = tok;  // for the host, without a copy back
                 *static_cast<int*>(k_cache) = tok;                // the next step's token
                 *const_cast<int*>(pos_ptr) += 1;                  // and position
 #endif
