@@ -64,6 +64,7 @@
 #   draw21  : sample.draw=device: the draw kernel vs the host sampler, sampled generate, golden, the
 #             CLI's greedy / sampled decode rate with the draw on the device and on the host
 #   next22  : session 22's first call: the draw tests (both merges), --draw-merge rank against rounds
+#   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
@@ -157,6 +158,21 @@ draw_tests() {
     cuda_test "$1-kernel" kernels_draw_test "device draw against the host sampler"
     cuda_test "$1-generate" runtime_generate_test "generate: device draws vs the host sampler, run ahead"
     cuda_test "$1-golden" engine_golden_test "golden (cuda, HEAD's defaults: greedy through sample__draw)"
+}
+# serve_load FILE LABEL TEMPERATURE CLIENTS [FLAGS...]: `jitllm serve --gpu` of FILE (64 slots) with
+# FLAGS under scripts/serve-load.py's clients at TEMPERATURE for SERVE_SECONDS (default 10) each
+serve_load() {
+    local f=$1 label=$2 temp=$3 clients=$4 sp i
+    shift 4
+    log "serve $label [$*] temperature $temp: aggregate decode tok/s by concurrent clients"
+    LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-} "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 \
+        --port 18080 --prefill-chunk 64 "$@" > "$OUT/serve-$label.log" 2>&1 &
+    sp=$!
+    for i in $(seq 1 120); do curl -sf http://127.0.0.1:18080/health >/dev/null 2>&1 && break; sleep 1; done
+    timeout 200 python3 scripts/serve-load.py --port 18080 --clients "$clients" --seconds "${SERVE_SECONDS:-10}" \
+        --temperature "$temp" 2>&1 | tee -a "$OUT/summary.txt"
+    kill -INT $sp
+    wait $sp
 }
 [ -f .gpu/build-info.txt ] && sed 's/^/== build: /' .gpu/build-info.txt | tee -a "$OUT/summary.txt"
 stages=${*:-smoke golden jit decode}
@@ -320,6 +336,21 @@ next22)
             cli_profile "$f" 64 "sample__" 2 $a
         done
         run_rates "$shape" "$f" 2 "--temperature 0" "--temperature 0.8" "--temperature 0.8 --draw-merge rank"
+    done
+    ;;
+next22c)
+    # session 22's third call: the server's batched steps draw each sampled row on the device
+    # (draw_rows): the SequenceBatch test against the host sampler, prompt modes (the batch
+    # prefill's last row through draw_rows' argmax branch), golden; then the server's aggregate
+    # decode rate, sampled, with the device draw against sample.draw=host, greedy beside them
+    cuda_test next22c-slots runtime_slots_draw_test "SequenceBatch: per-row device draws vs the host sampler"
+    cuda_test next22c-modes prefill_modes_test "prompt modes (batch prefill through draw_rows)"
+    cuda_test next22c-golden engine_golden_test "golden (cuda, defaults)"
+    for shape in llama3.2-1b:q4_0 llama3.1-8b:q8_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        serve_load "$f" "$shape-greedy" 0 8,32
+        serve_load "$f" "$shape-device" 0.8 8,32
+        serve_load "$f" "$shape-host" 0.8 8,32 --force-variant sample.draw=host
     done
     ;;
 drawtests)

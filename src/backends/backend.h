@@ -11,20 +11,6 @@
 
 namespace jitllm {
 
-// One step of the batch phase: row i is token tokens[i] at position pos[i] of sequence seq[i]
-// (< plan.n_seq). Rows of one sequence come in position order; a row attends to its sequence's
-// cache up to its own position, so a prompt chunk is causal. With `logits`, every row gets logits
-// and a greedy pick (n <= plan.n_seq).
-struct BatchStep {
-    const int32_t* tokens = nullptr;
-    const int32_t* pos = nullptr;
-    const int32_t* seq = nullptr;
-    int n = 0;
-    bool logits = false;       // logits and a greedy pick for every row (n <= n_seq)
-    bool logits_last = false;  // only for the last row, reported as row 0 (a prompt's last chunk);
-                               // also what sampled_token() returns next
-};
-
 // A sampled pick made on the device (Backend::set_draw): top-k, then top-p, min-p and the
 // temperature over the k best, as runtime/sampler.cpp does, with the uniform number
 // sampler_uniform(seed, draw) (runtime/sampler.h); the counter advances one a pick.
@@ -35,6 +21,24 @@ struct DrawParams {
     int32_t top_k = 0;
     uint64_t seed = 0;
     uint64_t draw = 0;  // the counter of the next draw
+};
+
+// One step of the batch phase: row i is token tokens[i] at position pos[i] of sequence seq[i]
+// (< plan.n_seq). Rows of one sequence come in position order; a row attends to its sequence's
+// cache up to its own position, so a prompt chunk is causal. With `logits`, every row gets logits
+// and a pick (n <= plan.n_seq): the argmax, or a draw (`draw`).
+struct BatchStep {
+    const int32_t* tokens = nullptr;
+    const int32_t* pos = nullptr;
+    const int32_t* seq = nullptr;
+    int n = 0;
+    bool logits = false;       // logits and a pick for every row (n <= n_seq)
+    bool logits_last = false;  // only for the last row, reported as row 0 (a prompt's last chunk);
+                               // also what sampled_token() returns next
+    // with logits: row i's pick drawn on the device with draw[i] (DrawParams above; temperature 0:
+    // the argmax), only where Backend::batch_draw_max_k() > 0 and draw[i] is within it; nullptr:
+    // every row's argmax
+    const DrawParams* draw = nullptr;
 };
 
 class Backend {
@@ -58,6 +62,9 @@ public:
     // Largest top-k a device draw takes: draw_max_k() (0: none).
     virtual bool set_draw(const DrawParams* p) { return p == nullptr; }
     virtual int draw_max_k() const { return 0; }
+    // Largest top-k a batch step's device draw takes (BatchStep::draw; 0: batch steps only take
+    // the argmax, and ignore draw).
+    virtual int batch_draw_max_k() const { return 0; }
     // Greedy decode that runs ahead: decode_queue() queues a decode step at `pos` whose input is
     // `token`, or with token < 0 the previous step's greedy pick, taken where it was made; a GPU
     // backend queues it without waiting, so the host reads one step's pick while the next step

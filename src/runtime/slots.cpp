@@ -56,9 +56,11 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
                      s.pos + s.tokens.size(), n_ctx());
         s.logits = nullptr;
         s.argmax = -1;
+        s.drawn = false;
     }
     const int R = plan_.batch_rows;
-    auto flush = [&](bool logits) {
+    // the rows so far as one step (with logits: each row's pick drawn with draw[row] or not)
+    auto flush = [&](bool logits = false, const DrawParams* draw = nullptr) {
         if (tok_buf_.empty()) return;
         BatchStep b;
         b.tokens = tok_buf_.data();
@@ -66,8 +68,9 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         b.seq = seq_buf_.data();
         b.n = int(tok_buf_.size());
         b.logits = logits;
+        b.draw = draw;
         backend_->batch(b);
-        if (!logits) tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
+        tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
     };
     auto push = [&](int32_t tok, int pos, int seq) {
         tok_buf_.push_back(tok);
@@ -80,22 +83,37 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         const size_t n = s.want_logits ? s.tokens.size() - 1 : s.tokens.size();
         for (size_t i = 0; i < n; ++i) {
             push(s.tokens[i], s.pos + int(i), s.seq);
-            if (int(tok_buf_.size()) == R) flush(false);
+            if (int(tok_buf_.size()) == R) flush();
         }
     }
-    flush(false);
-    // 2. the last token of each sequence that wants logits: one step, one row per sequence
+    flush();
+    // 2. the last token of each sequence that wants logits: one step, one row per sequence.
+    // Each row's pick drawn on the device where its parameters allow (else the argmax); the
+    // logits cross to the host only when some row asks for them or needs a host draw.
     std::vector<SeqStep*> rows;
+    draw_buf_.clear();
+    bool any_draw = false, host_logits = false;
     for (auto& s : steps)
         if (s.want_logits) {
             push(s.tokens.back(), s.pos + int(s.tokens.size()) - 1, s.seq);
             rows.push_back(&s);
+            s.drawn = device_draws(s.draw);
+            draw_buf_.push_back(s.drawn ? s.draw : DrawParams{});
+            any_draw = any_draw || s.drawn;
+            host_logits = host_logits || s.host_logits || (s.draw.temperature > 0.0f && !s.drawn);
         }
-    flush(true);
+    if (rows.empty()) return;
+    backend_->set_logits_needed(host_logits);
+    flush(true, any_draw ? draw_buf_.data() : nullptr);
     for (size_t r = 0; r < rows.size(); ++r) {
-        rows[r]->logits = backend_->batch_logits(int(r));
+        rows[r]->logits = host_logits ? backend_->batch_logits(int(r)) : nullptr;
         rows[r]->argmax = backend_->batch_sampled(int(r));
     }
+}
+
+bool SequenceBatch::device_draws(const DrawParams& p) const {
+    const int k = backend_->batch_draw_max_k();
+    return k > 0 && p.temperature > 0.0f && p.top_k >= 1 && p.top_k <= k && p.top_k < n_vocab();
 }
 
 void SequenceBatch::reset(int seq) {

@@ -34,10 +34,15 @@ struct SeqStep {
     int seq = 0;
     std::vector<int32_t> tokens;  // consumed at positions pos, pos+1, ...
     int pos = 0;
-    bool want_logits = true;      // logits after the last token (otherwise prefill may skip them)
+    bool want_logits = true;      // a pick after the last token (otherwise prefill may skip it)
+    // with want_logits: the pick drawn on the device with these parameters where the backend can
+    // (temperature > 0, 1 <= top_k <= Backend::batch_draw_max_k(); then `drawn`), else the argmax
+    DrawParams draw{};
+    bool host_logits = true;      // with want_logits: the logits copied to the host (`logits`)
     // outputs (valid until the next run() or reset of this sequence)
-    const float* logits = nullptr;
-    int32_t argmax = -1;          // the backend's greedy pick after the last token
+    const float* logits = nullptr;  // when host_logits, or when a draw was asked for and not made
+    int32_t argmax = -1;          // the backend's pick after the last token: the argmax, or the draw
+    bool drawn = false;           // argmax is the device's draw with `draw`
 };
 
 class SequenceBatch {
@@ -57,6 +62,10 @@ public:
     // Runs one step. Every sequence appears at most once; tokens are in [0, n_vocab) and
     // pos + tokens.size() <= n_ctx (checked: these are our invariants, not user input).
     void run(std::vector<SeqStep>& steps);
+    // Whether a step's draw parameters can be drawn on the device (SeqStep::draw), and the
+    // largest top-k such a draw takes (0: none; the picks are then the argmax or the host's).
+    bool device_draws(const DrawParams& p) const;
+    int batch_draw_max_k() const { return backend_->batch_draw_max_k(); }
     // Forgets a sequence's KV cache (its next step starts at position 0).
     void reset(int seq);
 
@@ -66,6 +75,7 @@ private:
     Plan plan_;
     std::unique_ptr<Backend> backend_;
     std::vector<int32_t> tok_buf_, pos_buf_, seq_buf_;
+    std::vector<DrawParams> draw_buf_;
     double load_ms_ = 0;
 };
 

@@ -216,6 +216,16 @@ void Scheduler::step() {
             st.pos = s.pos;
             st.want_logits = true;
         }
+        if (st.want_logits) {
+            // the pick on the device (no logits to the host) unless the request needs the logits:
+            // log-probabilities, a logit bias, or a sampler the device cannot draw for
+            const JobParams& p = s.job->params_;
+            const bool host_pick = !p.logit_bias.empty() ||
+                                   (!s.sampler->plain_greedy() &&
+                                    !s.sampler->device_drawable(batch_.n_vocab(), batch_.batch_draw_max_k()));
+            st.host_logits = p.logprobs || host_pick;
+            if (!host_pick && !s.sampler->plain_greedy()) st.draw = s.sampler->draw_params();
+        }
         steps_.push_back(std::move(st));
     }
     if (steps_.empty()) return;
@@ -249,7 +259,7 @@ void Scheduler::step() {
         } else {
             s.pos += 1;
         }
-        if (st.logits) on_logits(st.seq, st.logits, st.argmax);
+        if (st.want_logits) on_logits(st.seq, st.logits, st.argmax, st.drawn);
     }
 }
 
@@ -265,20 +275,25 @@ std::vector<TokenLogprob> Scheduler::release_logprobs(Slot& s, bool all) {
     return out;
 }
 
-void Scheduler::on_logits(int seq, const float* logits, int32_t argmax) {
+void Scheduler::on_logits(int seq, const float* logits, int32_t argmax, bool drawn) {
     Slot& s = slots_[size_t(seq)];
     Job& j = *s.job;
     const JobParams& p = j.params_;
     const Tokenizer& tok = batch_.tokenizer();
     const int nv = batch_.n_vocab();
-    const float* l = logits;
-    if (!p.logit_bias.empty()) {
-        biased_.assign(logits, logits + nv);
-        for (const auto& [id, b] : p.logit_bias) biased_[size_t(id)] += b;
-        l = biased_.data();
+    int32_t id = argmax;
+    if (drawn) {
+        s.sampler->skip_draws(1);  // the device drew with draw_params(): the host's counter follows
+    } else if (!s.sampler->plain_greedy() || !p.logit_bias.empty() || argmax < 0) {
+        JITLLM_CHECK(logits != nullptr, "sequence {}: a host pick without host logits", seq);
+        const float* l = logits;
+        if (!p.logit_bias.empty()) {
+            biased_.assign(logits, logits + nv);
+            for (const auto& [bid, b] : p.logit_bias) biased_[size_t(bid)] += b;
+            l = biased_.data();
+        }
+        id = s.sampler->sample(l, nv, s.history);
     }
-    const int32_t id = s.sampler->plain_greedy() && l == logits && argmax >= 0
-                           ? argmax : s.sampler->sample(l, nv, s.history);
     const auto now = Clock::now();
     if (s.n_gen == 0) {
         j.t_first_ = now;

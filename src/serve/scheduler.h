@@ -129,7 +129,9 @@ private:
     void admit_locked();
     void purge_cancelled_locked();
     void step();
-    void on_logits(int seq, const float* logits, int32_t argmax);
+    // a sequence's step output: its logits (nullptr when not copied), the backend's pick, and
+    // whether that pick is the device's draw with the slot's sampler parameters
+    void on_logits(int seq, const float* logits, int32_t argmax, bool drawn);
     void end(int seq, Finish f, std::string error = {});
     std::vector<TokenLogprob> release_logprobs(Slot& s, bool all);
 

@@ -1142,9 +1142,18 @@ TEST(ScheduleGates, SampleDrawOnTheDeviceByDefault) {
         EXPECT_EQ(d.scratch.at("draw_keys"), size_t(parts) * size_t(d.draw_max_k) * 8);
         EXPECT_EQ(k.smem, unsigned(8 * parts * d.draw_max_k));  // the merge's lists (more than the sort's 4 keys)
         EXPECT_LE(int(k.smem) + 64 * 32 + 1024, dev.max_shared_block());
-        // the batch phase keeps its per-row argmax
+        // the batch phase's logits rows: the same draw, each row its own parameters and lists
         const KernelStep& rows = at(d.batch, "sample");
-        EXPECT_FALSE(defines(rows.variant, "DRAW"));
+        EXPECT_EQ(rows.symbol, "sample__draw_rows");
+        EXPECT_TRUE(has_define(rows.variant, "DRAW", "1"));
+        EXPECT_TRUE(has_define(rows.variant, "KMAX", std::to_string(d.draw_max_k)));
+        EXPECT_EQ(int(rows.grid.x), parts);
+        ASSERT_EQ(rows.args.size(), 10u);
+        EXPECT_EQ(rows.args[8].scratch, "draw_rows_params");
+        EXPECT_EQ(rows.args[9].scratch, "draw_rows_keys");
+        EXPECT_EQ(d.scratch.at("draw_rows_params"), size_t(p.n_seq) * 32u);
+        EXPECT_EQ(d.scratch.at("draw_rows_keys"), size_t(p.n_seq) * size_t(parts) * size_t(d.draw_max_k) * 8);
+        EXPECT_EQ(rows.smem, k.smem);
     }
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
     EXPECT_EQ(schedule_build(p, h200, ScheduleOptions{}).draw_max_k, 64);
@@ -1157,6 +1166,8 @@ TEST(ScheduleGates, SampleDrawOnTheDeviceByDefault) {
     ASSERT_EQ(at(h.decode, "sample").args.size(), 10u);
     EXPECT_EQ(at(h.decode, "sample").args[8].kind, KArg::Kind::Null);
     EXPECT_EQ(h.scratch.count("draw_params"), 0u);
+    EXPECT_EQ(at(h.batch, "sample").symbol, "sample__argmax_rows");
+    EXPECT_EQ(h.scratch.count("draw_rows_params"), 0u);
     ScheduleOptions fused;
     fused.force["sample.fuse"] = "gemv";
     const Schedule f = schedule_build(p, h200, fused);

@@ -116,6 +116,7 @@ CudaBackend::~CudaBackend() {
         if (e) d.cuEventDestroy(e);
     if (host_q_) d.cuMemFreeHost(host_q_);
     if (host_batch_) d.cuMemFreeHost(host_batch_);
+    if (host_draw_) d.cuMemFreeHost(host_draw_);
 }
 
 void CudaBackend::compile_and_load() {
@@ -193,6 +194,9 @@ void CudaBackend::allocate_buffers() {
                                                        size_t(plan_.batch_rows) * 3 * 4));
         JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&batch_logits_host_),
                                                        size_t(plan_.n_seq) * size_t(c.n_vocab) * 4));
+        if (sched_.draw_max_k > 0 && scratch_.count("draw_rows_params"))  // the batch tail's draw_rows kernel
+            JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_draw_),
+                                                           size_t(plan_.n_seq) * sizeof(DrawParams)));
     }
     ctx_->synchronize();
 }
@@ -765,6 +769,16 @@ void CudaBackend::batch(const BatchStep& b) {
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Seqs)], host_batch_ + 2 * R, size_t(b.n) * 4, st));
     // the output tail: every row (logits), the last row moved to row 0 (logits_last), or none
     const int tail_rows = b.logits ? b.n : b.logits_last ? 1 : 0;
+    if (host_draw_ && tail_rows) {  // the draw_rows kernel reads every tail row's parameters
+        const int k = sched_.draw_max_k;
+        for (int i = 0; i < tail_rows; ++i) {
+            const DrawParams* p = b.logits && b.draw ? &b.draw[i] : nullptr;
+            const bool drawn = p && p->temperature > 0.0f && p->top_k >= 1 && p->top_k <= k && p->top_k < c.n_vocab;
+            host_draw_[i] = drawn ? *p : DrawParams{};  // temperature 0: the argmax
+        }
+        JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(scratch_.at("draw_rows_params"), host_draw_,
+                                             size_t(tail_rows) * sizeof(DrawParams), st));
+    }
     // the launch sequence: the body and the output tail each from the small-step gemv list (gate
     // batch.small) when their rows allow, else from the GEMM list
     const bool small_body = b.n <= sched_.batch_small_rows, small_tail = tail_rows <= sched_.batch_small_rows;

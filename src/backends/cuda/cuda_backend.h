@@ -60,6 +60,7 @@ public:
     void set_logits_needed(bool needed) override { logits_needed_ = needed; }
     bool set_draw(const DrawParams* p) override;
     int draw_max_k() const override { return sched_.draw_max_k; }
+    int batch_draw_max_k() const override { return host_draw_ ? sched_.draw_max_k : 0; }
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
 
@@ -140,6 +141,7 @@ private:
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
+    DrawParams* host_draw_ = nullptr;  // pinned, sample.draw=device: a batch step's n_seq rows of DrawParams
     int batch_n_ = 0;
     bool batch_logits_ = false;
     float* batch_logits_host_ = nullptr;  // pinned: n_seq rows of logits

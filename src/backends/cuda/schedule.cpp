@@ -1413,16 +1413,27 @@ private:
                 return 1;
             }
             case K::Sample: {
-                const int parts = 8;
+                // sample.draw=device: each logits row's pick drawn with its own parameters (the
+                // host's per-row DrawParams; temperature 0: the argmax), decode's block count a row
+                const int parts = g_.sample_draw ? sample_parts() : 8;
                 Variant v("cuda/argmax.cu", "");
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", 0);
-                auto& k = add({i}, "argmax_rows", v);
+                if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);
+                auto& k = add({i}, g_.sample_draw ? "draw_rows" : "argmax_rows", v);
                 k.grid = Dim3(unsigned(parts), unsigned(R)); k.block = Dim3(256);
                 rows_grid(k, 1);
                 k.args = {slot(Slot::Logits), scratch("argmax_rows_val"), scratch("argmax_rows_idx"),
                           scratch("argmax_rows_counter"), slot(Slot::Tokens), slot(Slot::Positions), null(), null(),
-                          null(), null()};
+                          g_.sample_draw ? scratch("draw_rows_params") : null(),
+                          g_.sample_draw ? scratch("draw_rows_keys") : null()};
+                if (g_.sample_draw) {  // logits rows: at most n_seq (CudaBackend::batch checks)
+                    const size_t rows = size_t(std::max(1, p_.n_seq));
+                    s_.scratch["draw_rows_params"] = rows * 32;  // DrawParams
+                    s_.scratch["draw_rows_keys"] = rows * size_t(parts) * size_t(draw_kmax_) * 8;
+                    k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(parts)),
+                                                            int64_t(parts) * draw_kmax_));
+                }
                 s_.scratch["argmax_rows_val"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_idx"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_counter"] = size_t(R) * 4;

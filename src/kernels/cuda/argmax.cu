@@ -402,6 +402,11 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
         logits += (unsigned long long)r * N;
         part_val += r * N_PARTS, part_idx += r * N_PARTS;
         counter += r, token_out += r;
+#if DRAW
+        // batch rows (draw_rows): each row its own parameters and lists
+        draw = static_cast<DrawParams*>(draw) + r;
+        part_keys += (unsigned long long)r * N_PARTS * KMAX;
+#endif
     }
 #if DRAW
     {
