@@ -65,6 +65,7 @@
 #             CLI's greedy / sampled decode rate with the draw on the device and on the host
 #   next22  : session 22's first call: the draw tests (both merges), --draw-merge rank against rounds
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
+#   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
@@ -351,6 +352,21 @@ next22c)
         serve_load "$f" "$shape-greedy" 0 8,32
         serve_load "$f" "$shape-device" 0.8 8,32
         serve_load "$f" "$shape-host" 0.8 8,32 --force-variant sample.draw=host
+    done
+    ;;
+next22d)
+    # session 22's fourth call: batch.small=gemv (the server's steps of few rows through the gemv
+    # kernels), first measured: correctness with 8-row steps (SequenceBatch draws, prompt modes),
+    # then greedy serve rates against the GEMM default
+    cuda_test next22d-slots runtime_slots_draw_test "SequenceBatch draws, batch.small=gemv up to 8 rows" \
+        JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
+    cuda_test next22d-modes prefill_modes_test "prompt modes, batch.small=gemv up to 8 rows" \
+        JITLLM_TEST_CUDA_FORCE=batch.small=gemv JITLLM_TEST_CUDA_BATCH_SMALL_ROWS=8
+    for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        serve_load "$f" "$shape-gemm" 0 1,8,32
+        serve_load "$f" "$shape-small8" 0 1,8,32 --force-variant batch.small=gemv --batch-small-rows 8
+        serve_load "$f" "$shape-small32" 0 1,8,32 --force-variant batch.small=gemv --batch-small-rows 32
     done
     ;;
 drawtests)
