@@ -66,6 +66,7 @@
 #   next22  : session 22's first call: the draw tests (both merges), --draw-merge rank against rounds
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
+#   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
@@ -367,6 +368,19 @@ next22d)
         serve_load "$f" "$shape-gemm" 0 1,8,32
         serve_load "$f" "$shape-small8" 0 1,8,32 --force-variant batch.small=gemv --batch-small-rows 8
         serve_load "$f" "$shape-small32" 0 1,8,32 --force-variant batch.small=gemv --batch-small-rows 32
+    done
+    ;;
+next22e)
+    # session 22's fifth call: batch.small=gemv with 8 rows as the default (golden, prompt modes,
+    # SequenceBatch draws, generate), then serve rates of the default against 16 rows a step
+    cuda_test next22e-golden engine_golden_test "golden (cuda, defaults: batch.small=gemv, 8 rows)"
+    cuda_test next22e-modes prefill_modes_test "prompt modes (defaults)"
+    cuda_test next22e-slots runtime_slots_draw_test "SequenceBatch draws (defaults)"
+    cuda_test next22e-generate runtime_generate_test "generate (defaults)"
+    for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        serve_load "$f" "$shape-default" 0 1,8,16
+        serve_load "$f" "$shape-small16" 0 16 --batch-small-rows 16
     done
     ;;
 drawtests)

@@ -21,7 +21,7 @@ struct GpuFlags {
     bool no_graphs = false, no_run_ahead = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 1;
+    int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 8;
     int gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
@@ -64,7 +64,8 @@ struct GpuFlags {
         app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
         app.add_option("--batch-small-rows", batch_small_rows,
-                       "with --force-variant batch.small=gemv: batch steps of up to N rows take the gemv list (default 1)")
+                       "batch steps of up to N rows take the gemv list (gate batch.small=gemv; H200, 1B Q4_0 serve: 32 rows a "
+                       "step 4156 tok/s through the gemv list against 7337 through the GEMM; default 8)")
             ->check(CLI::Range(1, 64));
         app.add_option("--attn-chunk", attn_chunk,
                        "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128; "

@@ -591,18 +591,19 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         auto m = tiny(t, t, false);
         const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
         ASSERT_FALSE(p.batch.empty());
-        const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), {});
+        ScheduleOptions gemm;
+        gemm.force = {{"batch.small", "gemm"}};
+        const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), gemm);
         EXPECT_EQ(gate(off, "batch.small"), "gemm");
         EXPECT_TRUE(off.batch_small.empty());
         EXPECT_EQ(off.batch_small_rows, 0);
-        ScheduleOptions o;
-        o.force = {{"batch.small", "gemv"}};
+        ScheduleOptions o;  // the default: steps of up to 8 rows through the gemv list
         const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
         EXPECT_EQ(gate(s, "batch.small"), "gemv");
         ASSERT_FALSE(s.batch_small.empty());
-        EXPECT_EQ(s.batch_small_rows, 1);
-        o.batch_small_rows = 8;
-        EXPECT_EQ(schedule_build(p, DeviceInfo::for_target("sm_90"), o).batch_small_rows, 8);
+        EXPECT_EQ(s.batch_small_rows, 8);
+        o.batch_small_rows = 1;
+        EXPECT_EQ(schedule_build(p, DeviceInfo::for_target("sm_90"), o).batch_small_rows, 1);
         bool any_gemm = false;
         for (const auto& k : s.batch) any_gemm = any_gemm || k.symbol.find("__gemm_") != std::string::npos;
         EXPECT_TRUE(any_gemm) << "the GEMM list keeps its tiles";
