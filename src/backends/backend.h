@@ -23,6 +23,12 @@ struct DrawParams {
     uint64_t draw = 0;  // the counter of the next draw
 };
 
+// Whether a device draw takes p: a temperature > 0 and 1 <= top_k <= max_k (the largest k the
+// backend's draw holds), top_k < n_vocab.
+inline bool draw_in_bounds(const DrawParams& p, int n_vocab, int max_k) {
+    return p.temperature > 0.0f && p.top_k >= 1 && p.top_k <= max_k && p.top_k < n_vocab;
+}
+
 // One step of the batch phase: row i is token tokens[i] at position pos[i] of sequence seq[i]
 // (< plan.n_seq). Rows of one sequence come in position order; a row attends to its sequence's
 // cache up to its own position, so a prompt chunk is causal. With `logits`, every row gets logits

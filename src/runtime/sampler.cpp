@@ -37,7 +37,7 @@ double sampler_uniform(uint64_t seed, uint64_t draw) {
 
 bool Sampler::device_drawable(int n_vocab, int max_k) const {
     const bool penalise = p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
-    return !greedy() && !penalise && p_.top_k >= 1 && p_.top_k <= max_k && p_.top_k < n_vocab;
+    return !penalise && draw_in_bounds(draw_params(), n_vocab, max_k);  // (temperature > 0: not greedy)
 }
 
 DrawParams Sampler::draw_params() const {

@@ -112,8 +112,7 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
 }
 
 bool SequenceBatch::device_draws(const DrawParams& p) const {
-    const int k = backend_->batch_draw_max_k();
-    return k > 0 && p.temperature > 0.0f && p.top_k >= 1 && p.top_k <= k && p.top_k < n_vocab();
+    return draw_in_bounds(p, n_vocab(), backend_->batch_draw_max_k());
 }
 
 void SequenceBatch::reset(int seq) {

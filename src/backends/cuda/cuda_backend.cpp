@@ -599,9 +599,7 @@ void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
 
 bool CudaBackend::set_draw(const DrawParams* p) {
     if (sched_.draw_max_k == 0) return p == nullptr;  // sample.draw=host: only the argmax
-    if (p && !(p->temperature > 0.0f && p->top_k >= 1 && p->top_k <= sched_.draw_max_k &&
-               p->top_k < plan_.config->n_vocab))
-        return false;
+    if (p && !draw_in_bounds(*p, plan_.config->n_vocab, sched_.draw_max_k)) return false;
     JITLLM_CHECK(queue_.empty(), "set_draw with {} decode steps queued", queue_.size());
     static_assert(sizeof(DrawParams) == 32, "argmax.cu DrawParams: 32 bytes");
     const DrawParams greedy{};  // temperature 0: the argmax
@@ -770,10 +768,9 @@ void CudaBackend::batch(const BatchStep& b) {
     // the output tail: every row (logits), the last row moved to row 0 (logits_last), or none
     const int tail_rows = b.logits ? b.n : b.logits_last ? 1 : 0;
     if (host_draw_ && tail_rows) {  // the draw_rows kernel reads every tail row's parameters
-        const int k = sched_.draw_max_k;
         for (int i = 0; i < tail_rows; ++i) {
             const DrawParams* p = b.logits && b.draw ? &b.draw[i] : nullptr;
-            const bool drawn = p && p->temperature > 0.0f && p->top_k >= 1 && p->top_k <= k && p->top_k < c.n_vocab;
+            const bool drawn = p && draw_in_bounds(*p, c.n_vocab, sched_.draw_max_k);
             host_draw_[i] = drawn ? *p : DrawParams{};  // temperature 0: the argmax
         }
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(scratch_.at("draw_rows_params"), host_draw_,
