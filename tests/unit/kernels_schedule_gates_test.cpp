@@ -604,6 +604,18 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         EXPECT_EQ(s.batch_small_rows, 8);
         o.batch_small_rows = 1;
         EXPECT_EQ(schedule_build(p, DeviceInfo::for_target("sm_90"), o).batch_small_rows, 1);
+        // serial launches by default; --batch-pdl: the gemv list with PDL, the GEMM list without
+        for (const auto& k : s.batch_small) EXPECT_FALSE(k.pdl) << k.symbol;
+        ScheduleOptions pdl;
+        pdl.batch_pdl = true;
+        const Schedule sp = schedule_build(p, DeviceInfo::for_target("sm_90"), pdl);
+        for (const auto& k : sp.batch_small) {
+            EXPECT_TRUE(k.pdl) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "PDL", "1")) << k.symbol;
+        }
+        for (const auto& k : sp.batch) EXPECT_FALSE(k.pdl) << k.symbol;
+        for (const auto& k : schedule_build(p, DeviceInfo::for_target("sm_80"), pdl).batch_small)
+            EXPECT_FALSE(k.pdl) << k.symbol;  // launch.pdl needs sm_90
         bool any_gemm = false;
         for (const auto& k : s.batch) any_gemm = any_gemm || k.symbol.find("__gemm_") != std::string::npos;
         EXPECT_TRUE(any_gemm) << "the GEMM list keeps its tiles";

@@ -1965,6 +1965,15 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
         s.batch_small_rows = std::max(1, opt.batch_small_rows);
+        // --batch-pdl: the gemv list's kernels all wait (griddepcontrol.wait) before reading an
+        // earlier kernel's output, as decode's do; the GEMM list's gemm.cu / convert.cu do not,
+        // so it stays serial (a mixed step's gemv tail then waits for the GEMM body by itself)
+        if (opt.batch_pdl) {
+            for (const KernelStep& k : s.batch_small)
+                JITLLM_CHECK(k.variant.source != "cuda/gemm.cu" && k.variant.source != "cuda/convert.cu",
+                             "--batch-pdl: {} in the gemv list has no PDL wait", k.symbol);
+            l.mark_pdl(s.batch_small);
+        }
     }
     return s;
 }
