@@ -616,6 +616,26 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         for (const auto& k : sp.batch) EXPECT_FALSE(k.pdl) << k.symbol;
         for (const auto& k : schedule_build(p, DeviceInfo::for_target("sm_80"), pdl).batch_small)
             EXPECT_FALSE(k.pdl) << k.symbol;  // launch.pdl needs sm_90
+        // --batch-bulk: the gemv list's products through the bulk rings where decode's are
+        ScheduleOptions bulk;
+        bulk.batch_bulk = true;
+        const Schedule sb = schedule_build(p, DeviceInfo::for_target("sm_90"), bulk);
+        auto bulk_count = [](const std::vector<KernelStep>& ks) {
+            int n = 0;
+            for (const auto& k : ks) n += has_define(k.variant, "BULK", "1") ? 1 : 0;
+            return n;
+        };
+        EXPECT_EQ(bulk_count(s.batch_small), 0);
+        EXPECT_EQ(bulk_count(sb.batch_small), bulk_count(sb.decode)) << "the same products as decode's";
+        for (const auto& k : sb.batch_small)
+            if (has_define(k.variant, "BULK", "1")) {  // at most one block an SM for each of the step's rows
+                int nb = 0;
+                for (const auto& [name, value] : k.variant.defines)
+                    if (name == "ROWS_INNER") nb = std::stoi(value);
+                EXPECT_GT(nb, 0) << k.symbol;
+                EXPECT_LE(nb, DeviceInfo::for_target("sm_90").sm_count) << k.symbol;
+                EXPECT_EQ(k.grid.x, unsigned(nb * p.batch_rows)) << k.symbol;
+            }
         bool any_gemm = false;
         for (const auto& k : s.batch) any_gemm = any_gemm || k.symbol.find("__gemm_") != std::string::npos;
         EXPECT_TRUE(any_gemm) << "the GEMM list keeps its tiles";

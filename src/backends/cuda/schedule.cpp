@@ -735,7 +735,9 @@ private:
         // chunks; forced: every split-layout gemv too; where x and the smallest rings fit
         const bool plain_type = is_plain(w0->type);
         const int64_t bulk_x = act_q8_type(w0->type) ? int64_t(cols) + cols / 32 * 8 : int64_t(cols) * 4;
-        const bool bulk_able = warp && !batch_ && (wsplit || (plain_type && x_smem && cols % 256 == 0)) &&
+        // (--batch-bulk: the batch phase's gemv list too; each row of a step its own blocks)
+        const bool bulk_able = warp && (!batch_ || (small_ && o_.batch_bulk)) &&
+                               (wsplit || (plain_type && x_smem && cols % 256 == 0)) &&
                                bulk_shape(w0->type, cols, 2, 16, bulk_x).fits;
         const bool bulk = g_.gemv_bulk && bulk_able &&
                           (g_.gemv_bulk_all || plain_type || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
