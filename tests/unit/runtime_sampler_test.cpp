@@ -10,20 +10,11 @@
 #include <set>
 #include <vector>
 
+#include "fixtures/engine_factory.h"
 #include "runtime/sampler.h"
 
 namespace jitllm {
 namespace {
-
-SamplerParams params(float temperature, int top_k, float top_p, float min_p, uint64_t seed = 7) {
-    SamplerParams p;
-    p.temperature = temperature;
-    p.top_k = top_k;
-    p.top_p = top_p;
-    p.min_p = min_p;
-    p.seed = seed;
-    return p;
-}
 
 std::vector<float> random_logits(int n, uint64_t seed) {
     std::mt19937_64 g(seed);
@@ -43,9 +34,9 @@ std::vector<int32_t> draws(const SamplerParams& p, const std::vector<float>& log
 
 TEST(Sampler, SameSeedSameTokensOtherSeedOtherTokens) {
     const auto l = random_logits(1000, 1);
-    const auto a = draws(params(1.0f, 0, 1.0f, 0.0f, 42), l, 200);
-    EXPECT_EQ(a, draws(params(1.0f, 0, 1.0f, 0.0f, 42), l, 200));
-    EXPECT_NE(a, draws(params(1.0f, 0, 1.0f, 0.0f, 43), l, 200));
+    const auto a = draws(test::sampler_params(1.0f, 0, 1.0f, 0.0f, 42), l, 200);
+    EXPECT_EQ(a, draws(test::sampler_params(1.0f, 0, 1.0f, 0.0f, 42), l, 200));
+    EXPECT_NE(a, draws(test::sampler_params(1.0f, 0, 1.0f, 0.0f, 43), l, 200));
 }
 
 // Draw i uses sampler_uniform(seed, i) whoever makes it: a sampler that skips the draws another
@@ -53,14 +44,14 @@ TEST(Sampler, SameSeedSameTokensOtherSeedOtherTokens) {
 // Greedy picks take no draw.
 TEST(Sampler, DrawCounterCarriesAcrossSkippedDraws) {
     const auto l = random_logits(5000, 3);
-    const SamplerParams p = params(0.9f, 40, 0.95f, 0.05f, 11);
+    const SamplerParams p = test::sampler_params(0.9f, 40, 0.95f, 0.05f, 11);
     const auto all = draws(p, l, 30);
     Sampler s(p);
     s.skip_draws(17);
     EXPECT_EQ(s.draw_params().draw, 17u);
     for (int i = 17; i < 30; ++i) EXPECT_EQ(s.sample(l.data(), int(l.size()), {}), all[size_t(i)]) << i;
     EXPECT_EQ(s.draws(), 30u);
-    Sampler g(params(0.0f, 40, 0.95f, 0.05f, 11));
+    Sampler g(test::sampler_params(0.0f, 40, 0.95f, 0.05f, 11));
     g.sample(l.data(), int(l.size()), {});
     EXPECT_EQ(g.draws(), 0u);
     // the uniform numbers: in [0, 1), mean near 1/2, a function of (seed, draw) only
@@ -82,17 +73,17 @@ TEST(Sampler, DrawCounterCarriesAcrossSkippedDraws) {
 // What a device draw can take (argmax.cu DRAW): a temperature, 1 <= top-k <= the backend's
 // largest and below the vocabulary, no penalties; the parameters it gets are the sampler's.
 TEST(Sampler, DeviceDrawableOnlyWithTopKAndNoPenalties) {
-    EXPECT_TRUE(Sampler(params(0.8f, 40, 0.95f, 0.05f)).device_drawable(128256, 64));
-    EXPECT_TRUE(Sampler(params(0.8f, 64, 1.0f, 0.0f)).device_drawable(128256, 64));
-    EXPECT_FALSE(Sampler(params(0.8f, 65, 0.95f, 0.05f)).device_drawable(128256, 64));
-    EXPECT_FALSE(Sampler(params(0.8f, 0, 0.95f, 0.05f)).device_drawable(128256, 64));
-    EXPECT_FALSE(Sampler(params(0.0f, 40, 0.95f, 0.05f)).device_drawable(128256, 64));  // greedy: the argmax
-    EXPECT_FALSE(Sampler(params(0.8f, 40, 0.95f, 0.05f)).device_drawable(40, 64));      // k = the vocabulary
-    EXPECT_FALSE(Sampler(params(0.8f, 40, 0.95f, 0.05f)).device_drawable(128256, 0));   // no device draw
-    SamplerParams pen = params(0.8f, 40, 0.95f, 0.05f);
+    EXPECT_TRUE(Sampler(test::sampler_params(0.8f, 40, 0.95f, 0.05f)).device_drawable(128256, 64));
+    EXPECT_TRUE(Sampler(test::sampler_params(0.8f, 64, 1.0f, 0.0f)).device_drawable(128256, 64));
+    EXPECT_FALSE(Sampler(test::sampler_params(0.8f, 65, 0.95f, 0.05f)).device_drawable(128256, 64));
+    EXPECT_FALSE(Sampler(test::sampler_params(0.8f, 0, 0.95f, 0.05f)).device_drawable(128256, 64));
+    EXPECT_FALSE(Sampler(test::sampler_params(0.0f, 40, 0.95f, 0.05f)).device_drawable(128256, 64));  // greedy: the argmax
+    EXPECT_FALSE(Sampler(test::sampler_params(0.8f, 40, 0.95f, 0.05f)).device_drawable(40, 64));      // k = the vocabulary
+    EXPECT_FALSE(Sampler(test::sampler_params(0.8f, 40, 0.95f, 0.05f)).device_drawable(128256, 0));   // no device draw
+    SamplerParams pen = test::sampler_params(0.8f, 40, 0.95f, 0.05f);
     pen.repeat_penalty = 1.1f;
     EXPECT_FALSE(Sampler(pen).device_drawable(128256, 64));
-    const DrawParams d = Sampler(params(0.7f, 33, 0.9f, 0.1f, 99)).draw_params();
+    const DrawParams d = Sampler(test::sampler_params(0.7f, 33, 0.9f, 0.1f, 99)).draw_params();
     EXPECT_EQ(d.temperature, 0.7f);
     EXPECT_EQ(d.top_k, 33);
     EXPECT_EQ(d.top_p, 0.9f);
@@ -103,8 +94,8 @@ TEST(Sampler, DeviceDrawableOnlyWithTopKAndNoPenalties) {
 
 TEST(Sampler, GreedyAndTopKOneTakeTheLowestIdOfTheMaximum) {
     const std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
-    for (int32_t t : draws(params(0.0f, 40, 0.95f, 0.05f), l, 20)) EXPECT_EQ(t, 1);
-    for (int32_t t : draws(params(5.0f, 1, 1.0f, 0.0f), l, 50)) EXPECT_EQ(t, 1);
+    for (int32_t t : draws(test::sampler_params(0.0f, 40, 0.95f, 0.05f), l, 20)) EXPECT_EQ(t, 1);
+    for (int32_t t : draws(test::sampler_params(5.0f, 1, 1.0f, 0.0f), l, 50)) EXPECT_EQ(t, 1);
 }
 
 // probabilities 0.5 / 0.3 / 0.15 / 0.05 at temperature 1
@@ -112,15 +103,15 @@ std::vector<float> four() { return {std::log(0.3f), std::log(0.05f), std::log(0.
 
 TEST(Sampler, TopKTopPAndMinPBoundWhatIsDrawn) {
     auto seen = [](const std::vector<int32_t>& v) { return std::set<int32_t>(v.begin(), v.end()); };
-    EXPECT_EQ(seen(draws(params(1.0f, 2, 1.0f, 0.0f), four(), 400)), (std::set<int32_t>{2, 0}));
+    EXPECT_EQ(seen(draws(test::sampler_params(1.0f, 2, 1.0f, 0.0f), four(), 400)), (std::set<int32_t>{2, 0}));
     // top-p 0.7: 0.5 then 0.8 >= 0.7: the two most likely
-    EXPECT_EQ(seen(draws(params(1.0f, 0, 0.7f, 0.0f), four(), 400)), (std::set<int32_t>{2, 0}));
+    EXPECT_EQ(seen(draws(test::sampler_params(1.0f, 0, 0.7f, 0.0f), four(), 400)), (std::set<int32_t>{2, 0}));
     // top-p 0.85: 0.5, 0.8, 0.95: three
-    EXPECT_EQ(seen(draws(params(1.0f, 0, 0.85f, 0.0f), four(), 600)), (std::set<int32_t>{2, 0, 3}));
+    EXPECT_EQ(seen(draws(test::sampler_params(1.0f, 0, 0.85f, 0.0f), four(), 600)), (std::set<int32_t>{2, 0, 3}));
     // min-p 0.2: at least 0.1 (0.2 x 0.5): 0.5, 0.3, 0.15
-    EXPECT_EQ(seen(draws(params(1.0f, 0, 1.0f, 0.2f), four(), 600)), (std::set<int32_t>{2, 0, 3}));
+    EXPECT_EQ(seen(draws(test::sampler_params(1.0f, 0, 1.0f, 0.2f), four(), 600)), (std::set<int32_t>{2, 0, 3}));
     // nothing filtered: all four
-    EXPECT_EQ(seen(draws(params(1.0f, 0, 1.0f, 0.0f), four(), 2000)), (std::set<int32_t>{0, 1, 2, 3}));
+    EXPECT_EQ(seen(draws(test::sampler_params(1.0f, 0, 1.0f, 0.0f), four(), 2000)), (std::set<int32_t>{0, 1, 2, 3}));
 }
 
 TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
@@ -131,7 +122,7 @@ TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
         const auto l = four();
         for (int i = 0; i < 4; ++i) tot += expect[size_t(i)] = std::exp(double(l[size_t(i)]) / temp);
         std::vector<int> count(4);
-        for (int32_t t : draws(params(temp, 0, 1.0f, 0.0f, 11), l, n)) count[size_t(t)]++;
+        for (int32_t t : draws(test::sampler_params(temp, 0, 1.0f, 0.0f, 11), l, n)) count[size_t(t)]++;
         for (int i = 0; i < 4; ++i) {
             const double p = expect[size_t(i)] / tot, sd = std::sqrt(p * (1 - p) / n);
             EXPECT_NEAR(double(count[size_t(i)]) / n, p, 5 * sd) << "temperature " << temp << " token " << i;
@@ -140,7 +131,7 @@ TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
 }
 
 TEST(Sampler, RepeatPenaltyMovesTheGreedyPick) {
-    SamplerParams p = params(0.0f, 40, 0.95f, 0.05f);
+    SamplerParams p = test::sampler_params(0.0f, 40, 0.95f, 0.05f);
     p.repeat_penalty = 2.0f;  // 2.0 -> 1.0 for token 1: token 4 (1.9) wins
     Sampler s(p);
     const std::vector<float> l = {0.5f, 2.0f, -1.0f, 1.0f, 1.9f};
@@ -165,8 +156,8 @@ TEST(Sampler, TopKOverALargeVocabularyDrawsWhatTheFullOrderingDraws) {
         std::vector<float> masked(size_t(n_vocab), -INFINITY);
         for (int i = 0; i < k; ++i) masked[size_t(c[size_t(i)].second)] = c[size_t(i)].first;
         for (float top_p : {1.0f, 0.9f}) {
-            const auto got = draws(params(0.8f, k, top_p, 0.05f, 5), l, 30);
-            const auto want = draws(params(0.8f, 0, top_p, 0.05f, 5), masked, 30);
+            const auto got = draws(test::sampler_params(0.8f, k, top_p, 0.05f, 5), l, 30);
+            const auto want = draws(test::sampler_params(0.8f, 0, top_p, 0.05f, 5), masked, 30);
             EXPECT_EQ(got, want) << "k " << k << " top-p " << top_p;
         }
     }
@@ -180,8 +171,8 @@ TEST(Sampler, TopPAndMinPWithoutTopKDrawWhatTheNearlyFullOrderingDraws) {
     const auto l = random_logits(n_vocab, 99);
     for (auto [top_p, min_p] : {std::pair{0.9f, 0.05f}, std::pair{1.0f, 0.05f}, std::pair{0.5f, 0.0f},
                                 std::pair{0.999f, 0.0f}, std::pair{1.0f, 1e-6f}}) {
-        const auto got = draws(params(1.5f, 0, top_p, min_p, 3), l, 30);
-        const auto want = draws(params(1.5f, n_vocab - 1, top_p, min_p, 3), l, 30);
+        const auto got = draws(test::sampler_params(1.5f, 0, top_p, min_p, 3), l, 30);
+        const auto want = draws(test::sampler_params(1.5f, n_vocab - 1, top_p, min_p, 3), l, 30);
         EXPECT_EQ(got, want) << "top-p " << top_p << " min-p " << min_p;
     }
 }

@@ -17,16 +17,6 @@
 namespace jitllm {
 namespace {
 
-SamplerParams params(float temperature, int top_k, float top_p, float min_p, uint64_t seed) {
-    SamplerParams p;
-    p.temperature = temperature;
-    p.top_k = top_k;
-    p.top_p = top_p;
-    p.min_p = min_p;
-    p.seed = seed;
-    return p;
-}
-
 TEST(SequenceBatchDraw, DeviceDrawsPerRowAreTheHostSamplersTokens) {
     SequenceBatchOptions o;
     o.model_path = test::source_dir() + "/models/stories260K.gguf";
@@ -40,8 +30,8 @@ TEST(SequenceBatchDraw, DeviceDrawsPerRowAreTheHostSamplersTokens) {
     EXPECT_EQ(max_k > 0, o.gpu);
     // one row each: drawn (k 40, top-p 0.9), drawn (k 5, min-p 0.05, hot), greedy, top-k 0 (a
     // host draw: the device takes at most max_k)
-    const std::vector<SamplerParams> ps = {params(0.8f, 40, 0.9f, 0.0f, 11), params(1.5f, 5, 1.0f, 0.05f, 12),
-                                           params(0.0f, 40, 1.0f, 0.0f, 13), params(0.9f, 0, 0.95f, 0.0f, 14)};
+    const std::vector<SamplerParams> ps = {test::sampler_params(0.8f, 40, 0.9f, 0.0f, 11), test::sampler_params(1.5f, 5, 1.0f, 0.05f, 12),
+                                           test::sampler_params(0.0f, 40, 1.0f, 0.0f, 13), test::sampler_params(0.9f, 0, 0.95f, 0.0f, 14)};
     std::vector<Sampler> dev, ref;
     for (const auto& p : ps) dev.emplace_back(p), ref.emplace_back(p);
     const std::vector<int32_t> prompt = b.tokenizer().encode("Once upon a time, there was", true, false);
