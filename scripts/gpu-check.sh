@@ -67,7 +67,7 @@
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
-#   next23  : --batch-pdl / --batch-bulk (the server's small steps as decode runs its gemvs): tests, serve rates
+#   next23  : batch.pdl (default) / --batch-bulk (the server's small steps as decode runs its gemvs): tests, serve rates
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
 #   also: decode8b bench depth tune modes head red ceiling prefprof serve (see each case below)
@@ -385,23 +385,21 @@ next22e)
     done
     ;;
 next23)
-    # session 23's first call (prepared in session 22): --batch-pdl (the server's small steps
-    # through the gemv list with programmatic dependent launch, as decode) and --batch-bulk (that
-    # list's products through decode's bulk rings): prompt modes, SequenceBatch draws and golden
-    # with them, then serve rates against the default (SERVE_SECONDS=5 keeps the call short)
-    cuda_test next23-modes prefill_modes_test "prompt modes, --batch-pdl" JITLLM_TEST_CUDA_BATCH_PDL=1
-    cuda_test next23-slots runtime_slots_draw_test "SequenceBatch draws, --batch-pdl" JITLLM_TEST_CUDA_BATCH_PDL=1
-    cuda_test next23-golden engine_golden_test "golden, --batch-pdl" JITLLM_TEST_CUDA_BATCH_PDL=1
-    cuda_test next23-modes-bulk prefill_modes_test "prompt modes, --batch-bulk --batch-pdl" \
-        JITLLM_TEST_CUDA_BATCH_BULK=1 JITLLM_TEST_CUDA_BATCH_PDL=1
-    cuda_test next23-slots-bulk runtime_slots_draw_test "SequenceBatch draws, --batch-bulk --batch-pdl" \
-        JITLLM_TEST_CUDA_BATCH_BULK=1 JITLLM_TEST_CUDA_BATCH_PDL=1
+    # session 23's first call (prepared in session 22, measured then): the server's small steps
+    # with PDL (now the default, gate batch.pdl) against serial launches, and --batch-bulk (that
+    # list's products through decode's bulk rings, off): prompt modes, SequenceBatch draws and
+    # golden, then serve rates (SERVE_SECONDS=5 keeps the call short)
+    cuda_test next23-modes prefill_modes_test "prompt modes, batch.pdl=pdl"
+    cuda_test next23-slots runtime_slots_draw_test "SequenceBatch draws, batch.pdl=pdl"
+    cuda_test next23-golden engine_golden_test "golden, batch.pdl=pdl"
+    cuda_test next23-modes-bulk prefill_modes_test "prompt modes, --batch-bulk" JITLLM_TEST_CUDA_BATCH_BULK=1
+    cuda_test next23-slots-bulk runtime_slots_draw_test "SequenceBatch draws, --batch-bulk" JITLLM_TEST_CUDA_BATCH_BULK=1
     for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
         f=$(synth "${shape%%:*}" "${shape##*:}")
-        serve_load "$f" "$shape-default" 0 1,8
-        serve_load "$f" "$shape-batch-pdl" 0 1,8 --batch-pdl
-        serve_load "$f" "$shape-batch-bulk" 0 1,8 --batch-bulk
-        serve_load "$f" "$shape-batch-bulk-pdl" 0 1,8 --batch-bulk --batch-pdl
+        serve_load "$f" "$shape-serial" 0 1,8 --force-variant batch.pdl=serial
+        serve_load "$f" "$shape-batch-pdl" 0 1,8
+        serve_load "$f" "$shape-batch-bulk" 0 1,8 --batch-bulk --force-variant batch.pdl=serial
+        serve_load "$f" "$shape-batch-bulk-pdl" 0 1,8 --batch-bulk
     done
     ;;
 drawtests)

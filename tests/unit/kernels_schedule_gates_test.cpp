@@ -596,6 +596,7 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         const Schedule off = schedule_build(p, DeviceInfo::for_target("sm_90"), gemm);
         EXPECT_EQ(gate(off, "batch.small"), "gemm");
         EXPECT_TRUE(off.batch_small.empty());
+        EXPECT_EQ(gate(off, "batch.pdl"), "serial");
         EXPECT_EQ(off.batch_small_rows, 0);
         ScheduleOptions o;  // the default: steps of up to 8 rows through the gemv list
         const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
@@ -604,18 +605,24 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         EXPECT_EQ(s.batch_small_rows, 8);
         o.batch_small_rows = 1;
         EXPECT_EQ(schedule_build(p, DeviceInfo::for_target("sm_90"), o).batch_small_rows, 1);
-        // serial launches by default; --batch-pdl: the gemv list with PDL, the GEMM list without
-        for (const auto& k : s.batch_small) EXPECT_FALSE(k.pdl) << k.symbol;
-        ScheduleOptions pdl;
-        pdl.batch_pdl = true;
-        const Schedule sp = schedule_build(p, DeviceInfo::for_target("sm_90"), pdl);
-        for (const auto& k : sp.batch_small) {
+        // gate batch.pdl (default pdl on sm_90): the gemv list with PDL, the GEMM list without
+        EXPECT_EQ(gate(s, "batch.pdl"), "pdl");
+        for (const auto& k : s.batch_small) {
             EXPECT_TRUE(k.pdl) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "PDL", "1")) << k.symbol;
         }
-        for (const auto& k : sp.batch) EXPECT_FALSE(k.pdl) << k.symbol;
-        for (const auto& k : schedule_build(p, DeviceInfo::for_target("sm_80"), pdl).batch_small)
-            EXPECT_FALSE(k.pdl) << k.symbol;  // launch.pdl needs sm_90
+        for (const auto& k : s.batch) EXPECT_FALSE(k.pdl) << k.symbol;
+        const Schedule s80 = schedule_build(p, DeviceInfo::for_target("sm_80"), o);
+        EXPECT_EQ(gate(s80, "batch.pdl"), "serial");  // launch.pdl needs sm_90
+        for (const auto& k : s80.batch_small) EXPECT_FALSE(k.pdl) << k.symbol;
+        ScheduleOptions serial;
+        serial.force = {{"batch.pdl", "serial"}};
+        const Schedule ss = schedule_build(p, DeviceInfo::for_target("sm_90"), serial);
+        EXPECT_EQ(gate(ss, "batch.pdl"), "serial");
+        for (const auto& k : ss.batch_small) EXPECT_FALSE(k.pdl) << k.symbol;
+        ScheduleOptions force80;
+        force80.force = {{"batch.pdl", "pdl"}};
+        EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), force80), Error);
         // --batch-bulk: the gemv list's products through the bulk rings where decode's are
         ScheduleOptions bulk;
         bulk.batch_bulk = true;
@@ -651,7 +658,7 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
         for (const auto& k : s.batch_small) {
             EXPECT_EQ(k.symbol.find("__gemm_"), std::string::npos) << k.symbol;
             EXPECT_EQ(k.symbol.find("_to_f16"), std::string::npos) << k.symbol;  // no 16-bit activations
-            EXPECT_FALSE(k.pdl) << k.symbol;
+            EXPECT_TRUE(k.pdl) << k.symbol;  // gate batch.pdl=pdl on sm_90
             if (k.symbol.find("__gemv_") != std::string::npos) {
                 ++gemv;
                 // rows innermost: grid.x = blocks per row group x the step's rows

@@ -66,6 +66,7 @@ struct Gates {
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
     bool attn_kh2 = false;          // attn.kdot=half2: decode attention's q . k in f16 pairs
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
+    bool batch_pdl = false;    // ... launched with PDL (gate batch.pdl)
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
     // gemv.early=load: the first weight step before griddepcontrol.wait; by default for the
@@ -350,6 +351,20 @@ public:
             if (pdl_ && !sm90) fail_usage("--force-variant launch.pdl=pdl: needs compute capability 9.0+");
         }
         {
+            // The server's small steps (the batch.small gemv list) launched with PDL as decode is:
+            // every kernel of that list waits before reading an earlier kernel's output. The GEMM
+            // list stays serial (gemm.cu / convert.cu have no PDL wait). H200, jitllm serve, greedy
+            // (session 23): 8B Q8_0 one client 362.4 tok/s against 352.5 serial, 8 clients 777.6
+            // against 775.1; 1B Q4_0 1788.4 against 1666.0, 3550.0 against 3579.3
+            std::string why;
+            if (!g_.batch_small) why = "batch.small=gemm: no gemv list for small steps";
+            else if (!pdl_) why = "launch.pdl=serial: no programmatic dependent launch";
+            g_.batch_pdl = forced_if("batch.pdl", "pdl", "serial", true, why,
+                                     "the small-step gemv list launched with PDL as decode (H200 serve, one client: "
+                                     "8B Q8_0 362.4 tok/s against 352.5, 1B Q4_0 1788.4 against 1666.0; 8 clients "
+                                     "the same within 1 %)");
+        }
+        {
             // H200, tg128, same machine (docs/perf-notes.md, session 6): with the table 1B F16
             // +1.2 %, 1B Q4_0 +4.2 %; with the table and rope.fuse=gemv +1.4 to +4.5 % on all six
             // shapes (the fused epilogue without the table: +0.7 / -0.8 %, its per-pair double pow
@@ -548,6 +563,7 @@ public:
     }
 
     bool batch_small() const { return g_.batch_small; }
+    bool batch_pdl() const { return g_.batch_pdl; }
 
     // gate rope.angles=table: (cos, sin) floats for every (position, pair)
     size_t rope_table_bytes() const { return size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8; }
@@ -1943,7 +1959,7 @@ private:
 
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout", "launch.pdl", "batch.small", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
+            "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
             "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "layer.tail",
             "sample.fuse", "sample.draw", "step.advance"};
 }
@@ -1967,13 +1983,13 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
         s.batch_small_rows = std::max(1, opt.batch_small_rows);
-        // --batch-pdl: the gemv list's kernels all wait (griddepcontrol.wait) before reading an
+        // gate batch.pdl: the gemv list's kernels all wait (griddepcontrol.wait) before reading an
         // earlier kernel's output, as decode's do; the GEMM list's gemm.cu / convert.cu do not,
         // so it stays serial (a mixed step's gemv tail then waits for the GEMM body by itself)
-        if (opt.batch_pdl) {
+        if (l.batch_pdl()) {
             for (const KernelStep& k : s.batch_small)
                 JITLLM_CHECK(k.variant.source != "cuda/gemm.cu" && k.variant.source != "cuda/convert.cu",
-                             "--batch-pdl: {} in the gemv list has no PDL wait", k.symbol);
+                             "batch.pdl: {} in the gemv list has no PDL wait", k.symbol);
             l.mark_pdl(s.batch_small);
         }
     }

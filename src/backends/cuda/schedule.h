@@ -84,7 +84,6 @@ struct ScheduleOptions {
     int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: every gemv grid at most N blocks per SM (0: gate gemv.grid)
     int gemv_grid_max = 0;                       // --gemv-grid-max: cap the gemv grid at N blocks (blocks loop over passes)
     int batch_small_rows = 8;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
-    bool batch_pdl = false;                      // --batch-pdl: the batch phase's gemv list launched with PDL (launch.pdl=pdl)
     bool batch_bulk = false;                     // --batch-bulk: the batch phase's gemv list through the bulk rings (gemv.load=bulk)
     int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128; mma 64)
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1; mma 3)
