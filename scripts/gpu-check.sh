@@ -67,6 +67,9 @@
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
+#   next23d : defaults with gate batch.xrows: prompt modes, serve rates
+#   next23c : gemv.cu XROWS against the CPU, prompt modes
+#   next23b : --batch-xrows 8 / 4 (one weight read for the rows of a small step): tests, serve rates
 #   next23  : batch.pdl (default) / --batch-bulk (the server's small steps as decode runs its gemvs): tests, serve rates
 #   drawtests: the device draw's GPU tests (kernels_draw_test, runtime_generate_test, golden)
 #   draw21b : sample__draw's cost split: --profiler rows with --draw-ablate sort|copy|merge|tail, ncu
@@ -400,6 +403,38 @@ next23)
         serve_load "$f" "$shape-batch-pdl" 0 1,8
         serve_load "$f" "$shape-batch-bulk" 0 1,8 --batch-bulk --force-variant batch.pdl=serial
         serve_load "$f" "$shape-batch-bulk-pdl" 0 1,8 --batch-bulk
+    done
+    ;;
+next23b)
+    # session 23: --batch-xrows N (the small-step list's split Q4_0/Q8_0 gemvs read each weight row
+    # once for up to N of the step's rows): prompt modes (batch-1 and batch-7 chunks take the gemv
+    # list) and golden with it, then serve rates against the default
+    cuda_test next23b-gemvrows kernels_gemm_test "gemv rows vs cpu" GTEST_FILTER='*GemvRows*'
+    grep -E "gemv rows" "$OUT/next23b-gemvrows.txt" | tee -a "$OUT/summary.txt"
+    cuda_test next23b-modes8 prefill_modes_test "prompt modes, --batch-xrows 8" JITLLM_TEST_CUDA_BATCH_XROWS=8
+    cuda_test next23b-modes4 prefill_modes_test "prompt modes, --batch-xrows 4" JITLLM_TEST_CUDA_BATCH_XROWS=4
+    for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        serve_load "$f" "$shape-default" 0 1,4,8
+        serve_load "$f" "$shape-xrows8" 0 1,4,8 --batch-xrows 8
+        serve_load "$f" "$shape-xrows4" 0 1,4,8 --batch-xrows 4
+    done
+    ;;
+next23c)
+    # gemv.cu over a step's rows against the CPU (XROWS 1, 2, 4, 8), then prompt modes with the
+    # defaults and with --batch-xrows 8
+    cuda_test next23c-gemvrows kernels_gemm_test "gemv rows vs cpu" GTEST_FILTER='*GemvRows*'
+    grep -E "gemv rows" "$OUT/next23c-gemvrows.txt" | tee -a "$OUT/summary.txt"
+    cuda_test next23c-modes prefill_modes_test "prompt modes (defaults)"
+    cuda_test next23c-modes8 prefill_modes_test "prompt modes, --batch-xrows 8" JITLLM_TEST_CUDA_BATCH_XROWS=8
+    ;;
+next23d)
+    # session 23's last call: the defaults with gate batch.xrows (steps of 2+ rows through the XROWS
+    # list, one-row steps through the small-step list): prompt modes, then serve rates
+    cuda_test next23d-modes prefill_modes_test "prompt modes (defaults: batch.xrows=shared, 4 rows a block)"
+    for shape in llama3.1-8b:q8_0 llama3.2-1b:q4_0; do
+        f=$(synth "${shape%%:*}" "${shape##*:}")
+        serve_load "$f" "$shape-default" 0 1,4,8
     done
     ;;
 drawtests)

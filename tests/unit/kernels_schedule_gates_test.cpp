@@ -682,6 +682,75 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
     }
 }
 
+// Gate batch.xrows (default shared, --batch-xrows 4): a third batch list, for steps of 2 ..
+// batch_small_rows rows, whose split-layout Q4_0/Q8_0 gemvs read each weight row once for up to N
+// of the step's rows (gemv.cu XROWS): grid.y = ceil(rows / N), one block an SM, a copy of every
+// row's int8 x in shared memory, the step's row count as the last argument; the small-step list
+// (one-row steps) and decode keep their kernels; no list without split-layout weights (F16)
+TEST(ScheduleGates, BatchXrowsReadsEachSplitWeightOnceForTheStepsRows) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16}) {
+        SCOPED_TRACE(type_name(t));
+        auto m = tiny(t, t, false, 512, 768);  // ff 768: the down projection's rows split too
+        const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+        const Schedule s = schedule_build(p, h200, {});  // default: 4 rows a block
+        EXPECT_EQ(gate(s, "batch.xrows"), "shared");
+        ScheduleOptions off;
+        off.batch_xrows = 0;
+        const Schedule base = schedule_build(p, h200, off);
+        EXPECT_EQ(gate(base, "batch.xrows"), "per-row");
+        EXPECT_TRUE(base.batch_xrows.empty());
+        ScheduleOptions forced;
+        forced.force = {{"batch.xrows", "per-row"}};
+        EXPECT_TRUE(schedule_build(p, h200, forced).batch_xrows.empty());
+        ASSERT_EQ(s.batch_small.size(), base.batch_small.size());
+        for (size_t i = 0; i < s.batch_small.size(); ++i)  // one-row steps: unchanged
+            EXPECT_EQ(s.batch_small[i].variant.display_name(), base.batch_small[i].variant.display_name());
+        for (size_t i = 0; i < s.decode.size(); ++i)  // decode unchanged
+            EXPECT_EQ(s.decode[i].variant.display_name(), base.decode[i].variant.display_name());
+        if (t == GgmlType::F16) {
+            EXPECT_TRUE(s.batch_xrows.empty()) << "no split-layout products";
+            continue;
+        }
+        ASSERT_EQ(s.batch_xrows.size(), s.batch_small.size());
+        EXPECT_EQ(s.batch_xrows_body, s.batch_small_body);
+        std::set<std::string> vs;
+        for (const auto& v : schedule_variants(s)) vs.insert(v.display_name());
+        int xr = 0;
+        for (size_t i = 0; i < s.batch_xrows.size(); ++i) {
+            const KernelStep& k = s.batch_xrows[i];
+            EXPECT_EQ(k.tasks, s.batch_small[i].tasks) << k.symbol;
+            EXPECT_TRUE(vs.count(k.variant.display_name())) << k.symbol;
+            EXPECT_TRUE(k.pdl) << k.symbol;  // gate batch.pdl
+            if (!k.variant.has("XROWS")) {
+                EXPECT_EQ(k.variant.display_name(), s.batch_small[i].variant.display_name());
+                continue;
+            }
+            ++xr;
+            EXPECT_NE(k.symbol.find("_xrows"), std::string::npos) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "XROWS", "4")) << k.symbol;
+            EXPECT_FALSE(k.variant.has("ROWS_INNER")) << k.symbol;
+            EXPECT_FALSE(k.variant.has("EARLY_LOAD")) << k.symbol;
+            EXPECT_EQ(k.rows_dim, 1) << k.symbol;
+            EXPECT_EQ(k.grid_for_rows(2).y, 1u) << k.symbol;
+            EXPECT_EQ(k.grid_for_rows(4).y, 1u) << k.symbol;
+            EXPECT_EQ(k.grid_for_rows(7).y, 2u) << k.symbol;
+            EXPECT_LE(k.grid_for_rows(7).x, unsigned(h200.sm_count)) << k.symbol;
+            EXPECT_EQ(k.grid_for_rows(7).x, k.grid_for_rows(2).x) << k.symbol;
+            ASSERT_FALSE(k.args.empty());
+            EXPECT_EQ(k.args.back().kind, KArg::Kind::Rows) << k.symbol;
+            const unsigned cols = k.symbol.find("ffn_down") != std::string::npos ? 768u : 512u;
+            EXPECT_EQ(k.smem, 4u * (cols + cols / 32 * 8)) << k.symbol;
+        }
+        // q/k/v, attn_output, gate/up, down (this model's output projection: GGUF blocks)
+        EXPECT_EQ(xr, 4 * m->config.n_layers);
+    }
+    ScheduleOptions big;
+    big.batch_xrows = 8;
+    auto wide = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 512, 28672);  // 8 x 35 KiB of x: too much shared memory
+    EXPECT_THROW(schedule_build(plan_build(*wide, PlanOptions{128, 16, 1}), h200, big), Error);
+}
+
 // gemv.prefetch=attn: only the gemv right after decode attention prefetches its rows (whole rows:
 // PREFETCH = row bytes), in decode and prefill, never in the batch phase; needs PDL
 TEST(ScheduleGates, PrefetchAfterAttentionOnlyInTheNextGemv) {

@@ -58,6 +58,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     bind(sched_.prefill, prefill_launches_);
     bind(sched_.batch, batch_launches_);
     bind(sched_.batch_small, batch_small_launches_);
+    bind(sched_.batch_xrows, batch_xrows_launches_);
     if (!opt.ablate.empty()) {
         std::regex re;
         try {
@@ -83,7 +84,8 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
         opt.profiler->set_copy_bandwidth(bw, dev.name);
         // (a batch step may take its body from one batch list and its tail from the other)
         const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(),
-                                   sched_.batch.size() + sched_.batch_small.size()}) + 1;
+                                   sched_.batch.size() + sched_.batch_small.size(),
+                                   sched_.batch_xrows.size()}) + 1;
         events_.resize(n);
         for (auto& e : events_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DEFAULT));
     }
@@ -776,19 +778,23 @@ void CudaBackend::batch(const BatchStep& b) {
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(scratch_.at("draw_rows_params"), host_draw_,
                                              size_t(tail_rows) * sizeof(DrawParams), st));
     }
-    // the launch sequence: the body and the output tail each from the small-step gemv list (gate
-    // batch.small) when their rows allow, else from the GEMM list
-    const bool small_body = b.n <= sched_.batch_small_rows, small_tail = tail_rows <= sched_.batch_small_rows;
+    // the launch sequence: the body and the output tail each from a small-step gemv list when their
+    // rows allow (gate batch.small; 2 or more rows: gate batch.xrows's list where it exists), else
+    // from the GEMM list
+    auto list_for = [&](int rows) -> std::pair<std::vector<Launch>*, size_t> {
+        if (rows > sched_.batch_small_rows) return {&batch_launches_, sched_.batch_body};
+        if (rows >= 2 && !batch_xrows_launches_.empty()) return {&batch_xrows_launches_, sched_.batch_xrows_body};
+        return {&batch_small_launches_, sched_.batch_small_body};
+    };
     std::vector<Launch*> seq;
     {
-        std::vector<Launch>& lb = small_body ? batch_small_launches_ : batch_launches_;
-        const size_t body = small_body ? sched_.batch_small_body : sched_.batch_body;
-        for (size_t i = 0; i < body; ++i) seq.push_back(&lb[i]);
+        const auto [lb, body] = list_for(b.n);
+        for (size_t i = 0; i < body; ++i) seq.push_back(&(*lb)[i]);
     }
     const size_t tail_from = seq.size();
     if (tail_rows) {
-        std::vector<Launch>& lt = small_tail ? batch_small_launches_ : batch_launches_;
-        for (size_t i = small_tail ? sched_.batch_small_body : sched_.batch_body; i < lt.size(); ++i) seq.push_back(&lt[i]);
+        const auto [lt, body] = list_for(tail_rows);
+        for (size_t i = body; i < lt->size(); ++i) seq.push_back(&(*lt)[i]);
     }
     const size_t n_launch = seq.size();
     const int iph = int(Phase::Batch);

@@ -112,6 +112,7 @@ private:
     std::map<std::string, CUfunction> functions_;  // symbol -> function
     std::vector<Launch> decode_launches_, prefill_launches_, batch_launches_;
     std::vector<Launch> batch_small_launches_;  // gate batch.small: steps of <= batch_small_rows rows
+    std::vector<Launch> batch_xrows_launches_;  // gate batch.xrows: steps of 2 .. batch_small_rows rows
     CUgraphExec graph_[2] = {nullptr, nullptr};
     float* logits_ = nullptr;  // pinned: one row of logits (a pageable copy would stage through a driver buffer)
     size_t n_vocab_ = 0;

@@ -67,6 +67,7 @@ struct Gates {
     bool attn_kh2 = false;          // attn.kdot=half2: decode attention's q . k in f16 pairs
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool batch_pdl = false;    // ... launched with PDL (gate batch.pdl)
+    bool batch_xrows = false;  // a third list for steps of 2+ rows (gate batch.xrows)
     bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
     // gemv.early=load: the first weight step before griddepcontrol.wait; by default for the
@@ -311,6 +312,20 @@ public:
                                     "streamed once for the rows (H200, jitllm serve, greedy: 8B Q8_0 one client 350.8 tok/s "
                                     "against 68.6 with the GEMM, 8 clients 777.4 against 529.6; 1B Q4_0 1680.6 against 261.4, "
                                     "3626.4 against 2007.6; at 32 rows a step the GEMM is faster)");
+        }
+        {
+            // Steps of 2 .. --batch-small-rows rows (a server's concurrent slots) through a third batch
+            // list whose split-layout Q4_0/Q8_0 gemvs take --batch-xrows (4) rows a block: each weight
+            // row read once for them instead of once a row (gemv.cu XROWS); one-row steps keep the
+            // small-step list. H200, jitllm serve, greedy, 8 clients (session 23): 8B Q8_0 1501.4 tok/s
+            // (1547.2 with 8 rows a block) against 771.9, 1B Q4_0 4877.6 (4576.4) against 3592.0
+            std::string why;
+            if (!g_.batch_small) why = "batch.small=gemm: no gemv list for small steps";
+            else if (o_.batch_xrows < 2) why = "--batch-xrows 0: each row of a step reads the weights";
+            g_.batch_xrows = forced_if("batch.xrows", "shared", "per-row", true, why,
+                                       fmt::format("steps of 2 or more rows: split-layout Q4_0/Q8_0 gemvs read each weight "
+                                                   "row once for {} rows (H200 serve, 8 clients: 8B Q8_0 1501.4 tok/s "
+                                                   "against 771.9, 1B Q4_0 4877.6 against 3592.0)", o_.batch_xrows));
         }
         {
             // Q4_0/Q8_0 matrices in the split device layout: their 18/34-byte blocks are only
@@ -564,6 +579,7 @@ public:
 
     bool batch_small() const { return g_.batch_small; }
     bool batch_pdl() const { return g_.batch_pdl; }
+    bool batch_xrows() const { return g_.batch_xrows; }
 
     // gate rope.angles=table: (cos, sin) floats for every (position, pair)
     size_t rope_table_bytes() const { return size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8; }
@@ -618,9 +634,12 @@ public:
 
     // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products; small: the
     // products as row-batched gemv kernels (the list for steps of up to --batch-small-rows rows).
+    // small: the small-step gemv list (gate batch.small); xrows > 1: its split-layout Q4_0/Q8_0
+    // products read each weight row once for up to xrows of a step's rows (gate batch.xrows)
     void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
-                     bool small = false) {
+                     bool small = false, int xrows = 0) {
         small_ = small;
+        xrows_ = small ? xrows : 0;
         x16_next_ = x16_now_ = false;
         out_ = &out;
         tasks_ = &tasks;
@@ -634,6 +653,7 @@ public:
         JITLLM_CHECK(norm_i_ == SIZE_MAX, "a norm was not fused into a product");
         batch_ = false;
         small_ = false;
+        xrows_ = 0;
     }
 
 private:
@@ -733,6 +753,9 @@ private:
         const WeightTensor* rope_freqs = nullptr;
         // sample.fuse=gemv (the output gemv, decode): the greedy pick too (gemv.cu ARGMAX)
         bool argmax = false;
+        // --batch-xrows (the small-step list): each block multiplies the weight rows it reads with
+        // up to this many activation rows (gemv.cu XROWS; split-layout Q4_0/Q8_0, no bulk rings)
+        int xrows = 0;
     };
     void gemv(std::vector<size_t> idx, const Gemv& g) {
         const WeightTensor* w0 = g.w[0];
@@ -757,6 +780,9 @@ private:
                                bulk_shape(w0->type, cols, 2, 16, bulk_x).fits;
         const bool bulk = g_.gemv_bulk && bulk_able &&
                           (g_.gemv_bulk_all || plain_type || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
+        // --batch-xrows: a block reads each weight row once for up to xrows activation rows, their
+        // int8 copies side by side in shared memory
+        const bool xr = g.xrows > 1 && batch_ && wsplit && act_q8_type(w0->type) && warp && !bulk;
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
@@ -765,7 +791,7 @@ private:
         // rings fill while attention runs (attention triggers its dependents at its start)
         const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
         const bool overlap = o_.attn_overlap && bulk && after_attn && out_->back().variant.has("MAX_REGS");
-        int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap ? 256 : bulk ? 512 : 256;
+        int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap || (!bulk && !xr) ? 256 : 512;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
         // (RoPE in the epilogue: an even count, the rotation pairs (2i, 2i + 1) within a pass;
@@ -808,6 +834,7 @@ private:
         if (g.epi == 1) v.set("RES_SCALE", fstr(g.scale));
         if (g.epi == 3) v.set("OUT_SCALE", fstr(g.scale));
         if (g.up_offset_rows) v.set("UP_OFFSET_ROWS", g.up_offset_rows);
+        if (xr) v.set("XROWS", g.xrows);
         // Register cap: 2 resident blocks per SM doubles the bytes in flight of the plain-type
         // loops (measured on the H200: 1B F16 723 -> 1085 tok/s, 8B F16 179 -> 235 tok/s); the
         // staged quantized loops lose a little with it, so they keep the compiler's choice.
@@ -831,14 +858,15 @@ private:
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate > 0 && wsplit && !batch_) v.set("GEMV_ABLATE", o_.gemv_ablate);
             bulk_ring = b.ring_bytes;
-        } else if (g_.gemv_early_all || (g_.gemv_early && wsplit)) {
+        } else if (!xr && (g_.gemv_early_all || (g_.gemv_early && wsplit))) {
             v.set("EARLY_LOAD", 1);
         }
-        if (wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
+        if (wsplit && o_.gemv_split_pipe >= 0 && !xr) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         // row sets round the blocks first: --gemv-warp-major, and by default for plain-type bulk
         // gemvs (session 11, 8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
-        if (o_.gemv_warp_major || (bulk && plain_type)) v.set("WARP_MAJOR", 1);
+        // (--batch-xrows: too; its blocks are one an SM)
+        if (o_.gemv_warp_major || (bulk && plain_type) || xr) v.set("WARP_MAJOR", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
         if (o_.gemv_q4_shift && wsplit && w0->type == GgmlType::Q4_0) v.set("GEMV_Q4_SHIFT", 1);
         if (g.argmax) {
@@ -873,9 +901,17 @@ private:
         if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
         // sample.fuse=gemv: one atomicMax and one ticket a block, so at most 2 blocks an SM (looping)
         if (g.argmax) k.grid.x = std::min(k.grid.x, unsigned(2 * d_.sm_count));
+        // --batch-xrows: one block an SM (x of every row in shared memory, the accumulators of
+        // every row in registers), each looping over its passes
+        if (xr) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
         k.block = Dim3(unsigned(block));
-        // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8)
+        // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8; XROWS: a copy a row)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
+        if (xr) k.smem *= unsigned(g.xrows);
+        if (xr && int64_t(k.smem) + 2048 > int64_t(d_.max_shared_block()))
+            fail_usage("--batch-xrows {}: {} bytes of int8 activations for {} columns do not fit the {} bytes of shared "
+                       "memory per block (lower --batch-xrows)",
+                       g.xrows, k.smem, cols, d_.max_shared_block());
         if (bulk) k.smem = unsigned((k.smem + 127) / 128 * 128) + unsigned(bulk_ring);  // gemv.cu BULK_XBYTES + rings
         k.args.clear();
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
@@ -890,6 +926,7 @@ private:
         k.args.push_back(g.rope ? vcache(g.rope_layer) : null());
         k.args.push_back(rope_arg);
         k.args.push_back(f32(g.rope ? c_.rope_base : 0.0f));
+        if (xr) k.args.push_back(rows_arg());  // n_rows: the step's
         if (g.argmax) {  // y1: the pick's key and ticket, y2: the token (gemv.cu ARGMAX)
             k.args[7] = scratch("argmax_key");
             k.args[8] = scratch("token_out");
@@ -1080,11 +1117,18 @@ private:
             v.epi = s.epi;
             v.scale = s.epi == 1 ? s.res_scale : s.out_scale;
             v.up_offset_rows = s.up_offset_rows;
+            if (small_) v.xrows = xrows_;
             gemv(idx, v);
             KernelStep& k = out_->back();
-            k.symbol += "_rows";
+            const bool xr = small_ && k.variant.has("XROWS");
+            k.symbol += xr ? "_xrows" : "_rows";
             k.variant.symbol = k.symbol;
-            if (small_) {
+            if (xr) {
+                // --batch-xrows: grid.y = the step's rows in groups of XROWS, each block reading
+                // its weight rows once for the group (n_rows: the Rows argument)
+                k.grid.y = 1;
+                rows_grid(k, 1, 1, v.xrows);
+            } else if (small_) {
                 // the step's rows innermost in grid.x (gemv.cu ROWS_INNER): a row group's blocks
                 // for every row run side by side and share its weights through L2
                 const unsigned nb = k.grid.x;
@@ -1951,6 +1995,7 @@ private:
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
+    int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
@@ -1959,7 +2004,7 @@ private:
 
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
+            "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "batch.xrows", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
             "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "layer.tail",
             "sample.fuse", "sample.draw", "step.advance"};
 }
@@ -1991,6 +2036,19 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
                 JITLLM_CHECK(k.variant.source != "cuda/gemm.cu" && k.variant.source != "cuda/convert.cu",
                              "batch.pdl: {} in the gemv list has no PDL wait", k.symbol);
             l.mark_pdl(s.batch_small);
+        }
+        // gate batch.xrows: the same list with XROWS gemvs, for steps of 2 .. batch_small_rows rows
+        // (left empty when no product qualifies: no split-layout Q4_0/Q8_0 weights)
+        if (l.batch_xrows()) {
+            l.lower_batch(plan.batch, plan.batch_body, s.batch_xrows, s.batch_xrows_body, true, opt.batch_xrows);
+            const bool any = std::any_of(s.batch_xrows.begin(), s.batch_xrows.end(),
+                                         [](const KernelStep& k) { return k.variant.has("XROWS"); });
+            if (!any) {
+                s.batch_xrows.clear();
+                s.batch_xrows_body = 0;
+            } else if (l.batch_pdl()) {
+                l.mark_pdl(s.batch_xrows);
+            }
         }
     }
     return s;
@@ -2056,7 +2114,7 @@ std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int
 std::vector<Variant> schedule_variants(const Schedule& s) {
     std::vector<Variant> v;
     std::set<std::string> seen;
-    for (const auto* ph : {&s.decode, &s.prefill, &s.batch, &s.batch_small})
+    for (const auto* ph : {&s.decode, &s.prefill, &s.batch, &s.batch_small, &s.batch_xrows})
         for (const auto& k : *ph) {
             const std::string id = k.variant.display_name();
             if (seen.insert(id).second) v.push_back(k.variant);
@@ -2110,16 +2168,20 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
     std::string out = "capability gates:\n";
     for (const auto& g : s.gates)
         out += fmt::format("  {:<14} {:<8} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
-    for (int part = 0; part < 4; ++part) {
+    for (int part = 0; part < 5; ++part) {
         const Phase ph = part == 0 ? Phase::Decode : part == 1 ? Phase::Prefill : Phase::Batch;
-        const bool small = part == 3;  // the small-step list of the batch phase (gate batch.small)
-        const auto& ks = small ? s.batch_small : s.phase(ph);
+        const bool small = part >= 3;  // the small-step lists of the batch phase (gates batch.small, batch.xrows)
+        const auto& ks = part == 4 ? s.batch_xrows : small ? s.batch_small : s.phase(ph);
         const auto& tasks = plan.phase(ph);
         if (ph == Phase::Batch && ks.empty()) continue;
         // launches per token by kernel symbol
         std::map<std::string, int> per_token;
         for (const auto& k : ks) per_token[k.symbol]++;
-        if (small)
+        if (part == 4)
+            out += fmt::format("phase batch, steps of 2 .. {} rows (gate batch.xrows): {} tasks -> {} kernel launches "
+                               "({} in the body)\n",
+                               s.batch_small_rows, tasks.size(), ks.size(), s.batch_xrows_body);
+        else if (small)
             out += fmt::format("phase batch, steps of <= {} rows (gate batch.small): {} tasks -> {} kernel launches "
                                "({} in the body; the output tail also for the logits row of a longer step)\n",
                                s.batch_small_rows, tasks.size(), ks.size(), s.batch_small_body);

@@ -84,6 +84,7 @@ struct ScheduleOptions {
     int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: every gemv grid at most N blocks per SM (0: gate gemv.grid)
     int gemv_grid_max = 0;                       // --gemv-grid-max: cap the gemv grid at N blocks (blocks loop over passes)
     int batch_small_rows = 8;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
+    int batch_xrows = 4;                         // --batch-xrows: gate batch.xrows, N rows a block (0: off)
     bool batch_bulk = false;                     // --batch-bulk: the batch phase's gemv list through the bulk rings (gemv.load=bulk)
     int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128; mma 64)
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1; mma 3)
@@ -130,6 +131,12 @@ struct Schedule {
     std::vector<KernelStep> batch_small;
     size_t batch_small_body = 0;
     int batch_small_rows = 0;
+    // Gate batch.xrows: the small-step list again with its split-layout Q4_0/Q8_0 gemvs reading each
+    // weight row once for up to ScheduleOptions::batch_xrows rows (gemv.cu XROWS), for steps of 2 ..
+    // batch_small_rows rows (one-row steps keep batch_small). Empty when the gate is off or no
+    // product qualifies.
+    std::vector<KernelStep> batch_xrows;
+    size_t batch_xrows_body = 0;
     std::vector<GateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes
     // Gate step.advance=device: decode's last kernel also writes its pick into the token slot and
@@ -149,7 +156,8 @@ struct Schedule {
 
 // Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
 // attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma,
-// attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm.
+// attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, batch.pdl=pdl|serial,
+// batch.xrows=shared|per-row.
 std::vector<std::string> schedule_gate_names();
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);

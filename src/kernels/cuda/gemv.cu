@@ -74,11 +74,18 @@
 //                   ARGMAX_ADVANCE (gate step.advance=device): that block also writes the token to
 //                   the token slot (the k_cache argument) and to the host's pinned ring at *pos_ptr % 4
 //                   (the v_cache argument), and adds one to *pos_ptr (the position slot)
+//   XROWS           batch steps (gate batch.small, --batch-xrows; split-layout Q4_0/Q8_0, REDUCE=1, no
+//                   BULK / ROWS_INNER / EPI 4 / ARGMAX / pipe / early load): each block multiplies the
+//                   weight rows it reads with up to XROWS activation rows, rows GEMV_BY * XROWS + j for
+//                   j < min(XROWS, n_rows - GEMV_BY * XROWS) (n_rows: an extra int argument, the step's
+//                   rows), their int8 copies side by side in dynamic shared memory (XROWS * COLS * 5 / 4
+//                   bytes), so the step's rows read each weight once instead of once a row. Default 1
 //   MIN_BLOCKS      __launch_bounds__ minimum resident blocks per SM (caps registers); unset
 //                   by default (setting it, even to 1, changes ptxas's register heuristics)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
 //          one block per SM), grid.y =
-//          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode);
+//          rows of a batch step (row r: x + r * COLS, y_m + r * ROWS_m, resid + r * ROWS0; 1 in decode;
+//          XROWS > 1: ceil(rows / XROWS), block row GEMV_BY taking rows GEMV_BY * XROWS ..);
 //          ROWS_INNER = NB > 0 instead: grid.x = NB x rows, block b takes row b % rows of row group
 //          b / rows (the rows of a group run side by side and share the weights through L2),
 //          block = BLOCK, dynamic smem = Q4_0/Q8_0: COLS * 5 / 4, else X_SMEM ? COLS * 4 : 0 bytes (the host raises
@@ -179,6 +186,19 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #define GEMV_XC (GEMV_XT < 8 ? GEMV_XT : 8)             // ... loaded per chunk
 #include "common/gemv_dot.cuh"
 
+// XROWS > 1 (batch steps, gate batch.xrows): a block multiplies each weight row it reads with up to
+// XROWS activation rows (the n_rows argument: the step's rows; grid.y = ceil(n_rows / XROWS))
+#define GEMV_XQB (COLS + COLS / 32 * 8)  // one row's int8 copy and its (d, 8 * sum) pairs
+#if XROWS > 1
+#if !(GEMV_XQ8 && WSPLIT && REDUCE && !BULK && !ROWS_INNER && !ARGMAX && EPI != 4 && !GEMV_SPLIT_PIPE && !EARLY_LOAD)
+#error "XROWS: split-layout Q4_0/Q8_0, a warp per row set, no bulk rings, rows innermost, pick, RoPE, pipe or early load"
+#endif
+#define GEMV_XROWS_PARAM , int n_rows
+#else
+#define GEMV_XROWS_PARAM
+#endif
+#define GEMV_NACC (GEMV_DR * XROWS)  // accumulators a thread keeps a pass
+
 #define GEMV_GPB (BLOCK / GROUP)                   // groups per block
 #define GEMV_OPG (ROWS_PER_BLOCK / GEMV_GPB)       // output rows per group pass
 #define GEMV_DR (EPI == 2 ? 2 * GEMV_OPG : GEMV_OPG)  // weight rows per group pass
@@ -187,6 +207,7 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: whole warps");
 static_assert(ROWS_PER_BLOCK % GEMV_GPB == 0 && GEMV_OPG >= 1, "ROWS_PER_BLOCK: R rows per group");
 static_assert(N_MAT >= 1 && N_MAT <= 3, "N_MAT: 1..3");
+static_assert(XROWS >= 1 && XROWS * GEMV_OPG <= 32, "XROWS: a lane for each (activation row, output row) of a pass");
 static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
 static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
 static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
@@ -252,9 +273,9 @@ extern "C" __global__ void GEMV_LAUNCH_BOUNDS
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
             const float* norm_w, const float* resid, float eps, const int* pos_ptr, void* k_cache,
-            void* v_cache, const float* freq_factors, float freq_base) {
+            void* v_cache, const float* freq_factors, float freq_base GEMV_XROWS_PARAM) {
 #if REDUCE
-    __shared__ float red[32];
+    __shared__ float red[XROWS > 1 ? XROWS * 33 : 32];
 #else
     __shared__ float red[GEMV_DR > 1 ? GEMV_DR * BLOCK : BLOCK];
 #endif
@@ -286,8 +307,8 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #else
 #define GEMV_O_FIRST(g) ((GEMV_BX * GEMV_GPB + (g)) * GEMV_OPG)
 #endif
-    if (GEMV_BY) {  // batch row (the batch phase: row GEMV_BY of the step)
-        const unsigned long long r = GEMV_BY;
+    if (GEMV_BY) {  // batch row (the batch phase: row GEMV_BY of the step; XROWS: its first row)
+        const unsigned long long r = (unsigned long long)GEMV_BY * XROWS;
         x += r * COLS;
         y0 += r * ROWS0;
         if (N_MAT > 1) y1 += r * ROWS1;
@@ -402,7 +423,14 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     xs.nw = norm_w;
     xs.inv = 1.0f;
     // --- prologue: x into shared memory and/or the rms of x (every block does it: x is small)
-#if GEMV_XQ8
+#if XROWS > 1
+    // the block's nx activation rows, each quantized as below (row j's copy at j * GEMV_XQB)
+    const int nx = min(XROWS, n_rows - int(GEMV_BY) * XROWS);
+    JITLLM_DYN_SMEM(float, xsm);
+    xs.q = reinterpret_cast<const uint8_t*>(xsm);
+    xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
+    xq8_prologue_rows<COLS, BLOCK, NORM_IN, GEMV_XQB>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, nx);
+#elif GEMV_XQ8
     // x (normalised) quantized to Q8_0 blocks in shared memory (gemv_dot.cuh); X_SMEM ignored
     JITLLM_DYN_SMEM(float, xsm);
     xs.q = reinterpret_cast<const uint8_t*>(xsm);
@@ -494,15 +522,21 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS;
          o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
-        float acc[GEMV_DR];
+        float acc[GEMV_NACC];  // XROWS: activation row j's at j * GEMV_DR
 #pragma unroll
-        for (int i = 0; i < GEMV_DR; ++i) acc[i] = 0.0f;
+        for (int i = 0; i < GEMV_NACC; ++i) acc[i] = 0.0f;
         // the epilogue's own loads go out now, before the pass's dot products, so their latency
         // is not added at the end of the group's last pass (the kernel's tail): thread gt < OPG
         // of the group takes output row o0 + gt's residual (EPI=1) or RoPE angle (EPI=4)
 #if EPI == 1
+        // (XROWS: thread j * GEMV_OPG + i takes activation row j's)
         float res_pre = 0.0f;
+#if XROWS > 1
+        if (gt < GEMV_OPG * nx && o0 + gt % GEMV_OPG < GEMV_OUT_ROWS)
+            res_pre = resid[(unsigned long long)(gt / GEMV_OPG) * ROWS0 + o0 + gt % GEMV_OPG];
+#else
         if (!GEMV_LATE && gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) res_pre = resid[o0 + gt];
+#endif
 #elif EPI == 4
         float rope_c = 1.0f, rope_s = 0.0f;
         if (!GEMV_LATE && gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) {
@@ -533,19 +567,23 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #else
         const uint8_t* rows[GEMV_DR];
         pass_rows(W0, W1, W2, o0, rows);
+#if XROWS > 1
+        rows_dot_x<GEMV_DR, GEMV_XQB>(rows, xs, nx, gt, acc);
+#else
 #if GEMV_EARLY
         if (o0 == GEMV_O_FIRST(g))
             rows_dot_pre<GEMV_DR>(rows, xs, gt, acc, stage, early);
         else
 #endif
             rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
+#endif
         if (o0 + GEMV_NBX * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
 #endif
 
         // --- reduce each row's partial sums over the group
 #if REDUCE
 #pragma unroll
-        for (int i = 0; i < GEMV_DR; ++i) acc[i] = warp_sum(acc[i]);
+        for (int i = 0; i < GEMV_NACC; ++i) acc[i] = warp_sum(acc[i]);
 #else
 #pragma unroll
         for (int i = 0; i < GEMV_DR; ++i) red[i * BLOCK + gt] = acc[i];
@@ -562,68 +600,81 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         __syncthreads();  // red is rewritten by the next pass
 #endif
 
-        // --- epilogue: thread i of the group writes output row o0 + i
+        // --- epilogue: thread i of the group writes output row o0 + i (XROWS: thread j * GEMV_OPG + i,
+        // activation row j's)
 #pragma unroll
-        for (int i = 0; i < GEMV_OPG; ++i) {
-            const int o = o0 + i;
-            if (gt != i || o >= GEMV_OUT_ROWS) continue;
-#if EPI == 2
-            float gate = acc[2 * i], up = acc[2 * i + 1];
-#if HAS_BIAS
-            gate += b0[o];
-            up += N_MAT == 2 ? b1[o] : b0[o + UP_OFFSET_ROWS];
-#endif
-            y0[o] = gate / (1.0f + expf(-gate)) * up;  // as cpu::swiglu
+        for (int j = 0; j < XROWS; ++j) {
+            float* const y0j = y0 + (unsigned long long)j * ROWS0;
+            float* const y1j = N_MAT > 1 ? y1 + (unsigned long long)j * ROWS1 : y1;
+            float* const y2j = N_MAT > 2 ? y2 + (unsigned long long)j * ROWS2 : y2;
+            const float* const residj = EPI == 1 ? resid + (unsigned long long)j * ROWS0 : resid;
+            (void)y1j; (void)y2j; (void)residj;
+#pragma unroll
+            for (int i = 0; i < GEMV_OPG; ++i) {
+                const int o = o0 + i;
+#if XROWS > 1
+                if (gt != j * GEMV_OPG + i || o >= GEMV_OUT_ROWS || j >= nx) continue;
 #else
-            float v = acc[i];
-            // which matrix: o in [0,ROWS0) -> 0, then 1, then 2
-            const int m = (N_MAT == 1 || o < ROWS0) ? 0 : (N_MAT == 2 || o < ROWS0 + ROWS1) ? 1 : 2;
-            const int r = m == 0 ? o : m == 1 ? o - ROWS0 : o - ROWS0 - ROWS1;
-#if HAS_BIAS
-            v += (m == 0 ? b0 : m == 1 ? b1 : b2)[r];
+                if (gt != i || o >= GEMV_OUT_ROWS) continue;
 #endif
-            float* y = m == 0 ? y0 : m == 1 ? y1 : y2;
+#if EPI == 2
+                float gate = acc[GEMV_DR * j + 2 * i], up = acc[GEMV_DR * j + 2 * i + 1];
+#if HAS_BIAS
+                gate += b0[o];
+                up += N_MAT == 2 ? b1[o] : b0[o + UP_OFFSET_ROWS];
+#endif
+                y0j[o] = gate / (1.0f + expf(-gate)) * up;  // as cpu::swiglu
+#else
+                float v = acc[GEMV_DR * j + i];
+                // which matrix: o in [0,ROWS0) -> 0, then 1, then 2
+                const int m = (N_MAT == 1 || o < ROWS0) ? 0 : (N_MAT == 2 || o < ROWS0 + ROWS1) ? 1 : 2;
+                const int r = m == 0 ? o : m == 1 ? o - ROWS0 : o - ROWS0 - ROWS1;
+#if HAS_BIAS
+                v += (m == 0 ? b0 : m == 1 ? b1 : b2)[r];
+#endif
+                float* y = m == 0 ? y0j : m == 1 ? y1j : y2j;
 #if EPI == 1
-            if (GEMV_LATE) res_pre = resid[r];
-            y[r] = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
+                if (GEMV_LATE) res_pre = residj[r];
+                y[r] = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
 #elif EPI == 3
-            y[r] = v * (float)(OUT_SCALE);
+                y[r] = v * (float)(OUT_SCALE);
 #if ARGMAX
-            {
-                const unsigned long long kk = pick_key(v * (float)(OUT_SCALE), r);
-                am_best = kk > am_best ? kk : am_best;
-            }
+                {
+                    const unsigned long long kk = pick_key(v * (float)(OUT_SCALE), r);
+                    am_best = kk > am_best ? kk : am_best;
+                }
 #endif
 #elif EPI == 4
-            // q and k rows: RoPE with the partner row r ^ 1 (same pass; rope.cu's arithmetic);
-            // k and v rows: also into the KV cache row *pos_ptr
-            const int dim = r % HEAD_DIM;
-            if (m < 2 && dim < N_ROT) {
-                float vp = acc[i ^ 1];
+                // q and k rows: RoPE with the partner row r ^ 1 (same pass; rope.cu's arithmetic);
+                // k and v rows: also into the KV cache row *pos_ptr
+                const int dim = r % HEAD_DIM;
+                if (m < 2 && dim < N_ROT) {
+                    float vp = acc[GEMV_DR * j + (i ^ 1)];
 #if HAS_BIAS
-                vp += (m == 0 ? b0 : b1)[r ^ 1];
+                    vp += (m == 0 ? b0 : b1)[r ^ 1];
 #endif
-                float c = rope_c, sn = rope_s;  // this row's angle, from the pass's start
-                if (GEMV_LATE) rope_angle(*pos_ptr, dim / 2, freq_factors, freq_base, &c, &sn);
-                const float x0 = (dim & 1) ? vp : v, x1 = (dim & 1) ? v : vp;
-                v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
-                              : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
-            }
-            y[r] = v;
-            if (m > 0) {
-                KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);
-                store_kv(cache + (unsigned long long)(GEMV_LATE ? *pos_ptr : pos) * ROWS1 + r, v);
-            }
+                    float c = rope_c, sn = rope_s;  // this row's angle, from the pass's start
+                    if (GEMV_LATE) rope_angle(*pos_ptr, dim / 2, freq_factors, freq_base, &c, &sn);
+                    const float x0 = (dim & 1) ? vp : v, x1 = (dim & 1) ? v : vp;
+                    v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
+                                  : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
+                }
+                y[r] = v;
+                if (m > 0) {
+                    KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);
+                    store_kv(cache + (unsigned long long)(GEMV_LATE ? *pos_ptr : pos) * ROWS1 + r, v);
+                }
 #else
-            y[r] = v;
+                y[r] = v;
 #if ARGMAX
-            {
-                const unsigned long long kk = pick_key(v, r);
-                am_best = kk > am_best ? kk : am_best;
+                {
+                    const unsigned long long kk = pick_key(v, r);
+                    am_best = kk > am_best ? kk : am_best;
+                }
+#endif
+#endif
+#endif
             }
-#endif
-#endif
-#endif
         }
     }
 #if ARGMAX

@@ -151,6 +151,74 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
     __syncthreads();
 }
 
+#ifndef XROWS  // gemv.cu: activation rows a block multiplies with each weight row it reads (batch steps)
+#define XROWS 1
+#endif
+#if XROWS > 1
+// The xq8_prologue of nx <= XROWS consecutive rows of x (row j at x + j * C, its copy at xq + j *
+// XQB): each thread's loads of every row go out together (one L2 round trip a chunk of 4 * NT
+// columns for all rows), the rows' sums of squares reduced in one pass. Same quantization as
+// xq8_prologue. red: XROWS * 33 floats. Ends with __syncthreads.
+template <int C, int NT, bool NORM, int XQB>
+__device__ __forceinline__ void xq8_prologue_rows(const float* x, const float* nw, float eps, uint8_t* xq, float* red,
+                                                  int nx) {
+    constexpr int XT = (C + 4 * NT - 1) / (4 * NT);  // chunks of one float4 a thread
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float inv[XROWS];
+#pragma unroll
+    for (int j = 0; j < XROWS; ++j) inv[j] = 1.0f;
+    if (NORM) {
+        float ss[XROWS];
+#pragma unroll
+        for (int j = 0; j < XROWS; ++j) ss[j] = 0.0f;
+        for (int c = 0; c < XT; ++c) {
+            const int k = c * 4 * NT + 4 * tid;
+            float4 v[XROWS];
+#pragma unroll
+            for (int j = 0; j < XROWS; ++j)
+                v[j] = j < nx && k < C ? ld_act4(x + (unsigned long long)j * C + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int j = 0; j < XROWS; ++j) ss[j] += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
+        }
+#pragma unroll
+        for (int j = 0; j < XROWS; ++j) {
+            ss[j] = warp_sum(ss[j]);
+            if (lane == 0) red[j * 32 + warp] = ss[j];
+        }
+        __syncthreads();
+        if (warp < XROWS) {
+            float t = lane < NT / 32 ? red[warp * 32 + lane] : 0.0f;
+            t = warp_sum(t);
+            if (lane == 0) red[XROWS * 32 + warp] = t;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < XROWS; ++j) inv[j] = 1.0f / sqrtf(red[XROWS * 32 + j] / float(C) + eps);
+    }
+    for (int c = 0; c < XT; ++c) {  // uniform trip counts: whole warps
+        const int k = c * 4 * NT + 4 * tid;
+        float4 v[XROWS];
+#pragma unroll
+        for (int j = 0; j < XROWS; ++j)
+            v[j] = j < nx && k < C ? ld_act4(x + (unsigned long long)j * C + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (NORM && k < C) {
+            const float4 w = __ldg(reinterpret_cast<const float4*>(nw + k));
+#pragma unroll
+            for (int j = 0; j < XROWS; ++j) {
+                v[j].x = v[j].x * inv[j] * w.x;
+                v[j].y = v[j].y * inv[j] * w.y;
+                v[j].z = v[j].z * inv[j] * w.z;
+                v[j].w = v[j].w * inv[j] * w.w;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < XROWS; ++j)
+            if (j < nx) xq8_store<C>(v[j], k, xq + j * XQB, reinterpret_cast<float2*>(xq + j * XQB + C));
+    }
+    __syncthreads();
+}
+#endif
+
 // The activation vector x as the inner loops see it (already RMS-normalised when NORM_IN).
 struct XSrc {
     const float* p;  // X_SMEM: the normalised copy in shared memory; else x in global memory
@@ -489,6 +557,41 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
     }
 #endif
 }
+
+#if XROWS > 1
+// gemv.cu XROWS: each step's R weight rows times the block's nx <= XROWS activation rows (row j's
+// int8 copy at xs.q + j * XQB), acc[j * R + r]; the weights are read once for every row
+template <int R, int XQB>
+__device__ __forceinline__ void rows_dot_x(const uint8_t* const* rows, const XSrc& xs, int nx, int gt, float* acc) {
+    constexpr int NV = GEMV_QBYTES / 16;
+    constexpr int STEP = GROUP * GEMV_SPLIT_U;
+#pragma unroll 1
+    for (int v0 = 0; v0 < NV; v0 += STEP) {
+        SplitSet<R> a;
+        split_load<R>(a, rows, v0, gt);
+#pragma unroll
+        for (int u = 0; u < GEMV_SPLIT_U; ++u) {
+            const int v = v0 + gt + GROUP * u;
+            if (v >= NV) continue;
+            uint4 w[R];
+            uint32_t d[R];
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                w[r] = a.w[r][u];
+                d[r] = a.d[r][u];
+            }
+#pragma unroll
+            for (int j = 0; j < XROWS; ++j) {
+                if (j >= nx) break;
+                XSrc xj = xs;
+                xj.q = xs.q + j * XQB;
+                xj.qd = reinterpret_cast<const float2*>(xs.q + j * XQB + COLS);
+                split_unit<R>(w, d, xj, v, acc + j * R);
+            }
+        }
+    }
+}
+#endif
 
 
 
