@@ -292,6 +292,44 @@ struct Case {
     bool bias;
 };
 
+// The CPU reference of output (m, r) of matrix i after the epilogue, and the size its error is
+// measured against: ||w_r|| * ||x_m|| / sqrt(K) (xnm: ||x_m|| / sqrt(K)), combined for SwiGLU.
+// acc[i]: matrix i's raw accumulations, [m][wrows[i]]; wn[i]: its row norms; B[i]: its bias;
+// resid: the residual's value at (m, r) (EPI=1); up_off: UP_OFFSET_ROWS (EPI=2 with one matrix).
+struct RefOut {
+    double ref, scale;
+};
+RefOut epi_reference(int epi, int n_mat, bool bias, int i, int m, int r, int up_off, float res_scale,
+                     float out_scale, const std::vector<std::vector<float>>& acc,
+                     const std::vector<std::vector<float>>& wn, const std::vector<int>& wrows,
+                     const std::vector<std::vector<float>>& B, float resid, float xnm) {
+    if (epi == 2) {
+        const int ur = n_mat == 2 ? r : r + up_off;
+        const size_t ui = n_mat == 2 ? 1 : 0;
+        double g = acc[0][size_t(m) * size_t(wrows[0]) + size_t(r)];
+        double u = acc[ui][size_t(m) * size_t(wrows[ui]) + size_t(ur)];
+        if (bias) {
+            g += B[0][size_t(r)];
+            u += B[ui][size_t(ur)];
+        }
+        float gf = float(g), gate_out[1], up[1] = {float(u)};
+        cpu::swiglu(&gf, up, gate_out, 1);
+        const double sg = wn[0][size_t(r)] * xnm, su = wn[ui][size_t(ur)] * xnm;
+        return {gate_out[0], 1.2 * (sg * (std::fabs(u) + su) + su * (std::fabs(g) + sg))};
+    }
+    double a = acc[size_t(i)][size_t(m) * size_t(wrows[size_t(i)]) + size_t(r)];
+    if (bias) a += B[size_t(i)][size_t(r)];
+    const double scale = wn[size_t(i)][size_t(r)] * xnm;
+    if (epi == 1) {
+        float yy = resid;
+        const float af = float(a);
+        cpu::add_scaled(&yy, &af, res_scale, 1);
+        return {yy, scale * res_scale};
+    }
+    if (epi == 3) return {a * out_scale, scale * out_scale};
+    return {a, scale};
+}
+
 class GemmVsCpu : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
@@ -432,40 +470,9 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
                 for (int m = 0; m < c.m; ++m)
                     for (int r = 0; r < s.rows[i]; ++r) {
                         const size_t o = size_t(m) * size_t(s.rows[i]) + size_t(r);
-                        double ref, scale;
-                        if (c.epi == 2) {
-                            const int ur = c.n_mat == 2 ? r : r + s.up_offset_rows;
-                            const auto& ua = c.n_mat == 2 ? acc[1] : acc[0];
-                            const auto& un = c.n_mat == 2 ? wn[1] : wn[0];
-                            const int unr = c.n_mat == 2 ? wrows[1] : wrows[0];
-                            double g = acc[0][size_t(m) * size_t(wrows[0]) + size_t(r)];
-                            double u = ua[size_t(m) * size_t(unr) + size_t(ur)];
-                            if (c.bias) {
-                                g += B[0][size_t(r)];
-                                u += (c.n_mat == 2 ? B[1] : B[0])[size_t(ur)];
-                            }
-                            float gf = float(g), gate_out[1], up[1] = {float(u)};
-                            cpu::swiglu(&gf, up, gate_out, 1);
-                            ref = gate_out[0];
-                            const double sg = wn[0][size_t(r)] * xn[size_t(m)], su = un[size_t(ur)] * xn[size_t(m)];
-                            scale = 1.2 * (sg * (std::fabs(u) + su) + su * (std::fabs(g) + sg));
-                        } else {
-                            double a = acc[size_t(i)][size_t(m) * size_t(wrows[size_t(i)]) + size_t(r)];
-                            if (c.bias) a += B[size_t(i)][size_t(r)];
-                            scale = wn[size_t(i)][size_t(r)] * xn[size_t(m)];
-                            if (c.epi == 1) {
-                                float yy = R[o];
-                                const float af = float(a);
-                                cpu::add_scaled(&yy, &af, s.res_scale, 1);
-                                ref = yy;
-                                scale *= s.res_scale;
-                            } else if (c.epi == 3) {
-                                ref = a * s.out_scale;
-                                scale *= s.out_scale;
-                            } else {
-                                ref = a;
-                            }
-                        }
+                        const auto [ref, scale] = epi_reference(c.epi, c.n_mat, c.bias, i, m, r, s.up_offset_rows, s.res_scale,
+                                                                s.out_scale, acc, wn, wrows, B, c.epi == 1 ? R[o] : 0.0f,
+                                                                xn[size_t(m)]);
                         const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
                         if (!(e <= lim)) {
                             if (bad < 5)
@@ -614,38 +621,8 @@ TEST_P(GemvRowsVsCpu, matches_cpu_matvec_per_row) {
                 for (int m = 0; m < c.m; ++m)
                     for (int r = 0; r < out_rows[i]; ++r) {
                         const size_t o = size_t(m) * size_t(out_rows[i]) + size_t(r);
-                        double ref, scale;
-                        if (c.epi == 2) {
-                            const int ur = c.n_mat == 2 ? r : r + up_off;
-                            const int ui = c.n_mat == 2 ? 1 : 0;
-                            double g = acc[0][size_t(m) * size_t(wrows[0]) + size_t(r)];
-                            double u = acc[size_t(ui)][size_t(m) * size_t(wrows[size_t(ui)]) + size_t(ur)];
-                            if (c.bias) {
-                                g += B[0][size_t(r)];
-                                u += B[size_t(ui)][size_t(ur)];
-                            }
-                            float gf = float(g), gate_out[1], up[1] = {float(u)};
-                            cpu::swiglu(&gf, up, gate_out, 1);
-                            ref = gate_out[0];
-                            const double sg = wn[0][size_t(r)] * xn[size_t(m)], su = wn[size_t(ui)][size_t(ur)] * xn[size_t(m)];
-                            scale = 1.2 * (sg * (std::fabs(u) + su) + su * (std::fabs(g) + sg));
-                        } else {
-                            double a = acc[size_t(i)][size_t(m) * size_t(wrows[size_t(i)]) + size_t(r)];
-                            if (c.bias) a += B[size_t(i)][size_t(r)];
-                            scale = wn[size_t(i)][size_t(r)] * xn[size_t(m)];
-                            if (c.epi == 1) {
-                                float yy = R[o];
-                                const float af = float(a);
-                                cpu::add_scaled(&yy, &af, res_scale, 1);
-                                ref = yy;
-                                scale *= res_scale;
-                            } else if (c.epi == 3) {
-                                ref = a * out_scale;
-                                scale *= out_scale;
-                            } else {
-                                ref = a;
-                            }
-                        }
+                        const auto [ref, scale] = epi_reference(c.epi, c.n_mat, c.bias, i, m, r, up_off, res_scale, out_scale,
+                                                                acc, wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
                         const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
                         if (!(e <= lim)) {
                             if (bad < 5)
