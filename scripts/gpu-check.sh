@@ -67,6 +67,7 @@
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
+#   next24  : the test refactor on the GPU, golden, the decode table and depth rows (session 24's first call)
 #   next23d : defaults with gate batch.xrows: prompt modes, serve rates
 #   next23c : gemv.cu XROWS against the CPU, prompt modes
 #   next23b : --batch-xrows 8 / 4 (one weight read for the rows of a small step): tests, serve rates
@@ -427,6 +428,16 @@ next23c)
     grep -E "gemv rows" "$OUT/next23c-gemvrows.txt" | tee -a "$OUT/summary.txt"
     cuda_test next23c-modes prefill_modes_test "prompt modes (defaults)"
     cuda_test next23c-modes8 prefill_modes_test "prompt modes, --batch-xrows 8" JITLLM_TEST_CUDA_BATCH_XROWS=8
+    ;;
+next24)
+    # session 24's first call: session 23's test refactor (one epilogue reference for GemmVsCpu and
+    # GemvRowsVsCpu) on the GPU, golden with the defaults, then the decode issue's table and 8B
+    # Q8_0 / Q4_0 at depth 0 / 4096 with this build (BENCH_R=3 keeps it in one call)
+    cuda_test next24-gemm kernels_gemm_test "gemm (q4_0, q8_0, f16) and gemv rows vs cpu" \
+        GTEST_FILTER='*GemvRows*:*GemmVsCpu*q4_0*:*GemmVsCpu*q8_0*:*GemmVsCpu*f16*'
+    grep -E "gemv rows" "$OUT/next24-gemm.txt" | grep -c "max scaled" | sed 's/^/gemv rows cases run: /' | tee -a "$OUT/summary.txt"
+    cuda_test next24-golden engine_golden_test "golden (cuda, default gates)"
+    SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
 next23d)
     # session 23's last call: the defaults with gate batch.xrows (steps of 2+ rows through the XROWS

@@ -2182,9 +2182,10 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
                                "({} in the body)\n",
                                s.batch_small_rows, tasks.size(), ks.size(), s.batch_xrows_body);
         else if (small)
-            out += fmt::format("phase batch, steps of <= {} rows (gate batch.small): {} tasks -> {} kernel launches "
+            out += fmt::format("phase batch, steps of {} (gate batch.small): {} tasks -> {} kernel launches "
                                "({} in the body; the output tail also for the logits row of a longer step)\n",
-                               s.batch_small_rows, tasks.size(), ks.size(), s.batch_small_body);
+                               s.batch_xrows.empty() ? fmt::format("<= {} rows", s.batch_small_rows) : std::string("one row"),
+                               tasks.size(), ks.size(), s.batch_small_body);
         else if (ph == Phase::Batch)
             out += fmt::format("phase batch: {} tasks -> {} kernel launches per step of up to {} rows ({} per "
                                "prompt chunk; the output tail only when logits are asked)\n",
