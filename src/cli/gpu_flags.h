@@ -69,7 +69,8 @@ struct GpuFlags {
             ->check(CLI::Range(1, 64));
         app.add_option("--batch-xrows", batch_xrows,
                        "gate batch.xrows: steps of 2 or more rows (the server's concurrent slots) take a gemv list whose "
-                       "blocks read each split-layout Q4_0/Q8_0 weight row once for up to N of the step's rows (0 = off: "
+                       "blocks read each split-layout Q4_0/Q8_0 weight row once for up to N of the step's rows (halved for a "
+                       "product whose rows' int8 x copies do not fit shared memory; 0 = off: "
                        "each row reads them; H200 serve, 8 clients, N 4 / 8: 8B Q8_0 1501.4 / 1547.2 tok/s against 771.9, "
                        "1B Q4_0 4877.6 / 4576.4 against 3592.0; default 4)")
             ->check(CLI::IsMember({0, 2, 4, 8}));

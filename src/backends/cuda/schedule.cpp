@@ -782,7 +782,12 @@ private:
                           (g_.gemv_bulk_all || plain_type || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
         // --batch-xrows: a block reads each weight row once for up to xrows activation rows, their
         // int8 copies side by side in shared memory
-        const bool xr = g.xrows > 1 && batch_ && wsplit && act_q8_type(w0->type) && warp && !bulk;
+        // (as many rows as fit shared memory beside 2 KiB of static: halved from --batch-xrows until
+        // they do; none below 2: each row reads the weights then)
+        int xrows = g.xrows > 1 && batch_ && wsplit && act_q8_type(w0->type) && warp && !bulk ? g.xrows : 0;
+        const int64_t xq_bytes = int64_t(cols) + cols / 32 * 8;  // gemv.cu GEMV_XQB
+        while (xrows > 1 && xrows * xq_bytes + 2048 > int64_t(d_.max_shared_block())) xrows /= 2;
+        const bool xr = xrows > 1;
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
@@ -834,7 +839,7 @@ private:
         if (g.epi == 1) v.set("RES_SCALE", fstr(g.scale));
         if (g.epi == 3) v.set("OUT_SCALE", fstr(g.scale));
         if (g.up_offset_rows) v.set("UP_OFFSET_ROWS", g.up_offset_rows);
-        if (xr) v.set("XROWS", g.xrows);
+        if (xr) v.set("XROWS", xrows);
         // Register cap: 2 resident blocks per SM doubles the bytes in flight of the plain-type
         // loops (measured on the H200: 1B F16 723 -> 1085 tok/s, 8B F16 179 -> 235 tok/s); the
         // staged quantized loops lose a little with it, so they keep the compiler's choice.
@@ -907,11 +912,7 @@ private:
         k.block = Dim3(unsigned(block));
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8; XROWS: a copy a row)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
-        if (xr) k.smem *= unsigned(g.xrows);
-        if (xr && int64_t(k.smem) + 2048 > int64_t(d_.max_shared_block()))
-            fail_usage("--batch-xrows {}: {} bytes of int8 activations for {} columns do not fit the {} bytes of shared "
-                       "memory per block (lower --batch-xrows)",
-                       g.xrows, k.smem, cols, d_.max_shared_block());
+        if (xr) k.smem *= unsigned(xrows);
         if (bulk) k.smem = unsigned((k.smem + 127) / 128 * 128) + unsigned(bulk_ring);  // gemv.cu BULK_XBYTES + rings
         k.args.clear();
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
@@ -1127,7 +1128,7 @@ private:
                 // --batch-xrows: grid.y = the step's rows in groups of XROWS, each block reading
                 // its weight rows once for the group (n_rows: the Rows argument)
                 k.grid.y = 1;
-                rows_grid(k, 1, 1, v.xrows);
+                rows_grid(k, 1, 1, define_int(k, "XROWS", 1));
             } else if (small_) {
                 // the step's rows innermost in grid.x (gemv.cu ROWS_INNER): a row group's blocks
                 // for every row run side by side and share its weights through L2
