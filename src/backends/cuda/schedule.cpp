@@ -784,9 +784,9 @@ private:
         // int8 copies side by side in shared memory
         // (as many rows as fit shared memory beside 2 KiB of static: halved from --batch-xrows until
         // they do; none below 2: each row reads the weights then)
+        // (bulk_x: one row's int8 copy, gemv.cu GEMV_XQB)
         int xrows = g.xrows > 1 && batch_ && wsplit && act_q8_type(w0->type) && warp && !bulk ? g.xrows : 0;
-        const int64_t xq_bytes = int64_t(cols) + cols / 32 * 8;  // gemv.cu GEMV_XQB
-        while (xrows > 1 && xrows * xq_bytes + 2048 > int64_t(d_.max_shared_block())) xrows /= 2;
+        while (xrows > 1 && xrows * bulk_x + 2048 > int64_t(d_.max_shared_block())) xrows /= 2;
         const bool xr = xrows > 1;
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
@@ -1118,10 +1118,10 @@ private:
             v.epi = s.epi;
             v.scale = s.epi == 1 ? s.res_scale : s.out_scale;
             v.up_offset_rows = s.up_offset_rows;
-            if (small_) v.xrows = xrows_;
+            v.xrows = xrows_;  // (0 outside the small-step lists)
             gemv(idx, v);
             KernelStep& k = out_->back();
-            const bool xr = small_ && k.variant.has("XROWS");
+            const bool xr = k.variant.has("XROWS");
             k.symbol += xr ? "_xrows" : "_rows";
             k.variant.symbol = k.symbol;
             if (xr) {
@@ -2029,15 +2029,17 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
         s.batch_small_rows = std::max(1, opt.batch_small_rows);
-        // gate batch.pdl: the gemv list's kernels all wait (griddepcontrol.wait) before reading an
+        // gate batch.pdl: the gemv lists' kernels all wait (griddepcontrol.wait) before reading an
         // earlier kernel's output, as decode's do; the GEMM list's gemm.cu / convert.cu do not,
         // so it stays serial (a mixed step's gemv tail then waits for the GEMM body by itself)
-        if (l.batch_pdl()) {
-            for (const KernelStep& k : s.batch_small)
+        auto pdl_list = [&](std::vector<KernelStep>& ks) {
+            if (!l.batch_pdl()) return;
+            for (const KernelStep& k : ks)
                 JITLLM_CHECK(k.variant.source != "cuda/gemm.cu" && k.variant.source != "cuda/convert.cu",
                              "batch.pdl: {} in the gemv list has no PDL wait", k.symbol);
-            l.mark_pdl(s.batch_small);
-        }
+            l.mark_pdl(ks);
+        };
+        pdl_list(s.batch_small);
         // gate batch.xrows: the same list with XROWS gemvs, for steps of 2 .. batch_small_rows rows
         // (left empty when no product qualifies: no split-layout Q4_0/Q8_0 weights)
         if (l.batch_xrows()) {
@@ -2047,9 +2049,8 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
             if (!any) {
                 s.batch_xrows.clear();
                 s.batch_xrows_body = 0;
-            } else if (l.batch_pdl()) {
-                l.mark_pdl(s.batch_xrows);
             }
+            pdl_list(s.batch_xrows);
         }
     }
     return s;
