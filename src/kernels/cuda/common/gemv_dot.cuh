@@ -570,24 +570,12 @@ __device__ __forceinline__ void rows_dot_x(const uint8_t* const* rows, const XSr
         SplitSet<R> a;
         split_load<R>(a, rows, v0, gt);
 #pragma unroll
-        for (int u = 0; u < GEMV_SPLIT_U; ++u) {
-            const int v = v0 + gt + GROUP * u;
-            if (v >= NV) continue;
-            uint4 w[R];
-            uint32_t d[R];
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                w[r] = a.w[r][u];
-                d[r] = a.d[r][u];
-            }
-#pragma unroll
-            for (int j = 0; j < XROWS; ++j) {
-                if (j >= nx) break;
-                XSrc xj = xs;
-                xj.q = xs.q + j * XQB;
-                xj.qd = reinterpret_cast<const float2*>(xs.q + j * XQB + COLS);
-                split_unit<R>(w, d, xj, v, acc + j * R);
-            }
+        for (int j = 0; j < XROWS; ++j) {
+            if (j >= nx) break;
+            XSrc xj = xs;
+            xj.q = xs.q + j * XQB;
+            xj.qd = reinterpret_cast<const float2*>(xs.q + j * XQB + COLS);
+            split_dot<R>(a, xj, v0, gt, acc + j * R);
         }
     }
 }
