@@ -67,6 +67,7 @@
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
+#   trace24 : --block-trace tables (8B Q4_0 / Q8_0, depth 0 / 4096) and the rates without it
 #   next24  : the test refactor on the GPU, golden, the decode table and depth rows (session 24's first call)
 #   next23d : defaults with gate batch.xrows: prompt modes, serve rates
 #   next23c : gemv.cu XROWS against the CPU, prompt modes
@@ -429,15 +430,62 @@ next23c)
     cuda_test next23c-modes prefill_modes_test "prompt modes (defaults)"
     cuda_test next23c-modes8 prefill_modes_test "prompt modes, --batch-xrows 8" JITLLM_TEST_CUDA_BATCH_XROWS=8
     ;;
-next24)
+tests24|next24)
     # session 24's first call: session 23's test refactor (one epilogue reference for GemmVsCpu and
-    # GemvRowsVsCpu) on the GPU, golden with the defaults, then the decode issue's table and 8B
-    # Q8_0 / Q4_0 at depth 0 / 4096 with this build (BENCH_R=3 keeps it in one call)
+    # GemvRowsVsCpu) and rows_dot_x through split_dot on the GPU, golden and prompt modes with the
+    # defaults; next24 then the decode issue's table and 8B Q8_0 / Q4_0 at depth 0 / 4096
+    # (BENCH_R=3 keeps it in one call)
     cuda_test next24-gemm kernels_gemm_test "gemm (q4_0, q8_0, f16) and gemv rows vs cpu" \
         GTEST_FILTER='*GemvRows*:*GemmVsCpu*q4_0*:*GemmVsCpu*q8_0*:*GemmVsCpu*f16*'
     grep -E "gemv rows" "$OUT/next24-gemm.txt" | grep -c "max scaled" | sed 's/^/gemv rows cases run: /' | tee -a "$OUT/summary.txt"
     cuda_test next24-golden engine_golden_test "golden (cuda, default gates)"
-    SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
+    cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
+    [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
+    ;;
+final24)
+    # the new default (Q4_0 bulk gemvs: 3 of 5 ring slots before the PDL wait): kernels_vs_cpu's
+    # bulk variants (early1 new), golden, then 8B Q4_0 tg128 with 3 / 4 / 5 slots, two rounds, and
+    # its depth rows
+    cuda_test final24-kvc kernels_vs_cpu_test "kernels_vs_cpu: bulk variants (defaults, early1)" JITLLM_KVC_VARIANTS=bulk
+    cuda_test final24-golden engine_golden_test "golden (cuda, defaults)"
+    f=$(synth llama3.1-8b q4_0)
+    for r in 1 2; do
+        for n in 3 4 5; do tg_row "llama3.1-8b:q4_0 early $n" "$f" 3 --gemv-early-slots "$n"; done
+    done
+    log "depth llama3.1-8b:q4_0 (defaults)"
+    depth_rows "$f" jitllm
+    ;;
+early24)
+    # --gemv-early-slots N (session 24, from the block trace: the x prologue took 2-3 µs behind a
+    # whole ring of weight copies): golden with 2, then tg128 rates alternated, two rounds
+    cuda_test early24-golden engine_golden_test "golden (cuda, --gemv-early-slots 2)" JITLLM_TEST_CUDA_GEMV_EARLY_SLOTS=2
+    for spec in llama3.1-8b:q4_0 llama3.1-8b:q8_0; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for r in 1 2; do
+            for n in ${EARLY_SET:-0 1 2 3}; do
+                if [ "$n" = 0 ]; then tg_row "$spec default" "$f" 3; else tg_row "$spec early $n" "$f" 3 --gemv-early-slots "$n"; fi
+            done
+        done
+    done
+    ;;
+trace24)
+    # --block-trace (new in session 24): every warp's start / PDL release / x ready / last copy /
+    # end in one decode step, 8B Q4_0 and Q8_0 at depth 0 and 4096; the table per kernel into the
+    # summary, the CSV gzipped into $OUT, and the tok/s with and without the trace
+    for spec in ${TRACE_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:q8_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for d in ${TRACE_DEPTHS:-0 4096}; do
+            log "block trace $spec depth $d ${TRACE_ARGS:-}"
+            csv=$OUT/trace-${spec/:/-}-d$d.csv
+            # shellcheck disable=SC2086
+            timeout 200 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -d "$d" -r 2 --no-warmup -o md \
+                --block-trace "$csv" ${TRACE_ARGS:-} > "$OUT/trace-${spec/:/-}-d$d.txt" 2>&1
+            grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-${spec/:/-}-d$d.txt" | tee -a "$OUT/summary.txt"
+            [ -f "$csv" ] && gzip -f "$csv"
+        done
+        log "without the trace $spec"
+        depth_rows "$f" jitllm
+    done
     ;;
 next23d)
     # session 23's last call: the defaults with gate batch.xrows (steps of 2+ rows through the XROWS

@@ -487,8 +487,28 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_GE(k.smem, 16u * 5 * 2 * 1152) << k.symbol;
         EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
         EXPECT_FALSE(defines(k.variant, "BULK_PF")) << k.symbol;  // --l2-prefetch: off by default
+        // Q4_0: 4 of the 5 slots before the PDL wait, the last after the x prologue (session 24)
+        EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "4")) << k.symbol;
     }
     EXPECT_EQ(bulk, 4);  // 2 layers
+    // --gemv-early-slots N sets it (N >= the slots: all before the wait, no define); Q8_0 keeps all
+    ScheduleOptions early;
+    early.gemv_early_slots = 2;
+    for (const KernelStep& k : schedule_build(p, h200, early).decode) {
+        if (has_define(k.variant, "BULK", "1")) {
+            EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "2")) << k.symbol;
+        }
+    }
+    early.gemv_early_slots = 5;
+    for (const KernelStep& k : schedule_build(p, h200, early).decode) EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
+    auto wide8 = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 4096);
+    int bulk8 = 0;
+    for (const KernelStep& k : schedule_build(plan_build(*wide8, PlanOptions{128, 16, 1}), h200, {}).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        ++bulk8;
+        EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
+    }
+    EXPECT_GT(bulk8, 0);
     // --gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100: two bulk blocks an SM, half the ring
     // each (8 warps x 5 slots of 2 x 1152 bytes); q/k/v's 272 row sets of 16 capped at 2 x 132
     ScheduleOptions two;

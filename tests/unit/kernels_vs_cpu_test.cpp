@@ -240,6 +240,9 @@ const Variant kVariants[] = {
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
     {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
+    // --gemv-early-slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
+    {"gated+fused+bulk+ring1k+grid3+early1",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1}},
     // one weight row per warp item (--gemv-rows 1; gate/up keep their pair): for row counts that
     // 2-row sets spread unevenly over the warps (8B q/k/v: 3072 sets on 2112 warps)
     {"gated+fused+bulk+rows1", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows = 1}},

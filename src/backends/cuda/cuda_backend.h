@@ -35,6 +35,9 @@ struct CudaOptions {
     // greedy decode queued one step ahead (Backend::decode_queue) when graphs replay and neither
     // logits nor profiling are wanted; --no-run-ahead: every step waits for its pick
     bool run_ahead = true;
+    // --block-trace FILE: decode kernels compiled with TRACE=1 (schedule.trace must be set too);
+    // every decode step's warps write records, write_block_trace() reads the last step's
+    std::string block_trace;
 };
 
 struct CudaInitStats {
@@ -78,6 +81,9 @@ public:
     int32_t device_token_out();  // what the `sample` kernel wrote
     // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
     uint64_t device_bytes() const;
+    // --block-trace: the last decode step's warp records as CSV into the option's file and a table
+    // per kernel on stderr (profile/block_trace.h); nothing without the option
+    void write_block_trace();
 
 private:
     struct Launch {
@@ -153,6 +159,14 @@ private:
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
     std::vector<bool> ablated_;  // per decode launch: left out (--ablate)
+    // --block-trace (common.cuh TRACE): [capacity per SM slot, kTraceSlots, 6 x 0, a count per SM
+    // slot] (trace_head() words), then a region of trace_cap_ 64-byte records per SM slot; the
+    // position of the last decode step run
+    static constexpr uint64_t kTraceSlots = 256;
+    static constexpr uint64_t trace_head() { return 8 + kTraceSlots; }
+    CUdeviceptr trace_buf_ = 0;
+    uint64_t trace_cap_ = 0;
+    int trace_pos_ = -1;
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies

@@ -859,6 +859,13 @@ private:
                            block, r, b.ring_bytes, d_.max_shared_block());
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
             if (o_.l2_prefetch > 0) v.set("BULK_PF", o_.l2_prefetch);
+            // slots a warp fills before its PDL wait (--gemv-early-slots; the rest after the x
+            // prologue). The block trace (session 24) showed the prologue's x loads queued 2-3 µs
+            // behind the ring's first fill. H200, 8B Q4_0 tg128, two rounds: 4 of 5 slots first
+            // 727.1 / 726.9 tok/s, 3: 725.0 / 725.0, all 5: 711.5 / 711.4 (2: 714.6, 1: 699.9);
+            // 8B Q8_0 with 3: 455.7 against 456.6 with all (2: 446.0, 1: 433.8), so Q4_0 only
+            const int pre = o_.gemv_early_slots > 0 ? o_.gemv_early_slots : w0->type == GgmlType::Q4_0 && !batch_ ? 4 : 0;
+            if (pre > 0 && pre < b.slots) v.set("BULK_PRE", pre);
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate > 0 && wsplit && !batch_) v.set("GEMV_ABLATE", o_.gemv_ablate);
@@ -2023,6 +2030,14 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.lower(plan.prefill, s.prefill);
     l.mark_pdl(s.decode);
     l.mark_pdl(s.prefill);
+    if (opt.trace) {  // --block-trace: every decode variant writes warp records, ids from 1 in launch order
+        std::map<std::string, int> ids;
+        for (KernelStep& k : s.decode) {
+            const int id = ids.try_emplace(k.variant.display_name(), int(ids.size()) + 1).first->second;
+            k.variant.set("TRACE", 1);
+            k.variant.set("TRACE_ID", id);
+        }
+    }
     if (opt.smem_carveout >= 0)
         for (KernelStep& k : s.decode) k.carveout = opt.smem_carveout;
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);

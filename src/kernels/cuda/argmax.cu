@@ -391,6 +391,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* counter,
             int* token_out, int* pos_ptr, int* token_in, int* token_ring, void* draw,
             unsigned long long* part_keys) {
+    TRACE_BEGIN();
     __shared__ float sv[REDUCE ? 32 : BLOCK];
     __shared__ int si[REDUCE ? 32 : BLOCK];
     __shared__ bool last;
@@ -459,6 +460,7 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
 
 extern "C" __global__ void JITLLM_CAT(KERNEL_NAME, _advance)(int* pos_ptr, const int* token_out,
                                                               int* token_in) {
+    TRACE_BEGIN();
     pdl_launch_dependents();
     pdl_wait();
     *token_in = *token_out;

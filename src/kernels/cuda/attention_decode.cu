@@ -341,6 +341,7 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 extern "C" __global__ void ATTN_BOUNDS
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
             float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
+    TRACE_BEGIN();
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
@@ -1104,6 +1105,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
 #endif
 
+    TRACE_MARK(2);  // chunk loop done
     // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
     // shared memory, one thread per (head, group) for its weight 2^(m_g - M), then every
     // output dim of the round's heads in parallel (groups in order)
@@ -1278,6 +1280,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
     __syncthreads();
     if (!last) return;
+    TRACE_MARK(3);  // the last split block: the merge starts
     if constexpr (MERGE1 && N_SPLITS <= 16) {
     // MERGE1, one round trip: each thread loads its dims' partial outputs of every active split together
     // with the splits' (m_s, l_s) (the same addresses across a warp: broadcast)

@@ -340,6 +340,7 @@ __device__ __forceinline__ void attend(const Smem& sm, const float* q, const hal
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const int* pos_ptr,
             float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
+    TRACE_BEGIN();
     JITLLM_DYN_SMEM(uint8_t, kv);
     __shared__ __align__(16) float qs[QPG * HEAD_DIM];
     __shared__ __align__(16) float wts[CH * QP4];

@@ -29,6 +29,7 @@ static_assert(D % QK_ELEMS(WTYPE) == 0, "D: whole blocks");
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const void* table, const int* token_ptr, float* x) {
+    TRACE_BEGIN();
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int e = blockIdx.x * BLOCK + threadIdx.x;

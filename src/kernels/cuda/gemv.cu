@@ -39,8 +39,12 @@
 //                   weights do not pass through registers: each warp streams its items (a pass's
 //                   GEMV_DR rows, BULK_CH columns at a time: quants, then scales) into its own ring
 //                   of BULK_S shared-memory slots with cp.async.bulk copies completing on one
-//                   mbarrier per slot; the first BULK_S items go out before the PDL wait and the x
-//                   prologue. Dynamic smem: BULK_XBYTES (x) + BLOCK / 32 * BULK_S * BULK_SLOT
+//                   mbarrier per slot; the first BULK_PRE items go out before the PDL wait and the x
+//                   prologue, the ring's other BULK_S - BULK_PRE after the prologue.
+//                   Dynamic smem: BULK_XBYTES (x) + BLOCK / 32 * BULK_S * BULK_SLOT
+//   BULK_PRE        BULK: ring slots each warp fills before the PDL wait (default BULK_S; the
+//                   schedule's 4 of 5 for Q4_0, --gemv-early-slots): fewer copies queued ahead of
+//                   the prologue's x loads in the memory system
 //   GEMV_LATE       1: the latency cuts of session 11 undone, for A/B runs (--gemv-late-loads):
 //                   the normed Q8_0 prologue reads x twice, the residual / RoPE angle are loaded
 //                   after the pass's dot products. Default 0
@@ -160,6 +164,9 @@
 #ifndef BULK_PF
 #define BULK_PF 0
 #endif
+#ifndef BULK_PRE  // BULK: ring slots each warp fills before the PDL wait (--gemv-early-slots); the rest
+#define BULK_PRE BULK_S  // after the x prologue
+#endif
 #ifndef KV_PF  // EPI=4 + BULK: earlier K/V cache rows into L2 (1: at the start, 2: after the last weight copy)
 #define KV_PF 0
 #endif
@@ -274,6 +281,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const float* b2, float* y0, float* y1, float* y2, const float* x,
             const float* norm_w, const float* resid, float eps, const int* pos_ptr, void* k_cache,
             void* v_cache, const float* freq_factors, float freq_base GEMV_XROWS_PARAM) {
+    TRACE_BEGIN();
 #if REDUCE
     __shared__ float red[XROWS > 1 ? XROWS * 33 : 32];
 #else
@@ -406,7 +414,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     if (lane == 0) {
         for (int s = 0; s < BULK_S; ++s) mbar_init(bar0 + 8 * s, 1);
         mbar_init_fence();
-        for (int i = 0; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+        for (int i = 0; i < min(BULK_PRE, n_items); ++i) bulk_issue(i);
 #if BULK_PF
         for (int i = BULK_S; i < BULK_S + BULK_PF; ++i) bulk_prefetch(i);
 #endif
@@ -416,7 +424,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     }
     __syncwarp();
-    if (n_items <= BULK_S) pdl_launch_dependents();  // every load of this warp is out
+    if (n_items <= BULK_S) {
+        pdl_launch_dependents();  // every load of this warp is out
+        TRACE_MARK(3);
+    }
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
     XSrc xs;
@@ -507,6 +518,13 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
 #endif
     (void)eps;
+#if BULK && BULK_PRE < BULK_S
+    // the rest of the ring's first fill, now that x is in: before the PDL wait only BULK_PRE slots
+    // a warp go out, so x's loads do not queue behind a whole ring of weight copies
+    if (lane == 0)
+        for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+#endif
+    TRACE_MARK(2);  // x ready
 
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
@@ -561,7 +579,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                     if (next == n_items - 1) kv_prefetch(*pos_ptr);
 #endif
                 }
-                if (next == n_items - 1) pdl_launch_dependents();  // this warp's last load is out
+                if (next == n_items - 1) {
+                    pdl_launch_dependents();  // this warp's last load is out
+                    TRACE_MARK(3);
+                }
             }
         }
 #else

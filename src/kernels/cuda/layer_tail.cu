@@ -283,6 +283,7 @@ __device__ __forceinline__ void consume_phase(Ring& g, Feed& f, const uint8_t* x
 extern "C" __global__ void __launch_bounds__(32 * NW, 1)
 KERNEL_NAME(const void* wo, const void* wg, const void* wu, const void* wd, const float* att, float* x,
             const float* ffn_norm_w, float* hb, unsigned* bar) {
+    TRACE_BEGIN();
     __shared__ __align__(8) uint64_t bars[NW * SLOTS];  // per warp: SLOTS "full" mbarriers
     __shared__ float red[NW];
     extern __shared__ __align__(128) uint8_t dyn[];
