@@ -67,6 +67,9 @@
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
+#   next25  : --gemv-fill-at-loads (prepared in session 24): kernels_vs_cpu, golden, 8B Q4_0 / Q8_0 rates
+#   final24 : the Q4_0 early-slots default: kernels_vs_cpu bulk, golden, 3 / 4 / 5 slots, depth rows
+#   early24 : --gemv-early-slots 1-3 against all, 8B Q4_0 / Q8_0, golden
 #   trace24 : --block-trace tables (8B Q4_0 / Q8_0, depth 0 / 4096) and the rates without it
 #   next24  : the test refactor on the GPU, golden, the decode table and depth rows (session 24's first call)
 #   next23d : defaults with gate batch.xrows: prompt modes, serve rates
@@ -441,6 +444,20 @@ tests24|next24)
     cuda_test next24-golden engine_golden_test "golden (cuda, default gates)"
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
+    ;;
+next25)
+    # prepared in session 24 (no device time left): --gemv-fill-at-loads (the late ring slots go
+    # out as soon as the x prologue's loads are issued): kernels_vs_cpu's at-loads variant, golden
+    # with it, then 8B Q4_0 / Q8_0 tg128 with early slots and at-loads, two rounds alternated
+    cuda_test next25-kvc kernels_vs_cpu_test "kernels_vs_cpu: bulk variants (at-loads new)" JITLLM_KVC_VARIANTS=bulk
+    cuda_test next25-golden engine_golden_test "golden (cuda, --gemv-fill-at-loads)" JITLLM_TEST_CUDA_GEMV_FILL_AT_LOADS=1
+    for spec in llama3.1-8b:q4_0 llama3.1-8b:q8_0; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for r in 1 2; do
+            tg_row "$spec default" "$f" 3
+            for n in 2 3 4; do tg_row "$spec early $n at-loads" "$f" 3 --gemv-early-slots "$n" --gemv-fill-at-loads; done
+        done
+    done
     ;;
 final24)
     # the new default (Q4_0 bulk gemvs: 3 of 5 ring slots before the PDL wait): kernels_vs_cpu's

@@ -499,8 +499,17 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
             EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "2")) << k.symbol;
         }
     }
-    early.gemv_early_slots = 5;
-    for (const KernelStep& k : schedule_build(p, h200, early).decode) EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
+    early.gemv_fill_at_loads = true;
+    for (const KernelStep& k : schedule_build(p, h200, early).decode) {
+        if (has_define(k.variant, "BULK", "1")) {
+            EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
+        }
+    }
+    early.gemv_early_slots = 5;  // all before the wait: nothing late, no BULK_FILL_AT_LOADS either
+    for (const KernelStep& k : schedule_build(p, h200, early).decode) {
+        EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
+        EXPECT_FALSE(defines(k.variant, "BULK_FILL_AT_LOADS")) << k.symbol;
+    }
     auto wide8 = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 4096);
     int bulk8 = 0;
     for (const KernelStep& k : schedule_build(plan_build(*wide8, PlanOptions{128, 16, 1}), h200, {}).decode) {

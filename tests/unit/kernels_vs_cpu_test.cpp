@@ -243,6 +243,10 @@ const Variant kVariants[] = {
     // --gemv-early-slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
     {"gated+fused+bulk+ring1k+grid3+early1",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1}},
+    // ... with the late slots issued behind the x prologue's loads (--gemv-fill-at-loads)
+    {"gated+fused+bulk+ring1k+grid3+early1+at-loads",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1,
+      .gemv_fill_at_loads = true}},
     // one weight row per warp item (--gemv-rows 1; gate/up keep their pair): for row counts that
     // 2-row sets spread unevenly over the warps (8B q/k/v: 3072 sets on 2112 warps)
     {"gated+fused+bulk+rows1", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows = 1}},

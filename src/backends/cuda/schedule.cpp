@@ -865,7 +865,10 @@ private:
             // 727.1 / 726.9 tok/s, 3: 725.0 / 725.0, all 5: 711.5 / 711.4 (2: 714.6, 1: 699.9);
             // 8B Q8_0 with 3: 455.7 against 456.6 with all (2: 446.0, 1: 433.8), so Q4_0 only
             const int pre = o_.gemv_early_slots > 0 ? o_.gemv_early_slots : w0->type == GgmlType::Q4_0 && !batch_ ? 4 : 0;
-            if (pre > 0 && pre < b.slots) v.set("BULK_PRE", pre);
+            if (pre > 0 && pre < b.slots) {
+                v.set("BULK_PRE", pre);
+                if (o_.gemv_fill_at_loads) v.set("BULK_FILL_AT_LOADS", 1);
+            }
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate > 0 && wsplit && !batch_) v.set("GEMV_ABLATE", o_.gemv_ablate);

@@ -167,6 +167,9 @@
 #ifndef BULK_PRE  // BULK: ring slots each warp fills before the PDL wait (--gemv-early-slots); the rest
 #define BULK_PRE BULK_S  // after the x prologue
 #endif
+#ifndef BULK_FILL_AT_LOADS  // 1 (--gemv-fill-at-loads): the late slots as soon as the x prologue's loads are
+#define BULK_FILL_AT_LOADS 0  // issued (split-layout Q4_0 / Q8_0, one activation row), not after the prologue
+#endif
 #ifndef KV_PF  // EPI=4 + BULK: earlier K/V cache rows into L2 (1: at the start, 2: after the last weight copy)
 #define KV_PF 0
 #endif
@@ -446,7 +449,16 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     JITLLM_DYN_SMEM(float, xsm);
     xs.q = reinterpret_cast<const uint8_t*>(xsm);
     xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
+#if BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
+    // the ring's late slots go out as soon as x's loads are (behind them in the memory queues)
+    auto late_fill = [&] {
+        if (lane == 0)
+            for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+    };
+    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill);
+#else
     xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red);
+#endif
 #elif X_SMEM
     JITLLM_DYN_SMEM(float, xsm);
     xs.p = xsm;
@@ -518,7 +530,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
 #endif
     (void)eps;
-#if BULK && BULK_PRE < BULK_S
+#if BULK && BULK_PRE < BULK_S && !(BULK_FILL_AT_LOADS && GEMV_XQ8 && XROWS == 1)
     // the rest of the ring's first fill, now that x is in: before the PDL wait only BULK_PRE slots
     // a warp go out, so x's loads do not queue behind a whole ring of weight copies
     if (lane == 0)

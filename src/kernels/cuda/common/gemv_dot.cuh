@@ -77,8 +77,14 @@ __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* q
 // weight are read once and kept through the block's sum of squares (LATE: x read twice, the form
 // before session 11). CG: loads through L2 only (x written by other blocks of this kernel:
 // layer_tail.cu). red: NT / 32 floats of scratch. gemv.cu's prologue and layer_tail.cu's phases.
-template <int C, int NT, bool NORM, bool CG = false, bool LATE = false>
-__device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red) {
+// after_loads() runs once the first chunk's loads are issued, before any is used (gemv.cu
+// BULK_FILL_AT_LOADS: the ring's late slots go out behind x's loads, not ahead of them).
+struct NoHook {
+    __device__ void operator()() const {}
+};
+template <int C, int NT, bool NORM, bool CG = false, bool LATE = false, typename Hook = NoHook>
+__device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red,
+                                             Hook after_loads = Hook()) {
     constexpr int XT = (C + 4 * NT - 1) / (4 * NT), XC = XT < 8 ? XT : 8;  // float4 per thread, per chunk
     const int tid = threadIdx.x;
     float2* qd = reinterpret_cast<float2*>(xq + C);
@@ -97,6 +103,7 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
                 w[j] = __ldg(reinterpret_cast<const float4*>(nw + k));
             }
         }
+        after_loads();
 #pragma unroll
         for (int j = 0; j < XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
         inv = 1.0f / sqrtf(block_sum<NT>(ss, red) / float(C) + eps);
@@ -121,6 +128,7 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
                     const int k = (c0 + j) * 4 * NT + 4 * tid;
                     v[j] = c0 + j < XT && k < C ? load(x + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 }
+                if (c0 == 0) after_loads();
 #pragma unroll
                 for (int j = 0; j < XC; ++j) ss += (v[j].x * v[j].x + v[j].y * v[j].y) + (v[j].z * v[j].z + v[j].w * v[j].w);
             }
@@ -143,6 +151,7 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
                     }
                 }
             }
+            if (!NORM && c0 == 0) after_loads();
 #pragma unroll
             for (int j = 0; j < XC; ++j)
                 if (c0 + j < XT) xq8_store<C>(v[j], (c0 + j) * 4 * NT + 4 * tid, xq, qd);
