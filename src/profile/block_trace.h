@@ -24,7 +24,7 @@ struct TraceRecord {
 
 // One launch of the traced step, in launch order.
 struct TraceLaunch {
-    std::string symbol, group;
+    std::string symbol;
     int layer = -1;
     uint32_t id = 0;         // TRACE_ID of its variant
     size_t warps = 0;        // records it writes: blocks x warps per block

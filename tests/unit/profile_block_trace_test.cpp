@@ -25,7 +25,7 @@ TraceRecord rec(uint32_t id, uint32_t block, uint64_t start, uint64_t wait, uint
 
 // two launches of a gemv variant (id 1, 2 warps each) around an attention launch (id 2, 1 warp)
 std::vector<TraceLaunch> launches() {
-    return {{"gemv_a", "g", 0, 1, 2, 2000}, {"attn_b", "a", 0, 2, 1, 0}, {"gemv_a", "g", 1, 1, 2, 2000}};
+    return {{"gemv_a", 0, 1, 2, 2000}, {"attn_b", 0, 2, 1, 0}, {"gemv_a", 1, 1, 2, 2000}};
 }
 
 TEST(BlockTrace, AssignsRecordsToLaunchesByStartAndMeasuresFromThePreviousEnd) {

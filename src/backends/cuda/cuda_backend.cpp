@@ -51,8 +51,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     if (!opt.block_trace.empty()) {
         JITLLM_CHECK(opt.schedule.trace, "--block-trace without the schedule's trace variants");
         uint64_t total = 0;  // warp records of one decode step
-        for (const auto& k : sched_.decode)
-            total += uint64_t(k.grid.x) * k.grid.y * k.grid.z * ((uint64_t(k.block.x) * k.block.y * k.block.z + 31) / 32);
+        for (const auto& k : sched_.decode) total += trace_warps(k);
         // a region per SM slot (%smid < kTraceSlots), 3x an even share: blocks do not spread evenly
         trace_cap_ = 3 * total / uint64_t(std::max(1, dev.sm_count)) + 2048;
         trace_buf_ = ctx_->alloc(8 * (trace_head() + kTraceSlots * 8 * trace_cap_), MemCategory::Scratch, "block trace");
@@ -520,10 +519,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     }
     // With the profiler the graph holds an event record node before every kernel (and one after
     // the last), so the timed run is the same graph replay as an unprofiled one.
-    if (trace_buf_ && ph == Phase::Decode) {  // --block-trace: this step's records replace the last one's
-        JITLLM_CUDA_TRY(d, cuMemsetD32Async(trace_buf_ + 64, 0, 2 * kTraceSlots, st));  // the counts
-        trace_pos_ = pos;
-    }
+    if (ph == Phase::Decode) trace_step(pos);
     if (!opt_.graphs || opt_.nvtx_tasks) {  // the same kernels, launched one by one
         launch_all();
     } else {
@@ -639,6 +635,16 @@ int32_t CudaBackend::device_token_out() {
     return t;
 }
 
+uint64_t CudaBackend::trace_warps(const KernelStep& k) {
+    return uint64_t(k.grid.x) * k.grid.y * k.grid.z * ((uint64_t(k.block.x) * k.block.y * k.block.z + 31) / 32);
+}
+
+void CudaBackend::trace_step(int pos) {
+    if (!trace_buf_) return;
+    JITLLM_CUDA_TRY(ctx_->driver(), cuMemsetD32Async(trace_buf_ + 64, 0, 2 * kTraceSlots, ctx_->stream()));  // the counts
+    trace_pos_ = pos;
+}
+
 void CudaBackend::write_block_trace() {
     if (!trace_buf_) return;
     ctx_->synchronize();
@@ -669,11 +675,10 @@ void CudaBackend::write_block_trace() {
         const KernelStep& k = *decode_launches_[i].step;
         TraceLaunch l;
         l.symbol = k.symbol;
-        l.group = k.group;
         l.layer = k.layer;
         for (const auto& [name, v] : k.variant.defines)
             if (name == "TRACE_ID") l.id = uint32_t(std::stoul(v));
-        l.warps = size_t(k.grid.x) * k.grid.y * k.grid.z * ((size_t(k.block.x) * k.block.y * k.block.z + 31) / 32);
+        l.warps = size_t(trace_warps(k));
         l.bytes = k.bytes + k.bytes_per_pos * uint64_t(trace_pos_ + 1);
         launches.push_back(std::move(l));
     }
@@ -795,10 +800,7 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok + 4, io + 1, 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }  // else (step.advance=device): the previous step's last kernel wrote both already
-    if (trace_buf_) {  // --block-trace: this step's records replace the last one's
-        JITLLM_CUDA_TRY(d, cuMemsetD32Async(trace_buf_ + 64, 0, 2 * kTraceSlots, st));  // the counts
-        trace_pos_ = pos;
-    }
+    trace_step(pos);
     JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
     dev_pos_ = advanced_pos(pos);
     // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so

@@ -167,6 +167,8 @@ private:
     CUdeviceptr trace_buf_ = 0;
     uint64_t trace_cap_ = 0;
     int trace_pos_ = -1;
+    static uint64_t trace_warps(const KernelStep& k);  // the records a launch of k writes: its warps
+    void trace_step(int pos);  // before a decode step's launches: its records replace the last step's
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies

@@ -427,6 +427,15 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     }
     __syncwarp();
+#if BULK_PRE < BULK_S
+    // lane 0: the rest of the ring's first fill. Only BULK_PRE slots a warp go out before the PDL
+    // wait, so x's loads do not queue behind a whole ring of weight copies; these go out once x is
+    // in, or with BULK_FILL_AT_LOADS as soon as x's loads are issued
+    auto late_fill = [&] {
+        if (lane == 0)
+            for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+    };
+#endif
     if (n_items <= BULK_S) {
         pdl_launch_dependents();  // every load of this warp is out
         TRACE_MARK(3);
@@ -451,10 +460,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
 #if BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
     // the ring's late slots go out as soon as x's loads are (behind them in the memory queues)
-    auto late_fill = [&] {
-        if (lane == 0)
-            for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
-    };
     xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill);
 #else
     xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red);
@@ -531,10 +536,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     (void)eps;
 #if BULK && BULK_PRE < BULK_S && !(BULK_FILL_AT_LOADS && GEMV_XQ8 && XROWS == 1)
-    // the rest of the ring's first fill, now that x is in: before the PDL wait only BULK_PRE slots
-    // a warp go out, so x's loads do not queue behind a whole ring of weight copies
-    if (lane == 0)
-        for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+    late_fill();  // now that x is in
 #endif
     TRACE_MARK(2);  // x ready
 
