@@ -445,6 +445,28 @@ tests24|next24)
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
+next25b)
+    # session 25, call 2: the new defaults (fill at loads; Q4_0 2 early slots, Q8_0 3): the two
+    # kernels_vs_cpu cases next25 did not reach, golden with bulk gemvs forced (the small models'
+    # Q4_0 / Q8_0 gemvs through the rings), tg128 A/B against the old defaults, depth rows, a trace
+    cuda_test next25b-kvc kernels_vs_cpu_test "kernels_vs_cpu: bulk variants, hd128 hist300 cases" \
+        JITLLM_KVC_VARIANTS=bulk "GTEST_FILTER=*EveryKernelMatches*hd128*hist300*"
+    cuda_test next25b-golden engine_golden_test "golden (cuda, defaults)"
+    cuda_test next25b-golden-bulk engine_golden_test "golden (cuda, gemv.load=bulk forced)" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    for r in 1 2; do
+        tg_row "8b:q4_0 default" "$q4" 3
+        tg_row "8b:q4_0 early 1" "$q4" 3 --gemv-early-slots 1
+        tg_row "8b:q4_0 old default (4, no hook)" "$q4" 3 --no-gemv-fill-at-loads --gemv-early-slots 4
+        tg_row "8b:q8_0 default" "$q8" 3
+        tg_row "8b:q8_0 old default (all, no hook)" "$q8" 3 --no-gemv-fill-at-loads
+    done
+    log "depth 8b:q8_0"
+    depth_rows "$q8" jitllm
+    log "depth 8b:q4_0"
+    depth_rows "$q4" jitllm
+    ;;
 next25)
     # prepared in session 24 (no device time left): --gemv-fill-at-loads (the late ring slots go
     # out as soon as the x prologue's loads are issued): kernels_vs_cpu's at-loads variant, golden

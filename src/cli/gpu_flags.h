@@ -15,7 +15,7 @@ namespace jitllm::cli {
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
     bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
-    bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = false;
+    bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
     bool no_kernel_cache = false;
     bool no_graphs = false, no_run_ahead = false;
@@ -61,12 +61,13 @@ struct GpuFlags {
         app.add_option("--profiler-dump-dir", profiler_dump_dir, "write profile.json and trace.json (Chrome trace) here");
         app.add_option("--gemv-early-slots", gemv_early_slots,
                        "tuning: bulk gemv ring slots each warp fills before its PDL wait, the rest after the x "
-                       "prologue (default: 4 for Q4_0 weights, all for others; H200 8B tg128: Q4_0 4 of 5 slots 727.1 "
-                       "against 711.5 tok/s with all, Q8_0 3 slots 455.7 against 456.6)");
-        app.add_flag("--gemv-fill-at-loads", gemv_fill_at_loads,
-                     "tuning: with fewer early slots than the ring holds (--gemv-early-slots, Q4_0 by default), the "
-                     "late slots go out as soon as the x prologue's loads are issued instead of after the prologue "
-                     "(split-layout Q4_0 / Q8_0; not measured yet)");
+                       "prologue (default: 2 for Q4_0 weights, 3 for Q8_0, all for others; H200 8B tg128 with "
+                       "--gemv-fill-at-loads: Q4_0 2 of 5 slots 742 against 724 tok/s with 4, Q8_0 3 slots 475 against "
+                       "458 with all)");
+        app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", gemv_fill_at_loads,
+                     "tuning: with fewer early slots than the ring holds, the late slots go out as soon as the x "
+                     "prologue's loads are issued (default on; --no-gemv-fill-at-loads: after the whole prologue, and "
+                     "every slot early unless --gemv-early-slots says otherwise; split-layout Q4_0 / Q8_0)");
         app.add_option("--block-trace", block_trace,
                        "decode kernels stamp each warp's start, PDL wait, x ready, last weight copy and end "
                        "(%globaltimer); the last decode step's records go to this CSV file and a table per kernel "

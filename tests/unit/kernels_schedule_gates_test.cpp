@@ -487,24 +487,28 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_GE(k.smem, 16u * 5 * 2 * 1152) << k.symbol;
         EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
         EXPECT_FALSE(defines(k.variant, "BULK_PF")) << k.symbol;  // --l2-prefetch: off by default
-        // Q4_0: 4 of the 5 slots before the PDL wait, the last after the x prologue (session 24)
-        EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "4")) << k.symbol;
+        // Q4_0: 2 of the 5 slots before the PDL wait, the rest once the x prologue's loads are out
+        // (sessions 24-25)
+        EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "2")) << k.symbol;
+        EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
     }
     EXPECT_EQ(bulk, 4);  // 2 layers
-    // --gemv-early-slots N sets it (N >= the slots: all before the wait, no define); Q8_0 keeps all
+    // --gemv-early-slots N sets it (N >= the slots: all before the wait, no define);
+    // --no-gemv-fill-at-loads: no hook, and all slots early unless N is given
     ScheduleOptions early;
-    early.gemv_early_slots = 2;
+    early.gemv_early_slots = 3;
+    early.gemv_fill_at_loads = false;
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         if (has_define(k.variant, "BULK", "1")) {
-            EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "2")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "3")) << k.symbol;
+            EXPECT_FALSE(defines(k.variant, "BULK_FILL_AT_LOADS")) << k.symbol;
         }
+    }
+    early.gemv_early_slots = 0;
+    for (const KernelStep& k : schedule_build(p, h200, early).decode) {
+        EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
     }
     early.gemv_fill_at_loads = true;
-    for (const KernelStep& k : schedule_build(p, h200, early).decode) {
-        if (has_define(k.variant, "BULK", "1")) {
-            EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
-        }
-    }
     early.gemv_early_slots = 5;  // all before the wait: nothing late, no BULK_FILL_AT_LOADS either
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
@@ -515,7 +519,8 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     for (const KernelStep& k : schedule_build(plan_build(*wide8, PlanOptions{128, 16, 1}), h200, {}).decode) {
         if (!has_define(k.variant, "BULK", "1")) continue;
         ++bulk8;
-        EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
+        EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "3")) << k.symbol;  // Q8_0: 3 of 5 early
+        EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
     }
     EXPECT_GT(bulk8, 0);
     // --gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100: two bulk blocks an SM, half the ring

@@ -863,8 +863,16 @@ private:
             // prologue). The block trace (session 24) showed the prologue's x loads queued 2-3 µs
             // behind the ring's first fill. H200, 8B Q4_0 tg128, two rounds: 4 of 5 slots first
             // 727.1 / 726.9 tok/s, 3: 725.0 / 725.0, all 5: 711.5 / 711.4 (2: 714.6, 1: 699.9);
-            // 8B Q8_0 with 3: 455.7 against 456.6 with all (2: 446.0, 1: 433.8), so Q4_0 only
-            const int pre = o_.gemv_early_slots > 0 ? o_.gemv_early_slots : w0->type == GgmlType::Q4_0 && !batch_ ? 4 : 0;
+            // 8B Q8_0 with 3: 455.7 against 456.6 with all (2: 446.0, 1: 433.8).
+            // With the late slots issued as soon as the x prologue's loads are out
+            // (BULK_FILL_AT_LOADS, --gemv-fill-at-loads, session 25, two rounds): Q4_0 2 slots
+            // 742.1 / 741.7 against 723.7 / 724.0 with 4 and no hook (3: 721.4, 4: 706.7); Q8_0 3
+            // slots 475.1 / 474.9 against 458.3 / 457.6 with all (2: 468.9, 4: 463.0)
+            const bool early_default = !batch_ && o_.gemv_fill_at_loads;
+            const int pre = o_.gemv_early_slots > 0                             ? o_.gemv_early_slots
+                            : early_default && w0->type == GgmlType::Q4_0 ? 2
+                            : early_default && w0->type == GgmlType::Q8_0 ? 3
+                                                                          : 0;
             if (pre > 0 && pre < b.slots) {
                 v.set("BULK_PRE", pre);
                 if (o_.gemv_fill_at_loads) v.set("BULK_FILL_AT_LOADS", 1);
