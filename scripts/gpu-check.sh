@@ -455,13 +455,17 @@ next25b)
     cuda_test next25b-golden-bulk engine_golden_test "golden (cuda, gemv.load=bulk forced)" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
     q4=$(synth llama3.1-8b q4_0)
     q8=$(synth llama3.1-8b q8_0)
-    for r in 1 2; do
-        tg_row "8b:q4_0 default" "$q4" 3
-        tg_row "8b:q4_0 early 1" "$q4" 3 --gemv-early-slots 1
-        tg_row "8b:q4_0 old default (4, no hook)" "$q4" 3 --no-gemv-fill-at-loads --gemv-early-slots 4
-        tg_row "8b:q8_0 default" "$q8" 3
-        tg_row "8b:q8_0 old default (all, no hook)" "$q8" 3 --no-gemv-fill-at-loads
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 old default (4, no hook)" "$q4" 3 --no-gemv-fill-at-loads --gemv-early-slots 4
+    tg_row "8b:q8_0 default" "$q8" 3
+    tg_row "8b:q8_0 old default (all, no hook)" "$q8" 3 --no-gemv-fill-at-loads
+    # each bulk kernel's own early slots (--gemv-early-slots-for, new), against the default's 2
+    tg_row "8b:q4_0 early 1" "$q4" 3 --gemv-early-slots 1
+    for kn in attn_norm=1 attn_norm=3 attn_output=4 attn_output=5 ffn_norm=1 ffn_norm=3 ffn_down=1 ffn_down=3; do
+        tg_row "8b:q4_0 for $kn" "$q4" 3 --gemv-early-slots-for "$kn"
     done
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q8_0 default" "$q8" 3
     log "depth 8b:q8_0"
     depth_rows "$q8" jitllm
     log "depth 8b:q4_0"

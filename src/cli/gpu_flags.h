@@ -9,11 +9,13 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
+#include "plan/task_kind.h"
 
 namespace jitllm::cli {
 
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
+    std::vector<std::string> gemv_early_slots_for;  // KIND=N
     bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
@@ -64,6 +66,9 @@ struct GpuFlags {
                        "prologue (default: 2 for Q4_0 weights, 3 for Q8_0, all for others; H200 8B tg128 with "
                        "--gemv-fill-at-loads: Q4_0 2 of 5 slots 742 against 724 tok/s with 4, Q8_0 3 slots 475 against "
                        "458 with all)");
+        app.add_option("--gemv-early-slots-for", gemv_early_slots_for,
+                       "tuning: KIND=N, --gemv-early-slots for the bulk gemv kernel whose first task is KIND "
+                       "(attn_norm, attn_output, ffn_norm, ffn_down, output_norm; repeatable)");
         app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", gemv_fill_at_loads,
                      "tuning: with fewer early slots than the ring holds, the late slots go out as soon as the x "
                      "prologue's loads are issued (default on; --no-gemv-fill-at-loads: after the whole prologue, and "
@@ -279,6 +284,16 @@ struct GpuFlags {
         s.gemm_bm = gemm_bm;
         s.trace = !block_trace.empty();
         s.gemv_early_slots = gemv_early_slots;
+        for (const auto& f : gemv_early_slots_for) {
+            const auto eq = f.find('=');
+            const std::string kind = f.substr(0, eq == std::string::npos ? 0 : eq);
+            if (eq == std::string::npos || !task_kind_from_name(kind))
+                fail_usage("--gemv-early-slots-for: expected KIND=N with KIND a task kind (e.g. attn_output), found '{}'", f);
+            const std::string n = f.substr(eq + 1);
+            if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
+                fail_usage("--gemv-early-slots-for: expected a slot count of 1 to 99 after '{}=', found '{}'", kind, n);
+            s.gemv_early_slots_for[kind] = std::stoi(n);
+        }
         s.gemv_fill_at_loads = gemv_fill_at_loads;
         return s;
     }

@@ -509,6 +509,21 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
     }
     early.gemv_fill_at_loads = true;
+    // --gemv-early-slots-for attn_output=4 attn_norm=5: each of the two bulk kernels its own count
+    early.gemv_early_slots_for = {{"attn_output", 4}, {"attn_norm", 5}};
+    int seen = 0;
+    for (const KernelStep& k : schedule_build(p, h200, early).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        const std::string_view first = task_kind_name(p.decode[size_t(k.tasks[0])].kind);
+        if (first == "attn_output") {
+            EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "4")) << k.symbol;
+        } else if (first == "attn_norm") {
+            EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
+        }
+        seen += first == "attn_output" || first == "attn_norm";
+    }
+    EXPECT_EQ(seen, 4);  // 2 layers
+    early.gemv_early_slots_for.clear();
     early.gemv_early_slots = 5;  // all before the wait: nothing late, no BULK_FILL_AT_LOADS either
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;

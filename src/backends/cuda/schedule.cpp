@@ -868,8 +868,11 @@ private:
             // (BULK_FILL_AT_LOADS, --gemv-fill-at-loads, session 25, two rounds): Q4_0 2 slots
             // 742.1 / 741.7 against 723.7 / 724.0 with 4 and no hook (3: 721.4, 4: 706.7); Q8_0 3
             // slots 475.1 / 474.9 against 458.3 / 457.6 with all (2: 468.9, 4: 463.0)
+            // (--gemv-early-slots-for KIND=N: this kernel's own count, by its first task's kind)
             const bool early_default = !batch_ && o_.gemv_fill_at_loads;
-            const int pre = o_.gemv_early_slots > 0                             ? o_.gemv_early_slots
+            const auto for_kind = o_.gemv_early_slots_for.find(std::string(task_kind_name(t(idx[0]).kind)));
+            const int pre = for_kind != o_.gemv_early_slots_for.end()           ? for_kind->second
+                            : o_.gemv_early_slots > 0                             ? o_.gemv_early_slots
                             : early_default && w0->type == GgmlType::Q4_0 ? 2
                             : early_default && w0->type == GgmlType::Q8_0 ? 3
                                                                           : 0;
