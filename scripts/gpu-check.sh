@@ -445,6 +445,40 @@ tests24|next24)
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
+next25d)
+    # session 25, call 4: the trace with the new defaults shows gate/up's warps ending over 5.9 µs
+    # (block-major rows: its 7th pass on blocks 0-103 only) and q/k/v's 1.45 passes (blocks 0-59
+    # stream twice the rows): warp-major rows again (-3 % on Q4_0 in session 12, older code)
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 --gemv-warp-major" "$q4" 3 --gemv-warp-major
+    tg_row "8b:q4_0 for ffn_norm=1" "$q4" 3 --gemv-early-slots-for ffn_norm=1
+    tg_row "8b:q8_0 default" "$q8" 3
+    tg_row "8b:q8_0 --gemv-warp-major" "$q8" 3 --gemv-warp-major
+    tg_row "8b:q4_0 --gemv-warp-major" "$q4" 3 --gemv-warp-major
+    ;;
+next25c)
+    # session 25, call 3: at depth 4096 attention leaves DRAM idle for ~10 µs a layer; the
+    # attn_output gemv after it fills only 2-3 ring slots before its PDL wait with the new
+    # defaults (all 5 before): its own count by --gemv-early-slots-for, depth rows; then one
+    # block trace of 8B Q4_0 at depth 0 with the defaults
+    q8=$(synth llama3.1-8b q8_0)
+    q4=$(synth llama3.1-8b q4_0)
+    for kn in "" attn_output=5 attn_output=4; do
+        log "depth 8b:q8_0 ${kn:-default}"
+        depth_rows "$q8" jitllm ${kn:+--gemv-early-slots-for "$kn"}
+    done
+    for kn in "" attn_output=5; do
+        log "depth 8b:q4_0 ${kn:-default}"
+        depth_rows "$q4" jitllm ${kn:+--gemv-early-slots-for "$kn"}
+    done
+    log "block trace 8b:q4_0 depth 0 (defaults)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md \
+        --block-trace "$OUT/trace-q4_0-d0.csv" > "$OUT/trace-q4_0-d0.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-q4_0-d0.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-q4_0-d0.csv" ] && gzip -f "$OUT/trace-q4_0-d0.csv"
+    ;;
 next25b)
     # session 25, call 2: the new defaults (fill at loads; Q4_0 2 early slots, Q8_0 3): the two
     # kernels_vs_cpu cases next25 did not reach, golden with bulk gemvs forced (the small models'
