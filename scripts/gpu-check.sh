@@ -448,7 +448,12 @@ tests24|next24)
 next25d)
     # session 25, call 4: the trace with the new defaults shows gate/up's warps ending over 5.9 µs
     # (block-major rows: its 7th pass on blocks 0-103 only) and q/k/v's 1.45 passes (blocks 0-59
-    # stream twice the rows): warp-major rows again (-3 % on Q4_0 in session 12, older code)
+    # stream twice the rows): warp-major rows again (-3 % on Q4_0 in session 12, older code), and
+    # the last pass alone spread (--gemv-last-spread); its kernels_vs_cpu variants first
+    cuda_test next25d-kvc kernels_vs_cpu_test "kernels_vs_cpu: last-spread variants" \
+        JITLLM_KVC_VARIANTS=last-spread "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test next25d-golden engine_golden_test "golden (cuda, --gemv-last-spread, bulk forced)" \
+        JITLLM_TEST_CUDA_GEMV_LAST_SPREAD=1 JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
     q4=$(synth llama3.1-8b q4_0)
     q8=$(synth llama3.1-8b q8_0)
     tg_row "8b:q4_0 default" "$q4" 3
@@ -457,6 +462,12 @@ next25d)
     tg_row "8b:q8_0 default" "$q8" 3
     tg_row "8b:q8_0 --gemv-warp-major" "$q8" 3 --gemv-warp-major
     tg_row "8b:q4_0 --gemv-warp-major" "$q4" 3 --gemv-warp-major
+    # --gemv-last-spread (new, session 25): block-major full passes, only the partial last one
+    # round the blocks (kernels_vs_cpu's last-spread variants first)
+    tg_row "8b:q4_0 --gemv-last-spread" "$q4" 3 --gemv-last-spread
+    tg_row "8b:q8_0 --gemv-last-spread" "$q8" 3 --gemv-last-spread
+    tg_row "8b:q4_0 --gemv-last-spread" "$q4" 3 --gemv-last-spread
+    tg_row "8b:q4_0 default" "$q4" 3
     ;;
 next25c)
     # session 25, call 3: at depth 4096 attention leaves DRAM idle for ~10 µs a layer; the

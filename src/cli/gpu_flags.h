@@ -16,7 +16,7 @@ namespace jitllm::cli {
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
     std::vector<std::string> gemv_early_slots_for;  // KIND=N
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -43,6 +43,9 @@ struct GpuFlags {
         app.add_flag("--gemv-warp-major", gemv_warp_major,
                      "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
                      "over every SM (default: block by block; measured on the H200: 8B Q8_0 +0.4 %, Q4_0 -3.0 %)");
+        app.add_flag("--gemv-last-spread", gemv_last_spread,
+                     "tuning: gemv row sets block by block for the full passes, and the last, partial pass's round "
+                     "every block (its remainder on every SM, each block's sets adjacent otherwise; not measured yet)");
         app.add_flag("--attn-merge-two-trips", attn_merge_two_trips,
                      "tuning: the last split-KV attention block reads the splits' maxima and sums first, then their outputs "
                      "(default: every split's partial state in one round trip; the two-trip merge measured 0.2-0.3 % slower "
@@ -257,6 +260,7 @@ struct GpuFlags {
         s.gemv_grid_per_sm = gemv_grid_per_sm;
         s.gemv_rows = gemv_rows;
         s.gemv_warp_major = gemv_warp_major;
+        s.gemv_last_spread = gemv_last_spread;
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;
         s.gemv_bulk_kb = gemv_bulk_kb;

@@ -524,6 +524,17 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     }
     EXPECT_EQ(seen, 4);  // 2 layers
     early.gemv_early_slots_for.clear();
+    // --gemv-last-spread: the split-layout gemvs (block-major) spread their last pass; never with WARP_MAJOR
+    ScheduleOptions spread;
+    spread.gemv_last_spread = true;
+    int spread_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, spread).decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        EXPECT_FALSE(defines(k.variant, "LAST_SPREAD") && defines(k.variant, "WARP_MAJOR")) << k.symbol;
+        spread_n += has_define(k.variant, "LAST_SPREAD", "1");
+    }
+    EXPECT_GE(spread_n, 4);
+    for (const KernelStep& k : schedule_build(p, h200, {}).decode) EXPECT_FALSE(defines(k.variant, "LAST_SPREAD")) << k.symbol;
     early.gemv_early_slots = 5;  // all before the wait: nothing late, no BULK_FILL_AT_LOADS either
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;

@@ -242,7 +242,8 @@ const Variant kVariants[] = {
     {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
     // --gemv-early-slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
     {"gated+fused+bulk+ring1k+grid3+early1",
-     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1}},
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1,
+      .gemv_fill_at_loads = false}},
     // ... with the late slots issued behind the x prologue's loads (--gemv-fill-at-loads)
     {"gated+fused+bulk+ring1k+grid3+early1+at-loads",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1,
@@ -256,6 +257,9 @@ const Variant kVariants[] = {
     // (uncapped: a bulk gemv then takes one block per SM, most of them with no row set here)
     {"gated+fused+bulk+warp-major", {.force = gated({{"gemv.load", "bulk"}}), .gemv_warp_major = true}},
     {"gated+fused+warp-major+grid3", {.force = gated({}), .gemv_grid_max = 3, .gemv_warp_major = true}},
+    // --gemv-last-spread: block-major full passes and a partial last one round the 3 blocks
+    {"gated+fused+bulk+last-spread+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_last_spread = true}},
+    {"gated+fused+last-spread+grid3", {.force = gated({}), .gemv_grid_max = 3, .gemv_last_spread = true}},
     // layer.tail=persistent: attn_output .. ffn_residual in one launch with grid barriers (the
     // *_tail_* cases: split-layout Q4_0 / Q8_0 with 256-column rows; elsewhere the kernels stay);
     // and serial launches (no PDL wait before the phases' reads of att and x)

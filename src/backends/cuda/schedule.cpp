@@ -893,6 +893,9 @@ private:
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         // (--batch-xrows: too; its blocks are one an SM)
         if (o_.gemv_warp_major || (bulk && plain_type) || xr) v.set("WARP_MAJOR", 1);
+        // --gemv-last-spread: block-major full passes, the partial last one round the blocks
+        // (session 25's trace: 8B gate/up's warps end over 5.9 µs, its 7th pass on 104 of 132 blocks)
+        else if (o_.gemv_last_spread) v.set("LAST_SPREAD", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
         if (o_.gemv_q4_shift && wsplit && w0->type == GgmlType::Q4_0) v.set("GEMV_Q4_SHIFT", 1);
         if (g.argmax) {

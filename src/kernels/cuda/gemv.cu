@@ -68,6 +68,10 @@
 //                   waits for this one's completion
 //   WARP_MAJOR      1: row sets of a pass assigned group-major (group g of block b takes set g * blocks
 //                   + b), so a last, partial pass spreads over every block; 0: block-major (default)
+//   LAST_SPREAD     1 (WARP_MAJOR 0; --gemv-last-spread): the full passes block-major, the last,
+//                   partial one group-major: each block's row sets stay adjacent where every block
+//                   has the same count, and the remainder spreads over every block (8B gate/up's
+//                   7th pass on 104 of 132 blocks, q/k/v's 2nd on 60, ffn_down's only one on 128)
 //   ARGMAX          1 (gate sample.fuse=gemv; N_MAT 1, EPI 0 or 3, REDUCE 1, decode): the greedy pick
 //                   too: each thread keeps the best (value, row) it wrote as one 64-bit key (the
 //                   value's order-preserving bits, then ~row: the lowest row on ties; NaN never,
@@ -127,6 +131,12 @@
 #endif
 #ifndef WARP_MAJOR  // 1: a pass's row sets go to group 0 of every block first (GEMV_O_FIRST)
 #define WARP_MAJOR 0
+#endif
+#ifndef LAST_SPREAD  // 1: block-major full passes, the last partial pass group-major (gemv_pass_row)
+#define LAST_SPREAD 0
+#endif
+#if LAST_SPREAD && WARP_MAJOR
+#error "LAST_SPREAD: block-major passes (WARP_MAJOR 0)"
 #endif
 #ifndef EARLY_LOAD  // 1: the first weight step before the PDL wait (plain types, split layout)
 #define EARLY_LOAD 0
@@ -318,6 +328,17 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #else
 #define GEMV_O_FIRST(g) ((GEMV_BX * GEMV_GPB + (g)) * GEMV_OPG)
 #endif
+#if LAST_SPREAD
+    // group g's first output row of its pass p (rows o, .., o + GEMV_OPG - 1; >= GEMV_OUT_ROWS:
+    // no more passes): the full passes block-major, the partial one (p == full) group-major
+    const int gemv_o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
+    auto gemv_pass_row = [&](int g, int p) {
+        return (p == GEMV_OUT_ROWS / gemv_o_stride ? (g * GEMV_NBX + GEMV_BX) * GEMV_OPG : GEMV_O_FIRST(g)) + p * gemv_o_stride;
+    };
+#define GEMV_ROW0(g) gemv_pass_row(g, 0)
+#else
+#define GEMV_ROW0(g) GEMV_O_FIRST(g)
+#endif
     if (GEMV_BY) {  // batch row (the batch phase: row GEMV_BY of the step; XROWS: its first row)
         const unsigned long long r = (unsigned long long)GEMV_BY * XROWS;
         x += r * COLS;
@@ -358,7 +379,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     PlainSet<GEMV_DR> early;
     {
         const uint8_t* rows0[GEMV_DR];
-        pass_rows(W0, W1, W2, GEMV_O_FIRST(tid / GROUP), rows0);
+        pass_rows(W0, W1, W2, GEMV_ROW0(tid / GROUP), rows0);
         plain_load<GEMV_DR>(early, rows0, 0, tid % GROUP);
     }
 #endif
@@ -369,15 +390,23 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     __shared__ __align__(8) uint64_t bulk_bar[GEMV_GPB * BULK_S];
     extern __shared__ __align__(128) uint8_t bulk_dyn[];
     const int bulk_w = tid / 32, lane = tid % 32;
+#if LAST_SPREAD
+    // (passes: the full ones, and the partial one if this warp's row set of it is in range)
+    const int n_full = GEMV_OUT_ROWS / gemv_o_stride;
+    const int n_items = (n_full + (gemv_pass_row(bulk_w, n_full) < GEMV_OUT_ROWS ? 1 : 0)) * BULK_NCH;
+#define BULK_PASS_ROW(i) gemv_pass_row(bulk_w, (i) / BULK_NCH)
+#else
     const int o_first = GEMV_O_FIRST(bulk_w), o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
     const int n_items = (o_first < GEMV_OUT_ROWS ? (GEMV_OUT_ROWS - 1 - o_first) / o_stride + 1 : 0) * BULK_NCH;
+#define BULK_PASS_ROW(i) (o_first + ((i) / BULK_NCH) * o_stride)
+#endif
     const uint32_t bar0 = smem_addr(bulk_bar + bulk_w * BULK_S);
     const uint32_t ring = smem_addr(bulk_dyn + BULK_XBYTES + bulk_w * BULK_S * BULK_SLOT);
 #if BULK_PF
     auto bulk_prefetch = [&](int i) {  // lane 0: item i into L2 (BULK_PF items beyond the ring)
         if (i >= n_items) return;
         const uint8_t* rows[GEMV_DR];
-        pass_rows(W0, W1, W2, o_first + (i / BULK_NCH) * o_stride, rows);
+        pass_rows(W0, W1, W2, BULK_PASS_ROW(i), rows);
         const int c = i % BULK_NCH;
 #pragma unroll
         for (int r = 0; r < GEMV_DR; ++r) {
@@ -399,7 +428,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
         const uint8_t* rows[GEMV_DR];
-        pass_rows(W0, W1, W2, o_first + (i / BULK_NCH) * o_stride, rows);
+        pass_rows(W0, W1, W2, BULK_PASS_ROW(i), rows);
         const int c = i % BULK_NCH;
         const uint32_t bar = bar0 + 8 * (i % BULK_S), dst = ring + (i % BULK_S) * BULK_SLOT;
         mbar_arrive_expect_tx(bar, BULK_SLOT);
@@ -552,8 +581,16 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if ARGMAX
     unsigned long long am_best = 0ull;  // the best key of the rows this thread wrote
 #endif
+#if LAST_SPREAD
+    for (int p = 0, o0 = gemv_pass_row(g, 0); o0 < GEMV_OUT_ROWS; o0 = gemv_pass_row(g, ++p)) {
+#define GEMV_FIRST_PASS (p == 0)
+#define GEMV_LAST_PASS (gemv_pass_row(g, p + 1) >= GEMV_OUT_ROWS)
+#else
     for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS;
          o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
+#define GEMV_FIRST_PASS (o0 == GEMV_O_FIRST(g))
+#define GEMV_LAST_PASS (o0 + GEMV_NBX * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS)
+#endif
         float acc[GEMV_NACC];  // XROWS: activation row j's at j * GEMV_DR
 #pragma unroll
         for (int i = 0; i < GEMV_NACC; ++i) acc[i] = 0.0f;
@@ -606,13 +643,13 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         rows_dot_x<GEMV_DR, GEMV_XQB>(rows, xs, nx, gt, acc);
 #else
 #if GEMV_EARLY
-        if (o0 == GEMV_O_FIRST(g))
+        if (GEMV_FIRST_PASS)
             rows_dot_pre<GEMV_DR>(rows, xs, gt, acc, stage, early);
         else
 #endif
             rows_dot<GEMV_DR>(rows, xs, gt, acc, stage);
 #endif
-        if (o0 + GEMV_NBX * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS) pdl_launch_dependents();  // last pass
+        if (GEMV_LAST_PASS) pdl_launch_dependents();  // last pass
 #endif
 
         // --- reduce each row's partial sums over the group
