@@ -328,12 +328,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #else
 #define GEMV_O_FIRST(g) ((GEMV_BX * GEMV_GPB + (g)) * GEMV_OPG)
 #endif
+#define GEMV_O_STRIDE (GEMV_NBX * GEMV_GPB * GEMV_OPG)  // output rows of one pass of every group
 #if LAST_SPREAD
     // group g's first output row of its pass p (rows o, .., o + GEMV_OPG - 1; >= GEMV_OUT_ROWS:
     // no more passes): the full passes block-major, the partial one (p == full) group-major
-    const int gemv_o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
     auto gemv_pass_row = [&](int g, int p) {
-        return (p == GEMV_OUT_ROWS / gemv_o_stride ? (g * GEMV_NBX + GEMV_BX) * GEMV_OPG : GEMV_O_FIRST(g)) + p * gemv_o_stride;
+        return (p == GEMV_OUT_ROWS / GEMV_O_STRIDE ? (g * GEMV_NBX + GEMV_BX) * GEMV_OPG : GEMV_O_FIRST(g)) + p * GEMV_O_STRIDE;
     };
 #define GEMV_ROW0(g) gemv_pass_row(g, 0)
 #else
@@ -392,11 +392,11 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     const int bulk_w = tid / 32, lane = tid % 32;
 #if LAST_SPREAD
     // (passes: the full ones, and the partial one if this warp's row set of it is in range)
-    const int n_full = GEMV_OUT_ROWS / gemv_o_stride;
+    const int n_full = GEMV_OUT_ROWS / GEMV_O_STRIDE;
     const int n_items = (n_full + (gemv_pass_row(bulk_w, n_full) < GEMV_OUT_ROWS ? 1 : 0)) * BULK_NCH;
 #define BULK_PASS_ROW(i) gemv_pass_row(bulk_w, (i) / BULK_NCH)
 #else
-    const int o_first = GEMV_O_FIRST(bulk_w), o_stride = GEMV_NBX * GEMV_GPB * GEMV_OPG;
+    const int o_first = GEMV_O_FIRST(bulk_w), o_stride = GEMV_O_STRIDE;
     const int n_items = (o_first < GEMV_OUT_ROWS ? (GEMV_OUT_ROWS - 1 - o_first) / o_stride + 1 : 0) * BULK_NCH;
 #define BULK_PASS_ROW(i) (o_first + ((i) / BULK_NCH) * o_stride)
 #endif
@@ -586,10 +586,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #define GEMV_FIRST_PASS (p == 0)
 #define GEMV_LAST_PASS (gemv_pass_row(g, p + 1) >= GEMV_OUT_ROWS)
 #else
-    for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS;
-         o0 += GEMV_NBX * GEMV_GPB * GEMV_OPG) {
+    for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS; o0 += GEMV_O_STRIDE) {
 #define GEMV_FIRST_PASS (o0 == GEMV_O_FIRST(g))
-#define GEMV_LAST_PASS (o0 + GEMV_NBX * GEMV_GPB * GEMV_OPG >= GEMV_OUT_ROWS)
+#define GEMV_LAST_PASS (o0 + GEMV_O_STRIDE >= GEMV_OUT_ROWS)
 #endif
         float acc[GEMV_NACC];  // XROWS: activation row j's at j * GEMV_DR
 #pragma unroll
