@@ -445,6 +445,80 @@ tests24|next24)
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
+next26c)
+    # session 26, call 4: next26's loss came with gate/up's ring at 1 KiB-column items. Ring bytes
+    # or item size? gate/up alone at 3 / 6 slots of 2 KiB columns (110 / 221 KiB), the co-resident
+    # pair with gate/up at 3 such slots, and 6 slots for q/k/v (ffn_down's 18 KiB of x leaves it 5 on Q4_0)
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    co="--gemv-bulk-kb-for attn_output=72 --gemv-early-slots-for attn_output=4 --gemv-bulk-kb-for ffn_norm=110 --gemv-bulk-min-slots 3"
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 gate/up 3 x 2048" "$q4" 3 --gemv-bulk-kb-for ffn_norm=110 --gemv-bulk-min-slots 3
+    tg_row "8b:q4_0 gate/up 6 x 2048" "$q4" 3 --gemv-bulk-kb-for ffn_norm=220
+    tg_row "8b:q4_0 co, gate/up 3 x 2048, early 2" "$q4" 3 $co
+    tg_row "8b:q4_0 co, gate/up 3 x 2048, early 3" "$q4" 3 $co --gemv-early-slots-for ffn_norm=3
+    tg_row "8b:q4_0 q/k/v 6 x 2048" "$q4" 3 --gemv-bulk-kb-for attn_norm=220
+    tg_row "8b:q4_0 gate/up 6 x 2048" "$q4" 3 --gemv-bulk-kb-for ffn_norm=220
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q8_0 default" "$q8" 3
+    tg_row "8b:q8_0 gate/up 6 slots" "$q8" 3 --gemv-bulk-kb-for ffn_norm=220
+    tg_row "8b:q8_0 gate/up, ffn_down 6 slots" "$q8" 3 --gemv-bulk-kb-for ffn_norm=220 --gemv-bulk-kb-for ffn_down=220
+    tg_row "8b:q8_0 default" "$q8" 3
+    ;;
+next26b)
+    # session 26, call 3: next26's co-resident pair cost gate/up its ring (7 x 1 KiB-column slots,
+    # 129 KiB: -5.9 % alone, -4.3 % with the early landing). Here gate/up keeps its 5 x 2 KiB-column
+    # ring (with the full carveout) and attn_output shrinks instead: 6 slots of 256-column items
+    # (28 KiB), or the lanes loop (registers, no ring)
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    sm="--gemv-bulk-kb-for attn_output=30 --gemv-bulk-kb-for ffn_norm=180"
+    for a in "" "$sm" "--gemv-lanes-for attn_output --gemv-bulk-kb-for ffn_norm=180"; do
+        log "greedy text [${a:-default}]"
+        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
+            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+    done
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 small attn_output ring" "$q4" 3 $sm
+    tg_row "8b:q4_0 small attn_output ring, ffn_norm early 3" "$q4" 3 $sm --gemv-early-slots-for ffn_norm=3
+    tg_row "8b:q4_0 small attn_output ring, attn_output early 6" "$q4" 3 $sm --gemv-early-slots-for attn_output=6
+    tg_row "8b:q4_0 attn_output lanes" "$q4" 3 --gemv-lanes-for attn_output --gemv-bulk-kb-for ffn_norm=180
+    tg_row "8b:q4_0 control: gate/up carveout only" "$q4" 3 --gemv-bulk-kb-for ffn_norm=180
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q8_0 default" "$q8" 3
+    tg_row "8b:q8_0 small attn_output ring" "$q8" 3 --gemv-bulk-kb-for attn_output=30 --gemv-bulk-kb-for ffn_norm=180
+    log "block trace 8b:q4_0 depth 0 (small attn_output ring)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md $sm \
+        --block-trace "$OUT/trace-sm.csv" > "$OUT/trace-sm.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-sm.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-sm.csv" ] && gzip -f "$OUT/trace-sm.csv"
+    ;;
+next26)
+    # session 26, call 2: rings sized so that gate/up's block lands beside attn_output's
+    # (--gemv-bulk-kb-for, full carveout): attn_output 4 x 1 KiB-column slots (its whole work,
+    # all before the PDL wait), gate/up 7 slots, 48 registers each; gate/up's early copies then
+    # stream from attention's end instead of attn_output's. Greedy text against the defaults,
+    # tg128 rows (a control with only gate/up's smaller ring), a block trace
+    q4=$(synth llama3.1-8b q4_0)
+    co="--gemv-bulk-kb-for attn_output=72 --gemv-early-slots-for attn_output=4 --gemv-bulk-kb-for ffn_norm=126"
+    for a in "" "$co --gemv-early-slots-for ffn_norm=4"; do
+        log "greedy text [${a:-default}]"
+        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
+            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+    done
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 co ffn_norm early 4" "$q4" 3 $co --gemv-early-slots-for ffn_norm=4
+    tg_row "8b:q4_0 co ffn_norm early 7" "$q4" 3 $co --gemv-early-slots-for ffn_norm=7
+    tg_row "8b:q4_0 co ffn_norm early 2" "$q4" 3 $co
+    tg_row "8b:q4_0 control: gate/up 126 KiB only, early 4" "$q4" 3 --gemv-bulk-kb-for ffn_norm=126 --gemv-early-slots-for ffn_norm=4
+    tg_row "8b:q4_0 co ffn_norm early 4" "$q4" 3 $co --gemv-early-slots-for ffn_norm=4
+    tg_row "8b:q4_0 default" "$q4" 3
+    log "block trace 8b:q4_0 depth 0 (co, ffn_norm early 4)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md $co --gemv-early-slots-for ffn_norm=4 \
+        --block-trace "$OUT/trace-co.csv" > "$OUT/trace-co.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-co.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-co.csv" ] && gzip -f "$OUT/trace-co.csv"
+    ;;
 next25d)
     # session 25, call 4: the trace with the new defaults shows gate/up's warps ending over 5.9 µs
     # (block-major rows: its 7th pass on blocks 0-103 only) and q/k/v's 1.45 passes (blocks 0-59

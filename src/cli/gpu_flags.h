@@ -16,6 +16,8 @@ namespace jitllm::cli {
 struct GpuFlags {
     std::vector<std::string> force;  // GATE=VARIANT
     std::vector<std::string> gemv_early_slots_for;  // KIND=N
+    std::vector<std::string> gemv_bulk_kb_for;      // KIND=KB
+    std::vector<std::string> gemv_lanes_for;        // KIND
     bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
@@ -24,7 +26,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 8, batch_xrows = 4;
-    int gemv_early_slots = 0, gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
+    int gemv_early_slots = 0, gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, gemv_bulk_min_slots = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off";
     std::string profiler_dump_dir;
     std::string block_trace;
@@ -42,10 +44,12 @@ struct GpuFlags {
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--gemv-warp-major", gemv_warp_major,
                      "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
-                     "over every SM (default: block by block; measured on the H200: 8B Q8_0 +0.4 %, Q4_0 -3.0 %)");
+                     "over every SM (default: block by block; measured on the H200: 8B Q8_0 +0.4 %, Q4_0 -3.0 % in session 10; "
+                     "session 26, one machine: Q4_0 732.8 against 745.2, Q8_0 464.7 against 479.1 tok/s)");
         app.add_flag("--gemv-last-spread", gemv_last_spread,
                      "tuning: gemv row sets block by block for the full passes, and the last, partial pass's round "
-                     "every block (its remainder on every SM, each block's sets adjacent otherwise; not measured yet)");
+                     "every block (its remainder on every SM, each block's sets adjacent otherwise; H200, one machine: 8B Q4_0 "
+                     "733.2 against 745.2 tok/s by default, Q8_0 466.5 against 479.1)");
         app.add_flag("--attn-merge-two-trips", attn_merge_two_trips,
                      "tuning: the last split-KV attention block reads the splits' maxima and sums first, then their outputs "
                      "(default: every split's partial state in one round trip; the two-trip merge measured 0.2-0.3 % slower "
@@ -73,6 +77,17 @@ struct GpuFlags {
                        "tuning: KIND=N, --gemv-early-slots for the bulk gemv kernel whose first task is KIND "
                        "(attn_norm, attn_output, ffn_norm, ffn_down, output_norm; repeatable; H200 8B Q4_0: no "
                        "kernel's own count beat the default 2 by more than 0.3 %, nor attn_output=5 at depth 4096)");
+        app.add_option("--gemv-bulk-kb-for", gemv_bulk_kb_for,
+                       "tuning: KIND=KB, --gemv-bulk-kb for the bulk gemv kernel whose first task is KIND, with the "
+                       "full shared-memory carveout (e.g. attn_output=72 ffn_norm=126 on 8B Q4_0: rings small "
+                       "enough for the gate/up block to land beside attn_output's; repeatable; H200 8B Q4_0 tg128: attn_output=72 "
+                       "ffn_norm=126 with attn_output=4 early slots 704.2 against 735.9 by default, ffn_norm=126 alone 692.5; "
+                       "attn_output=30 ffn_norm=180 581.7; ffn_norm=220 (6 slots) 735.8 against 741.7, attn_norm=220 739.3)");
+        app.add_option("--gemv-lanes-for", gemv_lanes_for,
+                       "tuning: KIND, the gemv kernel whose first task is KIND keeps the lanes loop (gemv.load=lanes: "
+                       "weights through registers, no shared-memory ring), so the next bulk gemv's block can land "
+                       "beside it (repeatable; H200 8B Q4_0 tg128, attn_output with ffn_norm=180 of --gemv-bulk-kb-for: 713.5 "
+                       "against 746.0 by default)");
         app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", gemv_fill_at_loads,
                      "tuning: with fewer early slots than the ring holds, the late slots go out as soon as the x "
                      "prologue's loads are issued (default on; --no-gemv-fill-at-loads: after the whole prologue, and "
@@ -181,6 +196,11 @@ struct GpuFlags {
         app.add_option("--gemv-bulk-kb", gemv_bulk_kb,
                        "tuning: with gemv.load=bulk, KiB of shared-memory rings per gemv block (0 = auto: 200, less the x copy; H200, 8B Q8_0: 446.1 tok/s at 200, 314.0 at 100)")
             ->check(CLI::Range(0, 220));
+        app.add_option("--gemv-bulk-min-slots", gemv_bulk_min_slots,
+                       "tuning: with gemv.load=bulk, each ring's item is the largest column chunk (256 to 2048) that "
+                       "still leaves this many slots in its budget (0 = auto: 4; H200 8B Q4_0, gate/up in 110 KiB: 3 slots of "
+                       "2048 columns 725.5 tok/s, 7 of 1024 in 126 KiB 692.5 on another machine; 741.7 by default)")
+            ->check(CLI::Range(0, 16));
         app.add_option("--l2-prefetch", l2_prefetch,
                        "tuning: items each warp of a bulk gemv or of the persistent layer tail prefetches into L2 "
                        "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
@@ -239,6 +259,24 @@ struct GpuFlags {
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
+    // KIND=N options (--gemv-early-slots-for, --gemv-bulk-kb-for): KIND a task kind, N in 1..max
+    static std::map<std::string, int> kind_counts(const char* flag, const char* what, const std::vector<std::string>& list,
+                                                  int max) {
+        std::map<std::string, int> out;
+        for (const auto& f : list) {
+            const auto eq = f.find('=');
+            const std::string kind = f.substr(0, eq == std::string::npos ? 0 : eq);
+            if (eq == std::string::npos || !task_kind_from_name(kind))
+                fail_usage("{}: expected KIND=N with KIND a task kind (e.g. attn_output), found '{}'", flag, f);
+            const std::string n = f.substr(eq + 1);
+            const bool digits = !n.empty() && n.size() <= 3 && n.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::stoi(n) < 1 || std::stoi(n) > max)
+                fail_usage("{}: expected {} of 1 to {} after '{}=', found '{}'", flag, what, max, kind, n);
+            out[kind] = std::stoi(n);
+        }
+        return out;
+    }
+
     ScheduleOptions schedule() const {
         ScheduleOptions s;
         s.fuse = !no_fuse;
@@ -265,6 +303,7 @@ struct GpuFlags {
         s.gemv_split_pipe = gemv_split_pipe;
         s.gemv_split_units = gemv_split_units;
         s.gemv_bulk_kb = gemv_bulk_kb;
+        s.gemv_bulk_min_slots = gemv_bulk_min_slots;
         s.l2_prefetch = l2_prefetch;
         s.tail_barrier_prefetch = tail_barrier_prefetch;
         s.attn_prefetch_next = attn_prefetch_next;
@@ -289,15 +328,11 @@ struct GpuFlags {
         s.gemm_bm = gemm_bm;
         s.trace = !block_trace.empty();
         s.gemv_early_slots = gemv_early_slots;
-        for (const auto& f : gemv_early_slots_for) {
-            const auto eq = f.find('=');
-            const std::string kind = f.substr(0, eq == std::string::npos ? 0 : eq);
-            if (eq == std::string::npos || !task_kind_from_name(kind))
-                fail_usage("--gemv-early-slots-for: expected KIND=N with KIND a task kind (e.g. attn_output), found '{}'", f);
-            const std::string n = f.substr(eq + 1);
-            if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
-                fail_usage("--gemv-early-slots-for: expected a slot count of 1 to 99 after '{}=', found '{}'", kind, n);
-            s.gemv_early_slots_for[kind] = std::stoi(n);
+        s.gemv_early_slots_for = kind_counts("--gemv-early-slots-for", "a slot count", gemv_early_slots_for, 99);
+        s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "KiB", gemv_bulk_kb_for, 220);
+        for (const auto& kind : gemv_lanes_for) {
+            if (!task_kind_from_name(kind)) fail_usage("--gemv-lanes-for: expected a task kind (e.g. attn_output), found '{}'", kind);
+            s.gemv_lanes_for.insert(kind);
         }
         s.gemv_fill_at_loads = gemv_fill_at_loads;
         return s;

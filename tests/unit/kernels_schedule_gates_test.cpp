@@ -524,6 +524,48 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     }
     EXPECT_EQ(seen, 4);  // 2 layers
     early.gemv_early_slots_for.clear();
+    // --gemv-bulk-kb-for attn_output=72: that kernel's rings within 72 KiB (here smaller than the
+    // default's) and the full carveout; the other bulk gemvs keep theirs and the driver's carveout
+    ScheduleOptions ring72;
+    ring72.gemv_bulk_kb_for = {{"attn_output", 72}};
+    unsigned default_ring = 0;
+    for (const KernelStep& k : schedule_build(p, h200, ScheduleOptions{}).decode)
+        if (has_define(k.variant, "BULK", "1") && task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output")
+            default_ring = k.smem;
+    int ring72_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, ring72).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        if (task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output") {
+            EXPECT_LE(k.smem, 72u * 1024u + 8192u) << k.symbol;  // rings + x
+            EXPECT_LT(k.smem, default_ring) << k.symbol;
+            EXPECT_EQ(k.carveout, 100) << k.symbol;
+            ++ring72_n;
+        } else {
+            EXPECT_EQ(k.carveout, -1) << k.symbol;
+        }
+    }
+    EXPECT_EQ(ring72_n, 2);  // 2 layers
+    // --gemv-lanes-for attn_output: that kernel without rings; --gemv-bulk-min-slots 6: the other
+    // bulk gemvs' items shrink until 6 slots fit their 200 KiB
+    ScheduleOptions lanes;
+    lanes.gemv_lanes_for = {"attn_output"};
+    lanes.gemv_bulk_min_slots = 6;
+    int lanes_n = 0, six_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, lanes).decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        if (task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output") {
+            EXPECT_FALSE(defines(k.variant, "BULK")) << k.symbol;
+            ++lanes_n;
+        } else if (has_define(k.variant, "BULK", "1")) {
+            int slots = 0;
+            for (const auto& [name, val] : k.variant.defines)
+                if (name == "BULK_S") slots = std::stoi(val);
+            EXPECT_GE(slots, 6) << k.symbol;
+            ++six_n;
+        }
+    }
+    EXPECT_EQ(lanes_n, 2);
+    EXPECT_GT(six_n, 0);
     // --gemv-last-spread: the split-layout gemvs (block-major) spread their last pass; never with WARP_MAJOR
     ScheduleOptions spread;
     spread.gemv_last_spread = true;

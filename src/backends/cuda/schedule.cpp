@@ -591,7 +591,7 @@ public:
     // `warps` warps has a ring of `slots` items, 2 to 16, in --gemv-bulk-kb (default 200 KiB of
     // rings per block, less what the x copy of `x_bytes` and 2 KiB of static shared memory leave
     // of the block's opt-in maximum). The largest chunk that still leaves 4 slots (3 items in
-    // flight while one is read), else the smallest.
+    // flight while one is read; --gemv-bulk-min-slots N: N), else the smallest.
     struct Bulk {
         int chunk = 0, slots = 0, ring_bytes = 0;
         bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
@@ -602,14 +602,16 @@ public:
     static int chunk_bytes(GgmlType t, int c) {
         return t == GgmlType::Q4_0 ? c / 2 + c / 16 : t == GgmlType::Q8_0 ? c + c / 16 : c * int(type_traits(t).type_size);
     }
-    Bulk bulk_shape(GgmlType t, int cols, int dr, int warps, int64_t x_bytes) const {
+    Bulk bulk_shape(GgmlType t, int cols, int dr, int warps, int64_t x_bytes, int kb = 0) const {
         const int64_t room = int64_t(d_.max_shared_block()) -
                              (x_bytes + 127) / 128 * 128 - 2048;
-        const int budget = int(std::min<int64_t>(room, int64_t(o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200) * 1024));
+        if (kb <= 0) kb = o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200;
+        const int min_slots = o_.gemv_bulk_min_slots > 0 ? o_.gemv_bulk_min_slots : 4;  // --gemv-bulk-min-slots
+        const int budget = int(std::min<int64_t>(room, int64_t(kb) * 1024));
         auto item = [&](int c) { return dr * chunk_bytes(t, c); };
         Bulk b;
         for (int c = 256; c <= std::min(cols, 2048); c += 256)
-            if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= 4)) b.chunk = c;
+            if (cols % c == 0 && (b.chunk == 0 || budget / (warps * item(c)) >= min_slots)) b.chunk = c;
         if (b.chunk == 0) return b;  // columns not a multiple of 256
         b.slots = std::clamp(budget / (warps * item(b.chunk)), 2, 16);
         b.ring_bytes = warps * b.slots * item(b.chunk);
@@ -778,7 +780,9 @@ private:
         const bool bulk_able = warp && (!batch_ || (small_ && o_.batch_bulk)) &&
                                (wsplit || (plain_type && x_smem && cols % 256 == 0)) &&
                                bulk_shape(w0->type, cols, 2, 16, bulk_x).fits;
-        const bool bulk = g_.gemv_bulk && bulk_able &&
+        // --gemv-lanes-for KIND: this kernel keeps the lanes loop (by its first task's kind)
+        const std::string first_kind(task_kind_name(t(idx[0]).kind));
+        const bool bulk = g_.gemv_bulk && bulk_able && !o_.gemv_lanes_for.count(first_kind) &&
                           (g_.gemv_bulk_all || plain_type || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
         // --batch-xrows: a block reads each weight row once for up to xrows activation rows, their
         // int8 copies side by side in shared memory
@@ -851,8 +855,11 @@ private:
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
         else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
         int bulk_ring = 0;
+        // --gemv-bulk-kb-for KIND=KB: this kernel's own ring budget (by its first task's kind)
+        const auto kb_for = o_.gemv_bulk_kb_for.find(first_kind);
+        const int kind_kb = kb_for != o_.gemv_bulk_kb_for.end() ? kb_for->second : 0;
         if (bulk) {
-            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32, bulk_x);
+            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32, bulk_x, kind_kb);
             if (!b.fits)
                 fail_usage("gemv.load=bulk with {} threads and {} rows per warp: {} bytes of rings beside x do not fit "
                            "the {} bytes of shared memory per block (lower --gemv-block or --gemv-rows)",
@@ -870,7 +877,7 @@ private:
             // slots 475.1 / 474.9 against 458.3 / 457.6 with all (2: 468.9, 4: 463.0)
             // (--gemv-early-slots-for KIND=N: this kernel's own count, by its first task's kind)
             const bool early_default = !batch_ && o_.gemv_fill_at_loads;
-            const auto for_kind = o_.gemv_early_slots_for.find(std::string(task_kind_name(t(idx[0]).kind)));
+            const auto for_kind = o_.gemv_early_slots_for.find(first_kind);
             const int pre = for_kind != o_.gemv_early_slots_for.end()           ? for_kind->second
                             : o_.gemv_early_slots > 0                             ? o_.gemv_early_slots
                             : early_default && w0->type == GgmlType::Q4_0 ? 2
@@ -934,6 +941,9 @@ private:
         // every row in registers), each looping over its passes
         if (xr) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
         k.block = Dim3(unsigned(block));
+        // a ring sized by --gemv-bulk-kb-for: the full carveout, so that the SM is already
+        // configured for the neighbour's block (a carveout change waits for the SM to drain)
+        if (bulk && kind_kb > 0) k.carveout = 100;
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8; XROWS: a copy a row)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
         if (xr) k.smem *= unsigned(xrows);

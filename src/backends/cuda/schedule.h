@@ -99,6 +99,7 @@ struct ScheduleOptions {
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
+    int gemv_bulk_min_slots = 0;                 // --gemv-bulk-min-slots: the ring's chunk is the largest leaving this many slots (0: 4)
     int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
     int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
     int attn_carveout = -2;                      // --attn-carveout: the decode attention kernel's (-1: driver's; -2: its default)
@@ -116,6 +117,8 @@ struct ScheduleOptions {
     int kv_l2_prefetch = 0;                      // --kv-l2-prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
     int gemv_early_slots = 0;                    // --gemv-early-slots: bulk gemv ring slots a warp fills before the PDL wait (0: auto, decode Q4_0 2, Q8_0 3, else all; BULK_PRE)
     std::map<std::string, int> gemv_early_slots_for = {};  // --gemv-early-slots-for KIND=N: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
+    std::map<std::string, int> gemv_bulk_kb_for = {};     // --gemv-bulk-kb-for KIND=KB: --gemv-bulk-kb for the bulk gemv whose first task is KIND, and the full carveout for it (rings small enough for the next kernel's block to land beside)
+    std::set<std::string> gemv_lanes_for = {};            // --gemv-lanes-for KIND: the gemv whose first task is KIND keeps gemv.load=lanes (registers, no ring: its block can sit beside the next bulk gemv's)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
 };
