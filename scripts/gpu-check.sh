@@ -445,6 +445,83 @@ tests24|next24)
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
+final26)
+    # session 26, call 8: the new default (a Q4_0 attn_output on 100 of 132 SMs) checked: golden
+    # with bulk gemvs forced, kernels_vs_cpu's q4_0 hd128 bulk cases, greedy text, tg128 A/B
+    cuda_test final26-golden-bulk engine_golden_test "golden (cuda, gemv.load=bulk forced)" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    cuda_test final26-kvc kernels_vs_cpu_test "kernels_vs_cpu: bulk variants, q4_0 hd128 cases" \
+        JITLLM_KVC_VARIANTS=bulk "GTEST_FILTER=*EveryKernelMatches*hd128_q4_0*"
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy text [default / attn_output on every SM]"
+    for a in "" "--gemv-grid-for attn_output=999"; do
+        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
+            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+    done
+    for r in 1 2; do
+        tg_row "8b:q4_0 default (attn_output on 100)" "$q4" 3
+        tg_row "8b:q4_0 attn_output on every SM" "$q4" 3 --gemv-grid-for attn_output=999
+    done
+    ;;
+next26f)
+    # session 26, call 7: attn_output on fewer blocks (next26e: 100 of 132 +0.85 %, plain), around
+    # 100, on Q8_0, and at depth 4096
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    tg_row "8b:q4_0 default" "$q4" 3
+    for n in 92 96 100 104; do
+        tg_row "8b:q4_0 attn_output on $n" "$q4" 3 --gemv-grid-for attn_output=$n
+    done
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q8_0 default" "$q8" 3
+    tg_row "8b:q8_0 attn_output on 100" "$q8" 3 --gemv-grid-for attn_output=100
+    tg_row "8b:q8_0 default" "$q8" 3
+    for a in "" "--gemv-grid-for attn_output=100"; do
+        log "depth 8b:q8_0 [${a:-default}]"
+        depth_rows "$q8" jitllm $a
+    done
+    ;;
+next26e)
+    # session 26, call 6: next26d's attn_output on 100 blocks was +0.5 %: the block count swept, and
+    # the same for the other bulk gemvs (SMs left free early for the next kernel's blocks)
+    q4=$(synth llama3.1-8b q4_0)
+    h="--gemv-early-slots-for attn_output=5 --gemv-bulk-kb-for attn_output=200 --gemv-bulk-kb-for ffn_norm=200"
+    tg_row "8b:q4_0 default" "$q4" 3
+    for n in 100 108 116 124; do
+        tg_row "8b:q4_0 attn_output on $n" "$q4" 3 --gemv-grid-for attn_output=$n $h
+    done
+    tg_row "8b:q4_0 attn_output on 100, early 5 only" "$q4" 3 --gemv-grid-for attn_output=100 --gemv-early-slots-for attn_output=5
+    tg_row "8b:q4_0 attn_output on 100 only" "$q4" 3 --gemv-grid-for attn_output=100
+    tg_row "8b:q4_0 ffn_down on 116" "$q4" 3 --gemv-grid-for ffn_down=116
+    tg_row "8b:q4_0 q/k/v on 116" "$q4" 3 --gemv-grid-for attn_norm=116
+    tg_row "8b:q4_0 gate/up on 116" "$q4" 3 --gemv-grid-for ffn_norm=116
+    tg_row "8b:q4_0 attn_output on 100" "$q4" 3 --gemv-grid-for attn_output=100 $h
+    tg_row "8b:q4_0 default" "$q4" 3
+    ;;
+next26d)
+    # session 26, call 5: attn_output on part of the SMs (--gemv-grid-for), each of its warps
+    # holding its whole work (2 sets, 4 items) in its ring before the PDL wait, so gate/up's blocks
+    # (their own 5-slot rings) land on the other SMs at attention's end (calls 2-4: early landing with
+    # the full ring streams gate/up at 91 % of the copy bandwidth)
+    q4=$(synth llama3.1-8b q4_0)
+    h="--gemv-early-slots-for attn_output=5 --gemv-bulk-kb-for attn_output=200 --gemv-bulk-kb-for ffn_norm=200"
+    log "greedy text [default / attn_output on 66]"
+    for a in "" "--gemv-grid-for attn_output=66 $h"; do
+        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
+            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+    done
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 attn_output on 66" "$q4" 3 --gemv-grid-for attn_output=66 $h
+    tg_row "8b:q4_0 attn_output on 66, gate/up early 3" "$q4" 3 --gemv-grid-for attn_output=66 $h --gemv-early-slots-for ffn_norm=3
+    tg_row "8b:q4_0 attn_output on 88" "$q4" 3 --gemv-grid-for attn_output=88 $h
+    tg_row "8b:q4_0 attn_output on 100" "$q4" 3 --gemv-grid-for attn_output=100 $h
+    tg_row "8b:q4_0 control: attn_output on 66, driver's carveout" "$q4" 3 --gemv-grid-for attn_output=66 --gemv-early-slots-for attn_output=5
+    tg_row "8b:q4_0 default" "$q4" 3
+    log "block trace 8b:q4_0 depth 0 (attn_output on 66)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md --gemv-grid-for attn_output=66 $h \
+        --block-trace "$OUT/trace-h66.csv" > "$OUT/trace-h66.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-h66.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-h66.csv" ] && gzip -f "$OUT/trace-h66.csv"
+    ;;
 next26c)
     # session 26, call 4: next26's loss came with gate/up's ring at 1 KiB-column items. Ring bytes
     # or item size? gate/up alone at 3 / 6 slots of 2 KiB columns (110 / 221 KiB), the co-resident

@@ -566,6 +566,36 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     }
     EXPECT_EQ(lanes_n, 2);
     EXPECT_GT(six_n, 0);
+    // --gemv-grid-for attn_output=66: that kernel on 66 blocks, the others on every SM
+    ScheduleOptions half;
+    half.gemv_grid_for = {{"attn_output", 66}};
+    int half_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, half).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        const bool ao = task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output";
+        if (ao) {
+            EXPECT_EQ(k.grid.x, 66u) << k.symbol;
+        }
+        half_n += ao;
+    }
+    EXPECT_EQ(half_n, 2);
+    // by default a Q4_0 attn_output (the bulk gemv after attention) takes 100 of the 132 SMs;
+    // attn_output=999 gives it every SM again (4096 rows, 32 a block: 128 blocks)
+    ScheduleOptions all;
+    all.gemv_grid_for = {{"attn_output", 999}};
+    for (const auto& [opts, want] : {std::pair{ScheduleOptions{}, 100u}, std::pair{all, 128u}}) {
+        int n = 0;
+        for (const KernelStep& k : schedule_build(p, h200, opts).decode) {
+            if (!has_define(k.variant, "BULK", "1")) continue;
+            if (task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output") {
+                EXPECT_EQ(k.grid.x, want) << k.symbol;
+                ++n;
+            } else {
+                EXPECT_GE(k.grid.x, 128u) << k.symbol;
+            }
+        }
+        EXPECT_EQ(n, 2);
+    }
     // --gemv-last-spread: the split-layout gemvs (block-major) spread their last pass; never with WARP_MAJOR
     ScheduleOptions spread;
     spread.gemv_last_spread = true;

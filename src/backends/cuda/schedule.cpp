@@ -935,6 +935,17 @@ private:
                            : g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= kCapCols) ? 2 : 0;
         if (per_sm > 0) k.grid.x = std::min(k.grid.x, unsigned(per_sm * d_.sm_count));
         if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
+        // --gemv-grid-for KIND=N: this kernel on at most N blocks (e.g. attn_output on half the SMs,
+        // the next kernel's blocks landing on the other half while it runs). Default: a Q4_0 bulk
+        // gemv right after decode attention (attn_output: one partial pass, its rows prefetched
+        // beside attention) on 100 of every 132 SMs, so gate/up's blocks land on the others at
+        // attention's end with their full rings. H200, 8B Q4_0 tg128, one machine (session 26):
+        // 752.2 against 745.2 / 745.3 on all 132 (92: 747.3, 96: 748.3, 104: 751.1, 108: 746.0,
+        // 116: 744.5, 124: 743.5, 66: 732.8); 8B Q8_0 478.9 against 479.6 / 480.2: not applied
+        if (const auto gf = o_.gemv_grid_for.find(first_kind); gf != o_.gemv_grid_for.end())
+            k.grid.x = std::min(k.grid.x, unsigned(gf->second));
+        else if (bulk && after_attn && w0->type == GgmlType::Q4_0)
+            k.grid.x = std::min(k.grid.x, unsigned(std::max(1, d_.sm_count * 100 / 132)));
         // sample.fuse=gemv: one atomicMax and one ticket a block, so at most 2 blocks an SM (looping)
         if (g.argmax) k.grid.x = std::min(k.grid.x, unsigned(2 * d_.sm_count));
         // --batch-xrows: one block an SM (x of every row in shared memory, the accumulators of
