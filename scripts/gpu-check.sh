@@ -445,6 +445,22 @@ tests24|next24)
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
+next26g)
+    # session 26, call 9: with attn_output on 100 SMs (the new default) 32 gate/up blocks land at
+    # attention's end: their early slot count again; Q8_0's attn_output at 116 / 124; Q4_0 depth
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 gate/up early 3" "$q4" 3 --gemv-early-slots-for ffn_norm=3
+    tg_row "8b:q4_0 gate/up early 1" "$q4" 3 --gemv-early-slots-for ffn_norm=1
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q8_0 default" "$q8" 3
+    tg_row "8b:q8_0 attn_output on 116" "$q8" 3 --gemv-grid-for attn_output=116
+    tg_row "8b:q8_0 attn_output on 124" "$q8" 3 --gemv-grid-for attn_output=124
+    tg_row "8b:q8_0 default" "$q8" 3
+    log "depth 8b:q4_0 [default]"
+    depth_rows "$q4" jitllm
+    ;;
 final26)
     # session 26, call 8: the new default (a Q4_0 attn_output on 100 of 132 SMs) checked: golden
     # with bulk gemvs forced, kernels_vs_cpu's q4_0 hd128 bulk cases, greedy text, tg128 A/B
