@@ -445,6 +445,33 @@ tests24|next24)
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
     ;;
+next27)
+    # prepared in session 26 (no device time left): a 12-warp gate/up (--gemv-block-for
+    # ffn_norm=384) keeps 5 ring slots of 2048-column items a warp in 135 KiB, which fits beside
+    # attn_output's 72 KiB of prefetched work (full carveout both): every gate/up block lands at
+    # attention's end with its per-warp ring depth (calls 2-4 of session 26: early landing with the
+    # full ring streamed gate/up at 91 % of the copy bandwidth; a smaller ring per warp lost more)
+    cuda_test next27-kvc kernels_vs_cpu_test "kernels_vs_cpu: gateup384 variant" \
+        JITLLM_KVC_VARIANTS=gateup384 "GTEST_FILTER=*EveryKernelMatches*"
+    q4=$(synth llama3.1-8b q4_0)
+    co="--gemv-bulk-kb-for attn_output=72 --gemv-early-slots-for attn_output=4 --gemv-bulk-kb-for ffn_norm=140 --gemv-block-for ffn_norm=384"
+    log "greedy text [default / co384]"
+    for a in "" "$co"; do
+        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
+            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+    done
+    tg_row "8b:q4_0 default" "$q4" 3
+    tg_row "8b:q4_0 control: gate/up 12 warps, 5 slots" "$q4" 3 --gemv-bulk-kb-for ffn_norm=140 --gemv-block-for ffn_norm=384
+    tg_row "8b:q4_0 co384" "$q4" 3 $co
+    tg_row "8b:q4_0 co384, attn_output on every SM" "$q4" 3 $co --gemv-grid-for attn_output=999
+    tg_row "8b:q4_0 co384, gate/up early 3" "$q4" 3 $co --gemv-early-slots-for ffn_norm=3
+    tg_row "8b:q4_0 default" "$q4" 3
+    log "block trace 8b:q4_0 depth 0 (co384)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md $co \
+        --block-trace "$OUT/trace-co384.csv" > "$OUT/trace-co384.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-co384.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-co384.csv" ] && gzip -f "$OUT/trace-co384.csv"
+    ;;
 next26g)
     # session 26, call 9: with attn_output on 100 SMs (the new default) 32 gate/up blocks land at
     # attention's end: their early slot count again; Q8_0's attn_output at 116 / 124; Q4_0 depth

@@ -19,6 +19,7 @@ struct GpuFlags {
     std::vector<std::string> gemv_bulk_kb_for;      // KIND=KB
     std::vector<std::string> gemv_lanes_for;        // KIND
     std::vector<std::string> gemv_grid_for;         // KIND=N
+    std::vector<std::string> gemv_block_for;        // KIND=N
     bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
@@ -94,6 +95,10 @@ struct GpuFlags {
                        "attn_output=66: half the SMs, the next kernel's blocks land on the others while it runs; "
                        "repeatable; default: a Q4_0 attn_output on 100 of 132 SMs, H200 8B Q4_0 752.2 against 745.2 "
                        "tok/s on all, 66: 732.8, 116: 744.5; attn_output=132 for every SM)");
+        app.add_option("--gemv-block-for", gemv_block_for,
+                       "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "
+                       "first task is KIND (e.g. ffn_norm=384: a 12-warp gate/up whose rings fit beside "
+                       "attn_output's; repeatable; not measured yet)");
         app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", gemv_fill_at_loads,
                      "tuning: with fewer early slots than the ring holds, the late slots go out as soon as the x "
                      "prologue's loads are issued (default on; --no-gemv-fill-at-loads: after the whole prologue, and "
@@ -337,6 +342,10 @@ struct GpuFlags {
         s.gemv_early_slots_for = kind_counts("--gemv-early-slots-for", "a slot count", gemv_early_slots_for, 99);
         s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "KiB", gemv_bulk_kb_for, 220);
         s.gemv_grid_for = kind_counts("--gemv-grid-for", "a block count", gemv_grid_for, 999);
+        s.gemv_block_for = kind_counts("--gemv-block-for", "a thread count", gemv_block_for, 1024);
+        for (const auto& [kind, n] : s.gemv_block_for)
+            if (n % 32 != 0 || n < 128)
+                fail_usage("--gemv-block-for: expected whole warps, 128 to 1024 threads, for '{}', found {}", kind, n);
         for (const auto& kind : gemv_lanes_for) {
             if (!task_kind_from_name(kind)) fail_usage("--gemv-lanes-for: expected a task kind (e.g. attn_output), found '{}'", kind);
             s.gemv_lanes_for.insert(kind);

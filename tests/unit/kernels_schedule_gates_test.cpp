@@ -579,6 +579,20 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         half_n += ao;
     }
     EXPECT_EQ(half_n, 2);
+    // --gemv-block-for attn_output=384: that gemv on 12 warps (24 rows a pass), the others on 16
+    ScheduleOptions b384;
+    b384.gemv_block_for = {{"attn_output", 384}};
+    int b384_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, b384).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        const bool ao = task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output";
+        EXPECT_EQ(k.block.x, ao ? 384u : 512u) << k.symbol;
+        if (ao) {
+            EXPECT_TRUE(has_define(k.variant, "ROWS_PER_BLOCK", "24")) << k.symbol;
+        }
+        b384_n += ao;
+    }
+    EXPECT_EQ(b384_n, 2);
     // by default a Q4_0 attn_output (the bulk gemv after attention) takes 100 of the 132 SMs;
     // attn_output=999 gives it every SM again (4096 rows, 32 a block: 128 blocks)
     ScheduleOptions all;

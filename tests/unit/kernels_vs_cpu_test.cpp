@@ -260,6 +260,11 @@ const Variant kVariants[] = {
     // --gemv-last-spread: block-major full passes and a partial last one round the 3 blocks
     {"gated+fused+bulk+last-spread+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_last_spread = true}},
     {"gated+fused+last-spread+grid3", {.force = gated({}), .gemv_grid_max = 3, .gemv_last_spread = true}},
+    // --gemv-block-for ffn_norm=384 with --gemv-bulk-kb-for: a 12-warp gate/up with its own ring
+    // beside a small attn_output ring (full carveout), on 3 blocks
+    {"gated+fused+bulk+gateup384+ring-for+grid3",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3,
+      .gemv_bulk_kb_for = {{"attn_output", 4}, {"ffn_norm", 8}}, .gemv_block_for = {{"ffn_norm", 384}}}},
     // layer.tail=persistent: attn_output .. ffn_residual in one launch with grid barriers (the
     // *_tail_* cases: split-layout Q4_0 / Q8_0 with 256-column rows; elsewhere the kernels stay);
     // and serial launches (no PDL wait before the phases' reads of att and x)

@@ -801,6 +801,9 @@ private:
         const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
         const bool overlap = o_.attn_overlap && bulk && after_attn && out_->back().variant.has("MAX_REGS");
         int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap || (!bulk && !xr) ? 256 : 512;
+        // --gemv-block-for KIND=N: this kernel's own threads per block (e.g. a 12-warp gate/up whose
+        // 5-slot rings fit beside attn_output's 72 KiB)
+        if (const auto bf = o_.gemv_block_for.find(first_kind); bf != o_.gemv_block_for.end() && plain) block = bf->second;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
         // (RoPE in the epilogue: an even count, the rotation pairs (2i, 2i + 1) within a pass;

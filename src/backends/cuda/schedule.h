@@ -120,6 +120,7 @@ struct ScheduleOptions {
     std::map<std::string, int> gemv_bulk_kb_for = {};     // --gemv-bulk-kb-for KIND=KB: --gemv-bulk-kb for the bulk gemv whose first task is KIND, and the full carveout for it (rings small enough for the next kernel's block to land beside)
     std::set<std::string> gemv_lanes_for = {};            // --gemv-lanes-for KIND: the gemv whose first task is KIND keeps gemv.load=lanes (registers, no ring: its block can sit beside the next bulk gemv's)
     std::map<std::string, int> gemv_grid_for = {};        // --gemv-grid-for KIND=N: the gemv whose first task is KIND on at most N blocks
+    std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
 };
