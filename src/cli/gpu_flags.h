@@ -94,7 +94,7 @@ struct GpuFlags {
                        "tuning: KIND=N, the gemv kernel whose first task is KIND on at most N blocks (e.g. "
                        "attn_output=66: half the SMs, the next kernel's blocks land on the others while it runs; "
                        "repeatable; default: a Q4_0 attn_output on 100 of 132 SMs, H200 8B Q4_0 752.2 against 745.2 "
-                       "tok/s on all, 66: 732.8, 116: 744.5; attn_output=132 for every SM)");
+                       "tok/s on all, 66: 732.8, 116: 744.5; attn_output=999 for every SM)");
         app.add_option("--gemv-block-for", gemv_block_for,
                        "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "
                        "first task is KIND (e.g. ffn_norm=384: a 12-warp gate/up whose rings fit beside "
@@ -270,7 +270,8 @@ struct GpuFlags {
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
-    // KIND=N options (--gemv-early-slots-for, --gemv-bulk-kb-for): KIND a task kind, N in 1..max
+    // KIND=N options (--gemv-early-slots-for, --gemv-bulk-kb-for, --gemv-grid-for, --gemv-block-for):
+    // KIND a task kind, N in 1..max
     static std::map<std::string, int> kind_counts(const char* flag, const char* what, const std::vector<std::string>& list,
                                                   int max) {
         std::map<std::string, int> out;
@@ -340,7 +341,7 @@ struct GpuFlags {
         s.trace = !block_trace.empty();
         s.gemv_early_slots = gemv_early_slots;
         s.gemv_early_slots_for = kind_counts("--gemv-early-slots-for", "a slot count", gemv_early_slots_for, 99);
-        s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "KiB", gemv_bulk_kb_for, 220);
+        s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "a size in KiB", gemv_bulk_kb_for, 220);
         s.gemv_grid_for = kind_counts("--gemv-grid-for", "a block count", gemv_grid_for, 999);
         s.gemv_block_for = kind_counts("--gemv-block-for", "a thread count", gemv_block_for, 1024);
         for (const auto& [kind, n] : s.gemv_block_for)
