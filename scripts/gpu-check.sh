@@ -146,6 +146,24 @@ cli_profile() {
     timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n "$n" --seed 7 --profiler "$@" 2>&1 > /dev/null |
         grep -E "$pat" | head -"$lines" | tee -a "$OUT/summary.txt"
 }
+# greedy_md5 FILE [FLAGS...]: md5 of 48 greedy tokens of FILE's continuation of a fixed prompt, into
+# the summary (equal sums: the flags leave the text as the defaults give it)
+greedy_md5() {
+    local f=$1
+    shift
+    timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 48 --temperature 0 --no-stream "$@" \
+        2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+}
+# trace_row NAME FILE [FLAGS...]: a tg128 run of FILE at depth 0 with --block-trace, the per-kernel
+# table into the summary, the records in $OUT/NAME.csv.gz
+trace_row() {
+    local name=$1 f=$2
+    shift 2
+    timeout 200 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r 2 --no-warmup -o md "$@" \
+        --block-trace "$OUT/$name.csv" > "$OUT/$name.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/$name.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/$name.csv" ] && gzip -f "$OUT/$name.csv"
+}
 synth() {  # shape type -> path
     local f=/tmp/$1-$2.gguf
     [ -f "$f" ] || "$B/jitllm" synth --shape "$1" --type "$2" --vocab "$VOCAB" --out "$f" >&2
@@ -457,8 +475,7 @@ next27)
     co="--gemv-bulk-kb-for attn_output=72 --gemv-early-slots-for attn_output=4 --gemv-bulk-kb-for ffn_norm=140 --gemv-block-for ffn_norm=384"
     log "greedy text [default / co384]"
     for a in "" "$co"; do
-        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
-            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+        greedy_md5 "$q4" $a
     done
     tg_row "8b:q4_0 default" "$q4" 3
     tg_row "8b:q4_0 control: gate/up 12 warps, 5 slots" "$q4" 3 --gemv-bulk-kb-for ffn_norm=140 --gemv-block-for ffn_norm=384
@@ -467,10 +484,7 @@ next27)
     tg_row "8b:q4_0 co384, gate/up early 3" "$q4" 3 $co --gemv-early-slots-for ffn_norm=3
     tg_row "8b:q4_0 default" "$q4" 3
     log "block trace 8b:q4_0 depth 0 (co384)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md $co \
-        --block-trace "$OUT/trace-co384.csv" > "$OUT/trace-co384.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-co384.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-co384.csv" ] && gzip -f "$OUT/trace-co384.csv"
+    trace_row trace-co384 "$q4" $co
     ;;
 next26g)
     # session 26, call 9: with attn_output on 100 SMs (the new default) 32 gate/up blocks land at
@@ -497,8 +511,7 @@ final26)
     q4=$(synth llama3.1-8b q4_0)
     log "greedy text [default / attn_output on every SM]"
     for a in "" "--gemv-grid-for attn_output=999"; do
-        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
-            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+        greedy_md5 "$q4" $a
     done
     for r in 1 2; do
         tg_row "8b:q4_0 default (attn_output on 100)" "$q4" 3
@@ -549,8 +562,7 @@ next26d)
     h="--gemv-early-slots-for attn_output=5 --gemv-bulk-kb-for attn_output=200 --gemv-bulk-kb-for ffn_norm=200"
     log "greedy text [default / attn_output on 66]"
     for a in "" "--gemv-grid-for attn_output=66 $h"; do
-        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
-            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+        greedy_md5 "$q4" $a
     done
     tg_row "8b:q4_0 default" "$q4" 3
     tg_row "8b:q4_0 attn_output on 66" "$q4" 3 --gemv-grid-for attn_output=66 $h
@@ -560,10 +572,7 @@ next26d)
     tg_row "8b:q4_0 control: attn_output on 66, driver's carveout" "$q4" 3 --gemv-grid-for attn_output=66 --gemv-early-slots-for attn_output=5
     tg_row "8b:q4_0 default" "$q4" 3
     log "block trace 8b:q4_0 depth 0 (attn_output on 66)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md --gemv-grid-for attn_output=66 $h \
-        --block-trace "$OUT/trace-h66.csv" > "$OUT/trace-h66.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-h66.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-h66.csv" ] && gzip -f "$OUT/trace-h66.csv"
+    trace_row trace-h66 "$q4" --gemv-grid-for attn_output=66 $h
     ;;
 next26c)
     # session 26, call 4: next26's loss came with gate/up's ring at 1 KiB-column items. Ring bytes
@@ -595,8 +604,7 @@ next26b)
     sm="--gemv-bulk-kb-for attn_output=30 --gemv-bulk-kb-for ffn_norm=180"
     for a in "" "$sm" "--gemv-lanes-for attn_output --gemv-bulk-kb-for ffn_norm=180"; do
         log "greedy text [${a:-default}]"
-        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
-            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+        greedy_md5 "$q4" $a
     done
     tg_row "8b:q4_0 default" "$q4" 3
     tg_row "8b:q4_0 small attn_output ring" "$q4" 3 $sm
@@ -608,10 +616,7 @@ next26b)
     tg_row "8b:q8_0 default" "$q8" 3
     tg_row "8b:q8_0 small attn_output ring" "$q8" 3 --gemv-bulk-kb-for attn_output=30 --gemv-bulk-kb-for ffn_norm=180
     log "block trace 8b:q4_0 depth 0 (small attn_output ring)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md $sm \
-        --block-trace "$OUT/trace-sm.csv" > "$OUT/trace-sm.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-sm.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-sm.csv" ] && gzip -f "$OUT/trace-sm.csv"
+    trace_row trace-sm "$q4" $sm
     ;;
 next26)
     # session 26, call 2: rings sized so that gate/up's block lands beside attn_output's
@@ -623,8 +628,7 @@ next26)
     co="--gemv-bulk-kb-for attn_output=72 --gemv-early-slots-for attn_output=4 --gemv-bulk-kb-for ffn_norm=126"
     for a in "" "$co --gemv-early-slots-for ffn_norm=4"; do
         log "greedy text [${a:-default}]"
-        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0 --no-stream $a \
-            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+        greedy_md5 "$q4" $a
     done
     tg_row "8b:q4_0 default" "$q4" 3
     tg_row "8b:q4_0 co ffn_norm early 4" "$q4" 3 $co --gemv-early-slots-for ffn_norm=4
@@ -634,10 +638,7 @@ next26)
     tg_row "8b:q4_0 co ffn_norm early 4" "$q4" 3 $co --gemv-early-slots-for ffn_norm=4
     tg_row "8b:q4_0 default" "$q4" 3
     log "block trace 8b:q4_0 depth 0 (co, ffn_norm early 4)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md $co --gemv-early-slots-for ffn_norm=4 \
-        --block-trace "$OUT/trace-co.csv" > "$OUT/trace-co.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-co.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-co.csv" ] && gzip -f "$OUT/trace-co.csv"
+    trace_row trace-co "$q4" $co --gemv-early-slots-for ffn_norm=4
     ;;
 next25d)
     # session 25, call 4: the trace with the new defaults shows gate/up's warps ending over 5.9 µs
@@ -679,10 +680,7 @@ next25c)
         depth_rows "$q4" jitllm ${kn:+--gemv-early-slots-for "$kn"}
     done
     log "block trace 8b:q4_0 depth 0 (defaults)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -r 2 --no-warmup -o md \
-        --block-trace "$OUT/trace-q4_0-d0.csv" > "$OUT/trace-q4_0-d0.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-q4_0-d0.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-q4_0-d0.csv" ] && gzip -f "$OUT/trace-q4_0-d0.csv"
+    trace_row trace-q4_0-d0 "$q4"
     ;;
 next25b)
     # session 25, call 2: the new defaults (fill at loads; Q4_0 2 early slots, Q8_0 3): the two
