@@ -281,10 +281,10 @@ struct GpuFlags {
             if (eq == std::string::npos || !task_kind_from_name(kind))
                 fail_usage("{}: expected KIND=N with KIND a task kind (e.g. attn_output), found '{}'", flag, f);
             const std::string n = f.substr(eq + 1);
-            const bool digits = !n.empty() && n.size() <= 3 && n.find_first_not_of("0123456789") == std::string::npos;
-            if (!digits || std::stoi(n) < 1 || std::stoi(n) > max)
-                fail_usage("{}: expected {} of 1 to {} after '{}=', found '{}'", flag, what, max, kind, n);
-            out[kind] = std::stoi(n);
+            const bool digits = !n.empty() && n.size() <= 4 && n.find_first_not_of("0123456789") == std::string::npos;
+            const int v = digits ? std::stoi(n) : 0;
+            if (v < 1 || v > max) fail_usage("{}: expected {} of 1 to {} after '{}=', found '{}'", flag, what, max, kind, n);
+            out[kind] = v;
         }
         return out;
     }

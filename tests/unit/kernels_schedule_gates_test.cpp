@@ -67,6 +67,9 @@ bool defines(const Variant& v, const std::string& name) {
     return false;
 }
 
+// the task kind of a decode kernel's first task (the key of the --gemv-*-for options)
+std::string_view first_kind(const Plan& p, const KernelStep& k) { return task_kind_name(p.decode[size_t(k.tasks[0])].kind); }
+
 const KernelStep* step(const std::vector<KernelStep>& ks, const std::string& group) {
     for (const auto& k : ks)
         if (k.group == group) return &k;
@@ -514,7 +517,7 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     int seen = 0;
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         if (!has_define(k.variant, "BULK", "1")) continue;
-        const std::string_view first = task_kind_name(p.decode[size_t(k.tasks[0])].kind);
+        const std::string_view first = first_kind(p, k);
         if (first == "attn_output") {
             EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "4")) << k.symbol;
         } else if (first == "attn_norm") {
@@ -530,12 +533,12 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     ring72.gemv_bulk_kb_for = {{"attn_output", 72}};
     unsigned default_ring = 0;
     for (const KernelStep& k : schedule_build(p, h200, ScheduleOptions{}).decode)
-        if (has_define(k.variant, "BULK", "1") && task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output")
+        if (has_define(k.variant, "BULK", "1") && first_kind(p, k) == "attn_output")
             default_ring = k.smem;
     int ring72_n = 0;
     for (const KernelStep& k : schedule_build(p, h200, ring72).decode) {
         if (!has_define(k.variant, "BULK", "1")) continue;
-        if (task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output") {
+        if (first_kind(p, k) == "attn_output") {
             EXPECT_LE(k.smem, 72u * 1024u + 8192u) << k.symbol;  // rings + x
             EXPECT_LT(k.smem, default_ring) << k.symbol;
             EXPECT_EQ(k.carveout, 100) << k.symbol;
@@ -553,7 +556,7 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     int lanes_n = 0, six_n = 0;
     for (const KernelStep& k : schedule_build(p, h200, lanes).decode) {
         if (k.symbol.find("__gemv_") == std::string::npos) continue;
-        if (task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output") {
+        if (first_kind(p, k) == "attn_output") {
             EXPECT_FALSE(defines(k.variant, "BULK")) << k.symbol;
             ++lanes_n;
         } else if (has_define(k.variant, "BULK", "1")) {
@@ -572,7 +575,7 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     int half_n = 0;
     for (const KernelStep& k : schedule_build(p, h200, half).decode) {
         if (!has_define(k.variant, "BULK", "1")) continue;
-        const bool ao = task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output";
+        const bool ao = first_kind(p, k) == "attn_output";
         if (ao) {
             EXPECT_EQ(k.grid.x, 66u) << k.symbol;
         }
@@ -585,7 +588,7 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     int b384_n = 0;
     for (const KernelStep& k : schedule_build(p, h200, b384).decode) {
         if (!has_define(k.variant, "BULK", "1")) continue;
-        const bool ao = task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output";
+        const bool ao = first_kind(p, k) == "attn_output";
         EXPECT_EQ(k.block.x, ao ? 384u : 512u) << k.symbol;
         if (ao) {
             EXPECT_TRUE(has_define(k.variant, "ROWS_PER_BLOCK", "24")) << k.symbol;
@@ -601,7 +604,7 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         int n = 0;
         for (const KernelStep& k : schedule_build(p, h200, opts).decode) {
             if (!has_define(k.variant, "BULK", "1")) continue;
-            if (task_kind_name(p.decode[size_t(k.tasks[0])].kind) == "attn_output") {
+            if (first_kind(p, k) == "attn_output") {
                 EXPECT_EQ(k.grid.x, want) << k.symbol;
                 ++n;
             } else {
