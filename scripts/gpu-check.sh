@@ -67,6 +67,11 @@
 #   next22c : the server's per-row device draws (SequenceBatch test, modes, golden; serve rates)
 #   next22d : batch.small=gemv measured (8-row correctness; serve rates against the GEMM)
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
+#   next27b : attn.kv=tma (decode attention fed by tensor-map copies, on tensor cores): kernels_vs_cpu,
+#             golden, greedy text, 8B Q8_0 depth rows of ring shapes (TMA_SETS)
+#   final27 : the attn.kv=tma default: golden, depth rows (8B Q8_0, 1B Q4_0 against ld), prompt modes
+#   next27d : attn.kv=tma 128-position tiles: L2 prefetch by the q/k/v gemv, carveout, splits; Q4_0
+#   next27c : attn.kv=tma, every tile before the PDL wait: kernels_vs_cpu, golden, depth rows, traces
 #   next25  : --gemv-fill-at-loads (prepared in session 24): kernels_vs_cpu, golden, 8B Q4_0 / Q8_0 rates
 #   final24 : the Q4_0 early-slots default: kernels_vs_cpu bulk, golden, 3 / 4 / 5 slots, depth rows
 #   early24 : --gemv-early-slots 1-3 against all, 8B Q4_0 / Q8_0, golden
@@ -462,6 +467,74 @@ tests24|next24)
     cuda_test next24-golden engine_golden_test "golden (cuda, default gates)"
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
+    ;;
+final27)
+    # session 27, last call: attn.kv=tma as the sm_90 default beyond 256 positions of context (128-
+    # position tiles, 2 slots, 12 / 16 splits): golden and prompt modes with the defaults, depth rows
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    q8=$(synth llama3.1-8b q8_0)
+    log "depth 8b:q8_0 [default]"
+    depth_rows "$q8" jitllm
+    b4=$(synth llama3.2-1b q4_0)
+    for a in " " "--force-variant attn.kv=ld"; do
+        log "depth 1b:q4_0 [$a]"
+        depth_rows "$b4" jitllm $a
+    done
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda, default gates)"
+    ;;
+next27d)
+    # session 27, call 4: attn.kv=tma, 128-position tiles through 2 slots, 16 splits (the best shape of
+    # call 3) with the K/V rows prefetched into L2 by the q/k/v gemv (--kv-l2-prefetch), the driver's
+    # carveout, 12 splits; 8B Q4_0 depth rows
+    q8=$(synth llama3.1-8b q8_0)
+    q4=$(synth llama3.1-8b q4_0)
+    T="--force-variant attn.kv=tma --attn-chunk 128 --attn-kv-stages 2"
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;$T;$T --kv-l2-prefetch last;$T --kv-l2-prefetch start;$T --attn-carveout -1;$T --attn-splits 12; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    for a in " " "$T"; do
+        log "depth 8b:q4_0 [$a]"
+        depth_rows "$q4" jitllm $a
+    done
+    ;;
+next27c)
+    # session 27, call 3: attn.kv=tma with every tile copied before the PDL wait (the current row
+    # patched in shared memory), 256-position tiles; correctness, depth rows, block traces at depth 0
+    cuda_test kvc-tma kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma variants" \
+        JITLLM_KVC_VARIANTS=attn-tma "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-tma engine_golden_test "golden with attn.kv=tma, --attn-chunk 128 --attn-kv-stages 2" \
+        JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_CHUNK=128 JITLLM_TEST_CUDA_ATTN_KV_STAGES=2
+    q8=$(synth llama3.1-8b q8_0)
+    T="--force-variant attn.kv=tma"
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;$T --attn-chunk 128 --attn-kv-stages 2;$T;$T --attn-chunk 256 --attn-kv-stages 1;$T --attn-chunk 128 --attn-kv-stages 1;$T --attn-kv-stages 2; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    log "block trace 8b:q8_0 depth 0 (default)"
+    trace_row trace-default "$q8"
+    log "block trace 8b:q8_0 depth 0 (tma chunk 128, 2 stages)"
+    trace_row trace-tma128 "$q8" $T --attn-chunk 128 --attn-kv-stages 2
+    ;;
+next27b)
+    # session 27: attn.kv=tma (attention_decode_tma.cu: K/V tiles by tensor-map copies into a
+    # shared-memory ring, q . k and p . v on mma.sync): kernels_vs_cpu, golden with it forced (the
+    # stories260K case refuses it: head dim 8), greedy text, 8B Q8_0 depth rows of ring shapes
+    cuda_test kvc-tma kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma variants" \
+        JITLLM_KVC_VARIANTS=attn-tma "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-tma engine_golden_test "golden with attn.kv=tma" JITLLM_TEST_CUDA_FORCE=attn.kv=tma
+    q8=$(synth llama3.1-8b q8_0)
+    T="--force-variant attn.kv=tma"
+    log "greedy text 8b:q8_0 [default / tma]"
+    greedy_md5 "$q8"
+    greedy_md5 "$q8" $T
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;$T;$T --attn-kv-stages 2 --attn-splits 32;$T --attn-kv-stages 2;$T --attn-chunk 128 --attn-kv-stages 2;$T --attn-kv-stages 1 --attn-splits 64; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
     ;;
 next27)
     # prepared in session 26 (no device time left): a 12-warp gate/up (--gemv-block-for

@@ -130,7 +130,7 @@ struct GpuFlags {
                      "client 399.0 tok/s against 362.4, 8 clients 664.8 against 777.6: off)");
         app.add_option("--attn-chunk", attn_chunk,
                        "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128; "
-                       "attn.decode=mma: 64, 16 per warp)")
+                       "attn.decode=mma: 64, 16 per warp; attn.kv=tma: 64, 128 or 256, 16 per warp, default 64)")
             ->check(CLI::IsMember({0, 32, 64, 128, 256}));
         app.add_option("--attn-splits", attn_splits,
                        "tuning: split-KV decode attention blocks per query-head set along the context (0 = about 2 "
@@ -150,8 +150,9 @@ struct GpuFlags {
                        "tuning: split-KV decode attention streams K/V chunks through an N-deep cp.async ring in shared "
                        "memory, 2 to 4 (default 0: loads into registers; long contexts; with attn.decode=mma each lane's "
                        "fragment pieces, the first chunks copied before the PDL wait; measured slower on the H200: 8B "
-                       "Q8_0 with mma and 4 stages 441.1 / 396.7 against 456.2 / 397.2 tok/s at depth 0 / 4096)")
-            ->check(CLI::IsMember({0, 2, 3, 4}));
+                       "Q8_0 with mma and 4 stages 441.1 / 396.7 against 456.2 / 397.2 tok/s at depth 0 / 4096); with "
+                       "attn.kv=tma the ring's slots of --attn-chunk positions, 1 to 8 (default 4)")
+            ->check(CLI::Range(0, 8));
         app.add_option("--gemv-grid-max", gemv_grid_max,
                        "tuning: at most N blocks per gemv launch, each looping over its row sets (0 = no cap; with "
                        "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; measured "

@@ -89,10 +89,13 @@ Variant decode_attn(const Plan& p, const char* target, const ScheduleOptions& o)
 
 // Decode attention's step (a copy: the schedule is a temporary) with split-KV forced unless o says
 // otherwise, on the tiny F16 model (8 query heads over 2 kv heads, head dim 64) with n_ctx positions.
+// (the register kernel unless the options force attn.kv: the tensor-map kernel is the sm_90 default
+// beyond 256 positions of context)
 KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90", GgmlType w = GgmlType::F16) {
     auto m = tiny(w, GgmlType::F16, false);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, 16, 1});
     o.force.emplace("attn.algo", "split");
+    o.force.emplace("attn.kv", "ld");
     return at(schedule_build(p, DeviceInfo::for_target(target), o).decode, "attn");
 }
 
@@ -105,7 +108,8 @@ TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
         const Plan p = plan_build(*m, PlanOptions{n_ctx, 16, 1});
         const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{});
         EXPECT_EQ(gate(s, "attn.algo"), "split");
-        EXPECT_EQ(at(s.decode, "attn").grid.x, 8u);  // one block per query head: 2 kv heads x 4
+        // one block per query head: 2 kv heads x 4 (beyond 256 positions the tensor-map kernel: one per kv head)
+        EXPECT_EQ(at(s.decode, "attn").grid.x, n_ctx > 256 ? 2u : 8u);
     }
     DeviceInfo few = DeviceInfo::for_target("sm_90");
     few.sm_count = 8;  // 2 kv heads x 4 >= 8 SMs: one block per kv head fills the device
@@ -951,7 +955,7 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
     const Plan p = plan_build(*m, PlanOptions{1024, 16, 1});
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
     ScheduleOptions o;
-    o.force = {{"attn.algo", "split"}};
+    o.force = {{"attn.algo", "split"}, {"attn.kv", "ld"}};
     o.attn_heads_per_block = 4;  // all of a kv head's heads: one block per kv head and split
     const Schedule d = schedule_build(p, h200, o);
     const KernelStep& a = at(d.decode, "attn");
@@ -1385,6 +1389,91 @@ TEST(ScheduleGates, StagedAttentionServesAKvHeadPerBlock) {
     EXPECT_THROW(split_attn(4096, pipe), std::exception);
     // the default: the register kernel
     EXPECT_EQ(split_attn(4096, ScheduleOptions{}).variant.source, "cuda/attention_decode.cu");
+}
+
+// attn.kv=tma (the default on sm_90 for contexts beyond 256 positions): the tensor-map kernel, a block per (kv head, split)
+// of --attn-chunk / 16 warps over tiles of that many positions through a ring of --attn-kv-stages
+// slots (each K and V of the tile: 2 x head_dim x chunk halves), the splits filling the SMs with the
+// blocks shared memory allows (at most one a tile); the layer's caches and their tensor maps (256
+// bytes a layer in scratch, boxes of the chunk's rows); refused below sm_90, with a f32 cache,
+// beside the other attention kernels and with the register kernel's knobs.
+TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
+    ScheduleOptions o;
+    o.force["attn.kv"] = "tma";
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
+    o.force.emplace("attn.algo", "split");
+    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
+    const KernelStep& a = at(s.decode, "attn");  // 8 query heads, 2 kv heads, head dim 64
+    EXPECT_EQ(gate(s, "attn.kv"), "tma");
+    EXPECT_EQ(a.variant.source, "cuda/attention_decode_tma.cu");
+    EXPECT_EQ(a.symbol, "attn__split_kv_tma_f16");
+    EXPECT_EQ(a.block.x, 256u);  // 128-position tiles: 8 warps
+    EXPECT_EQ(a.grid.x, 2u);
+    EXPECT_EQ(a.smem, 1024u + 2 * 2 * 64 * 128 * 2);  // alignment slack, 2 slots
+    // 3 blocks an SM (228 KiB), three quarters of 132 SMs before the F16 attn_output, 2 kv heads:
+    // min(148, 4096 / 128)
+    EXPECT_EQ(a.grid.y, 32u);
+    EXPECT_TRUE(has_define(a.variant, "WARPS", "8"));
+    EXPECT_TRUE(has_define(a.variant, "STAGES", "2"));
+    EXPECT_EQ(a.carveout, 100);
+    ASSERT_EQ(a.args.size(), 8u);
+    EXPECT_EQ(a.args[1].kind, KArg::Kind::KCache);
+    EXPECT_EQ(a.args[2].kind, KArg::Kind::VCache);
+    EXPECT_EQ(a.args[3].kind, KArg::Kind::KvMaps);
+    EXPECT_EQ(a.args[3].layer, 0);
+    EXPECT_EQ(s.kv_map_rows, 128);
+    EXPECT_EQ(s.scratch.at("attn_kv_maps"), size_t(m->config.n_layers) * 256);
+    ScheduleOptions small = o;
+    small.attn_chunk = 64;
+    small.attn_kv_stages = 4;
+    const KernelStep b = split_attn(4096, small);
+    EXPECT_EQ(b.block.x, 128u);
+    EXPECT_EQ(b.smem, 1024u + 4 * 2 * 64 * 64 * 2);
+    EXPECT_EQ(split_attn(300, small).grid.y, 5u);  // a split a tile
+    EXPECT_EQ(split_attn(300, o).grid.y, 3u);
+    for (int bad_chunk : {32, 96}) {
+        ScheduleOptions bad = o;
+        bad.attn_chunk = bad_chunk;
+        EXPECT_THROW(split_attn(4096, bad), std::exception) << bad_chunk;
+    }
+    ScheduleOptions deep = o;
+    deep.attn_kv_stages = 9;
+    EXPECT_THROW(split_attn(4096, deep), std::exception);
+    EXPECT_THROW(split_attn(4096, o, "sm_80"), std::exception);
+    ScheduleOptions f32 = o;
+    f32.kv_f32 = true;
+    EXPECT_THROW(split_attn(4096, f32), std::exception);
+    ScheduleOptions mma = o;
+    mma.force["attn.decode"] = "mma";
+    EXPECT_THROW(split_attn(4096, mma), std::exception);
+    ScheduleOptions pipe = o;
+    pipe.attn_pipe = 2;
+    EXPECT_THROW(split_attn(4096, pipe), std::exception);
+    // the default on sm_90 beyond 256 positions of context; within them, and below sm_90, the
+    // register kernel, no maps; one ring slot is the tensor-map kernel's alone
+    EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{}), "attn.kv"), "tma");
+    EXPECT_EQ(at(schedule_build(plan_build(*m, PlanOptions{257, 16, 1}), DeviceInfo::for_target("sm_90"), ScheduleOptions{})
+                     .decode, "attn").variant.source, "cuda/attention_decode_tma.cu");
+    for (const char* target : {"sm_90", "sm_80"}) {
+        const Plan ps = plan_build(*m, PlanOptions{target == std::string("sm_90") ? 256 : 4096, 16, 1});
+        const Schedule d = schedule_build(ps, DeviceInfo::for_target(target), ScheduleOptions{});
+        EXPECT_EQ(gate(d, "attn.kv"), "ld") << target;
+        EXPECT_EQ(d.kv_map_rows, 0);
+        EXPECT_EQ(d.scratch.count("attn_kv_maps"), 0u);
+        EXPECT_EQ(at(d.decode, "attn").variant.source, "cuda/attention_decode.cu");
+    }
+    // a chunk or a ring it cannot take: the register kernel by default, refused when forced (above)
+    for (int chunk : {32, 256}) {
+        ScheduleOptions c;
+        c.attn_chunk = chunk;
+        c.attn_kv_stages = chunk == 256 ? 4 : 0;  // 4 x 256 positions at head dim 64: 263168 bytes
+        EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_90"), c), "attn.kv"), "ld") << chunk;
+    }
+    ScheduleOptions one;
+    one.attn_kv_stages = 1;
+    one.force["attn.kv"] = "ld";
+    EXPECT_THROW(split_attn(4096, one), std::exception);
 }
 
 // sample.draw=device (the default where a warp is 32 lanes): decode's pick kernel is `sample__draw`

@@ -102,8 +102,10 @@ struct Variant {
         auto it = s.force.find("gemv.load");
         auto cl = s.force.find("attn.merge");
         auto lt = s.force.find("layer.tail");
+        auto kv = s.force.find("attn.kv");
         return (it != s.force.end() && it->second == "bulk") || (cl != s.force.end() && cl->second == "cluster") ||
-               (lt != s.force.end() && lt->second == "persistent") || s.attn_kv_rows > 0;
+               (lt != s.force.end() && lt->second == "persistent") || s.attn_kv_rows > 0 ||
+               (kv != s.force.end() && kv->second == "tma");
     }
 };
 
@@ -112,9 +114,12 @@ using Force = std::map<std::string, std::string>;
 const Force kSiblings = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                          {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"},
                          {"rope.angles", "computed"}, {"rope.fuse", "kernel"}, {"gemv.early", "wait"},
-                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}, {"attn.early", "wait"}};
+                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}, {"attn.early", "wait"}, {"attn.kv", "ld"}};
+// (the register kernel unless a variant forces attn.kv: the `attn-tma` variants take the tensor-map
+// kernel, the sm_90 default beyond 256 positions of context, which the ungated variants run there)
 Force gated(Force more) {
     more.emplace("attn.algo", "split");
+    more.emplace("attn.kv", "ld");
     return more;
 }
 
@@ -228,6 +233,15 @@ const Variant kVariants[] = {
     {"gated+attn-staged", {.force = gated({{"attn.stage", "smem"}})}},
     {"gated+attn-staged+wait+splits3", {.force = gated({{"attn.stage", "smem"}, {"attn.early", "wait"}}), .attn_splits = 3}},
     {"gated+attn-staged+chunk256+splits2", {.force = gated({{"attn.stage", "smem"}}), .attn_chunk = 256, .attn_splits = 2}},
+    // attn.kv=tma (sm_90): K/V tiles by tensor-map copies into a ring, mma from there; the defaults
+    // (4 slots, 64-position tiles: one tile a block at these contexts), 3 splits through 2 slots
+    // (several tiles a block: the ring refilled), 128- and 256-position tiles through one slot
+    {"gated+attn-tma", {.force = gated({{"attn.kv", "tma"}})}},
+    {"gated+attn-tma+stages2+splits3", {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2}},
+    {"gated+attn-tma+chunk128+stages1+splits2",
+     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 128, .attn_splits = 2, .attn_kv_stages = 1}},
+    {"gated+attn-tma+chunk256+stages1+splits3",
+     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 256, .attn_splits = 3, .attn_kv_stages = 1}},
     // sample.fuse=gemv: the greedy pick inside the output gemv (the lanes loop, and the bulk ring)
     {"gated+fused+sample-fuse", {.force = gated({{"sample.fuse", "gemv"}})}},
     {"gated+fused+bulk+sample-fuse", {.force = gated({{"gemv.load", "bulk"}, {"sample.fuse", "gemv"}})}},

@@ -67,6 +67,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     allocate_buffers();
     upload_weights();
     fill_rope_table();
+    encode_kv_maps();
     bind(sched_.decode, decode_launches_);
     bind(sched_.prefill, prefill_launches_);
     bind(sched_.batch, batch_launches_);
@@ -373,6 +374,32 @@ void CudaBackend::upload_weights() {
     init_.upload_ms = ms_since(t0);
 }
 
+// Gate attn.kv=tma: every layer's K and V cache as a 2-D f16 tensor [rows][kv_dim] (rows: every
+// sequence's positions), boxes of 64 halves x kv_map_rows rows, 128-byte swizzle (the box's inner
+// extent), rows past the cache zero filled; 256 bytes a layer (K's map, then V's) in scratch
+// "attn_kv_maps", which attention_decode_tma.cu reads from global memory.
+void CudaBackend::encode_kv_maps() {
+    const int rows = sched_.kv_map_rows;
+    if (rows == 0) return;
+    const ModelConfig& c = *plan_.config;
+    JITLLM_CHECK(sched_.kv_type == "half", "attn.kv=tma: a half KV cache");
+    static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap: 128 bytes");
+    std::vector<CUtensorMap> maps(2 * size_t(c.n_layers));
+    const cuuint64_t dims[2] = {cuuint64_t(c.kv_dim()), cuuint64_t(plan_.n_seq) * cuuint64_t(plan_.n_ctx)};
+    const cuuint64_t strides[1] = {cuuint64_t(c.kv_dim()) * 2};
+    const cuuint32_t box[2] = {64, cuuint32_t(rows)};
+    const cuuint32_t elem[2] = {1, 1};
+    const CudaDriver& d = ctx_->driver();
+    for (int l = 0; l < c.n_layers; ++l)
+        for (int kv = 0; kv < 2; ++kv)
+            JITLLM_CUDA_TRY(d, cuTensorMapEncodeTiled(&maps[2 * size_t(l) + size_t(kv)], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                                                      reinterpret_cast<void*>(kv ? v_cache_[size_t(l)] : k_cache_[size_t(l)]),
+                                                      dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    ctx_->upload(scratch_.at("attn_kv_maps"), maps.data(), maps.size() * sizeof(CUtensorMap));
+}
+
 void CudaBackend::fill_rope_table() {
     const auto& rt = sched_.rope_table;
     if (rt.n_pos == 0) return;
@@ -418,6 +445,7 @@ uint64_t CudaBackend::resolve(const KArg& a) const {
         }
         case KArg::Kind::Rows: return 0;  // set per batch step (Launch::rows_args)
         case KArg::Kind::HostRing: return reinterpret_cast<uint64_t>(host_io_ + kPickRing);  // (unified addressing)
+        case KArg::Kind::KvMaps: return scratch_.at("attn_kv_maps") + uint64_t(a.layer) * 256;
     }
     return 0;
 }

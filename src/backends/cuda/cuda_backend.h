@@ -99,6 +99,7 @@ private:
                         size_t tail_from = SIZE_MAX, int tail_rows = 0);
     void upload_weights();
     void fill_rope_table();  // rope.angles=table: the (cos, sin) scratch table, as cpu::rope computes them
+    void encode_kv_maps();   // attn.kv=tma: the K/V caches' tensor maps
     void allocate_buffers();
     void compile_and_load();
     void bind(const std::vector<KernelStep>& steps, std::vector<Launch>& out);

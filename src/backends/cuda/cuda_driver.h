@@ -27,7 +27,8 @@
     X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)   \
     X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
     X(cuGraphExecDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuEventRecordWithFlags)            \
-    X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuDeviceGetPCIBusId)
+    X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuDeviceGetPCIBusId)         \
+    X(cuTensorMapEncodeTiled)
 // clang-format on
 
 namespace jitllm {

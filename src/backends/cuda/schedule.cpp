@@ -65,6 +65,7 @@ struct Gates {
     bool attn_stage = false;        // attn.stage=smem: split-KV chunks staged in shared memory, every query head of a kv head per block
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
     bool attn_kh2 = false;          // attn.kdot=half2: decode attention's q . k in f16 pairs
+    bool attn_tma = false;          // attn.kv=tma: split-KV decode attention fed by tensor-map copies, on tensor cores
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool batch_pdl = false;    // ... launched with PDL (gate batch.pdl)
     bool batch_xrows = false;  // a third list for steps of 2+ rows (gate batch.xrows)
@@ -302,6 +303,50 @@ public:
                                       "split-KV blocks load their first chunk of K/V before waiting for the q/k/v gemv "
                                       "(H200: 8B Q8_0 +1.2 %, Q4_0 +2.7 % tok/s; the SIMT kernel with --attn-pipe 2, "
                                       "no sliding window)");
+        }
+        {
+            // attn.kv=tma (attention_decode_tma.cu, sm_90): each split-KV block (kv head, split) has
+            // its K/V tiles (TP = --attn-chunk positions: 64, 128 or 256) copied into a shared-memory
+            // ring by tensor-map copies (one cp.async.bulk.tensor a 64-dim box, issued by one thread,
+            // before the PDL wait; the current row patched after it), and serves every query head of
+            // its kv head with mma.sync from there (ldmatrix from 128-byte-swizzled boxes). No thread
+            // holds a K/V load and the arithmetic is 32 mma a warp per 16 positions for the whole
+            // group. Where it runs, the attention gates above (attn.decode, attn.stage, attn.merge,
+            // attn.vsum, attn.kdot, attn.early) describe the register kernel, which does not.
+            const int cc = d_.cc();
+            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
+            std::string why;
+            if (!g_.attn_split) why = "attn.algo=onepass: the tensor-map kernel is split-KV";
+            else if (cc < 90)
+                why = fmt::format("compute capability {}.{}: no tensor-map copies (sm_90+)", d_.cc_major, d_.cc_minor);
+            else if (o_.kv_f32) why = "--kv-f32: the tensor-map kernel reads a half KV cache";
+            else if (!g_.norm_warp) why = "norm.reduce=tree: the tensor-map kernel's softmax uses warp shuffles";
+            else if (c_.head_dim != 64 && c_.head_dim != 128) why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
+            else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the mma rows)", qpg);
+            else if (g_.attn_decode_mma || g_.attn_stage || g_.attn_cluster)
+                why = "attn.decode=mma, attn.stage=smem and attn.merge=cluster are the other kernels'";
+            else if (o_.attn_pipe > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0 || o_.attn_overlap ||
+                     o_.attn_kv_rows > 0 || o_.attn_ablate > 0 || o_.attn_kv_prefetch || o_.attn_prefetch_next >= 0)
+                why = "--attn-pipe, --attn-warp-merge, --attn-heads-per-block, --attn-overlap, --attn-kv-rows, --attn-ablate, "
+                      "--attn-kv-prefetch and --attn-prefetch-next are the register kernel's";
+            else if (const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128; tp != 64 && tp != 128 && tp != 256)
+                why = fmt::format("--attn-chunk {}: the tensor-map kernel's tiles are 64, 128 or 256 positions", tp);
+            else if (const int st = o_.attn_kv_stages > 0 ? o_.attn_kv_stages : 2;
+                     st > 8 || tma_smem(tp, st) > d_.max_shared_block())
+                why = fmt::format("--attn-kv-stages {} of {} positions: the tensor-map kernel's ring takes 1 to 8 slots of at most "
+                                  "{} bytes in all (found {})", st, tp, d_.max_shared_block(), tma_smem(tp, st));
+            // Default where the plan's context exceeds two 128-position tiles. H200, tg128, one machine
+            // (session 27, 128-position tiles through 2 slots): 8B Q8_0 at depth 4096 417.02 / 416.84 ->
+            // 431.65 (16 splits) / 433.07 (12), at depth 0 480.06 / 480.65 -> 471.90 / 473.15 (-1.5 %);
+            // 8B Q4_0 603.35 -> 639.08 at depth 4096 (+5.9 %), 741.78 -> 742.86 at depth 0. A context
+            // that stays within two tiles gains nothing from it, so short plans keep the register kernel.
+            const bool long_ctx = p_.n_ctx > 256;
+            g_.attn_tma = forced_if("attn.kv", "tma", "ld", long_ctx, why,
+                                    long_ctx ? fmt::format("context {} > 256: K/V tiles by tensor-map copies before the PDL "
+                                                           "wait, the group's heads on mma.sync (H200 at depth 4096: 8B Q8_0 "
+                                                           "+3.9 %, Q4_0 +5.9 %; depth 0: Q8_0 -1.5 %, Q4_0 +0.1 %)", p_.n_ctx)
+                                             : fmt::format("context {} <= 256: within two tiles, the register kernel (the "
+                                                           "tensor-map kernel: H200 8B Q8_0 -1.5 % at depth 0)", p_.n_ctx));
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -1093,6 +1138,52 @@ private:
         k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
         split_scratch(n_splits, c_.n_kv_heads);
     }
+    // Decode attention with attn.kv=tma (attention_decode_tma.cu): a block per (kv head, split) of
+    // --attn-chunk / 16 warps (64: 4; 128: 8, default; 256: 16), tiles of that many positions through a
+    // ring of --attn-kv-stages slots (default 2: a block's whole work at depth 4096 with 16 splits),
+    // the splits filling the SMs with the blocks the shared memory allows (--attn-splits: fixed), at
+    // most one a tile of the context. H200, 8B Q8_0, depth 0 / 4096 (session 27, one machine): 64-position
+    // tiles, 4 slots 462.26 / 419.49; 128, 2 slots 471.18 / 427.13; 128, 1 slot (33 splits) 471.22 /
+    // 401.88; 256, 1 slot 458.71 / 416.23; 64, 2 slots (49 splits) 442.47 / 363.47.
+    // attention_decode_tma.cu's shared memory: 1024 bytes of alignment slack, `stages` slots of a
+    // tile's K and V (`tp` rows of head_dim halves each)
+    int tma_smem(int tp, int stages) const { return 1024 + stages * 2 * c_.head_dim * tp * 2; }
+    void tma_attention(size_t i, const Task& a) {
+        const int hd = c_.head_dim;
+        // (chunk and slots checked by the gate: attn.kv=ld where they do not fit, forcing tma refused)
+        const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
+        const int stages = o_.attn_kv_stages > 0 ? o_.attn_kv_stages : 2;
+        const int smem = tma_smem(tp, stages);
+        // the blocks shared memory allows fill the SMs once, or three quarters of them before an 8-bit or
+        // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on). H200, 8B Q8_0
+        // at depth 4096 (session 27): 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
+        const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + 2048));
+        const WeightTensor* wo = attn_output_after(i);
+        const bool wide_out = wo && type_traits(wo->type).type_size >= type_traits(wo->type).block_size;
+        const int fill = std::max(1, per_sm * d_.sm_count * (wide_out ? 3 : 4) / 4 / c_.n_kv_heads);
+        const int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + tp - 1) / tp));
+        Variant v("cuda/attention_decode_tma.cu", "");
+        v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+            .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("WARPS", tp / 16).set("STAGES", stages);
+        if (windowed()) v.set("WINDOW", c_.sliding_window);
+        auto& k = add({i}, "split_kv_tma_f16", v);
+        k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
+        k.block = Dim3(unsigned(2 * tp));
+        k.smem = unsigned(smem);
+        // the full carveout (--attn-carveout: another), as the bulk gemvs around it
+        k.carveout = o_.attn_carveout >= -1 ? o_.attn_carveout : 100;
+        JITLLM_CHECK(s_.kv_map_rows == 0 || s_.kv_map_rows == tp, "one tensor-map box height per schedule");
+        s_.kv_map_rows = tp;
+        s_.scratch["attn_kv_maps"] = std::max<size_t>(s_.scratch["attn_kv_maps"], size_t(c_.n_layers) * 256);
+        KArg maps;
+        maps.kind = KArg::Kind::KvMaps;
+        maps.layer = a.layer;
+        k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), maps, slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"),
+                  scratch("attn_tickets")};
+        k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
+        k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
+        split_scratch(n_splits, c_.n_kv_heads);
+    }
     void layer_tail(size_t i, const Tail& tl) {
         const GgmlType ty = tl.wo->type;
         const int dim = int(tl.wo->rows), a_cols = int(tl.wo->cols), hid = int(tl.wg->rows);
@@ -1612,6 +1703,10 @@ private:
                 return 2;
             }
             case K::Attn: {
+                if (g_.attn_tma) {
+                    tma_attention(i, a);
+                    return 1;
+                }
                 if (g_.attn_stage) {
                     staged_attention(i, a);
                     return 1;
@@ -1722,6 +1817,8 @@ private:
                 int kv_stages = 0;
                 if (o_.attn_kv_stages > 0 && g_.attn_split) {
                     const int cc = d_.cc();
+                    if (o_.attn_kv_stages < 2 || o_.attn_kv_stages > 4)
+                        fail_usage("--attn-kv-stages {}: expected 2 to 4 (1 to 8 with attn.kv=tma)", o_.attn_kv_stages);
                     if (cc < 80) fail_usage("--attn-kv-stages {}: needs cp.async (compute capability 8.0+)", o_.attn_kv_stages);
                     if (o_.attn_pipe > 0) fail_usage("--attn-kv-stages and --attn-pipe: one or the other");
                     if (kv_load != 16)
@@ -2054,7 +2151,7 @@ private:
 std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "batch.xrows", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "layer.tail",
+            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "attn.kv", "layer.tail",
             "sample.fuse", "sample.draw", "step.advance"};
 }
 

@@ -25,7 +25,9 @@ struct KArg {
     // Rows: the batch step's row count (an int), known at launch time
     // HostRing: the backend's pinned host ring of decode picks (4 ints, one per position mod 4), passed
     // as a device pointer (unified addressing: pinned host memory is the same address on the device)
-    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32, Rows, HostRing } kind = Kind::Null;
+    // KvMaps: layer `layer`'s K and V cache tensor maps (gate attn.kv=tma; Schedule::kv_map_rows), a
+    // device pointer to 256 bytes: K's CUtensorMap, then V's
+    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32, Rows, HostRing, KvMaps } kind = Kind::Null;
     Slot slot = Slot::X;
     int layer = -1;
     const WeightTensor* w = nullptr;
@@ -133,6 +135,10 @@ struct Schedule {
     // lists read and write the same slots, so a step may mix them). Empty when the gate is off.
     // Gate rope.angles=table: scratch "rope_table" holds (cos, sin) of every (position, pair) as floats,
     // [n_pos][n_rot / 2], computed on the host as cpu::rope does (core/rope_theta.h); n_pos 0: none
+    // Gate attn.kv=tma: scratch "attn_kv_maps" holds every layer's K and V cache tensor maps (256
+    // bytes a layer), 2-D f16 [rows][kv_dim], boxes of 64 halves x kv_map_rows rows, 128-byte
+    // swizzle, encoded by the backend once the caches exist; 0: none
+    int kv_map_rows = 0;
     struct RopeTable {
         int n_pos = 0, n_rot = 0;
         float base = 0;
