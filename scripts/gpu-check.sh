@@ -69,6 +69,8 @@
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
 #   next27b : attn.kv=tma (decode attention fed by tensor-map copies, on tensor cores): kernels_vs_cpu,
 #             golden, greedy text, 8B Q8_0 depth rows of ring shapes (TMA_SETS)
+#   next28  : 8B Q8_0 depth 0 with attn.kv=tma at n_ctx 4224: --attn-tma-from (golden, greedy text,
+#             depth rows), split counts, attn_output's grid, ld
 #   final27 : the attn.kv=tma default: golden, depth rows (8B Q8_0, 1B Q4_0 against ld), prompt modes
 #   next27d : attn.kv=tma 128-position tiles: L2 prefetch by the q/k/v gemv, carveout, splits; Q4_0
 #   next27c : attn.kv=tma, every tile before the PDL wait: kernels_vs_cpu, golden, depth rows, traces
@@ -467,6 +469,27 @@ tests24|next24)
     cuda_test next24-golden engine_golden_test "golden (cuda, default gates)"
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
+    ;;
+next28)
+    # prepared in session 27: why 8B Q8_0 loses ~1.5 % at depth 0 with attn.kv=tma at n_ctx 4224 (and
+    # not at n_ctx 128, nor on Q4_0): the hypothesis is the 12 x 8 blocks of 132 KiB, 88 of them
+    # empty at depth 0, each landing on an SM between the q/k/v gemv's block and attn_output's.
+    # If so: few splits recover depth 0 (and lose at 4096), the register kernel is the control
+    q8=$(synth llama3.1-8b q8_0)
+    # --attn-tma-from (prepared in session 27): positions below N on a second graph with the register
+    # kernel: golden with the tensor-map kernel forced and the switch at position 4 (both graphs run),
+    # the greedy text across the switch, then the depth rows
+    cuda_test golden-tma-from engine_golden_test "golden with attn.kv=tma, --attn-tma-from 4" \
+        JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_TMA_FROM=4
+    log "greedy text 8b:q8_0 [default / --attn-tma-from 20 / ld]"
+    greedy_md5 "$q8" --ctx-size 4096
+    greedy_md5 "$q8" --ctx-size 4096 --attn-tma-from 20
+    greedy_md5 "$q8" --ctx-size 4096 --force-variant attn.kv=ld
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--force-variant attn.kv=ld;--attn-tma-from 1024;--attn-tma-from 2048;--attn-splits 2;--gemv-grid-for attn_output=120; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
     ;;
 final27)
     # session 27, last call: attn.kv=tma as the sm_90 default beyond 256 positions of context (128-

@@ -1476,6 +1476,50 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     EXPECT_THROW(split_attn(4096, one), std::exception);
 }
 
+// --attn-tma-from N: with attn.kv=tma, a second decode list for the positions below N, the same
+// kernels in the same order (PDL as decode's) except the register kernel's attention; none without
+// the tensor-map kernel; refused with --block-trace (one traced list).
+TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    ScheduleOptions o;
+    o.attn_tma_from = 512;
+    const Schedule s = schedule_build(p, h200, o);
+    EXPECT_EQ(s.decode_short_below, 512);
+    ASSERT_EQ(s.decode_short.size(), s.decode.size());
+    int differ = 0;
+    for (size_t i = 0; i < s.decode.size(); ++i) {
+        EXPECT_EQ(s.decode_short[i].tasks, s.decode[i].tasks);
+        EXPECT_EQ(s.decode_short[i].pdl, s.decode[i].pdl);
+        if (s.decode_short[i].symbol != s.decode[i].symbol) {
+            ++differ;
+            EXPECT_EQ(s.decode[i].variant.source, "cuda/attention_decode_tma.cu");
+            EXPECT_EQ(s.decode_short[i].variant.source, "cuda/attention_decode.cu");
+        }
+    }
+    EXPECT_EQ(differ, m->config.n_layers);  // one attention a layer
+    // both attention variants compile (the JIT list holds them)
+    int tma = 0, regs = 0;
+    for (const auto& v : schedule_variants(s)) {
+        tma += v.source == "cuda/attention_decode_tma.cu";
+        regs += v.source == "cuda/attention_decode.cu";
+    }
+    EXPECT_EQ(tma, 1);
+    EXPECT_EQ(regs, 1);
+    o.attn_tma_from = 100000;
+    EXPECT_EQ(schedule_build(p, h200, o).decode_short_below, 4096);  // at most the context
+    ScheduleOptions ld = o;
+    ld.force["attn.kv"] = "ld";
+    const Schedule l = schedule_build(p, h200, ld);
+    EXPECT_TRUE(l.decode_short.empty());
+    EXPECT_EQ(l.decode_short_below, 0);
+    EXPECT_TRUE(schedule_build(p, h200, ScheduleOptions{}).decode_short.empty());  // off by default
+    ScheduleOptions tr = o;
+    tr.trace = true;
+    EXPECT_THROW(schedule_build(p, h200, tr), std::exception);
+}
+
 // sample.draw=device (the default where a warp is 32 lanes): decode's pick kernel is `sample__draw`
 // (argmax.cu DRAW=1, KMAX from the last block's shared memory: 64 on sm_90), with the parameters'
 // buffer and the per-block lists; `host` keeps the argmax alone; sample.fuse=gemv takes the

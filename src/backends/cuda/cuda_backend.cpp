@@ -69,6 +69,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     fill_rope_table();
     encode_kv_maps();
     bind(sched_.decode, decode_launches_);
+    bind(sched_.decode_short, decode_short_launches_);  // (--attn-tma-from; empty otherwise)
     bind(sched_.prefill, prefill_launches_);
     bind(sched_.batch, batch_launches_);
     bind(sched_.batch_small, batch_small_launches_);
@@ -156,9 +157,10 @@ void CudaBackend::compile_and_load() {
         }
         functions_[id] = ctx_->function(m, ck.variant.symbol);
         // entries beside the main one (attention split-KV reduce)
-        for (const auto& k : sched_.decode)
-            if (k.variant.display_name() == id && k.symbol != ck.variant.symbol)
-                functions_[id + "#" + k.symbol] = ctx_->function(m, k.symbol);
+        for (const auto* list : {&sched_.decode, &sched_.decode_short})
+            for (const auto& k : *list)
+                if (k.variant.display_name() == id && k.symbol != ck.variant.symbol)
+                    functions_[id + "#" + k.symbol] = ctx_->function(m, k.symbol);
         if (opt_.print_kernel && printed.insert(id).second) {
             std::string tasks;
             for (const auto& k : sched_.decode)
@@ -511,7 +513,9 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     host_io_[0] = token;
     host_io_[1] = pos;
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Token)], host_io_, 8, st));
-    auto& launches = ph == Phase::Decode ? decode_launches_ : prefill_launches_;
+    // --attn-tma-from: decode positions below it run the list with the register kernel's attention
+    const bool short_step = ph == Phase::Decode && pos < sched_.decode_short_below;
+    auto& launches = ph == Phase::Decode ? (short_step ? decode_short_launches_ : decode_launches_) : prefill_launches_;
     const int iph = int(ph);
     NvtxRange range(fmt::format("{} {}", phase_name(ph), steps_[iph]),
                     ph == Phase::Decode ? NvtxColor::Decode : NvtxColor::Prefill);
@@ -540,7 +544,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         }
         if (prof) record(events_[launches.size()]);
     };
-    CUgraphExec& g = graph_[iph];
+    CUgraphExec& g = graph_[ph == Phase::Decode ? decode_graph(pos) : iph];
     if (prof && !origin_) {
         JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
         JITLLM_CUDA_TRY(d, cuEventRecord(origin_, st));
@@ -786,14 +790,18 @@ void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, p
 // Steps are queued without waiting once the decode graph exists (the first decode captures it)
 // and when nothing needs the host between steps: no logits, no per-launch profiling, no
 // launch-by-launch mode.
-bool CudaBackend::queue_async() const {
+bool CudaBackend::queue_async(int pos) const {
     return opt_.run_ahead && opt_.graphs && !opt_.nvtx_tasks && !opt_.profiler && !logits_needed_ &&
-           graph_[int(Phase::Decode)] != nullptr;
+           graph_[decode_graph(pos)] != nullptr;
+}
+
+int CudaBackend::decode_graph(int pos) const {
+    return pos < sched_.decode_short_below ? kShortGraph : int(Phase::Decode);
 }
 
 void CudaBackend::decode_queue(int32_t token, int pos) {
     JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
-    if (!queue_async()) {  // at once; with token < 0 the newest queued step's pick (or the last)
+    if (!queue_async(pos)) {  // at once; with token < 0 the newest queued step's pick (or the last)
         int32_t t = token;
         if (t < 0 && queue_.empty()) t = token_out_;
         if (t < 0 && queue_.back() < 0) t = -queue_.back() - 1;
@@ -829,7 +837,7 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }  // else (step.advance=device): the previous step's last kernel wrote both already
     trace_step(pos);
-    JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[int(Phase::Decode)], st));
+    JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[decode_graph(pos)], st));
     dev_pos_ = advanced_pos(pos);
     // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so
     // no copy back either (io[3] = 1: collect reads the ring)

@@ -118,9 +118,13 @@ private:
     std::map<std::string, CUdeviceptr> scratch_;
     std::map<std::string, CUfunction> functions_;  // symbol -> function
     std::vector<Launch> decode_launches_, prefill_launches_, batch_launches_;
+    std::vector<Launch> decode_short_launches_;  // --attn-tma-from: decode below it (sched_.decode_short)
     std::vector<Launch> batch_small_launches_;  // gate batch.small: steps of <= batch_small_rows rows
     std::vector<Launch> batch_xrows_launches_;  // gate batch.xrows: steps of 2 .. batch_small_rows rows
-    CUgraphExec graph_[2] = {nullptr, nullptr};
+    // decode, prefill, and decode below --attn-tma-from (sched_.decode_short)
+    static constexpr int kShortGraph = 2;
+    CUgraphExec graph_[3] = {nullptr, nullptr, nullptr};
+    int decode_graph(int pos) const;  // graph_'s index for a decode step at pos
     float* logits_ = nullptr;  // pinned: one row of logits (a pageable copy would stage through a driver buffer)
     size_t n_vocab_ = 0;
     int32_t token_out_ = 0;
@@ -133,7 +137,7 @@ private:
     // decode_queue: kQueue pinned slots [token, pos, pick, -] with an event each; queue_ holds
     // the queued steps oldest first: a slot index, or -(pick + 1) for a step run at once
     static constexpr int kQueue = 4;
-    bool queue_async() const;
+    bool queue_async(int pos) const;
     // queued slot j's pick once its event completed: from the pinned ring (step.advance) or the copy
     int32_t queued_pick(int j) const;
     int32_t* host_q_ = nullptr;

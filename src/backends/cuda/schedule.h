@@ -125,6 +125,7 @@ struct ScheduleOptions {
     std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
+    int attn_tma_from = 0;                       // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph)
 };
 
 struct Schedule {
@@ -139,6 +140,11 @@ struct Schedule {
     // bytes a layer), 2-D f16 [rows][kv_dim], boxes of 64 halves x kv_map_rows rows, 128-byte
     // swizzle, encoded by the backend once the caches exist; 0: none
     int kv_map_rows = 0;
+    // --attn-tma-from N (with attn.kv=tma): decode steps at positions below decode_short_below run
+    // decode_short instead of decode: the same kernels in the same order but the register kernel's
+    // decode attention (a second decode graph); empty and 0 otherwise
+    std::vector<KernelStep> decode_short;
+    int decode_short_below = 0;
     struct RopeTable {
         int n_pos = 0, n_rot = 0;
         float base = 0;
