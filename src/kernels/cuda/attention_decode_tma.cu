@@ -195,6 +195,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
                 const uint32_t a = swz((lane < NCH ? kb : vb) + (j / 8) * BOX_B, r_cur, j % 8);
                 asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(cur_piece.x), "r"(cur_piece.y),
                              "r"(cur_piece.z), "r"(cur_piece.w) : "memory");
+                fence_proxy_async();  // ordered before the slot's next tensor-map copy (a refill)
             }
             __syncwarp();
         }
