@@ -70,7 +70,7 @@
 #   next27b : attn.kv=tma (decode attention fed by tensor-map copies, on tensor cores): kernels_vs_cpu,
 #             golden, greedy text, 8B Q8_0 depth rows of ring shapes (TMA_SETS)
 #   next28  : 8B Q8_0 depth 0 with attn.kv=tma at n_ctx 4224: --attn-tma-from (golden, greedy text,
-#             depth rows), split counts, attn_output's grid, ld
+#             depth rows), --attn-tma-merge1 (kernels_vs_cpu, depth rows), split counts, attn_output's grid
 #   final27 : the attn.kv=tma default: golden, depth rows (8B Q8_0, 1B Q4_0 against ld), prompt modes
 #   next27d : attn.kv=tma 128-position tiles: L2 prefetch by the q/k/v gemv, carveout, splits; Q4_0
 #   next27c : attn.kv=tma, every tile before the PDL wait: kernels_vs_cpu, golden, depth rows, traces
@@ -479,13 +479,15 @@ next28)
     # --attn-tma-from (prepared in session 27): positions below N on a second graph with the register
     # kernel: golden with the tensor-map kernel forced and the switch at position 4 (both graphs run),
     # the greedy text across the switch, then the depth rows
+    cuda_test kvc-tma-merge1 kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma with --attn-tma-merge1" \
+        JITLLM_KVC_VARIANTS=attn-tma+merge1 "GTEST_FILTER=*EveryKernelMatches*"
     cuda_test golden-tma-from engine_golden_test "golden with attn.kv=tma, --attn-tma-from 4" \
         JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_TMA_FROM=4
     log "greedy text 8b:q8_0 [default / --attn-tma-from 20 / ld]"
     greedy_md5 "$q8" --ctx-size 4096
     greedy_md5 "$q8" --ctx-size 4096 --attn-tma-from 20
     greedy_md5 "$q8" --ctx-size 4096 --force-variant attn.kv=ld
-    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--force-variant attn.kv=ld;--attn-tma-from 1024;--attn-tma-from 2048;--attn-splits 2;--gemv-grid-for attn_output=120; }"
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--force-variant attn.kv=ld;--attn-tma-from 1024;--attn-tma-from 2048;--attn-tma-merge1;--attn-splits 2;--gemv-grid-for attn_output=120; }"
     for a in "${sets[@]}"; do
         log "depth 8b:q8_0 [$a]"
         depth_rows "$q8" jitllm $a

@@ -28,6 +28,7 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     int attn_tma_from = 0;
+    bool attn_tma_merge1 = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 8, batch_xrows = 4;
     int gemv_early_slots = 0, gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, gemv_bulk_min_slots = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off";
@@ -185,6 +186,10 @@ struct GpuFlags {
                        "graph; the tensor-map kernel measured 1.5 % slower at depth 0 on the H200's 8B Q8_0 with a 4224-"
                        "position context, +3.9 % at depth 4096; not measured with this flag yet)")
             ->check(CLI::Range(0, 1 << 30));
+        app.add_flag("--attn-tma-merge1", attn_tma_merge1,
+                     "tuning: attn.kv=tma's last block of a kv head merges the splits' states in one L2 round trip, each "
+                     "thread loading its head's (m, l) and its dim's output of every split at once (default: (m, l) first, "
+                     "the outputs after; not measured yet)");
         app.add_option("--attn-prefetch-next", attn_prefetch_next,
                        "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
                        "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
@@ -329,6 +334,7 @@ struct GpuFlags {
         s.attn_prefetch_next = attn_prefetch_next;
         s.attn_kv_prefetch = attn_kv_prefetch;
         s.attn_tma_from = attn_tma_from;
+        s.attn_tma_merge1 = attn_tma_merge1;
         s.attn_ablate = attn_ablate;
         s.draw_ablate = draw_ablate;
         s.draw_rank = draw_merge == "rank";

@@ -1423,6 +1423,10 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     EXPECT_EQ(a.args[3].kind, KArg::Kind::KvMaps);
     EXPECT_EQ(a.args[3].layer, 0);
     EXPECT_EQ(s.kv_map_rows, 128);
+    EXPECT_FALSE(a.variant.has("MERGE1"));
+    ScheduleOptions m1 = o;
+    m1.attn_tma_merge1 = true;  // --attn-tma-merge1
+    EXPECT_TRUE(has_define(split_attn(4096, m1).variant, "MERGE1", "1"));
     EXPECT_EQ(s.scratch.at("attn_kv_maps"), size_t(m->config.n_layers) * 256);
     ScheduleOptions small = o;
     small.attn_chunk = 64;

@@ -240,6 +240,8 @@ const Variant kVariants[] = {
     {"gated+attn-tma+stages2+splits3", {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2}},
     {"gated+attn-tma+chunk128+stages1+splits2",
      {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 128, .attn_splits = 2, .attn_kv_stages = 1}},
+    {"gated+attn-tma+merge1+stages2+splits3",
+     {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_merge1 = true}},
     {"gated+attn-tma+chunk256+stages1+splits3",
      {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 256, .attn_splits = 3, .attn_kv_stages = 1}},
     // sample.fuse=gemv: the greedy pick inside the output gemv (the lanes loop, and the bulk ring)

@@ -1181,6 +1181,7 @@ private:
         v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
             .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("WARPS", tp / 16).set("STAGES", stages);
         if (windowed()) v.set("WINDOW", c_.sliding_window);
+        if (o_.attn_tma_merge1) v.set("MERGE1", 1);  // --attn-tma-merge1 (not measured yet)
         auto& k = add({i}, "split_kv_tma_f16", v);
         k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
         k.block = Dim3(unsigned(2 * tp));

@@ -126,6 +126,7 @@ struct ScheduleOptions {
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
     int attn_tma_from = 0;                       // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph)
+    bool attn_tma_merge1 = false;                // --attn-tma-merge1: attn.kv=tma's last block merges the splits in one round trip (MERGE1)
 };
 
 struct Schedule {

@@ -33,7 +33,8 @@
 //
 // params:  N_HEADS, N_KV_HEADS, HEAD_DIM (64 | 128), SCALE (float), N_SPLITS, WARPS (4 | 8 | 16: TP =
 //          64 | 128 | 256 positions a tile), STAGES (ring slots, 1 .. 8), WINDOW (optional: the
-//          last WINDOW positions only), PDL
+//          last WINDOW positions only), MERGE1 (0 default; 1: the last block's merge in one round
+//          trip, each thread forming its head's split weights itself), PDL
 // launch:  grid (N_KV_HEADS, N_SPLITS), block 32 * WARPS, smem 1024 + STAGES * 2 * HEAD_DIM * TP * 2
 // args:    (q, k_cache, v_cache, tmaps, pos_ptr, out, scratch, tickets)   q, out: (N_HEADS, HEAD_DIM)
 //          floats; caches: this layer's half [rows][N_KV_HEADS * HEAD_DIM] (the current row read
@@ -66,6 +67,9 @@
 #endif
 #ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
 #define WINDOW 0
+#endif
+#ifndef MERGE1  // 1 (--attn-tma-merge1): the last block reads the splits' states in one round trip
+#define MERGE1 0
 #endif
 
 #define QPG (N_HEADS / N_KV_HEADS)
@@ -308,6 +312,38 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     if (!last) return;
     TRACE_MARK(3);
     __threadfence();
+#if MERGE1
+    // one round trip: a thread loads its head's (m_s, l_s) and its dim's O_s of every split at once
+    // (m_s, l_s: one address across a warp's lanes), then forms the weights itself
+    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
+        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
+        const float* sc = scratch + (size_t)hq * N_SPLITS * SROW;
+        float x[N_SPLITS], ms[N_SPLITS], ls[N_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp)
+            if (sp < n_active) {
+                x[sp] = __ldcg(sc + sp * SROW + d);
+                ms[sp] = __ldcg(sc + sp * SROW + HEAD_DIM);
+                ls[sp] = __ldcg(sc + sp * SROW + HEAD_DIM + 1);
+            }
+        float M = -JL_INF;
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp)
+            if (sp < n_active) M = fmaxf(M, ms[sp]);
+        float ov = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < N_SPLITS; ++sp)
+            if (sp < n_active) {
+                const float wg = exp2f(ms[sp] - M);
+                ov = fmaf(x[sp], wg, ov);
+                L = fmaf(ls[sp], wg, L);
+            }
+        out[hq * HEAD_DIM + d] = ov / L;
+    }
+    (void)wsp;
+    (void)lsp;
+    (void)lsum;
+#else
     for (int idx = tid; idx < QPG * n_active; idx += BLOCK) {
         const int h = idx / n_active, sp = idx % n_active;
         const float* st = scratch + ((size_t)(kvh * QPG + h) * N_SPLITS + sp) * SROW;
@@ -345,5 +381,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
             if (sp < n_active) ov = fmaf(x[sp], wsp[h * N_SPLITS + sp], ov);
         out[hq * HEAD_DIM + d] = ov / lsum[h];
     }
+#endif
     if (tid == 0) tickets[kvh] = 0u;
 }
