@@ -769,6 +769,13 @@ private:
         return nullptr;
     }
 
+    // whether that attn_output matrix has 8 bits a weight or more (split-KV attention then leaves a
+    // quarter of the SMs to the gemv's blocks: both decode attention kernels' split counts)
+    bool wide_attn_output_after(size_t i) const {
+        const WeightTensor* wo = attn_output_after(i);
+        return wo && type_traits(wo->type).type_size >= type_traits(wo->type).block_size;
+    }
+
     // attention sees only the last sliding_window positions (fewer than the cache holds)
     bool windowed() const { return c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx; }
 
@@ -1173,9 +1180,7 @@ private:
         // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on). H200, 8B Q8_0
         // at depth 4096 (session 27): 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
         const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + 2048));
-        const WeightTensor* wo = attn_output_after(i);
-        const bool wide_out = wo && type_traits(wo->type).type_size >= type_traits(wo->type).block_size;
-        const int fill = std::max(1, per_sm * d_.sm_count * (wide_out ? 3 : 4) / 4 / c_.n_kv_heads);
+        const int fill = std::max(1, per_sm * d_.sm_count * (wide_attn_output_after(i) ? 3 : 4) / 4 / c_.n_kv_heads);
         const int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + tp - 1) / tp));
         Variant v("cuda/attention_decode_tma.cu", "");
         v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
@@ -1798,9 +1803,7 @@ private:
                 // 403.82 / 402.75 against 8: 400.55 / 399.61; Q4_0 6: 564.02 / 563.94 / 569.06
                 // against 8: 578.51 / 578.18 / 583.03, 12: 544.92, 16: 550.00
                 if (g_.attn_split) {
-                    const WeightTensor* wo = attn_output_after(i);
-                    const bool wide_out = wo && type_traits(wo->type).type_size >= type_traits(wo->type).block_size;  // >= 8 bits a weight
-                    const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma || !wide_out ? 4 : 3) / 4;
+                    const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma || !wide_attn_output_after(i) ? 4 : 3) / 4;
                     const int splits = std::max(1, fill / (c_.n_kv_heads * hsplit));
                     n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
                     // attn.merge=cluster: a cluster holds a query-head set's splits (portable size <= 8)

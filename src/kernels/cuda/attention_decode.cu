@@ -113,6 +113,7 @@
 
 #include "common/common.cuh"
 #include "common/async_copy.cuh"  // KV_STAGES (unconditional: the include expansion takes each file once)
+#include "common/attn_split.cuh"  // mma_rows8 (MMA)
 
 #define QPG (N_HEADS / N_KV_HEADS)             // query heads per kv head
 #ifndef HPB  // query heads per block
@@ -318,16 +319,6 @@ __device__ __forceinline__ float ld_cluster_f32(uint32_t a, int rank) {
 #endif
 
 #if MMA
-// D = A B + C on an m16n8k16 tile (f16 x f16 -> f32) whose A rows 8..15 are zero: a0 = (row g,
-// k 2c..2c+1), a2 = (row g, k 2c+8..2c+9); rows 8..15 of the result are dropped (g = lane / 4,
-// c = lane % 4; c0, c1: row g, columns 2c, 2c+1).
-__device__ __forceinline__ void mma_rows8(float& c0, float& c1, uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-    float d2, d3;
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %5}, {%7, %8}, "
-                 "{%0, %1, %9, %9};"
-                 : "+f"(c0), "+f"(c1), "=f"(d2), "=f"(d3)
-                 : "r"(a0), "r"(0u), "r"(a2), "r"(b0), "r"(b1), "f"(0.0f));
-}
 __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a compile-time constant
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }

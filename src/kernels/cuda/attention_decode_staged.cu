@@ -46,6 +46,7 @@
 // reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (variants attn-staged*)
 #include "common/common.cuh"
 #include "common/async_copy.cuh"
+#include "common/attn_split.cuh"
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME attention_decode_staged
@@ -295,45 +296,7 @@ __device__ __forceinline__ void attend(const Smem& sm, const float* q, const hal
     __syncthreads();
     if (!*sm.last) return;
     __threadfence();
-    float *wsp = sm.wsp, *lsp = sm.lsp;
-    for (int idx = tid; idx < NH * n_active; idx += BLOCK) {
-        const int h = idx / n_active, sp = idx % n_active;
-        const float* st = scratch + ((unsigned long long)(hq0 + h) * N_SPLITS + sp) * SROW;
-        wsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
-        lsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
-    }
-    __syncthreads();
-    // warp h: the splits' weights 2^(m_s - M) and the sum L of head h (lanes over the splits)
-    if (wp < NH) {
-        float* w = wsp + wp * N_SPLITS;
-        float M = -JL_INF;
-        for (int sp = lane; sp < n_active; sp += 32) M = fmaxf(M, w[sp]);
-        M = warp_max(M);
-        float L = 0.0f;
-        for (int sp = lane; sp < n_active; sp += 32) {
-            const float wg = exp2f(w[sp] - M);
-            L += lsp[wp * N_SPLITS + sp] * wg;
-            w[sp] = wg;
-        }
-        L = warp_sum(L);
-        if (lane == 0) sm.lsum[wp] = L;
-    }
-    __syncthreads();
-    // a dim a thread: every split's value loaded at once (one L2 round trip), then summed in split
-    // order
-    for (int idx = tid; idx < NH * HEAD_DIM; idx += BLOCK) {
-        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = hq0 + h;
-        const float* sc = scratch + (unsigned long long)hq * N_SPLITS * SROW + d;
-        float x[N_SPLITS];
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) x[sp] = __ldcg(sc + sp * SROW);
-        float o = 0.0f;
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) o = fmaf(x[sp], wsp[h * N_SPLITS + sp], o);
-        out[hq * HEAD_DIM + d] = o / sm.lsum[h];
-    }
+    merge_split_states<NH, HEAD_DIM, N_SPLITS, BLOCK>(scratch, out, hq0, n_active, sm.wsp, sm.lsp, sm.lsum);
     if (tid == 0) tickets[kvh] = 0u;
 }
 

@@ -24,7 +24,7 @@
 //              B = V rows by ldmatrix.trans, HEAD_DIM / 8 n-tiles, one k-step of 16 positions
 // The warps' states merge through shared memory (the ring, once drained); one active block writes
 // out = O / l, several write (O, m, l) to scratch and the last one (atomic ticket per kv head)
-// combines them as attention_decode_staged.cu does.
+// combines them (common/attn_split.cuh merge_split_states, as attention_decode_staged.cu).
 //
 // Shared memory: 1024 bytes of alignment slack, then STAGES slots of [K box 0 .. NB-1][V box 0 ..
 // NB-1], a box = TP rows of 128 bytes (64 halves), 1024-byte aligned, swizzled by the copy engine
@@ -50,6 +50,7 @@
 // reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (variants attn-tma*)
 #include "common/common.cuh"
 #include "common/async_copy.cuh"
+#include "common/attn_split.cuh"
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME attention_decode_tma
@@ -92,16 +93,6 @@ static_assert(WARPS * 8 * MROW * 4 <= STAGES * SLOT_B, "the warps' merge fits th
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "attention_decode_tma needs sm_90 (tensor-map copies, mbarrier transaction counts)"
 #endif
-
-// D = A B + C on an m16n8k16 tile (f16 x f16 -> f32) whose A rows 8..15 are zero: a0 = (row g, k
-// 2c..2c+1), a2 = (row g, k 2c+8..2c+9); rows 8..15 of the result are dropped.
-__device__ __forceinline__ void mma_rows8(float& c0, float& c1, uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-    float d2, d3;
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %5}, {%7, %8}, "
-                 "{%0, %1, %9, %9};"
-                 : "+f"(c0), "+f"(c1), "=f"(d2), "=f"(d3)
-                 : "r"(a0), "r"(0u), "r"(a2), "r"(b0), "r"(b1), "f"(0.0f));
-}
 
 // One box (64 columns from column x, TP rows from row y) of the tensor map at generic address
 // `map` into shared address dst, completing its bytes on `bar`.
@@ -344,43 +335,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     (void)lsp;
     (void)lsum;
 #else
-    for (int idx = tid; idx < QPG * n_active; idx += BLOCK) {
-        const int h = idx / n_active, sp = idx % n_active;
-        const float* st = scratch + ((size_t)(kvh * QPG + h) * N_SPLITS + sp) * SROW;
-        wsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
-        lsp[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
-    }
-    __syncthreads();
-    // warp h: the splits' weights 2^(m_s - M) and the sum L of head h (lanes over the splits)
-    for (int h = w; h < QPG; h += WARPS) {
-        float* ws = wsp + h * N_SPLITS;
-        float M = -JL_INF;
-        for (int sp = lane; sp < n_active; sp += 32) M = fmaxf(M, ws[sp]);
-        M = warp_max(M);
-        float L = 0.0f;
-        for (int sp = lane; sp < n_active; sp += 32) {
-            const float wg = exp2f(ws[sp] - M);
-            L += lsp[h * N_SPLITS + sp] * wg;
-            ws[sp] = wg;
-        }
-        L = warp_sum(L);
-        if (lane == 0) lsum[h] = L;
-    }
-    __syncthreads();
-    // a dim a thread: every split's value loaded at once (one L2 round trip), summed in split order
-    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
-        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
-        const float* sc = scratch + (size_t)hq * N_SPLITS * SROW + d;
-        float x[N_SPLITS];
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) x[sp] = __ldcg(sc + sp * SROW);
-        float ov = 0.0f;
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) ov = fmaf(x[sp], wsp[h * N_SPLITS + sp], ov);
-        out[hq * HEAD_DIM + d] = ov / lsum[h];
-    }
+    merge_split_states<QPG, HEAD_DIM, N_SPLITS, BLOCK>(scratch, out, kvh * QPG, n_active, wsp, lsp, lsum);
 #endif
     if (tid == 0) tickets[kvh] = 0u;
 }

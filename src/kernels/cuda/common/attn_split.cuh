@@ -1,0 +1,66 @@
+// Pieces the split-KV decode attention kernels share (attention_decode.cu MMA,
+// attention_decode_staged.cu, attention_decode_tma.cu): the m16n8k16 product with only its first 8
+// A rows live, and the ticketed merge of the splits' partial states.
+#pragma once
+
+#include "common/common.cuh"
+
+// D = A B + C on an m16n8k16 tile (f16 x f16 -> f32) whose A rows 8..15 are zero: a0 = (row g,
+// k 2c..2c+1), a2 = (row g, k 2c+8..2c+9); rows 8..15 of the result are dropped (g = lane / 4,
+// c = lane % 4; c0, c1: row g, columns 2c, 2c+1). sm_80+
+__device__ __forceinline__ void mma_rows8(float& c0, float& c1, uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+    float d2, d3;
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %5}, {%7, %8}, "
+                 "{%0, %1, %9, %9};"
+                 : "+f"(c0), "+f"(c1), "=f"(d2), "=f"(d3)
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(b0), "r"(b1), "f"(0.0f));
+}
+
+// The last active block of a head set combines the splits' states and writes out (called by every
+// thread of that block once its ticket says it is the last, after the acquire fence):
+//   out_h = sum_s w_s O_s / sum_s w_s l_s,  w_s = 2^(m_s - max m)
+// in two L2 round trips: the splits' (m, l) into wsp / lsp (NH x NS floats each), the weights
+// and L by a warp a head (lanes over the splits) into wsp and lsum (NH floats), then a dim a thread
+// with every split's O loaded at once and summed in split order. scratch: a split's state at
+// ((hq0 + h) * NS + s) * (HD + 4) floats: O, m, l.
+template <int NH, int HD, int NS, int NT>  // heads, head dim, splits, threads a block
+__device__ __forceinline__ void merge_split_states(const float* scratch, float* out, int hq0, int n_active, float* wsp,
+                                                   float* lsp, float* lsum) {
+    constexpr int SROW = HD + 4;
+    const int tid = threadIdx.x, lane = tid % 32, wp = tid / 32;
+    for (int idx = tid; idx < NH * n_active; idx += NT) {
+        const int h = idx / n_active, sp = idx % n_active;
+        const float* st = scratch + ((unsigned long long)(hq0 + h) * NS + sp) * SROW;
+        wsp[h * NS + sp] = __ldcg(st + HD);  // m_s for now
+        lsp[h * NS + sp] = __ldcg(st + HD + 1);
+    }
+    __syncthreads();
+    for (int h = wp; h < NH; h += NT / 32) {
+        float* w = wsp + h * NS;
+        float M = -JL_INF;
+        for (int sp = lane; sp < n_active; sp += 32) M = fmaxf(M, w[sp]);
+        M = warp_max(M);
+        float L = 0.0f;
+        for (int sp = lane; sp < n_active; sp += 32) {
+            const float wg = exp2f(w[sp] - M);
+            L += lsp[h * NS + sp] * wg;
+            w[sp] = wg;
+        }
+        L = warp_sum(L);
+        if (lane == 0) lsum[h] = L;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < NH * HD; idx += NT) {
+        const int h = idx / HD, d = idx % HD, hq = hq0 + h;
+        const float* sc = scratch + (unsigned long long)hq * NS * SROW + d;
+        float x[NS];
+#pragma unroll
+        for (int sp = 0; sp < NS; ++sp)
+            if (sp < n_active) x[sp] = __ldcg(sc + sp * SROW);
+        float o = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < NS; ++sp)
+            if (sp < n_active) o = fmaf(x[sp], wsp[h * NS + sp], o);
+        out[hq * HD + d] = o / lsum[h];
+    }
+}
