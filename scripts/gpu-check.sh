@@ -69,6 +69,15 @@
 #   next22e : batch.small=gemv (8 rows) as the default checked; serve rates against 16 rows
 #   next27b : attn.kv=tma (decode attention fed by tensor-map copies, on tensor cores): kernels_vs_cpu,
 #             golden, greedy text, 8B Q8_0 depth rows of ring shapes (TMA_SETS)
+#   first28 : session 27's last changes on the GPU: kvc attn-tma variants, golden (default, tma-from 4),
+#             prompt modes, 8B Q8_0 greedy text at --ctx-size 4096 (default / tma-from 20 / ld)
+#   depth28 : 8B Q8_0 depth rows (default, ld, tma-from 2048, merge1, splits 8, attn_output=120), then
+#             DEPTH28_SHAPES' depth rows default against ld
+#   next28b : --gemv-l2-next (gate/up's first rows into L2 by attn_output) on 8B Q4_0 / Q8_0; 8B Q8_0
+#             depth 1024 / 2048 rows, tma against ld (the crossover for --attn-tma-from)
+#   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
+#             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
+#   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next28  : 8B Q8_0 depth 0 with attn.kv=tma at n_ctx 4224: --attn-tma-from (golden, greedy text,
 #             depth rows), --attn-tma-merge1 (kernels_vs_cpu, depth rows), split counts, attn_output's grid
 #   final27 : the attn.kv=tma default: golden, depth rows (8B Q8_0, 1B Q4_0 against ld), prompt modes
@@ -469,6 +478,98 @@ tests24|next24)
     cuda_test next24-golden engine_golden_test "golden (cuda, default gates)"
     cuda_test next24-modes prefill_modes_test "prompt modes (defaults; rows_dot_x through split_dot)"
     [ "$stage" = next24 ] && SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" BENCH_R=${BENCH_R:-3} OUT="$OUT" "$PWD/scripts/gpu-check.sh" six19
+    ;;
+first28)
+    # session 28's first call: session 27's last changes on the GPU (the attn.kv=tma default beyond 256
+    # positions, the proxy fence, the shared merge header common/attn_split.cuh, --attn-tma-merge1,
+    # --attn-tma-from): kernels_vs_cpu's attn-tma variants, golden with the defaults and with the
+    # switch at position 4, prompt modes, the 8B Q8_0 greedy text at --ctx-size 4096 three ways
+    cuda_test kvc-tma kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma variants (merge1 too)" \
+        JITLLM_KVC_VARIANTS=attn-tma "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-default engine_golden_test "golden (cuda, default gates)"
+    cuda_test golden-tma-from engine_golden_test "golden with attn.kv=tma, --attn-tma-from 4" \
+        JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_TMA_FROM=4
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda, default gates)"
+    q8=$(synth llama3.1-8b q8_0)
+    log "greedy text 8b:q8_0 --ctx-size 4096 [default / --attn-tma-from 20 / ld]"
+    greedy_md5 "$q8" --ctx-size 4096
+    greedy_md5 "$q8" --ctx-size 4096 --attn-tma-from 20
+    greedy_md5 "$q8" --ctx-size 4096 --force-variant attn.kv=ld
+    ;;
+depth28)
+    # session 28's second call: depth rows of 8B Q8_0 with the default and next28's flag sets, then the
+    # other shapes' depth rows with the new default (DEPTH28_SHAPES)
+    q8=$(synth llama3.1-8b q8_0)
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--force-variant attn.kv=ld;--attn-tma-from 2048;--attn-tma-merge1;--attn-splits 8;--gemv-grid-for attn_output=120; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    for spec in ${DEPTH28_SHAPES:-llama3.1-8b:q4_0 llama3.2-1b:q4_0}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for a in " " "--force-variant attn.kv=ld"; do
+            log "depth $spec [$a]"
+            depth_rows "$f" jitllm $a
+        done
+    done
+    ;;
+next28b)
+    # session 28, call 3: --gemv-l2-next KB (attn_output's blocks, landing beside attention, prefetch
+    # the first KB of each gate/up matrix into L2; one pass of gate/up on 132 x 16 warps is 2112 rows,
+    # 4752 KB of Q4_0 a matrix): 8B Q4_0 / Q8_0 tg128 rows, greedy text; then the tensor-map kernel's
+    # crossover depth against the register kernel (8B Q8_0 at depths 1024 / 2048), for --attn-tma-from
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy text 8b:q4_0 [default / --gemv-l2-next 4752]"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-l2-next 4752
+    IFS=';' read -ra sets <<< "${L2N_SETS:- ;--gemv-l2-next 2376;--gemv-l2-next 4752;--gemv-l2-next 9504;--gemv-l2-next 4752 --gemv-l2-next-at fill;--gemv-l2-next 9504 --gemv-l2-next-at fill; }"
+    for a in "${sets[@]}"; do tg_row "8b:q4_0 [$a]" "$q4" 3 $a; done
+    q8=$(synth llama3.1-8b q8_0)
+    for a in " " "--gemv-l2-next 4352" "--gemv-l2-next 8704" " "; do tg_row "8b:q8_0 [$a]" "$q8" 3 $a; done
+    for a in " " "--force-variant attn.kv=ld"; do
+        log "depth 1024 / 2048 8b:q8_0 [$a]"
+        timeout 120 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 1024,2048 -r 3 --no-warmup -o md --ctx-size 4224 $a 2>&1 |
+            grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    done
+    ;;
+next28c)
+    # session 28, call 4: --attn-tma-from 512 by default (the register kernel's graph below 512):
+    # the crossover (8B Q8_0 at depths 256 / 512, the tensor-map kernel everywhere against ld), the
+    # greedy text (all below 512: equal to ld's), depth rows of the default and of deeper rings
+    # (with the register kernel at depth 0, the tensor-map kernel's shape is tuned for depth alone)
+    q8=$(synth llama3.1-8b q8_0)
+    log "greedy text 8b:q8_0 --ctx-size 4096 [default: below 512 on ld; ld]"
+    greedy_md5 "$q8" --ctx-size 4096
+    greedy_md5 "$q8" --ctx-size 4096 --force-variant attn.kv=ld
+    for a in "--attn-tma-from 0" "--force-variant attn.kv=ld"; do
+        log "depth 256 / 512 8b:q8_0 [$a]"
+        timeout 120 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 256,512 -r 3 --no-warmup -o md --ctx-size 4224 $a 2>&1 |
+            grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    done
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-kv-stages 3;--attn-chunk 64 --attn-kv-stages 6; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    f16=$(synth llama3.1-8b f16)
+    for a in " " "--force-variant attn.kv=ld"; do
+        log "depth 8b:f16 [$a]"
+        depth_rows "$f16" jitllm $a
+    done
+    ;;
+final28)
+    # session 28, last call: the defaults (attn.kv=tma at head dim 128 beyond 256 positions, the register
+    # kernel's graph below 768): prompt modes, 8B Q8_0 depth rows twice, split counts at depth, Q4_0
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda, default gates)"
+    q8=$(synth llama3.1-8b q8_0)
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-splits 10;--attn-splits 14; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    q4=$(synth llama3.1-8b q4_0)
+    log "depth 8b:q4_0 [default]"
+    depth_rows "$q4" jitllm
     ;;
 next28)
     # prepared in session 27: why 8B Q8_0 loses ~1.5 % at depth 0 with attn.kv=tma at n_ctx 4224 (and

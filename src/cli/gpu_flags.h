@@ -27,11 +27,12 @@ struct GpuFlags {
     bool no_graphs = false, no_run_ahead = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int attn_tma_from = 0;
+    int attn_tma_from = -1;
     bool attn_tma_merge1 = false;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 8, batch_xrows = 4;
     int gemv_early_slots = 0, gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, gemv_bulk_min_slots = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
-    std::string kv_l2_prefetch = "off";
+    std::string kv_l2_prefetch = "off", gemv_l2_next_at = "start";
+    int gemv_l2_next_kb = 0;
     std::string profiler_dump_dir;
     std::string block_trace;
     std::string ablate;
@@ -181,11 +182,12 @@ struct GpuFlags {
                      "later chunks at their start, so the chunk loop's loads hit L2 (sm_90; measured slower on the H200, "
                      "8B Q8_0: 459.1 / 399.1 tok/s at depth 0 / 4096 against 458.7 / 401.9)");
         app.add_option("--attn-tma-from", attn_tma_from,
-                       "tuning: with attn.kv=tma (the sm_90 default beyond 256 positions of context), decode steps at "
-                       "positions below N run a second decode graph whose attention is the register kernel (0 = off: one "
-                       "graph; the tensor-map kernel measured 1.5 % slower at depth 0 on the H200's 8B Q8_0 with a 4224-"
-                       "position context, +3.9 % at depth 4096; not measured with this flag yet)")
-            ->check(CLI::Range(0, 1 << 30));
+                       "tuning: with attn.kv=tma (the sm_90 default beyond 256 positions of context at head dim 128), "
+                       "decode steps at positions below N run a second decode graph whose attention is the register "
+                       "kernel (0 = off: one graph; default -1: 768 where attn.kv=tma is not forced, 0 where it is; H200, "
+                       "8B Q8_0, 4224-position context: the tensor-map kernel 472.2 tok/s at depth 0 against 480.4, 455.8 "
+                       "at depth 512 against 459.1, 447.2 at depth 1024 against 441.1)")
+            ->check(CLI::Range(-1, 1 << 30));
         app.add_flag("--attn-tma-merge1", attn_tma_merge1,
                      "tuning: attn.kv=tma's last block of a kv head merges the splits' states in one L2 round trip, each "
                      "thread loading its head's (m, l) and its dim's output of every split at once (default: (m, l) first, "
@@ -195,6 +197,17 @@ struct GpuFlags {
                        "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
                        "8B Q8_0: 0 gives 446.7 / 393.8 tok/s at depth 0 / 4096 against 455.8 / 398.4, 1024 456.1 / 398.0)")
             ->check(CLI::Range(-1, 1 << 30));
+        app.add_option("--gemv-l2-next", gemv_l2_next_kb,
+                       "tuning: the attn_output gemv (bulk rings, decode) prefetches the first KB of each of the layer's "
+                       "gate/up matrices into L2, while its blocks wait beside decode attention (0: off, default; measured "
+                       "slower on the H200, 8B Q4_0 tg128: 749.7 tok/s without, 743.6 with 2376, 736.0 with 4752, 717.6 with "
+                       "9504; Q8_0 476.9 without, 475.7 with 4352)")
+            ->check(CLI::Range(0, 1 << 22));
+        app.add_option("--gemv-l2-next-at", gemv_l2_next_at,
+                       "tuning: when --gemv-l2-next's prefetch goes out: after each warp's early ring slots, before its "
+                       "wait for attention (start, default), or after its ring's first fill, once x is in (fill; H200 8B "
+                       "Q4_0: 745.6 tok/s with 4752 against 749.7 without)")
+            ->check(CLI::IsMember({"start", "fill"}));
         app.add_option("--kv-l2-prefetch", kv_l2_prefetch,
                        "tuning: the q/k/v gemv (bulk rings, RoPE and KV store fused) prefetches the K and V cache rows "
                        "of earlier positions into L2 for the attention after it: at its start, once its last weight "
@@ -342,6 +355,8 @@ struct GpuFlags {
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
+        s.gemv_l2_next_kb = gemv_l2_next_kb;
+        s.gemv_l2_next_at = gemv_l2_next_at == "fill" ? 2 : 1;
         s.gemv_late_loads = gemv_late_loads;
         s.gemv_q4_shift = gemv_q4_shift;
         s.smem_carveout = smem_carveout;

@@ -25,14 +25,14 @@ using namespace jitllm::test;
 
 // dim 512 (q/k/v, attn_output, gate/up read rows of 512: split), ff 352 (ffn_down rows of 352:
 // blocks; or ff), token_embd of type `emb`, every matrix of type `t`
-std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied, int dim = 512, int ff = 352) {
+std::unique_ptr<Model> tiny(GgmlType t, GgmlType emb, bool tied, int dim = 512, int ff = 352, int head_dim = 64) {
     TinySpec s;
     s.arch = "llama";
     s.dim = dim;
     s.ff = ff;
-    s.n_heads = dim / 64;
+    s.n_heads = dim / head_dim;
     s.n_kv_heads = 2;
-    s.head_dim = 64;
+    s.head_dim = head_dim;
     s.n_vocab = 64;
     GgufWriter w = tiny_model(s, [](TinyTensor&) { return false; });  // keys only
     for (const TinyTensor& x : tiny_tensors(s)) {
@@ -108,8 +108,8 @@ TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
         const Plan p = plan_build(*m, PlanOptions{n_ctx, 16, 1});
         const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{});
         EXPECT_EQ(gate(s, "attn.algo"), "split");
-        // one block per query head: 2 kv heads x 4 (beyond 256 positions the tensor-map kernel: one per kv head)
-        EXPECT_EQ(at(s.decode, "attn").grid.x, n_ctx > 256 ? 2u : 8u);
+        // one block per query head: 2 kv heads x 4 (head dim 64: the register kernel at every context)
+        EXPECT_EQ(at(s.decode, "attn").grid.x, 8u);
     }
     DeviceInfo few = DeviceInfo::for_target("sm_90");
     few.sm_count = 8;  // 2 kv heads x 4 >= 8 SMs: one block per kv head fills the device
@@ -617,6 +617,37 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         }
         EXPECT_EQ(n, 2);
     }
+    // --gemv-l2-next KB: the attn_output gemv takes the layer's gate and up matrices as w1 / w2 and
+    // prefetches KB of each (at most the matrix) into L2 (NEXT_L2: 1 start, 2 after the first fill);
+    // no other kernel, and none by default
+    for (const int at : {1, 2}) {
+        ScheduleOptions l2;
+        l2.gemv_l2_next_kb = 64;
+        l2.gemv_l2_next_at = at;
+        int l2_n = 0;
+        for (const KernelStep& k : schedule_build(p, h200, l2).decode) {
+            const bool ao = has_define(k.variant, "BULK", "1") && first_kind(p, k) == "attn_output";
+            EXPECT_EQ(defines(k.variant, "NEXT_L2"), ao) << k.symbol;
+            if (!ao) continue;
+            EXPECT_TRUE(has_define(k.variant, "NEXT_L2", std::to_string(at))) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "NEXT_L2_B1", "65536ull")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "NEXT_L2_B2", "65536ull")) << k.symbol;
+            ASSERT_GE(k.args.size(), 3u);
+            EXPECT_EQ(k.args[1].kind, KArg::Kind::Weight);
+            EXPECT_EQ(k.args[2].kind, KArg::Kind::Weight);
+            EXPECT_NE(k.args[1].w, k.args[2].w);
+            EXPECT_NE(k.args[1].w, k.args[0].w);
+            ++l2_n;
+        }
+        EXPECT_EQ(l2_n, 2);  // 2 layers
+    }
+    ScheduleOptions l2big;
+    l2big.gemv_l2_next_kb = 1 << 20;  // more than a matrix: the whole matrix
+    for (const KernelStep& k : schedule_build(p, h200, l2big).decode)
+        if (defines(k.variant, "NEXT_L2")) {
+            EXPECT_TRUE(has_define(k.variant, "NEXT_L2_B1", std::to_string(k.args[1].w->rows * k.args[1].w->row_bytes) + "ull"));
+        }
+    for (const KernelStep& k : schedule_build(p, h200, {}).decode) EXPECT_FALSE(defines(k.variant, "NEXT_L2")) << k.symbol;
     // --gemv-last-spread: the split-layout gemvs (block-major) spread their last pass; never with WARP_MAJOR
     ScheduleOptions spread;
     spread.gemv_last_spread = true;
@@ -1454,13 +1485,16 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     ScheduleOptions pipe = o;
     pipe.attn_pipe = 2;
     EXPECT_THROW(split_attn(4096, pipe), std::exception);
-    // the default on sm_90 beyond 256 positions of context; within them, and below sm_90, the
-    // register kernel, no maps; one ring slot is the tensor-map kernel's alone
-    EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{}), "attn.kv"), "tma");
-    EXPECT_EQ(at(schedule_build(plan_build(*m, PlanOptions{257, 16, 1}), DeviceInfo::for_target("sm_90"), ScheduleOptions{})
+    // the default on sm_90 beyond 256 positions of context at head dim 128; within them, at head dim
+    // 64 and below sm_90, the register kernel, no maps; one ring slot is the tensor-map kernel's alone
+    auto m128 = tiny(GgmlType::F16, GgmlType::F16, false, 512, 352, 128);  // 4 query heads, 2 kv heads
+    const Plan p128 = plan_build(*m128, PlanOptions{4096, 16, 1});
+    EXPECT_EQ(gate(schedule_build(p128, DeviceInfo::for_target("sm_90"), ScheduleOptions{}), "attn.kv"), "tma");
+    EXPECT_EQ(at(schedule_build(plan_build(*m128, PlanOptions{257, 16, 1}), DeviceInfo::for_target("sm_90"), ScheduleOptions{})
                      .decode, "attn").variant.source, "cuda/attention_decode_tma.cu");
+    EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_90"), ScheduleOptions{}), "attn.kv"), "ld");  // head dim 64
     for (const char* target : {"sm_90", "sm_80"}) {
-        const Plan ps = plan_build(*m, PlanOptions{target == std::string("sm_90") ? 256 : 4096, 16, 1});
+        const Plan ps = plan_build(*m128, PlanOptions{target == std::string("sm_90") ? 256 : 4096, 16, 1});
         const Schedule d = schedule_build(ps, DeviceInfo::for_target(target), ScheduleOptions{});
         EXPECT_EQ(gate(d, "attn.kv"), "ld") << target;
         EXPECT_EQ(d.kv_map_rows, 0);
@@ -1471,8 +1505,8 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     for (int chunk : {32, 256}) {
         ScheduleOptions c;
         c.attn_chunk = chunk;
-        c.attn_kv_stages = chunk == 256 ? 4 : 0;  // 4 x 256 positions at head dim 64: 263168 bytes
-        EXPECT_EQ(gate(schedule_build(p, DeviceInfo::for_target("sm_90"), c), "attn.kv"), "ld") << chunk;
+        c.attn_kv_stages = chunk == 256 ? 4 : 0;  // 4 x 256 positions at head dim 128: 525312 bytes
+        EXPECT_EQ(gate(schedule_build(p128, DeviceInfo::for_target("sm_90"), c), "attn.kv"), "ld") << chunk;
     }
     ScheduleOptions one;
     one.attn_kv_stages = 1;
@@ -1484,7 +1518,7 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
 // kernels in the same order (PDL as decode's) except the register kernel's attention; none without
 // the tensor-map kernel; refused with --block-trace (one traced list).
 TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
-    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false, 512, 352, 128);  // head dim 128: attn.kv=tma by default
     const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
     ScheduleOptions o;
@@ -1513,12 +1547,26 @@ TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
     EXPECT_EQ(regs, 1);
     o.attn_tma_from = 100000;
     EXPECT_EQ(schedule_build(p, h200, o).decode_short_below, 4096);  // at most the context
+    // by default (attn.kv=tma not forced) the positions below 768; forced: one list unless asked;
+    // --attn-tma-from 0: one list
+    EXPECT_EQ(schedule_build(p, h200, ScheduleOptions{}).decode_short_below, 768);
+    EXPECT_EQ(schedule_build(p, h200, ScheduleOptions{}).decode_short.size(), s.decode.size());
+    ScheduleOptions forced;
+    forced.force["attn.kv"] = "tma";
+    EXPECT_TRUE(schedule_build(p, h200, forced).decode_short.empty());
+    forced.attn_tma_from = 100;
+    EXPECT_EQ(schedule_build(p, h200, forced).decode_short_below, 100);
+    ScheduleOptions off;
+    off.attn_tma_from = 0;
+    EXPECT_TRUE(schedule_build(p, h200, off).decode_short.empty());
+    ScheduleOptions traced;
+    traced.trace = true;  // --block-trace: the automatic switch gives way (one traced list)
+    EXPECT_TRUE(schedule_build(p, h200, traced).decode_short.empty());
     ScheduleOptions ld = o;
     ld.force["attn.kv"] = "ld";
     const Schedule l = schedule_build(p, h200, ld);
     EXPECT_TRUE(l.decode_short.empty());
     EXPECT_EQ(l.decode_short_below, 0);
-    EXPECT_TRUE(schedule_build(p, h200, ScheduleOptions{}).decode_short.empty());  // off by default
     ScheduleOptions tr = o;
     tr.trace = true;
     EXPECT_THROW(schedule_build(p, h200, tr), std::exception);

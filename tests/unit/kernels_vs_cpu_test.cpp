@@ -296,6 +296,10 @@ const Variant kVariants[] = {
     // (before the PDL wait) and after each warp's last copy (1 KiB rings over 3 blocks: several
     // items per warp; the histories of 300-2500 positions: shares of many rows)
     {"gated+fused+bulk+kv-l2-prefetch-start", {.force = gated({{"gemv.load", "bulk"}}), .kv_l2_prefetch = 1}},
+    // --gemv-l2-next: attn_output prefetches gate/up's first bytes into L2 (start; after the fill, 3 blocks)
+    {"gated+fused+bulk+l2-next", {.force = gated({{"gemv.load", "bulk"}}), .gemv_l2_next_kb = 1024}},
+    {"gated+fused+bulk+l2-next-fill+grid3",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_l2_next_kb = 4, .gemv_l2_next_at = 2}},
     {"gated+fused+bulk+ring1k+grid3+kv-l2-prefetch-last",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .kv_l2_prefetch = 2}},
     // --attn-prefetch-next N: decode attention prefetches attn_output into L2 (always; from 300

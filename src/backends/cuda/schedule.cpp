@@ -340,13 +340,20 @@ public:
             // 431.65 (16 splits) / 433.07 (12), at depth 0 480.06 / 480.65 -> 471.90 / 473.15 (-1.5 %);
             // 8B Q4_0 603.35 -> 639.08 at depth 4096 (+5.9 %), 741.78 -> 742.86 at depth 0. A context
             // that stays within two tiles gains nothing from it, so short plans keep the register kernel.
-            const bool long_ctx = p_.n_ctx > 256;
-            g_.attn_tma = forced_if("attn.kv", "tma", "ld", long_ctx, why,
-                                    long_ctx ? fmt::format("context {} > 256: K/V tiles by tensor-map copies before the PDL "
-                                                           "wait, the group's heads on mma.sync (H200 at depth 4096: 8B Q8_0 "
-                                                           "+3.9 %, Q4_0 +5.9 %; depth 0: Q8_0 -1.5 %, Q4_0 +0.1 %)", p_.n_ctx)
-                                             : fmt::format("context {} <= 256: within two tiles, the register kernel (the "
-                                                           "tensor-map kernel: H200 8B Q8_0 -1.5 % at depth 0)", p_.n_ctx));
+            // Head dim 64 keeps the register kernel: H200, 1B Q4_0 (32 x 64 heads, 8 kv), one machine
+            // (session 28): depth 4096 1869.97 tok/s with it against 1734.11 with the tensor-map kernel,
+            // depth 0 2239.46 against 2229.78.
+            const bool long_ctx = p_.n_ctx > 256, hd128 = c_.head_dim == 128;
+            g_.attn_tma = forced_if("attn.kv", "tma", "ld", long_ctx && hd128, why,
+                                    !long_ctx ? fmt::format("context {} <= 256: within two tiles, the register kernel (the "
+                                                            "tensor-map kernel: H200 8B Q8_0 -1.5 % at depth 0)", p_.n_ctx)
+                                    : !hd128  ? fmt::format("head_dim {}: the register kernel (H200 1B Q4_0 at depth 4096: "
+                                                            "1870.0 tok/s against 1734.1 with the tensor-map kernel)", c_.head_dim)
+                                              : fmt::format("context {} > 256: K/V tiles by tensor-map copies before the PDL "
+                                                            "wait, the group's heads on mma.sync (H200 at depth 4096: 8B Q8_0 "
+                                                            "+3.9 %, Q4_0 +5.9 %; depth 0: Q8_0 -1.5 %, Q4_0 +0.1 %); positions "
+                                                            "below {} on a second graph with the register kernel (--attn-tma-from)",
+                                                            p_.n_ctx, tma_from()));
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -625,16 +632,29 @@ public:
     // --attn-tma-from N: decode's list again with the register kernel's attention, for the positions
     // below N (the tensor-map kernel loses ~1.5 % at depth 0 on 8B Q8_0 where the plan's context is
     // long: session 27). Not with --block-trace (its ids name one decode list).
+    // By default (attn.kv=tma not forced) the positions below kTmaFromAuto, where the two kernels cross:
+    // H200, 8B Q8_0, n_ctx 4224, tg128 (session 28), the tensor-map kernel against the register kernel:
+    // depth 0 472.2 / 480.4 tok/s, 256 455.1 / 460.7, 512 455.8 / 459.1 (another machine), 1024 447.2 /
+    // 441.1, 2048 440.8 / 434.0, 4096 432.3 / 416.8; with --attn-tma-from 2048: 481.0 at depth 0, 431.5
+    // at 4096 (the crossover, interpolated: ~690 positions).
+    static constexpr int kTmaFromAuto = 768;
+    int tma_from() const {
+        if (o_.attn_tma_from >= 0) return o_.attn_tma_from;
+        return o_.force.count("attn.kv") ? 0 : kTmaFromAuto;
+    }
     void lower_decode_short(const Plan& plan) {
-        if (o_.attn_tma_from <= 0 || !g_.attn_tma) return;
-        if (o_.trace) fail_usage("--attn-tma-from {} and --block-trace: one decode list traced; drop one", o_.attn_tma_from);
+        if (tma_from() <= 0 || !g_.attn_tma) return;
+        if (o_.trace) {
+            if (o_.attn_tma_from < 0) return;  // the automatic switch: one list, traced
+            fail_usage("--attn-tma-from {} and --block-trace: one decode list traced; drop one", o_.attn_tma_from);
+        }
         g_.attn_tma = false;
         lower(plan.decode, s_.decode_short);
         g_.attn_tma = true;
         mark_pdl(s_.decode_short);
         JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
                      s_.decode_short.size(), s_.decode.size());
-        s_.decode_short_below = std::min(o_.attn_tma_from, p_.n_ctx);
+        s_.decode_short_below = std::min(tma_from(), p_.n_ctx);
     }
 
     bool batch_small() const { return g_.batch_small; }
@@ -988,6 +1008,24 @@ private:
         // 8B Q8_0 at depth 4096 (session 13): 396.70 -> 396.91 (last) / 392.74 (start): off
         if (o_.kv_l2_prefetch > 0 && g.rope && bulk && !batch_ && !windowed())
             v.set("KV_PF", o_.kv_l2_prefetch);
+        // --gemv-l2-next KB: the attn_output gemv (bulk, decode) prefetches the first KB of each of the
+        // layer's gate/up matrices into L2 (gemv.cu NEXT_L2; w1 / w2 carry them): its blocks land
+        // beside decode attention while DRAM is mostly idle, and gate/up's first passes come from L2
+        const WeightTensor* l2_next[2] = {nullptr, nullptr};
+        if (o_.gemv_l2_next_kb > 0 && bulk && !batch_ && n_mat == 1 && t(idx[0]).kind == K::AttnOutput) {
+            for (size_t j = idx.back() + 1; j < tasks_->size() && t(j).layer == t(idx[0]).layer; ++j)
+                if (t(j).kind == K::FfnGateUp) {
+                    for (size_t m = 0; m < 2 && m < t(j).w.size(); ++m) l2_next[m] = t(j).w[m];
+                    break;
+                }
+            for (int m = 0; m < 2; ++m)
+                if (l2_next[m]) {
+                    const uint64_t all = l2_next[m]->rows * l2_next[m]->row_bytes;
+                    const uint64_t want = std::min<uint64_t>(all, uint64_t(o_.gemv_l2_next_kb) * 1024) / 16 * 16;
+                    v.set(m == 0 ? "NEXT_L2_B1" : "NEXT_L2_B2", std::to_string(want) + "ull");
+                }
+            if (l2_next[0]) v.set("NEXT_L2", o_.gemv_l2_next_at);
+        }
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
@@ -1030,7 +1068,8 @@ private:
         if (xr) k.smem *= unsigned(xrows);
         if (bulk) k.smem = unsigned((k.smem + 127) / 128 * 128) + unsigned(bulk_ring);  // gemv.cu BULK_XBYTES + rings
         k.args.clear();
-        for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
+        for (int m = 0; m < 3; ++m)
+            k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : m >= 1 ? weight(l2_next[m - 1]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? slot(g.y[size_t(m)]) : null());
         k.args.push_back(slot(g.x));

@@ -116,6 +116,8 @@ struct ScheduleOptions {
     int draw_ablate = 0;                         // --draw-ablate: sample__draw without its sort (1), list copy (2), merge (3) or filters and draw (4); timing only
     int attn_ablate = 0;                         // --attn-ablate: decode attention without K/V loads (1), arithmetic (2) or split merge (3); timing only
     int attn_prefetch_next = -1;                 // --attn-prefetch-next: decode attention prefetches attn_output into L2 from N positions (-1: off)
+    int gemv_l2_next_kb = 0;                     // --gemv-l2-next KB: attn_output's bulk gemv prefetches the first KB of each gate/up matrix into L2 (gemv NEXT_L2)
+    int gemv_l2_next_at = 1;                     // --gemv-l2-next-at: 1 after the early ring slots (start), 2 after the ring's first fill (fill)
     int kv_l2_prefetch = 0;                      // --kv-l2-prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
     int gemv_early_slots = 0;                    // --gemv-early-slots: bulk gemv ring slots a warp fills before the PDL wait (0: auto, decode Q4_0 2, Q8_0 3, else all; BULK_PRE)
     std::map<std::string, int> gemv_early_slots_for = {};  // --gemv-early-slots-for KIND=N: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
@@ -125,7 +127,7 @@ struct ScheduleOptions {
     std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
-    int attn_tma_from = 0;                       // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph)
+    int attn_tma_from = -1;                      // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
     bool attn_tma_merge1 = false;                // --attn-tma-merge1: attn.kv=tma's last block merges the splits in one round trip (MERGE1)
 };
 

@@ -58,6 +58,13 @@
 //                   (before the PDL wait: PRECOND the position is final before the step's first
 //                   kernel, as attention_decode.cu EARLY_KV); 2: once the warp's last weight copy is
 //                   out (the stream's tail, when DRAM has room). 0 = off (default)
+//   NEXT_L2         BULK, N_MAT 1, decode (--gemv-l2-next): the first NEXT_L2_B1 / NEXT_L2_B2 bytes
+//                   of the next gemv's matrices, passed as w1 / w2 (unused by one matrix), are
+//                   prefetched into L2 (each warp an equal share, one cp.async.bulk.prefetch per
+//                   warp and matrix): attn_output's blocks land beside decode attention, when DRAM
+//                   is mostly idle, and gate/up's rows come first from L2. 1: after the warp's
+//                   early ring slots (before the PDL wait), 2: after its ring's first fill (once
+//                   x is in). 0 = off (default)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
@@ -185,6 +192,18 @@
 #endif
 #if KV_PF && !(EPI == 4 && BULK)
 #error "KV_PF: the q/k/v gemv with RoPE and the KV store (EPI=4), bulk rings"
+#endif
+#ifndef NEXT_L2  // BULK, N_MAT 1: the next gemv's first bytes (w1, w2) into L2 (1: early, 2: after the fill)
+#define NEXT_L2 0
+#endif
+#ifndef NEXT_L2_B1
+#define NEXT_L2_B1 0ull
+#endif
+#ifndef NEXT_L2_B2
+#define NEXT_L2_B2 0ull
+#endif
+#if NEXT_L2 && !(BULK && N_MAT == 1)
+#error "NEXT_L2: a one-matrix gemv with bulk rings (w1 / w2 carry the next gemv's matrices)"
 #endif
 #ifndef GEMV_LATE  // 1: the loads as before session 11 (measurement: --gemv-late-loads)
 #define GEMV_LATE 0
@@ -426,6 +445,13 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         bulk_prefetch_l2_share(v_cache, (unsigned long long)n_pos * ROW_B, w, nw);
     };
 #endif
+#if NEXT_L2
+    auto next_l2 = [&] {  // lane 0: this warp's share of the next gemv's first bytes
+        const unsigned long long nw = (unsigned long long)GEMV_NBX * GEMV_GPB, w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
+        if (NEXT_L2_B1) bulk_prefetch_l2_share(w1, NEXT_L2_B1, w, nw);
+        if (NEXT_L2_B2) bulk_prefetch_l2_share(w2, NEXT_L2_B2, w, nw);
+    };
+#endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
         const uint8_t* rows[GEMV_DR];
         pass_rows(W0, W1, W2, BULK_PASS_ROW(i), rows);
@@ -454,6 +480,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         // PRECOND: *pos_ptr and the rows before it are final before the step's first kernel
         if (KV_PF == 1 || n_items <= BULK_S) kv_prefetch(*pos_ptr);
 #endif
+#if NEXT_L2 == 1 || (NEXT_L2 == 2 && BULK_PRE >= BULK_S)
+        next_l2();
+#endif
     }
     __syncwarp();
 #if BULK_PRE < BULK_S
@@ -461,8 +490,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // wait, so x's loads do not queue behind a whole ring of weight copies; these go out once x is
     // in, or with BULK_FILL_AT_LOADS as soon as x's loads are issued
     auto late_fill = [&] {
-        if (lane == 0)
+        if (lane == 0) {
             for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+#if NEXT_L2 == 2
+            next_l2();
+#endif
+        }
     };
 #endif
     if (n_items <= BULK_S) {
