@@ -61,6 +61,51 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
     EXPECT_EQ(per_chunk, int64_t(sched.batch_body));
 }
 
+// --attn-tma-from: decode steps at positions below decode_short_below run the second list, so a
+// kernel of one list only is launched on its own positions, and --launch-skip counts the runs as
+// they come (the steady state's list sets the launches a step shown).
+TEST(LaunchAccountingTwoLists, DecodeBelowTheSwitchRunsTheShortList) {
+    jitllm::Schedule s;
+    auto step = [](const char* sym) {
+        jitllm::KernelStep k;
+        k.symbol = sym;
+        return k;
+    };
+    s.decode = {step("gemv"), step("attn_tma")};
+    s.decode_short = {step("gemv"), step("attn_regs")};
+    s.decode_short_below = 10;
+    auto find = [](const std::vector<jitllm::KernelLaunchCount>& v, const std::string& k) {
+        for (const auto& c : v)
+            if (c.kernel == k) return c;
+        ADD_FAILURE() << k;
+        return jitllm::KernelLaunchCount{};
+    };
+    // single-token mode, prompt 5, -n 20: decode runs at positions 0..23, 10 of them below the switch;
+    // the steady state (5 prompt runs + 2 warm-up) at position 7: the short list
+    auto a = jitllm::schedule_launch_accounting(s, jitllm::RunShape{5, 20, false, 0}, 2);
+    EXPECT_EQ(find(a, "gemv").total, 24);
+    EXPECT_EQ(find(a, "attn_tma").total, 14);
+    EXPECT_EQ(find(a, "attn_regs").total, 10);
+    EXPECT_EQ(find(a, "attn_regs").per_decode, 1);
+    EXPECT_EQ(find(a, "attn_tma").per_decode, 0);
+    EXPECT_EQ(find(a, "gemv").skip_decode, 7);
+    EXPECT_EQ(find(a, "attn_regs").skip_decode, 7);
+    EXPECT_EQ(find(a, "attn_tma").skip_decode, 0);
+    // prompt 12: the steady state at position 14, past the switch
+    auto b = jitllm::schedule_launch_accounting(s, jitllm::RunShape{12, 20, false, 0}, 2);
+    EXPECT_EQ(find(b, "attn_tma").total, 21);
+    EXPECT_EQ(find(b, "attn_regs").total, 10);
+    EXPECT_EQ(find(b, "attn_tma").per_decode, 1);
+    EXPECT_EQ(find(b, "attn_regs").per_decode, 0);
+    EXPECT_EQ(find(b, "attn_tma").skip_decode, 4);
+    EXPECT_EQ(find(b, "attn_regs").skip_decode, 10);
+    EXPECT_EQ(find(b, "gemv").skip_decode, 14);
+    // --with-prefill-decode, prompt 12: decode runs from position 11 (the last prompt token): none short
+    auto c = jitllm::schedule_launch_accounting(s, jitllm::RunShape{12, 20, true, 0}, 2);
+    EXPECT_EQ(find(c, "attn_tma").total, 20);
+    EXPECT_EQ(find(c, "attn_regs").total, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runs, LaunchAccounting,
                          ::testing::Values(Case{1, 1, false}, Case{5, 8, false}, Case{5, 8, true},
                                            Case{17, 3, true}, Case{9, 1, true}, Case{3, 20, false},

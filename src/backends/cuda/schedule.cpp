@@ -2280,8 +2280,20 @@ Dim3 KernelStep::grid_for_rows(int m) const {
 
 std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup) {
     const PhaseRuns pr = plan_phase_runs(r);
+    // decode runs take the run's last pr.decode positions; with a second decode list (--attn-tma-from)
+    // those below decode_short_below run it: n_short(k) of the first k decode runs
+    const int64_t p0 = int64_t(r.n_prompt) + r.n_gen - 1 - pr.decode;
+    auto n_short = [&](int64_t k) {
+        if (s.decode_short.empty()) return int64_t(0);
+        return std::clamp<int64_t>(int64_t(s.decode_short_below) - p0, 0, std::max<int64_t>(0, k));
+    };
+    const int64_t warm = pr.decode_in_prompt + warmup;  // decode runs before the steady state
+    const bool steady_short = !s.decode_short.empty() && p0 + warm < s.decode_short_below;
+    std::map<std::string, std::pair<int, int>> per;  // launches a decode step: (decode, decode_short)
+    for (const auto& k : s.decode) per[k.symbol].first++;
+    for (const auto& k : s.decode_short) per[k.symbol].second++;
     std::map<std::string, KernelLaunchCount> m;
-    for (const auto& k : s.decode) m[k.symbol].per_decode++;
+    for (const auto& [sym, n] : per) m[sym].per_decode = steady_short ? n.second : n.first;
     for (const auto& k : s.prefill) m[k.symbol].per_prefill++;
     for (size_t i = 0; i < s.batch.size(); ++i) {
         if (i < s.batch_body) m[s.batch[i].symbol].per_chunk++;
@@ -2290,13 +2302,17 @@ std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, con
     std::vector<KernelLaunchCount> out;
     for (auto& [sym, c] : m) {
         c.kernel = sym;
-        c.total = int64_t(c.per_decode) * pr.decode + int64_t(c.per_prefill) * pr.prefill +
+        const auto pd = per.count(sym) ? per.at(sym) : std::pair<int, int>{0, 0};
+        auto decode_launches = [&](int64_t k) {  // this kernel's launches in the first k decode runs
+            return int64_t(pd.first) * (k - n_short(k)) + int64_t(pd.second) * n_short(k);
+        };
+        c.total = decode_launches(pr.decode) + int64_t(c.per_prefill) * pr.prefill +
                   int64_t(c.per_chunk) * pr.batch + int64_t(c.per_tail) * pr.batch_tail;
         // prefill steps or prompt chunks run first (every prompt token but the last), then decode
         c.skip_prefill = int64_t(c.per_prefill) * std::min<int64_t>(warmup, pr.prefill);
         c.skip_chunk = int64_t(c.per_chunk) * std::min<int64_t>(warmup, pr.batch);
         c.skip_decode = int64_t(c.per_prefill) * pr.prefill + int64_t(c.per_chunk) * pr.batch +
-                        int64_t(c.per_tail) * pr.batch_tail + int64_t(c.per_decode) * (pr.decode_in_prompt + warmup);
+                        int64_t(c.per_tail) * pr.batch_tail + decode_launches(warm);
         out.push_back(c);
     }
     return out;
