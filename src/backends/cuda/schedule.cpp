@@ -351,9 +351,12 @@ public:
                                                             "1870.0 tok/s against 1734.1 with the tensor-map kernel)", c_.head_dim)
                                               : fmt::format("context {} > 256: K/V tiles by tensor-map copies before the PDL "
                                                             "wait, the group's heads on mma.sync (H200 at depth 4096: 8B Q8_0 "
-                                                            "+3.9 %, Q4_0 +5.9 %; depth 0: Q8_0 -1.5 %, Q4_0 +0.1 %); positions "
-                                                            "below {} on a second graph with the register kernel (--attn-tma-from)",
-                                                            p_.n_ctx, tma_from()));
+                                                            "+3.9 %, Q4_0 +5.9 %; depth 0: Q8_0 -1.5 %, Q4_0 +0.1 %){}",
+                                                            p_.n_ctx,
+                                                            tma_from() > 0 ? fmt::format("; positions below {} on a second graph "
+                                                                                         "with the register kernel (--attn-tma-from)",
+                                                                                         std::min(tma_from(), p_.n_ctx))
+                                                                           : std::string()));
         }
         {
             // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
@@ -2450,6 +2453,13 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
             out += fmt::format("  (blk.1 .. blk.{} repeat blk.0's kernels)\n", plan.config->n_layers - 1);
         out += ph == Phase::Batch ? "  launches per step by kernel:\n" : "  launches per token by kernel:\n";
         for (const auto& [sym, n] : per_token) out += fmt::format("    {:>5}  {}\n", n, sym);
+    }
+    if (!s.decode_short.empty()) {  // --attn-tma-from: a second decode list (its own CUDA graph)
+        out += fmt::format("phase decode at positions below {} (--attn-tma-from): decode's kernels, these replaced:\n",
+                           s.decode_short_below);
+        for (size_t i = 0; i < s.decode_short.size() && i < s.decode.size(); ++i)
+            if (s.decode_short[i].layer <= 0 && s.decode_short[i].symbol != s.decode[i].symbol)
+                out += fmt::format("  {:<44} instead of {}\n", s.decode_short[i].symbol, s.decode[i].symbol);
     }
     return out;
 }
