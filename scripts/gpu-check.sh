@@ -78,6 +78,7 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   depth28b: 8B Q8_0 depth rows with attn_output's rings cut to 84 KiB (beside the tensor-map attention)
 #   next28  : 8B Q8_0 depth 0 with attn.kv=tma at n_ctx 4224: --attn-tma-from (golden, greedy text,
 #             depth rows), --attn-tma-merge1 (kernels_vs_cpu, depth rows), split counts, attn_output's grid
 #   final27 : the attn.kv=tma default: golden, depth rows (8B Q8_0, 1B Q4_0 against ld), prompt modes
@@ -570,6 +571,18 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+depth28b)
+    # session 28, last device seconds: at depth 4096 attn_output's blocks cannot land beside the 96
+    # tensor-map attention blocks (132 KiB each); with its rings cut to 84 KiB (4 slots of 512
+    # columns) both fit an SM (~210 KiB, 64 K registers), so attn_output lands at attention's start
+    # everywhere and prefetches ~2/3 of its rows (applies to both decode graphs: depth 0 shows the cost)
+    q8=$(synth llama3.1-8b q8_0)
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--gemv-bulk-kb-for attn_output=84;--gemv-bulk-kb-for attn_output=84 --gemv-early-slots-for attn_output=4; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        DEPTH_R=2 depth_rows "$q8" jitllm $a
+    done
     ;;
 next28)
     # prepared in session 27: why 8B Q8_0 loses ~1.5 % at depth 0 with attn.kv=tma at n_ctx 4224 (and
