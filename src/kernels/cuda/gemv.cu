@@ -436,20 +436,23 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         }
     };
 #endif
+#if KV_PF || NEXT_L2
+    // the L2 prefetches' shares: this warp's index among the grid's warps, and their count
+    const unsigned long long pf_nw = (unsigned long long)GEMV_NBX * GEMV_GPB,
+                             pf_w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
+#endif
 #if KV_PF
     auto kv_prefetch = [&](int n_pos) {  // lane 0: this warp's share of K and V rows [0, n_pos)
         constexpr unsigned long long ROW_B = (unsigned long long)ROWS1 * sizeof(KV_T);
         static_assert(ROW_B % 16 == 0, "KV_PF: 16-byte multiples of cache rows");
-        const unsigned long long nw = (unsigned long long)GEMV_NBX * GEMV_GPB, w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
-        bulk_prefetch_l2_share(k_cache, (unsigned long long)n_pos * ROW_B, w, nw);
-        bulk_prefetch_l2_share(v_cache, (unsigned long long)n_pos * ROW_B, w, nw);
+        bulk_prefetch_l2_share(k_cache, (unsigned long long)n_pos * ROW_B, pf_w, pf_nw);
+        bulk_prefetch_l2_share(v_cache, (unsigned long long)n_pos * ROW_B, pf_w, pf_nw);
     };
 #endif
 #if NEXT_L2
     auto next_l2 = [&] {  // lane 0: this warp's share of the next gemv's first bytes
-        const unsigned long long nw = (unsigned long long)GEMV_NBX * GEMV_GPB, w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
-        if (NEXT_L2_B1) bulk_prefetch_l2_share(w1, NEXT_L2_B1, w, nw);
-        if (NEXT_L2_B2) bulk_prefetch_l2_share(w2, NEXT_L2_B2, w, nw);
+        if (NEXT_L2_B1) bulk_prefetch_l2_share(w1, NEXT_L2_B1, pf_w, pf_nw);
+        if (NEXT_L2_B2) bulk_prefetch_l2_share(w2, NEXT_L2_B2, pf_w, pf_nw);
     };
 #endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
