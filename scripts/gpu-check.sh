@@ -78,6 +78,11 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   final29 : the cluster merge by default: the plan's choice, kernels_vs_cpu, golden (tma forced), depth rows
+#   next29c : cluster merges with 9 splits through 3 slots, 12 / 16 splits of one-slot blocks; Q4_0
+#   next29b : --attn-tma-cluster fixed: kernels_vs_cpu, the cluster sizes that fit, depth rows, trace
+#   next29  : --attn-tma-cluster (the splits merged through DSMEM): kernels_vs_cpu, depth rows, trace, golden
+#   first29 : block traces of 8B Q8_0 at depths 4096 / 0 (defaults); 8B Q4_0 at depths 256 / 512, tma against ld
 #   depth28b: 8B Q8_0 depth rows with attn_output's rings cut to 84 KiB (beside the tensor-map attention)
 #   next28  : 8B Q8_0 depth 0 with attn.kv=tma at n_ctx 4224: --attn-tma-from (golden, greedy text,
 #             depth rows), --attn-tma-merge1 (kernels_vs_cpu, depth rows), split counts, attn_output's grid
@@ -571,6 +576,125 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+final29)
+    # session 29, last call: the cluster merge by default where the device's clusters fit (the probe's
+    # table, the plan's choice), kernels_vs_cpu's attn-tma variants, golden with the tensor-map kernel
+    # forced (the switch at position 4: both graphs), 8B Q8_0 depth rows twice, 8B Q4_0
+    q8=$(synth llama3.1-8b q8_0)
+    timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --verbose-init --print-plan --print-threads 2>&1 |
+        grep -E "thread-block clusters|split_kv_tma_f16 .*grid" | head -3 | tee -a "$OUT/summary.txt"
+    cuda_test kvc-tma kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma variants (default: the cluster where it fits)" \
+        JITLLM_KVC_VARIANTS=attn-tma "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-tma engine_golden_test "golden with attn.kv=tma, --attn-tma-from 4 (the cluster merge by default)" \
+        JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_TMA_FROM=4
+    for r in 1 2; do
+        log "depth 8b:q8_0 [default] round $r"
+        depth_rows "$q8" jitllm
+    done
+    log "depth 8b:q8_0 [--attn-tma-cluster 0]"
+    depth_rows "$q8" jitllm --attn-tma-cluster 0
+    q4=$(synth llama3.1-8b q4_0)
+    log "depth 8b:q4_0 [default]"
+    depth_rows "$q4" jitllm
+    ;;
+next29c)
+    # session 29, call 4: cluster merges with rings that keep a block's tiles in flight: 9 splits
+    # (the largest cluster all 8 kv heads fit at once with one 132 KiB block an SM) through 3 slots
+    # (4 tiles a block at depth 4096: one refill), and 12 / 16 splits of one-slot blocks (65 KiB:
+    # three an SM, so clusters of 12 / 16 fit); Q4_0 likewise
+    q8=$(synth llama3.1-8b q8_0)
+    for a in "--attn-splits 12 --attn-kv-stages 1" "--attn-splits 16 --attn-kv-stages 1"; do
+        fit=$(timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-cluster \
+            $a --verbose-init 2>&1 | grep -E "thread-block clusters" | head -1)
+        log "$a: $fit"
+    done
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-tma-cluster --attn-splits 9 --attn-kv-stages 3;--attn-tma-cluster --attn-splits 12 --attn-kv-stages 1;--attn-tma-cluster --attn-splits 16 --attn-kv-stages 1;--attn-tma-cluster --attn-splits 9}"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    q4=$(synth llama3.1-8b q4_0)
+    for a in " " "--attn-tma-cluster --attn-splits 9 --attn-kv-stages 3" "--attn-tma-cluster --attn-splits 9"; do
+        log "depth 8b:q4_0 [$a]"
+        depth_rows "$q4" jitllm $a
+    done
+    ;;
+next29b)
+    # session 29, call 3: --attn-tma-cluster with the merge's outputs spread over the active blocks
+    # (call 2 left the inactive ranks' share unwritten): kernels_vs_cpu; which cluster sizes fit all 8
+    # kv heads at once (12 and 16: 7 of 8 in call 2; 8: all); depth rows at the sizes that fit; a trace
+    cuda_test kvc-cluster kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma with --attn-tma-cluster" \
+        JITLLM_KVC_VARIANTS=attn-tma+cluster "GTEST_FILTER=*EveryKernelMatches*"
+    q8=$(synth llama3.1-8b q8_0)
+    sets=" "
+    for n in 9 10 11 8; do
+        fit=$(timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-cluster \
+            --attn-splits $n --verbose-init 2>&1 | grep -E "thread-block clusters" | head -1)
+        log "splits $n: $fit"
+        echo "$fit" | grep -q "^\[jitllm\] attn__split_kv_tma_f16: all" && sets="$sets;--attn-tma-cluster --attn-splits $n"
+    done
+    IFS=';' read -ra sets2 <<< "$sets;--attn-splits 8; "
+    for a in "${sets2[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    log "block trace 8b:q8_0 depth 4096 (--attn-tma-cluster --attn-splits 8)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 4096 -r 2 --no-warmup -o md --attn-tma-cluster --attn-splits 8 \
+        --block-trace "$OUT/trace-q8-cl8.csv" > "$OUT/trace-q8-cl8.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|rror" "$OUT/trace-q8-cl8.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-q8-cl8.csv" ] && gzip -f "$OUT/trace-q8-cl8.csv"
+    ;;
+next29)
+    # session 29, call 2: --attn-tma-cluster (a kv head's splits as one thread-block cluster, their
+    # states merged through distributed shared memory instead of scratch, a fence, a ticket and two
+    # L2 round trips: first29's trace put that merge at ~5 us a layer at depth 4096): kernels_vs_cpu,
+    # how many clusters fit, depth rows at 12 / 16 / 8 splits, a trace, Q4_0, golden
+    cuda_test kvc-cluster kernels_vs_cpu_test "kernels_vs_cpu: attn.kv=tma with --attn-tma-cluster" \
+        JITLLM_KVC_VARIANTS=attn-tma+cluster "GTEST_FILTER=*EveryKernelMatches*"
+    q8=$(synth llama3.1-8b q8_0)
+    for a in "" "--attn-splits 16" "--attn-splits 8"; do
+        timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-cluster $a \
+            --verbose-init 2>&1 | grep -iE "cluster|rror" | head -3 | tee -a "$OUT/summary.txt"
+    done
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-tma-cluster;--attn-tma-cluster --attn-splits 16;--attn-tma-cluster --attn-splits 8; }"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        depth_rows "$q8" jitllm $a
+    done
+    log "block trace 8b:q8_0 depth 4096 (--attn-tma-cluster)"
+    timeout 200 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 4096 -r 2 --no-warmup -o md --attn-tma-cluster \
+        --block-trace "$OUT/trace-q8-cl.csv" > "$OUT/trace-q8-cl.txt" 2>&1
+    grep -E "^\| llama|span|__|^step|rror" "$OUT/trace-q8-cl.txt" | tee -a "$OUT/summary.txt"
+    [ -f "$OUT/trace-q8-cl.csv" ] && gzip -f "$OUT/trace-q8-cl.csv"
+    q4=$(synth llama3.1-8b q4_0)
+    for a in " " "--attn-tma-cluster"; do
+        log "depth 8b:q4_0 [$a]"
+        depth_rows "$q4" jitllm $a
+    done
+    cuda_test golden-cluster engine_golden_test "golden with attn.kv=tma, --attn-tma-cluster, --attn-tma-from 4" \
+        JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_TMA_FROM=4 JITLLM_TEST_CUDA_ATTN_TMA_CLUSTER=1
+    ;;
+first29)
+    # session 29, call 1: block traces of 8B Q8_0 at depth 4096 and 0 with the defaults (where the
+    # tensor-map attention's ~6 us a layer of depth increment goes: its chunk loop, the merge, the
+    # attn_output hand-over), then 8B Q4_0 at depths 256 / 512 (the --attn-tma-from switch was
+    # measured on Q8_0 only): the tensor-map kernel everywhere against ld
+    q8=$(synth llama3.1-8b q8_0)
+    for d in 4096 0; do
+        log "block trace 8b:q8_0 depth $d (defaults)"
+        csv=$OUT/trace-q8-d$d.csv
+        timeout 200 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d "$d" -r 2 --no-warmup -o md --ctx-size 4224 \
+            --block-trace "$csv" > "$OUT/trace-q8-d$d.txt" 2>&1
+        grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-q8-d$d.txt" | tee -a "$OUT/summary.txt"
+        [ -f "$csv" ] && gzip -f "$csv"
+    done
+    q4=$(synth llama3.1-8b q4_0)
+    for a in "--attn-tma-from 0" "--force-variant attn.kv=ld"; do
+        log "depth 256 / 512 8b:q4_0 [$a]"
+        timeout 120 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -d 0,256,512 -r 3 --no-warmup -o md --ctx-size 4224 $a 2>&1 |
+            grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    done
     ;;
 depth28b)
     # session 28, last device seconds: at depth 4096 attn_output's blocks cannot land beside the 96

@@ -1458,6 +1458,21 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     ScheduleOptions m1 = o;
     m1.attn_tma_merge1 = true;  // --attn-tma-merge1
     EXPECT_TRUE(has_define(split_attn(4096, m1).variant, "MERGE1", "1"));
+    EXPECT_EQ(a.cluster.y, 1u);  // no cluster by default
+    ScheduleOptions cl = o;
+    cl.attn_tma_cluster = 1;  // --attn-tma-cluster 1: a kv head's splits as one cluster
+    cl.attn_splits = 12;
+    const KernelStep ac = split_attn(4096, cl);
+    EXPECT_TRUE(has_define(ac.variant, "CLUSTER", "1"));
+    EXPECT_EQ(ac.grid.y, 12u);
+    EXPECT_EQ(ac.cluster.x, 1u);
+    EXPECT_EQ(ac.cluster.y, 12u);
+    EXPECT_FALSE(split_attn(100, cl).variant.has("CLUSTER"));  // one tile: one split, nothing to merge
+    cl.attn_splits = 17;
+    EXPECT_THROW(split_attn(4096, cl), std::exception);  // at most 16 blocks a cluster
+    cl.attn_splits = 12;
+    cl.attn_tma_merge1 = true;
+    EXPECT_THROW(split_attn(4096, cl), std::exception);
     EXPECT_EQ(s.scratch.at("attn_kv_maps"), size_t(m->config.n_layers) * 256);
     ScheduleOptions small = o;
     small.attn_chunk = 64;
@@ -1517,6 +1532,48 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
 // --attn-tma-from N: with attn.kv=tma, a second decode list for the positions below N, the same
 // kernels in the same order (PDL as decode's) except the register kernel's attention; none without
 // the tensor-map kernel; refused with --block-trace (one traced list).
+// --attn-tma-cluster -1 (default): a kv head's splits as one thread-block cluster where the device's
+// probed GPCs hold every kv head's cluster at once (DeviceInfo::clusters_1pm), the largest such size
+// up to the splits wanted if at least half of them; unknown (offline targets) or too small: the ticket.
+TEST(ScheduleGates, AttnTmaClusterWhereTheDevicesClustersFit) {
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);  // 2 kv heads; 32 splits wanted at n_ctx 4096
+    const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
+    ScheduleOptions o;
+    o.force["attn.kv"] = "tma";
+    o.force.emplace("attn.algo", "split");
+    auto attn = [&](const DeviceInfo& d, const ScheduleOptions& so) { return at(schedule_build(p, d, so).decode, "attn"); };
+    DeviceInfo d = DeviceInfo::for_target("sm_90");
+    EXPECT_FALSE(attn(d, o).variant.has("CLUSTER"));  // unknown: the ticket
+    for (int k = 1; k <= 16; ++k) d.clusters_1pm[size_t(k)] = k <= 12 ? 3 : 1;  // 2 kv heads: clusters of up to 12 fit
+    EXPECT_FALSE(attn(d, o).variant.has("CLUSTER"));  // 12 of 32 wanted: fewer than half, the ticket
+    EXPECT_EQ(attn(d, o).grid.y, 32u);
+    ScheduleOptions s16 = o;
+    s16.attn_splits = 16;
+    const KernelStep a16 = attn(d, s16);  // --attn-splits 16: that size does not fit, the ticket
+    EXPECT_FALSE(a16.variant.has("CLUSTER"));
+    EXPECT_EQ(a16.grid.y, 16u);
+    s16.attn_splits = 12;
+    EXPECT_TRUE(has_define(attn(d, s16).variant, "CLUSTER", "1"));  // it fits: a cluster
+    EXPECT_EQ(attn(d, s16).cluster.y, 12u);
+    ScheduleOptions s20 = o;
+    s20.attn_splits = 20;  // a split count given: a cluster of that size or the ticket
+    EXPECT_FALSE(attn(d, s20).variant.has("CLUSTER"));
+    EXPECT_EQ(attn(d, s20).grid.y, 20u);
+    DeviceInfo d16 = d;
+    for (int k = 1; k <= 16; ++k) d16.clusters_1pm[size_t(k)] = 2;  // clusters of up to 16 fit both kv heads
+    EXPECT_TRUE(has_define(attn(d16, o).variant, "CLUSTER", "1"));  // 16 of 32 wanted: a cluster of 16
+    EXPECT_EQ(attn(d16, o).grid.y, 16u);
+    EXPECT_EQ(attn(d16, o).cluster.y, 16u);
+    ScheduleOptions off = o;
+    off.attn_tma_cluster = 0;  // --attn-tma-cluster 0: the ticket, the splits as wanted
+    EXPECT_FALSE(attn(d16, off).variant.has("CLUSTER"));
+    EXPECT_EQ(attn(d16, off).grid.y, 32u);
+    ScheduleOptions m1 = o;
+    m1.attn_tma_merge1 = true;  // --attn-tma-merge1 keeps the ticket
+    EXPECT_FALSE(attn(d16, m1).variant.has("CLUSTER"));
+    EXPECT_TRUE(has_define(attn(d16, m1).variant, "MERGE1", "1"));
+}
+
 TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
     auto m = tiny(GgmlType::F16, GgmlType::F16, false, 512, 352, 128);  // head dim 128: attn.kv=tma by default
     const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});

@@ -237,13 +237,20 @@ const Variant kVariants[] = {
     // (4 slots, 64-position tiles: one tile a block at these contexts), 3 splits through 2 slots
     // (several tiles a block: the ring refilled), 128- and 256-position tiles through one slot
     {"gated+attn-tma", {.force = gated({{"attn.kv", "tma"}})}},
-    {"gated+attn-tma+stages2+splits3", {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2}},
+    {"gated+attn-tma+stages2+splits3", {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_cluster = 0}},
     {"gated+attn-tma+chunk128+stages1+splits2",
-     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 128, .attn_splits = 2, .attn_kv_stages = 1}},
+     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 128, .attn_splits = 2, .attn_kv_stages = 1, .attn_tma_cluster = 0}},
     {"gated+attn-tma+merge1+stages2+splits3",
      {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_merge1 = true}},
+    // (the ticket merge pinned above: on a GPU the default takes a cluster where the device's fit)
+    // --attn-tma-cluster: the splits merged through distributed shared memory (3 splits: a tile each
+    // at the short contexts, inactive blocks at the first positions; 12: the non-portable size)
+    {"gated+attn-tma+cluster+stages2+splits3",
+     {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_cluster = 1}},
+    {"gated+attn-tma+cluster+chunk64+splits12",
+     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 64, .attn_splits = 12, .attn_kv_stages = 1, .attn_tma_cluster = 1}},
     {"gated+attn-tma+chunk256+stages1+splits3",
-     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 256, .attn_splits = 3, .attn_kv_stages = 1}},
+     {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 256, .attn_splits = 3, .attn_kv_stages = 1, .attn_tma_cluster = 0}},
     // sample.fuse=gemv: the greedy pick inside the output gemv (the lanes loop, and the bulk ring)
     {"gated+fused+sample-fuse", {.force = gated({{"sample.fuse", "gemv"}})}},
     {"gated+fused+bulk+sample-fuse", {.force = gated({{"gemv.load", "bulk"}, {"sample.fuse", "gemv"}})}},

@@ -472,11 +472,18 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
             ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
         }
         if (k.carveout >= 0) ctx_->set_carveout(l.fn, k.carveout);
-        // thread-block clusters (attn.merge=cluster): say so once per kernel when its clusters do
-        // not all fit at once (the rest wait for a second wave: the gate then costs time)
+        // more than 8 blocks a cluster (--attn-tma-cluster): the non-portable size (sm_90: up to 16),
+        // allowed per function
+        if (k.cluster.x * k.cluster.y * k.cluster.z > 8) ctx_->allow_non_portable_clusters(l.fn);
+        // thread-block clusters (attn.merge=cluster, --attn-tma-cluster): say so once per kernel when
+        // its clusters do not all fit at once (the rest wait for a second wave: the gate then costs
+        // time), or with --verbose-init how many fit
         if (const unsigned per = k.cluster.x * k.cluster.y * k.cluster.z; per > 1 && k.layer <= 0) {
             const unsigned want = k.grid.x * k.grid.y * k.grid.z / per;
             const int fit = ctx_->max_active_clusters(l.fn, k.grid, k.block, k.smem, k.cluster);
+            if (opt_.verbose_init && fit >= int(want))
+                std::fprintf(stderr, "[jitllm] %s: all %u thread-block clusters of (%u,%u,%u) resident at once (%d fit)\n",
+                             k.symbol.c_str(), want, k.cluster.x, k.cluster.y, k.cluster.z, fit);
             if (fit < int(want))
                 std::fprintf(stderr, "[jitllm] %s: %d of its %u thread-block clusters of (%u,%u,%u) resident at once; "
                              "the others wait for a second wave\n", k.symbol.c_str(), fit, want, k.cluster.x,

@@ -152,6 +152,7 @@ CudaContext::CudaContext(int ordinal) : drv_(CudaDriver::load()) {
         drv_.cuDevicePrimaryCtxRelease(dev_);
         throw;
     }
+    if (info_.cc() >= 90) probe_clusters();
 }
 
 CudaContext::~CudaContext() {
@@ -286,6 +287,11 @@ void CudaContext::set_max_dynamic_shared(CUfunction f, int bytes) const {
                     cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
+void CudaContext::allow_non_portable_clusters(CUfunction f) const {
+    make_current();
+    JITLLM_CUDA_TRY(drv_, cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+}
+
 void CudaContext::set_carveout(CUfunction f, int percent) const {
     make_current();
     JITLLM_CUDA_TRY(drv_, cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent));
@@ -319,6 +325,33 @@ int CudaContext::max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsign
     int n = 0;
     JITLLM_CUDA_TRY(drv_, cuOccupancyMaxActiveClusters(&n, f, &cfg));
     return n;
+}
+
+// The GPCs' shape as the scheduler needs it: how many clusters of k whole-SM blocks fit at once. An
+// empty kernel in PTX (the driver compiles it: no NVRTC here), its dynamic shared memory at the
+// per-block maximum so a block takes an SM, cuOccupancyMaxActiveClusters for k = 1 .. 16 (above 8
+// the non-portable sizes). H200 (session 29): 8 -> 15, 9 -> 9, 10 .. 12 and 16 -> 7. Any failure leaves
+// the table at 0 (unknown: the scheduler then merges split-KV states through the ticket).
+void CudaContext::probe_clusters() {
+    static const char kPtx[] =
+        ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry jitllm_cluster_probe()\n{\n\tret;\n}\n";
+    CUmodule m = nullptr;
+    if (drv_.cuModuleLoadData(&m, kPtx) != CUDA_SUCCESS) return;
+    CUfunction f = nullptr;
+    const int smem = info_.max_shared_block();
+    std::array<int, 17> fit{};
+    bool ok = drv_.cuModuleGetFunction(&f, m, "jitllm_cluster_probe") == CUDA_SUCCESS &&
+              drv_.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem) == CUDA_SUCCESS &&
+              drv_.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1) == CUDA_SUCCESS;
+    for (unsigned k = 1; ok && k <= 16; ++k) {
+        int n = 0;
+        CUlaunchAttribute attr = cluster_attr(Dim3(1, k));
+        const CUlaunchConfig cfg = launch_config(Dim3(1, k), Dim3(32), unsigned(smem), stream_, &attr, 1);
+        ok = drv_.cuOccupancyMaxActiveClusters(&n, f, &cfg) == CUDA_SUCCESS;
+        fit[k] = n;
+    }
+    drv_.cuModuleUnload(m);
+    if (ok) info_.clusters_1pm = fit;
 }
 
 void CudaContext::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, void** args, bool pdl, Dim3 cluster) const {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <array>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +33,10 @@ struct DeviceInfo {
     int mem_bus_bits = 0;   // global memory bus width; 0 when unknown
     bool measured = false;  // true: read from a device; false: for_target figures
     std::string pci_bus_id;  // "0000:3b:00.0" (cuDeviceGetPCIBusId); "" for_target or when unknown
+    // clusters_1pm[k]: thread-block clusters of k blocks (k = 1 .. 16) resident at once when each block
+    // takes a whole SM (cuOccupancyMaxActiveClusters of a probe kernel; a GPC's SMs bound a cluster);
+    // all 0 when unknown (for_target, before sm_90, or the probe failed)
+    std::array<int, 17> clusters_1pm{};
 
     // Compute capability as one number: 90 for 9.0.
     int cc() const { return cc_major * 10 + cc_minor; }
@@ -114,6 +119,8 @@ public:
     FuncAttributes attributes(CUfunction f) const;
     // Needed before launching with more than 48 KiB of dynamic shared memory.
     void set_max_dynamic_shared(CUfunction f, int bytes) const;
+    // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: clusters of more than 8 blocks (sm_90: up to 16)
+    void allow_non_portable_clusters(CUfunction f) const;
     // preferred shared-memory carveout, percent of the unified L1 / shared memory
     void set_carveout(CUfunction f, int percent) const;
     // Thread-block clusters of shape `cluster` that can be resident at once for this launch shape
@@ -132,6 +139,7 @@ public:
     }
 
 private:
+    void probe_clusters();  // fills info_.clusters_1pm (sm_90+)
     struct Allocation {
         size_t bytes;
         MemCategory cat;

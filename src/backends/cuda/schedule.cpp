@@ -1223,13 +1223,37 @@ private:
         // at depth 4096 (session 27): 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
         const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + 2048));
         const int fill = std::max(1, per_sm * d_.sm_count * (wide_attn_output_after(i) ? 3 : 4) / 4 / c_.n_kv_heads);
-        const int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + tp - 1) / tp));
+        int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + tp - 1) / tp));
+        // the merge of a kv head's splits: one thread-block cluster (CLUSTER: the states through distributed
+        // shared memory after a cluster barrier) or the ticket (scratch, a fence, an atomic, the last block's
+        // L2 round trips: ~5 us a layer after the last tile at depth 4096, session 29's trace). By default
+        // (--attn-tma-cluster -1) a cluster where the device's GPCs hold all kv heads' clusters at once
+        // (DeviceInfo::clusters_1pm, probed on the device: unknown offline, then the ticket): the largest
+        // such size up to the splits wanted, if at least half of them. H200 at depth 4096 (session 29, same
+        // machine): 8B Q8_0 12 splits by ticket 432.10 / 432.00 -> 9 in a cluster 433.37, another machine
+        // 426.49 -> 429.09; 8B Q4_0 16 by ticket 634.60 -> 9 in a cluster 647.48 (+2.0 %); clusters of
+        // 10-16 (7 of 8 resident) 406.86 (12) / 399.01 (16)
+        bool cluster = o_.attn_tma_cluster == 1 && n_splits > 1;
+        if (o_.attn_tma_cluster < 0 && !o_.attn_tma_merge1 && n_splits > 1) {
+            int best = 0;
+            for (int k = 2; k <= std::min(n_splits, 16); ++k)
+                if (d_.clusters_1pm[size_t(k)] >= c_.n_kv_heads) best = k;
+            if (o_.attn_splits > 0 ? best == n_splits : 2 * best >= n_splits) {
+                n_splits = best;
+                cluster = true;
+            }
+        }
         Variant v("cuda/attention_decode_tma.cu", "");
         v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
             .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("WARPS", tp / 16).set("STAGES", stages);
         if (windowed()) v.set("WINDOW", c_.sliding_window);
-        if (o_.attn_tma_merge1) v.set("MERGE1", 1);  // --attn-tma-merge1 (not measured yet)
+        if (cluster && n_splits > 16)
+            fail_usage("--attn-tma-cluster with {} splits: a cluster holds at most 16 blocks (--attn-splits)", n_splits);
+        if (cluster && o_.attn_tma_merge1) fail_usage("--attn-tma-cluster and --attn-tma-merge1: two ways to merge the splits, pick one");
+        if (o_.attn_tma_merge1) v.set("MERGE1", 1);  // --attn-tma-merge1 (measured slower, session 28)
+        if (cluster) v.set("CLUSTER", 1);
         auto& k = add({i}, "split_kv_tma_f16", v);
+        if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
         k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
         k.block = Dim3(unsigned(2 * tp));
         k.smem = unsigned(smem);

@@ -113,7 +113,7 @@
 
 #include "common/common.cuh"
 #include "common/async_copy.cuh"  // KV_STAGES (unconditional: the include expansion takes each file once)
-#include "common/attn_split.cuh"  // mma_rows8 (MMA)
+#include "common/attn_split.cuh"  // mma_rows8 (MMA), cluster_barrier / ld_cluster_f32 (CLUSTER)
 
 #define QPG (N_HEADS / N_KV_HEADS)             // query heads per kv head
 #ifndef HPB  // query heads per block
@@ -301,22 +301,6 @@ __device__ __forceinline__ uint32_t hfma2(uint32_t a, uint32_t b, uint32_t c) {
 }
 #endif  // a compile-time count for a lambda
 
-#if CLUSTER
-// every thread of every block of the cluster: this block's shared-memory writes are visible to the
-// cluster after it (release), the others' to this block (acquire); not .aligned: callers come out
-// of per-thread loops (no warp-convergence requirement)
-__device__ __forceinline__ void cluster_barrier() {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
-// the float at shared address a (this block's layout) in the block of cluster rank `rank`
-__device__ __forceinline__ float ld_cluster_f32(uint32_t a, int rank) {
-    uint32_t ra;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-    return v;
-}
-#endif
 
 #if MMA
 __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a compile-time constant

@@ -24,7 +24,12 @@
 //              B = V rows by ldmatrix.trans, HEAD_DIM / 8 n-tiles, one k-step of 16 positions
 // The warps' states merge through shared memory (the ring, once drained); one active block writes
 // out = O / l, several write (O, m, l) to scratch and the last one (atomic ticket per kv head)
-// combines them (common/attn_split.cuh merge_split_states, as attention_decode_staged.cu).
+// combines them (common/attn_split.cuh merge_split_states, as attention_decode_staged.cu), or
+// (CLUSTER) keep (O, m, l) in their own shared memory and, after a cluster barrier, each block of
+// the kv head's cluster combines its share of the group's outputs through distributed shared
+// memory (one round trip of ld.shared::cluster), a second barrier keeping every block until the
+// last read. Session 29's trace at depth 4096 (8B Q8_0, 12 splits): the ticket path's merge ends
+// the kernel ~5 us after the last block's tile loop (fence, ticket, two loaded L2 round trips).
 //
 // Shared memory: 1024 bytes of alignment slack, then STAGES slots of [K box 0 .. NB-1][V box 0 ..
 // NB-1], a box = TP rows of 128 bytes (64 halves), 1024-byte aligned, swizzled by the copy engine
@@ -34,7 +39,9 @@
 // params:  N_HEADS, N_KV_HEADS, HEAD_DIM (64 | 128), SCALE (float), N_SPLITS, WARPS (4 | 8 | 16: TP =
 //          64 | 128 | 256 positions a tile), STAGES (ring slots, 1 .. 8), WINDOW (optional: the
 //          last WINDOW positions only), MERGE1 (0 default; 1: the last block's merge in one round
-//          trip, each thread forming its head's split weights itself), PDL
+//          trip, each thread forming its head's split weights itself), CLUSTER (0 default; 1:
+//          --attn-tma-cluster, launched as clusters of 1 x N_SPLITS blocks, N_SPLITS <= 16: above 8
+//          the non-portable size), PDL
 // launch:  grid (N_KV_HEADS, N_SPLITS), block 32 * WARPS, smem 1024 + STAGES * 2 * HEAD_DIM * TP * 2
 // args:    (q, k_cache, v_cache, tmaps, pos_ptr, out, scratch, tickets)   q, out: (N_HEADS, HEAD_DIM)
 //          floats; caches: this layer's half [rows][N_KV_HEADS * HEAD_DIM] (the current row read
@@ -72,6 +79,9 @@
 #ifndef MERGE1  // 1 (--attn-tma-merge1): the last block reads the splits' states in one round trip
 #define MERGE1 0
 #endif
+#ifndef CLUSTER  // 1 (--attn-tma-cluster): a kv head's splits are one cluster, merged through DSMEM
+#define CLUSTER 0
+#endif
 
 #define QPG (N_HEADS / N_KV_HEADS)
 #define BLOCK (32 * WARPS)
@@ -89,6 +99,7 @@ static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "HEAD_DIM: 64 or 128");
 static_assert(WARPS == 4 || WARPS == 8 || WARPS == 16, "WARPS: 4, 8 or 16 (box rows <= 256)");
 static_assert(STAGES >= 1 && STAGES <= 8, "STAGES: 1 .. 8");
 static_assert(WARPS * 8 * MROW * 4 <= STAGES * SLOT_B, "the warps' merge fits the drained ring");
+static_assert(!CLUSTER || (N_SPLITS >= 2 && N_SPLITS <= 16 && !MERGE1), "CLUSTER: 2 .. 16 splits a cluster, no MERGE1");
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "attention_decode_tma needs sm_90 (tensor-map copies, mbarrier transaction counts)"
@@ -114,6 +125,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     __shared__ __align__(8) unsigned long long bars[STAGES];
     __shared__ float wsp[QPG * N_SPLITS], lsp[QPG * N_SPLITS], lsum[QPG];
     __shared__ bool last;
+    __shared__ __align__(16) float cst[CLUSTER ? QPG * SROW : 1];  // CLUSTER: this block's state (O, m, l a head)
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     const int kvh = blockIdx.x, y = blockIdx.y, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, c = lane & 3;  // mma fragment row (head) and column pair
@@ -122,7 +134,19 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     const int first_pos = WINDOW > 0 ? max(0, pos + 1 - WINDOW) : 0;  // the first position attended to
     const int c_lo = first_pos / TP, cur = pos / TP, n_tiles = cur - c_lo + 1;
     const int n_active = min(N_SPLITS, n_tiles);  // blocks a kv head (block-uniform)
+#if CLUSTER
+    // with several active blocks the cluster's inactive ones stay for its two barriers (they hold
+    // no state and write no outputs: the active blocks merge, reading ranks below n_active only)
+    if (y >= n_active) {
+        if (n_active > 1) {
+            cluster_barrier();
+            cluster_barrier();
+        }
+        return;
+    }
+#else
     if (y >= n_active) return;
+#endif
     const int my_tiles = (n_tiles - 1 - y) / N_SPLITS + 1;
     const uint32_t ring = (smem_addr(dsm) + 1023u) & ~1023u;
     const uint32_t bar0 = smem_addr(bars);
@@ -283,7 +307,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
             lv = fmaf(wt, r[HEAD_DIM + 1], lv);
         }
         if (n_active > 1) {
-            float* sc = scratch + ((size_t)hq * N_SPLITS + y) * SROW;
+            float* sc = CLUSTER ? cst + h * SROW : scratch + ((size_t)hq * N_SPLITS + y) * SROW;
             sc[d] = ov;
             if (d == 0) {
                 sc[HEAD_DIM] = M;
@@ -294,6 +318,29 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
         }
     }
     if (n_active == 1) return;
+#if CLUSTER
+    // the cluster (1 x N_SPLITS blocks: rank = split) combines through distributed shared memory:
+    // active block r (r < n_active) writes outputs [r * per, (r + 1) * per) of the group's QPG x HEAD_DIM
+    cluster_barrier();
+    TRACE_MARK(3);
+    {
+        constexpr int ITEMS = QPG * HEAD_DIM;
+        const int per = (ITEMS + n_active - 1) / n_active, rank = cluster_rank();
+        for (int j = tid; j < per; j += BLOCK) {
+            const int idx = rank * per + j;
+            if (idx < ITEMS) {
+                const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
+                const uint32_t a_o = smem_addr(cst + h * SROW + d), a_m = smem_addr(cst + h * SROW + HEAD_DIM);
+                out[(kvh * QPG + h) * HEAD_DIM + d] = merge_one<N_SPLITS>(
+                    [&](int sp, int i) { return ld_cluster_f32(i == 0 ? a_o : a_m + 4u * uint32_t(i - 1), sp); }, n_active);
+            }
+        }
+    }
+    cluster_barrier();  // every block's shared memory stays until the last read
+    (void)tickets;
+    (void)last;
+    return;
+#endif
 
     // the last of the kv head's active blocks combines their states, then resets the counter
     __threadfence();  // every thread's scratch writes are visible before the block's ticket
@@ -309,27 +356,8 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
         const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
         const float* sc = scratch + (size_t)hq * N_SPLITS * SROW;
-        float x[N_SPLITS], ms[N_SPLITS], ls[N_SPLITS];
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) {
-                x[sp] = __ldcg(sc + sp * SROW + d);
-                ms[sp] = __ldcg(sc + sp * SROW + HEAD_DIM);
-                ls[sp] = __ldcg(sc + sp * SROW + HEAD_DIM + 1);
-            }
-        float M = -JL_INF;
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) M = fmaxf(M, ms[sp]);
-        float ov = 0.0f, L = 0.0f;
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) {
-                const float wg = exp2f(ms[sp] - M);
-                ov = fmaf(x[sp], wg, ov);
-                L = fmaf(ls[sp], wg, L);
-            }
-        out[hq * HEAD_DIM + d] = ov / L;
+        out[hq * HEAD_DIM + d] = merge_one<N_SPLITS>(
+            [&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); }, n_active);
     }
     (void)wsp;
     (void)lsp;
