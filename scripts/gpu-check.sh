@@ -78,6 +78,7 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   last29  : --attn-tma-stages 3 with the default cluster; one-slot blocks in clusters of 12 / 16
 #   final29 : the cluster merge by default: the plan's choice, kernels_vs_cpu, golden (tma forced), depth rows
 #   next29c : cluster merges with 9 splits through 3 slots, 12 / 16 splits of one-slot blocks; Q4_0
 #   next29b : --attn-tma-cluster fixed: kernels_vs_cpu, the cluster sizes that fit, depth rows, trace
@@ -576,6 +577,20 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+last29)
+    # session 29, the last device seconds: the tensor-map kernel's own ring depth (--attn-tma-stages,
+    # new: --attn-kv-stages also changes the register kernel's graph below 768): 3 slots with the
+    # default cluster of 9 (4 tiles a block at depth 4096: one refill), and one-slot blocks (65 KiB,
+    # three an SM) in clusters of 12 / 16 (which then fit); DEPTH_R=2
+    q8=$(synth llama3.1-8b q8_0)
+    timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-stages 1 --attn-tma-cluster 1 \
+        --attn-splits 16 --verbose-init 2>&1 | grep -E "thread-block clusters" | head -1 | tee -a "$OUT/summary.txt"
+    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-tma-stages 3;--attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 12;--attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 16}"
+    for a in "${sets[@]}"; do
+        log "depth 8b:q8_0 [$a]"
+        DEPTH_R=2 depth_rows "$q8" jitllm $a
+    done
     ;;
 final29)
     # session 29, last call: the cluster merge by default where the device's clusters fit (the probe's

@@ -29,7 +29,7 @@ struct GpuFlags {
     bool profiler = false, nvtx_tasks = false;
     int attn_tma_from = -1;
     bool attn_tma_merge1 = false;
-    int attn_tma_cluster = -1;
+    int attn_tma_cluster = -1, attn_tma_stages = 0;
     int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 8, batch_xrows = 4;
     int gemv_early_slots = 0, gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, gemv_bulk_min_slots = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off", gemv_l2_next_at = "start";
@@ -193,6 +193,10 @@ struct GpuFlags {
                      "tuning: attn.kv=tma's last block of a kv head merges the splits' states in one L2 round trip, each "
                      "thread loading its head's (m, l) and its dim's output of every split at once (default: (m, l) first, "
                      "the outputs after; not measured yet)");
+        app.add_option("--attn-tma-stages", attn_tma_stages,
+                       "tuning: attn.kv=tma's ring slots (1 to 8; default 0: --attn-kv-stages if given, else 2), leaving the "
+                       "register kernel's (the decode graph below --attn-tma-from) as they are")
+            ->check(CLI::Range(0, 8));
         app.add_option("--attn-tma-cluster", attn_tma_cluster,
                        "attn.kv=tma's split blocks of a kv head as one thread-block cluster, their states merged through "
                        "distributed shared memory instead of global scratch and an atomic ticket: 1 on (the splits as "
@@ -357,6 +361,7 @@ struct GpuFlags {
         s.attn_tma_from = attn_tma_from;
         s.attn_tma_merge1 = attn_tma_merge1;
         s.attn_tma_cluster = attn_tma_cluster;
+        s.attn_tma_stages = attn_tma_stages;
         s.attn_ablate = attn_ablate;
         s.draw_ablate = draw_ablate;
         s.draw_rank = draw_merge == "rank";

@@ -1490,6 +1490,13 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     ScheduleOptions deep = o;
     deep.attn_kv_stages = 9;
     EXPECT_THROW(split_attn(4096, deep), std::exception);
+    ScheduleOptions own = o;
+    own.attn_kv_stages = 3;  // the register kernel's
+    own.attn_tma_stages = 1;  // --attn-tma-stages: this kernel's own
+    EXPECT_TRUE(has_define(split_attn(4096, own).variant, "STAGES", "1"));
+    EXPECT_EQ(split_attn(4096, own).smem, 1024u + 1 * 2 * 64 * 128 * 2);
+    own.attn_tma_stages = 0;
+    EXPECT_TRUE(has_define(split_attn(4096, own).variant, "STAGES", "3"));
     EXPECT_THROW(split_attn(4096, o, "sm_80"), std::exception);
     ScheduleOptions f32 = o;
     f32.kv_f32 = true;

@@ -331,7 +331,7 @@ public:
                       "--attn-kv-prefetch and --attn-prefetch-next are the register kernel's";
             else if (const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128; tp != 64 && tp != 128 && tp != 256)
                 why = fmt::format("--attn-chunk {}: the tensor-map kernel's tiles are 64, 128 or 256 positions", tp);
-            else if (const int st = o_.attn_kv_stages > 0 ? o_.attn_kv_stages : 2;
+            else if (const int st = tma_stages();
                      st > 8 || tma_smem(tp, st) > d_.max_shared_block())
                 why = fmt::format("--attn-kv-stages {} of {} positions: the tensor-map kernel's ring takes 1 to 8 slots of at most "
                                   "{} bytes in all (found {})", st, tp, d_.max_shared_block(), tma_smem(tp, st));
@@ -1212,11 +1212,13 @@ private:
     // attention_decode_tma.cu's shared memory: 1024 bytes of alignment slack, `stages` slots of a
     // tile's K and V (`tp` rows of head_dim halves each)
     int tma_smem(int tp, int stages) const { return 1024 + stages * 2 * c_.head_dim * tp * 2; }
+    // its ring slots: --attn-tma-stages (its own), else --attn-kv-stages (shared with the register kernel), else 2
+    int tma_stages() const { return o_.attn_tma_stages > 0 ? o_.attn_tma_stages : o_.attn_kv_stages > 0 ? o_.attn_kv_stages : 2; }
     void tma_attention(size_t i, const Task& a) {
         const int hd = c_.head_dim;
         // (chunk and slots checked by the gate: attn.kv=ld where they do not fit, forcing tma refused)
         const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
-        const int stages = o_.attn_kv_stages > 0 ? o_.attn_kv_stages : 2;
+        const int stages = tma_stages();
         const int smem = tma_smem(tp, stages);
         // the blocks shared memory allows fill the SMs once, or three quarters of them before an 8-bit or
         // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on). H200, 8B Q8_0

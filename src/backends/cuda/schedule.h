@@ -129,6 +129,7 @@ struct ScheduleOptions {
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
     int attn_tma_from = -1;                      // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
     bool attn_tma_merge1 = false;                // --attn-tma-merge1: attn.kv=tma's last block merges the splits in one round trip (MERGE1)
+    int attn_tma_stages = 0;                     // --attn-tma-stages: attn.kv=tma's ring slots only (0: --attn-kv-stages, else 2)
     int attn_tma_cluster = -1;                   // --attn-tma-cluster: attn.kv=tma's splits of a kv head as one cluster, merged through DSMEM (CLUSTER): 1 on, 0 off, -1 where the device's clusters fit
 };
 
