@@ -78,6 +78,7 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   next30  : --attn-tma-stages 3 against the default, alternated rounds (8B Q8_0 / Q4_0); prompt modes
 #   last29  : --attn-tma-stages 3 with the default cluster; one-slot blocks in clusters of 12 / 16
 #   final29 : the cluster merge by default: the plan's choice, kernels_vs_cpu, golden (tma forced), depth rows
 #   next29c : cluster merges with 9 splits through 3 slots, 12 / 16 splits of one-slot blocks; Q4_0
@@ -577,6 +578,16 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+next30)
+    # prepared in session 29: --attn-tma-stages 3 beside the default cluster of 9 (call 6: +0.8 % on
+    # 8B Q8_0 at depth 4096, one run; call 4 through --attn-kv-stages 3: +0.2 %, Q4_0 -0.3 %): rounds
+    # alternated on one machine, both types; then prompt modes with the session's defaults
+    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        depth_ab "$spec" "$f" "${AB_ROUNDS:-2}" "--attn-tma-stages 3"
+    done
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda, default gates)"
     ;;
 last29)
     # session 29, the last device seconds: the tensor-map kernel's own ring depth (--attn-tma-stages,
