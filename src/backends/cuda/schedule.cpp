@@ -1905,7 +1905,8 @@ private:
                 if (o_.attn_kv_stages > 0 && g_.attn_split) {
                     const int cc = d_.cc();
                     if (o_.attn_kv_stages < 2 || o_.attn_kv_stages > 4)
-                        fail_usage("--attn-kv-stages {}: expected 2 to 4 (1 to 8 with attn.kv=tma)", o_.attn_kv_stages);
+                        fail_usage("--attn-kv-stages {}: expected 2 to 4 for the register kernel (1 to 8 with attn.kv=tma forced; "
+                                   "the tensor-map kernel's slots alone: --attn-tma-stages)", o_.attn_kv_stages);
                     if (cc < 80) fail_usage("--attn-kv-stages {}: needs cp.async (compute capability 8.0+)", o_.attn_kv_stages);
                     if (o_.attn_pipe > 0) fail_usage("--attn-kv-stages and --attn-pipe: one or the other");
                     if (kv_load != 16)
