@@ -178,7 +178,7 @@ greedy_md5() {
     timeout 120 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 48 --temperature 0 --no-stream "$@" \
         2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
 }
-# trace_row NAME FILE [FLAGS...]: a tg128 run of FILE at depth 0 with --block-trace, the per-kernel
+# trace_row NAME FILE [FLAGS...]: a tg128 run of FILE (depth 0 unless FLAGS give -d) with --block-trace, the per-kernel
 # table into the summary, the records in $OUT/NAME.csv.gz
 trace_row() {
     local name=$1 f=$2
@@ -187,6 +187,25 @@ trace_row() {
         --block-trace "$OUT/$name.csv" > "$OUT/$name.txt" 2>&1
     grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/$name.txt" | tee -a "$OUT/summary.txt"
     [ -f "$OUT/$name.csv" ] && gzip -f "$OUT/$name.csv"
+}
+# depth_sets LABEL FILE SETS: depth_rows of FILE under each ';'-separated flag set of SETS, each
+# logged as "depth LABEL [SET]" (DEPTH_R as depth_rows)
+depth_sets() {
+    local label=$1 f=$2 a sets
+    IFS=';' read -ra sets <<< "$3"
+    for a in "${sets[@]}"; do
+        log "depth $label [$a]"
+        # shellcheck disable=SC2086
+        depth_rows "$f" jitllm $a
+    done
+}
+# cluster_fit FILE [FLAGS...]: the backend's --verbose-init line on how many of the decode attention's
+# thread-block clusters are resident at once, for FILE at n_ctx 4224 with FLAGS, into the summary
+cluster_fit() {
+    local f=$1
+    shift
+    timeout 60 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 4 --ctx-size 4224 --verbose-init "$@" 2>&1 |
+        grep -E "thread-block clusters|rror" | head -1 | tee -a "$OUT/summary.txt"
 }
 synth() {  # shape type -> path
     local f=/tmp/$1-$2.gguf
@@ -595,13 +614,8 @@ last29)
     # default cluster of 9 (4 tiles a block at depth 4096: one refill), and one-slot blocks (65 KiB,
     # three an SM) in clusters of 12 / 16 (which then fit); DEPTH_R=2
     q8=$(synth llama3.1-8b q8_0)
-    timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-stages 1 --attn-tma-cluster 1 \
-        --attn-splits 16 --verbose-init 2>&1 | grep -E "thread-block clusters" | head -1 | tee -a "$OUT/summary.txt"
-    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-tma-stages 3;--attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 12;--attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 16}"
-    for a in "${sets[@]}"; do
-        log "depth 8b:q8_0 [$a]"
-        DEPTH_R=2 depth_rows "$q8" jitllm $a
-    done
+    cluster_fit "$q8" --attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 16
+    DEPTH_R=2 depth_sets 8b:q8_0 "$q8" "${TMA_SETS:- ;--attn-tma-stages 3;--attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 12;--attn-tma-stages 1 --attn-tma-cluster 1 --attn-splits 16}"
     ;;
 final29)
     # session 29, last call: the cluster merge by default where the device's clusters fit (the probe's
@@ -630,21 +644,15 @@ next29c)
     # (4 tiles a block at depth 4096: one refill), and 12 / 16 splits of one-slot blocks (65 KiB:
     # three an SM, so clusters of 12 / 16 fit); Q4_0 likewise
     q8=$(synth llama3.1-8b q8_0)
+    # (as run in call 4, before --attn-tma-stages: the one-slot rows were refused by the flag check)
     for a in "--attn-splits 12 --attn-kv-stages 1" "--attn-splits 16 --attn-kv-stages 1"; do
-        fit=$(timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-cluster \
-            $a --verbose-init 2>&1 | grep -E "thread-block clusters" | head -1)
-        log "$a: $fit"
+        log "$a:"
+        # shellcheck disable=SC2086
+        cluster_fit "$q8" --attn-tma-cluster 1 $a
     done
-    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-tma-cluster --attn-splits 9 --attn-kv-stages 3;--attn-tma-cluster --attn-splits 12 --attn-kv-stages 1;--attn-tma-cluster --attn-splits 16 --attn-kv-stages 1;--attn-tma-cluster --attn-splits 9}"
-    for a in "${sets[@]}"; do
-        log "depth 8b:q8_0 [$a]"
-        depth_rows "$q8" jitllm $a
-    done
+    depth_sets 8b:q8_0 "$q8" "${TMA_SETS:- ;--attn-tma-cluster 1 --attn-splits 9 --attn-kv-stages 3;--attn-tma-cluster 1 --attn-splits 12 --attn-kv-stages 1;--attn-tma-cluster 1 --attn-splits 16 --attn-kv-stages 1;--attn-tma-cluster 1 --attn-splits 9}"
     q4=$(synth llama3.1-8b q4_0)
-    for a in " " "--attn-tma-cluster --attn-splits 9 --attn-kv-stages 3" "--attn-tma-cluster --attn-splits 9"; do
-        log "depth 8b:q4_0 [$a]"
-        depth_rows "$q4" jitllm $a
-    done
+    depth_sets 8b:q4_0 "$q4" " ;--attn-tma-cluster 1 --attn-splits 9 --attn-kv-stages 3;--attn-tma-cluster 1 --attn-splits 9"
     ;;
 next29b)
     # session 29, call 3: --attn-tma-cluster with the merge's outputs spread over the active blocks
@@ -655,21 +663,13 @@ next29b)
     q8=$(synth llama3.1-8b q8_0)
     sets=" "
     for n in 9 10 11 8; do
-        fit=$(timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-cluster \
-            --attn-splits $n --verbose-init 2>&1 | grep -E "thread-block clusters" | head -1)
-        log "splits $n: $fit"
-        echo "$fit" | grep -q "^\[jitllm\] attn__split_kv_tma_f16: all" && sets="$sets;--attn-tma-cluster --attn-splits $n"
+        log "splits $n:"
+        cluster_fit "$q8" --attn-tma-cluster 1 --attn-splits $n | grep "^\[jitllm\] attn__split_kv_tma_f16: all" > /dev/null &&
+            sets="$sets;--attn-tma-cluster 1 --attn-splits $n"
     done
-    IFS=';' read -ra sets2 <<< "$sets;--attn-splits 8; "
-    for a in "${sets2[@]}"; do
-        log "depth 8b:q8_0 [$a]"
-        depth_rows "$q8" jitllm $a
-    done
-    log "block trace 8b:q8_0 depth 4096 (--attn-tma-cluster --attn-splits 8)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 4096 -r 2 --no-warmup -o md --attn-tma-cluster --attn-splits 8 \
-        --block-trace "$OUT/trace-q8-cl8.csv" > "$OUT/trace-q8-cl8.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|rror" "$OUT/trace-q8-cl8.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-q8-cl8.csv" ] && gzip -f "$OUT/trace-q8-cl8.csv"
+    depth_sets 8b:q8_0 "$q8" "$sets;--attn-splits 8; "
+    log "block trace 8b:q8_0 depth 4096 (--attn-tma-cluster 1 --attn-splits 8)"
+    trace_row trace-q8-cl8 "$q8" -d 4096 --attn-tma-cluster 1 --attn-splits 8
     ;;
 next29)
     # session 29, call 2: --attn-tma-cluster (a kv head's splits as one thread-block cluster, their
@@ -680,24 +680,14 @@ next29)
         JITLLM_KVC_VARIANTS=attn-tma+cluster "GTEST_FILTER=*EveryKernelMatches*"
     q8=$(synth llama3.1-8b q8_0)
     for a in "" "--attn-splits 16" "--attn-splits 8"; do
-        timeout 60 "$B/jitllm" --gpu -m "$q8" -p "Once upon a time" -n 4 --ctx-size 4224 --attn-tma-cluster $a \
-            --verbose-init 2>&1 | grep -iE "cluster|rror" | head -3 | tee -a "$OUT/summary.txt"
+        # shellcheck disable=SC2086
+        cluster_fit "$q8" --attn-tma-cluster 1 $a
     done
-    IFS=';' read -ra sets <<< "${TMA_SETS:- ;--attn-tma-cluster;--attn-tma-cluster --attn-splits 16;--attn-tma-cluster --attn-splits 8; }"
-    for a in "${sets[@]}"; do
-        log "depth 8b:q8_0 [$a]"
-        depth_rows "$q8" jitllm $a
-    done
-    log "block trace 8b:q8_0 depth 4096 (--attn-tma-cluster)"
-    timeout 200 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 4096 -r 2 --no-warmup -o md --attn-tma-cluster \
-        --block-trace "$OUT/trace-q8-cl.csv" > "$OUT/trace-q8-cl.txt" 2>&1
-    grep -E "^\| llama|span|__|^step|rror" "$OUT/trace-q8-cl.txt" | tee -a "$OUT/summary.txt"
-    [ -f "$OUT/trace-q8-cl.csv" ] && gzip -f "$OUT/trace-q8-cl.csv"
+    depth_sets 8b:q8_0 "$q8" "${TMA_SETS:- ;--attn-tma-cluster 1;--attn-tma-cluster 1 --attn-splits 16;--attn-tma-cluster 1 --attn-splits 8; }"
+    log "block trace 8b:q8_0 depth 4096 (--attn-tma-cluster 1)"
+    trace_row trace-q8-cl "$q8" -d 4096 --attn-tma-cluster 1
     q4=$(synth llama3.1-8b q4_0)
-    for a in " " "--attn-tma-cluster"; do
-        log "depth 8b:q4_0 [$a]"
-        depth_rows "$q4" jitllm $a
-    done
+    depth_sets 8b:q4_0 "$q4" " ;--attn-tma-cluster 1"
     cuda_test golden-cluster engine_golden_test "golden with attn.kv=tma, --attn-tma-cluster, --attn-tma-from 4" \
         JITLLM_TEST_CUDA_FORCE=attn.kv=tma JITLLM_TEST_CUDA_ATTN_TMA_FROM=4 JITLLM_TEST_CUDA_ATTN_TMA_CLUSTER=1
     ;;
@@ -709,11 +699,7 @@ first29)
     q8=$(synth llama3.1-8b q8_0)
     for d in 4096 0; do
         log "block trace 8b:q8_0 depth $d (defaults)"
-        csv=$OUT/trace-q8-d$d.csv
-        timeout 200 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d "$d" -r 2 --no-warmup -o md --ctx-size 4224 \
-            --block-trace "$csv" > "$OUT/trace-q8-d$d.txt" 2>&1
-        grep -E "^\| llama|span|__|^step|^note|rror|block trace" "$OUT/trace-q8-d$d.txt" | tee -a "$OUT/summary.txt"
-        [ -f "$csv" ] && gzip -f "$csv"
+        trace_row "trace-q8-d$d" "$q8" -d "$d" --ctx-size 4224
     done
     q4=$(synth llama3.1-8b q4_0)
     for a in "--attn-tma-from 0" "--force-variant attn.kv=ld"; do
