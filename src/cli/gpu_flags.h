@@ -19,8 +19,9 @@ struct GpuFlags {
     std::vector<std::string> gemv_bulk_kb_for;      // KIND=KB
     std::vector<std::string> gemv_lanes_for;        // KIND
     std::vector<std::string> gemv_grid_for;         // KIND=N
+    std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
-    bool no_fuse = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, gemv_xq_groups = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -45,7 +46,7 @@ struct GpuFlags {
                        "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
                        "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
                        "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, batch.pdl=pdl|serial, batch.xrows=shared|per-row, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.stage=smem|regs, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.kdot=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels, sample.fuse=gemv|kernel, step.advance=device|host); "
+                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.stage=smem|regs, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.kdot=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels, sample.fuse=gemv|kernel, step.advance=device|host, gemv.xq=producer|block); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--gemv-warp-major", gemv_warp_major,
@@ -94,6 +95,12 @@ struct GpuFlags {
                        "weights through registers, no shared-memory ring), so the next bulk gemv's block can land "
                        "beside it (repeatable; H200 8B Q4_0 tg128, attn_output with ffn_norm=180 of --gemv-bulk-kb-for: 713.5 "
                        "against 746.0 by default)");
+        app.add_option("--gemv-cluster-for", gemv_cluster_for,
+                       "tuning: KIND=N launches the decode gemv whose first task is KIND (e.g. attn_output) in "
+                       "thread-block clusters of N blocks (its grid a multiple of N), which the kernel does not use: "
+                       "its blocks then hold whole TPCs, so the next kernel's clusters of 2 land on the others (default: "
+                       "2 for the gemv before gemv.xq=producer's pairs when its grid is even and below the SM count; 1: "
+                       "none; repeatable)");
         app.add_option("--gemv-grid-for", gemv_grid_for,
                        "tuning: KIND=N, the gemv kernel whose first task is KIND on at most N blocks (e.g. "
                        "attn_output=66: half the SMs, the next kernel's blocks land on the others while it runs; "
@@ -300,11 +307,20 @@ struct GpuFlags {
                      "tuning: the split-layout Q4_0 dot products shift each word's high nibbles down and sum "
                      "all eight dp4a in one chain (session 18's form; default: two chains, the high nibbles "
                      "summed in place and shifted once; the same integer sums)");
+        app.add_flag("--gemv-xq-groups", gemv_xq_groups,
+                     "tuning: gemv.xq=producer's groups of 32 rows whole in one block (consecutive passes, on as many "
+                     "blocks as the busiest needs: 8B gate/up on 112 of 132 SMs) instead of clusters of 2 blocks, 16 + 16 "
+                     "rows of every pass (default; H200 8B Q4_0 tg128: 725.0 against 757.9)");
         app.add_option("--gemv-ablate", gemv_ablate,
                        "measurement only: the bulk split-layout Q4_0 / Q8_0 decode gemvs without their dot products "
                        "(math: each lane XORs the weight words it read from its ring slot; x, scales and the dp4a "
-                       "sums are skipped), to split what the arithmetic costs in the replayed graph (the output is wrong)")
-            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"math", 1}}));
+                       "sums are skipped), to split what the arithmetic costs in the replayed graph; xpre: the x prologue "
+                       "as one bulk copy of x's bytes, as if an earlier kernel had left x quantized (every such gemv; "
+                       "xpre-down: ffn_down only, xpre-out: attn_output only, xpre-nonorm: both), to measure what a "
+                       "pre-quantized x would save; xq-nosync: gemv.xq=producer's clusters without their per-pass "
+                       "arrivals and stores (the output is wrong)")
+            ->transform(CLI::CheckedTransformer(std::map<std::string, int>{
+                {"math", 1}, {"xpre", 2}, {"xpre-down", 3}, {"xpre-out", 4}, {"xpre-nonorm", 5}, {"xq-nosync", 6}}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 
@@ -366,6 +382,7 @@ struct GpuFlags {
         s.draw_ablate = draw_ablate;
         s.draw_rank = draw_merge == "rank";
         s.gemv_ablate = gemv_ablate;
+        s.gemv_xq_groups = gemv_xq_groups;
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
@@ -387,6 +404,7 @@ struct GpuFlags {
         s.gemv_early_slots_for = kind_counts("--gemv-early-slots-for", "a slot count", gemv_early_slots_for, 99);
         s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "a size in KiB", gemv_bulk_kb_for, 220);
         s.gemv_grid_for = kind_counts("--gemv-grid-for", "a block count", gemv_grid_for, 999);
+        s.gemv_cluster_for = kind_counts("--gemv-cluster-for", "a cluster size", gemv_cluster_for, 8);
         s.gemv_block_for = kind_counts("--gemv-block-for", "a thread count", gemv_block_for, 1024);
         for (const auto& [kind, n] : s.gemv_block_for)
             if (n % 32 != 0 || n < 128)

@@ -1804,3 +1804,78 @@ TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
 }
 
 }  // namespace
+
+// gemv.xq=producer (sm_90 with the bulk gemvs): the SwiGLU gate/up gemv quantizes its output for the
+// split-layout ffn_down after it (XQ_OUT on gate/up: the consumer's columns, Q4_0 planes; XQ_IN on
+// ffn_down), both on the "gemv_xq" scratch buffer. Gate/up's blocks of 16 rows a pass complete each
+// group of 32 in clusters of 2 (XQ_NP passes, an even grid, the device's pairs all resident); with
+// --gemv-xq-groups each block takes whole groups in consecutive passes (XQ_NGB a block, on as many
+// blocks as the busiest needs). The sibling, and shapes it cannot take, keep each block's prologue.
+TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);  // 24 groups of 32 rows
+    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
+    ScheduleOptions o;
+    o.force["gemv.load"] = "bulk";
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    const Schedule s = schedule_build(p, h200, o);
+    const KernelStep& gu = at(s.decode, "ffn_norm_gate_up_act");
+    const KernelStep& down = at(s.decode, "ffn_down_residual");
+    EXPECT_TRUE(has_define(gu.variant, "XQ_OUT", "1"));
+    EXPECT_TRUE(has_define(gu.variant, "XQ_C", "768"));
+    EXPECT_TRUE(has_define(gu.variant, "XQ_PLANES", "1"));
+    EXPECT_TRUE(has_define(gu.variant, "XQ_CL", "2"));
+    EXPECT_TRUE(has_define(gu.variant, "XQ_NP", "1"));  // 768 rows on 48 blocks of 16
+    EXPECT_FALSE(gu.variant.has("XQ_NGB"));
+    EXPECT_EQ(gu.grid.x, 48u);
+    EXPECT_EQ(gu.cluster.x, 2u);
+    EXPECT_EQ(gu.args[7].kind, KArg::Kind::Scratch);
+    EXPECT_EQ(gu.args[7].scratch, "gemv_xq");
+    EXPECT_TRUE(has_define(down.variant, "XQ_IN", "1"));
+    EXPECT_EQ(down.args[9].scratch, "gemv_xq");
+    EXPECT_EQ(s.scratch.at("gemv_xq"), 768u + 768u / 32u * 8u);
+    EXPECT_FALSE(at(s.decode, "attn_output_residual").variant.has("XQ_IN"));  // its x: attention's
+    auto gate_up = [&](const DeviceInfo& d, const ScheduleOptions& so) { return at(schedule_build(p, d, so).decode, "ffn_norm_gate_up_act"); };
+    ScheduleOptions g8 = o;
+    g8.gemv_grid_max = 8;  // 6 passes of 128 rows
+    EXPECT_TRUE(has_define(gate_up(h200, g8).variant, "XQ_NP", "6"));
+    ScheduleOptions g3 = o;
+    g3.gemv_grid_max = 3;  // an odd grid: no pairs
+    EXPECT_FALSE(at(schedule_build(p, h200, g3).decode, "ffn_down_residual").variant.has("XQ_IN"));
+    ScheduleOptions g4 = o;
+    g4.gemv_grid_max = 4;  // 12 passes: more than the leader's 8 slots
+    EXPECT_FALSE(gate_up(h200, g4).variant.has("XQ_OUT"));
+    DeviceInfo few = h200;  // a device whose GPCs hold fewer pairs than half its SMs: the sibling
+    for (int k = 1; k <= 16; ++k) few.clusters_1pm[size_t(k)] = k == 1 ? 132 : 60;
+    EXPECT_FALSE(gate_up(few, o).variant.has("XQ_OUT"));
+    ScheduleOptions groups = o;
+    groups.gemv_xq_groups = true;  // whole groups a block: 48 blocks of 16 rows wanted, a group each on 24
+    EXPECT_TRUE(has_define(gate_up(h200, groups).variant, "XQ_CL", "1"));
+    EXPECT_TRUE(has_define(gate_up(h200, groups).variant, "XQ_NGB", "1"));
+    EXPECT_EQ(gate_up(h200, groups).grid.x, 24u);
+    EXPECT_EQ(gate_up(h200, groups).cluster.x, 1u);
+    EXPECT_TRUE(gate_up(few, groups).variant.has("XQ_OUT"));  // no clusters
+    ScheduleOptions gr3 = groups;
+    gr3.gemv_grid_max = 3;  // 8 groups a block
+    EXPECT_TRUE(has_define(gate_up(h200, gr3).variant, "XQ_NGB", "8"));
+    EXPECT_EQ(gate_up(h200, gr3).grid.x, 3u);
+    ScheduleOptions gr2 = groups;
+    gr2.gemv_grid_max = 2;  // 12 groups a block: more than the 8 slots
+    EXPECT_FALSE(gate_up(h200, gr2).variant.has("XQ_OUT"));
+    ScheduleOptions wm = o;
+    wm.gemv_warp_major = true;  // a block's rows of a pass not adjacent
+    EXPECT_FALSE(at(schedule_build(p, h200, wm).decode, "ffn_down_residual").variant.has("XQ_IN"));
+    ScheduleOptions sib = o;
+    sib.force["gemv.xq"] = "block";
+    const Schedule sb = schedule_build(p, h200, sib);
+    EXPECT_FALSE(at(sb.decode, "ffn_norm_gate_up_act").variant.has("XQ_OUT"));
+    EXPECT_EQ(at(sb.decode, "ffn_norm_gate_up_act").cluster.x, 1u);
+    EXPECT_FALSE(at(sb.decode, "ffn_down_residual").variant.has("XQ_IN"));
+    ScheduleOptions cf = sib;
+    cf.gemv_cluster_for = {{"attn_output", 2}};  // --gemv-cluster-for: clusters the kernel does not use
+    EXPECT_EQ(at(schedule_build(p, h200, cf).decode, "attn_output_residual").cluster.x, 2u);
+    ScheduleOptions lanes;  // gemv.load=lanes (these shapes' default): no bulk gemvs, no producer
+    EXPECT_FALSE(gate_up(h200, lanes).variant.has("XQ_OUT"));
+    o.force["gemv.load"] = "lanes";
+    o.force["gemv.xq"] = "producer";
+    EXPECT_THROW(schedule_build(p, h200, o), std::exception);
+}

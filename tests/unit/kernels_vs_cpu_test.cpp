@@ -114,7 +114,8 @@ using Force = std::map<std::string, std::string>;
 const Force kSiblings = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                          {"sample.reduce", "tree"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"},
                          {"rope.angles", "computed"}, {"rope.fuse", "kernel"}, {"gemv.early", "wait"},
-                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}, {"attn.early", "wait"}, {"attn.kv", "ld"}};
+                         {"gemv.grid", "full"}, {"gemv.load", "lanes"}, {"attn.early", "wait"}, {"attn.kv", "ld"},
+                         {"gemv.xq", "block"}};
 // (the register kernel unless a variant forces attn.kv: the `attn-tma` variants take the tensor-map
 // kernel, the sm_90 default beyond 256 positions of context, which the ungated variants run there)
 Force gated(Force more) {
@@ -263,6 +264,16 @@ const Variant kVariants[] = {
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
     {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
+    // gemv.xq=producer (the bulk default): gate/up quantizes its output for ffn_down, each group of 32
+    // rows by a cluster of 2 blocks (6 passes on 8 blocks of the 768-row *_tail_* shapes; with the 1
+    // KiB ring 3 items a pass), or whole groups a block (--gemv-xq-groups: 3 on 8 blocks); forced for
+    // Q8_0 (by default Q4_0 only); and the sibling (ffn_down quantizes x itself)
+    {"gated+fused+bulk+grid8", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 8}},
+    {"gated+fused+bulk+ring1k+grid8", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 8, .gemv_bulk_kb = 1}},
+    {"gated+fused+bulk+xq-groups+grid8", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 8, .gemv_xq_groups = true}},
+    {"gated+fused+bulk+xq-groups", {.force = gated({{"gemv.load", "bulk"}}), .gemv_xq_groups = true}},
+    {"gated+fused+bulk+xq-producer+grid8", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_grid_max = 8}},
+    {"gated+fused+bulk+xq-block", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "block"}})}},
     // --gemv-early-slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
     {"gated+fused+bulk+ring1k+grid3+early1",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1,

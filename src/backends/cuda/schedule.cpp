@@ -85,6 +85,9 @@ struct Gates {
     // gemv.trigger=start: split-layout bulk gemvs trigger their PDL dependents at their start
     // (forced: every gemv)
     bool gemv_trigger = false, gemv_trigger_all = false;
+    // gemv.xq=producer: a SwiGLU bulk gemv quantizes its output for the split-layout bulk gemv
+    // after it (gemv.cu XQ_OUT / XQ_IN; a pair of blocks a cluster completes each group of 32)
+    bool gemv_xq = false, gemv_xq_all = false;  // (by default where the consumer is Q4_0; forced: Q8_0 too)
     // layer.tail=persistent: attn_output .. ffn_residual of a layer in one launch (layer_tail.cu)
     bool layer_tail = false;
     // attn.early=kv: the split SIMT decode kernel loads its first chunk before the PDL wait
@@ -521,6 +524,31 @@ public:
                                               : "no split-layout bulk gemv: every gemv triggers once its last loads are out "
                                                 "(the start trigger measured slower on F16 bulk and lanes gemvs)");
             g_.gemv_trigger_all = g_.gemv_trigger && o_.force.count("gemv.trigger");
+            // gemv.xq=producer (gemv.cu XQ_OUT / XQ_IN): the SwiGLU gate/up gemv also writes its
+            // output quantized to Q8_0 blocks in the layout ffn_down's prologue builds (the same
+            // bits), each group of 32 rows completed by the pair of blocks (one thread-block
+            // cluster) whose warps computed it, by asynchronous stores into the leader's shared
+            // memory; ffn_down's prologue is then one bulk copy of 18 KB instead of 57 KB of f32
+            // through registers, quantized again by every block. H200, 8B tg128 (session 30): that
+            // prologue alone (--gemv-ablate xpre-down, timing only) Q4_0 749.1 -> 789.2 tok/s; the
+            // producer 758.6 / 758.6 against 752.6 / 752.2, and 770.1 / 770.3 with the gemv before
+            // it in clusters of 2 too (whole TPCs: gate/up's pairs land on the free ones); Q8_0 478.0
+            // against 479.9: by default where ffn_down is Q4_0 (forced: Q8_0 too)
+            bool q4 = false;
+            for (const WeightTensor* w : s_.split_weights) q4 = q4 || w->type == GgmlType::Q4_0;
+            std::string why_xq;
+            if (!sm90) why_xq = fmt::format("compute capability {}.{}: no thread-block clusters", d_.cc_major, d_.cc_minor);
+            else if (!g_.gemv_bulk) why_xq = "gemv.load=lanes: the producer's pairs are the bulk gemvs' blocks";
+            else if (!o_.gemv_xq_groups && d_.clusters_1pm[2] > 0 && 2 * d_.clusters_1pm[2] < d_.sm_count)
+                why_xq = fmt::format("only {} clusters of 2 blocks fit at once on {} SMs", d_.clusters_1pm[2], d_.sm_count);
+            g_.gemv_xq = forced_if("gemv.xq", "producer", "block", q4, why_xq,
+                                   q4 ? "sm_90: the SwiGLU gemv quantizes its output for the Q4_0 split-layout gemv after it "
+                                        "(each group of 32 rows completed by a cluster of 2 blocks through distributed shared "
+                                        "memory; the gemv before it in clusters of 2 too); that gemv's x prologue is one bulk "
+                                        "copy (H200 8B Q4_0: +2.4 %)"
+                                      : "no Q4_0 split-layout matrix: each block quantizes x (the producer measured -0.4 % on "
+                                        "8B Q8_0)");
+            g_.gemv_xq_all = g_.gemv_xq && o_.force.count("gemv.xq");
         }
         {
             // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
@@ -982,7 +1010,15 @@ private:
             }
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
-            if (o_.gemv_ablate > 0 && wsplit && !batch_) v.set("GEMV_ABLATE", o_.gemv_ablate);
+            if (o_.gemv_ablate == 1 && wsplit && !batch_) v.set("GEMV_ABLATE", 1);
+            // --gemv-ablate xpre* (timing only): the x prologue as one bulk copy of x's bytes, as if
+            // the previous kernel had quantized x (gemv.cu XQ_IN without a producer), for every such
+            // gemv or ffn_down / attn_output / both
+            const bool down = t(idx[0]).kind == K::FfnDown, out = t(idx[0]).kind == K::AttnOutput;
+            if (wsplit && !batch_ && !xr && act_q8_type(w0->type) &&
+                (o_.gemv_ablate == 2 || (o_.gemv_ablate == 3 && down) || (o_.gemv_ablate == 4 && out) ||
+                 (o_.gemv_ablate == 5 && (down || out))))
+                v.set("XQ_IN", 1);
             bulk_ring = b.ring_bytes;
         } else if (!xr && (g_.gemv_early_all || (g_.gemv_early && wsplit))) {
             v.set("EARLY_LOAD", 1);
@@ -1057,6 +1093,12 @@ private:
             k.grid.x = std::min(k.grid.x, unsigned(gf->second));
         else if (bulk && after_attn && w0->type == GgmlType::Q4_0)
             k.grid.x = std::min(k.grid.x, unsigned(std::max(1, d_.sm_count * 100 / 132)));
+        // --gemv-cluster-for KIND=N: clusters of N blocks the kernel does not use, so its blocks hold
+        // whole TPCs and leave whole ones to the next kernel's clusters (gemv.xq's pairs)
+        if (const auto cf = o_.gemv_cluster_for.find(first_kind); cf != o_.gemv_cluster_for.end() && cf->second > 1) {
+            k.grid.x = std::max(1u, k.grid.x / unsigned(cf->second)) * unsigned(cf->second);
+            k.cluster = Dim3(unsigned(cf->second), 1, 1);
+        }
         // sample.fuse=gemv: one atomicMax and one ticket a block, so at most 2 blocks an SM (looping)
         if (g.argmax) k.grid.x = std::min(k.grid.x, unsigned(2 * d_.sm_count));
         // --batch-xrows: one block an SM (x of every row in shared memory, the accumulators of
@@ -1101,6 +1143,79 @@ private:
         if (g.epi == 1 || bias) b += uint64_t(out_rows) * 4;
         if (g.rope) b += 2 * uint64_t(c_.kv_dim()) * (o_.kv_f32 ? 4 : 2);  // the cache rows
         k.bytes = b;
+        // gate gemv.xq=producer: this gemv's x quantized by the SwiGLU gemv just before it
+        const bool block_major = !(o_.gemv_warp_major || (bulk && plain_type) || xr) && !o_.gemv_last_spread;
+        const size_t at = out_->size() - 1;
+        if (g_.gemv_xq && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) && !batch_ && bulk && wsplit &&
+            act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN") &&
+            xq_prev_ && xq_prev_->at + 1 == at && xq_prev_->y == g.x && xq_prev_->rows == cols)
+            xq_link((*out_)[at - 1], k, *xq_prev_, w0->type);
+        xq_prev_.reset();
+        if (bulk && warp && !batch_ && !xr && g.epi == 2 && block_major && !g.argmax && g.y.size() == 1)
+            xq_prev_ = XqProducer{at, g.y[0], g.rows[0], rpb};
+    }
+
+    // gemv.xq=producer: the SwiGLU gemv `p` (the XqProducer) quantizes its output for `c`, whose x it
+    // is: p gets XQ_OUT (its y1 the scratch buffer; a cluster of XQ_CL blocks covers a group of 32
+    // rows a pass), c gets XQ_IN (its x the same buffer). Left as they are where the shapes do not
+    // allow it (a pass of a block not a divisor of 32 rows, more than 8 passes: the leader's slots
+    // beside the 2 KiB of static shared memory the rings leave)
+    struct XqProducer {
+        size_t at;   // index in out_
+        Slot y;      // its output
+        int rows;    // its output rows (the consumer's columns)
+        int rpb;     // output rows a block pass
+    };
+    void xq_link(KernelStep& p, KernelStep& c, const XqProducer& x, GgmlType ctype) {
+        if (x.rpb <= 0 || 32 % x.rpb != 0 || x.rows % 32 != 0) return;
+        // a block's pass of 32 rows: a group a pass; 16 (gate/up): by default a cluster of 2 blocks a
+        // group of each pass (16 + 16 rows, the other block's by asynchronous stores into the
+        // leader's shared memory); --gemv-xq-groups: each block takes whole groups in consecutive
+        // passes (XQ_NGB), on as many blocks as the busiest needs (8B: 448 groups, 4 a block on 112
+        // of 132 SMs). H200, 8B Q4_0 tg128, two rounds (session 30): pairs 757.9 / 758.0, groups
+        // 725.1 / 725.0, the sibling (gemv.xq=block) 752.5 / 752.2 (on 112 SMs: 734.2 / 734.6)
+        const bool groups = x.rpb < 32 && o_.gemv_xq_groups;
+        const int cl = groups ? 1 : 32 / x.rpb;
+        if (cl > 2 || int(p.grid.x) % cl != 0) return;
+        const int n_groups = x.rows / 32;
+        int np = 0, ngb = 0;
+        if (groups) {
+            ngb = (n_groups + int(p.grid.x) - 1) / int(p.grid.x);
+            np = ngb;
+        } else {
+            const int per_pass = int(p.grid.x) * x.rpb;
+            np = (x.rows + per_pass - 1) / per_pass;
+        }
+        if (np > 8) return;
+        if (cl > 1 && d_.clusters_1pm[size_t(cl)] > 0 && d_.clusters_1pm[size_t(cl)] * cl < int(p.grid.x)) return;
+        p.variant.set("XQ_OUT", 1).set("XQ_CL", cl).set("XQ_NP", np).set("XQ_C", x.rows)
+            .set("XQ_PLANES", int(ctype == GgmlType::Q4_0));
+        if (groups) {
+            p.variant.set("XQ_NGB", ngb);
+            p.grid.x = unsigned((n_groups + ngb - 1) / ngb);
+        }
+        if (cl > 1) {
+            p.cluster = Dim3(unsigned(cl), 1, 1);
+            // the kernel before it (8B Q4_0: attn_output on 100 of 132 SMs) in clusters of 2 as well,
+            // which it does not use: its blocks then hold whole TPCs and the pairs land on the free
+            // ones (H200 8B Q4_0 tg128, session 30: 770.1 / 770.3 against 758.7 / 758.6); not where
+            // --gemv-cluster-for names that kernel's kind
+            if (x.at > 0) {
+                KernelStep& before = (*out_)[x.at - 1];
+                const auto kind = task_kind_name(t(size_t(before.tasks[0])).kind);
+                if (before.variant.source == "cuda/gemv.cu" && before.cluster.x * before.cluster.y * before.cluster.z == 1 &&
+                    before.grid.x % 2 == 0 && int(before.grid.x) < d_.sm_count && before.layer == p.layer &&
+                    !o_.gemv_cluster_for.count(std::string(kind)))
+                    before.cluster = Dim3(2, 1, 1);
+            }
+        }
+        if (o_.gemv_ablate == 6) p.variant.set("XQ_ABLATE", 1);  // --gemv-ablate xq-nosync (timing only)
+        const uint64_t bytes = (uint64_t(x.rows) + uint64_t(x.rows / 32) * 8 + 15) / 16 * 16;
+        auto& sz = s_.scratch["gemv_xq"];
+        sz = std::max<uint64_t>(sz, bytes);
+        p.args[7] = scratch("gemv_xq");  // y1
+        c.variant.set("XQ_IN", 1);
+        c.args[9] = scratch("gemv_xq");  // x
     }
 
     // --- layer.tail=persistent (layer_tail.cu) ---
@@ -2230,6 +2345,7 @@ private:
     bool batch_ = false;
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
+    std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
     size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
@@ -2240,7 +2356,7 @@ std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "batch.xrows", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
             "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "attn.kv", "layer.tail",
-            "sample.fuse", "sample.draw", "step.advance"};
+            "sample.fuse", "sample.draw", "step.advance", "gemv.xq"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -2413,6 +2529,12 @@ std::optional<GemvBalance> gemv_balance(const KernelStep& k) {
     const int opg = rpb / gpb;  // gemv.cu GEMV_OPG
     const int rows = epi == 2 ? def("ROWS0", 0)
                               : def("ROWS0", 0) + (n_mat > 1 ? def("ROWS1", 0) : 0) + (n_mat > 2 ? def("ROWS2", 0) : 0);
+    if (const int ngb = def("XQ_NGB", 0); ngb > 0) {  // gemv.xq=producer's whole groups of 32 rows a block
+        GemvBalance b = balance(rows, opg, int(k.grid.x), gpb, false);
+        b.passes = ngb * 32 / rpb;
+        b.max_per_block = std::min(ngb * 32, rows) / opg;
+        return b;
+    }
     return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0);
 }
 

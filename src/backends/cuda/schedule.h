@@ -111,7 +111,8 @@ struct ScheduleOptions {
     bool attn_overlap = false;                   // --attn-overlap: attention capped in registers, the gemv after it at 256 threads (co-resident)
     bool attn_kv_prefetch = false;               // --attn-kv-prefetch: attention blocks prefetch their later K/V chunks into L2 (EARLY_KV kernel)
     bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (session 18's one-chain Q4_0 unit dot)
-    int gemv_ablate = 0;                         // --gemv-ablate math: bulk split-layout gemvs without their dot products (GEMV_ABLATE); timing only
+    bool gemv_xq_groups = false;                 // --gemv-xq-groups: gemv.xq=producer's groups of 32 rows whole in one block (XQ_NGB, on fewer blocks) instead of clusters of 2 blocks
+    int gemv_ablate = 0;                         // --gemv-ablate math (1): bulk split-layout gemvs without their dot products; xpre (2), xpre-down (3), xpre-out (4), xpre-nonorm (5): their x prologue as one bulk copy (XQ_IN); xq-nosync (6): XQ_OUT without its arrivals (XQ_ABLATE); timing only
     bool draw_rank = false;                      // --draw-merge rank: sample__draw's last block ranks the keys above the blocks' largest k-th key (DRAW_RANK) instead of k merge rounds
     int draw_ablate = 0;                         // --draw-ablate: sample__draw without its sort (1), list copy (2), merge (3) or filters and draw (4); timing only
     int attn_ablate = 0;                         // --attn-ablate: decode attention without K/V loads (1), arithmetic (2) or split merge (3); timing only
@@ -123,6 +124,7 @@ struct ScheduleOptions {
     std::map<std::string, int> gemv_early_slots_for = {};  // --gemv-early-slots-for KIND=N: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
     std::map<std::string, int> gemv_bulk_kb_for = {};     // --gemv-bulk-kb-for KIND=KB: --gemv-bulk-kb for the bulk gemv whose first task is KIND, and the full carveout for it (rings small enough for the next kernel's block to land beside)
     std::set<std::string> gemv_lanes_for = {};            // --gemv-lanes-for KIND: the gemv whose first task is KIND keeps gemv.load=lanes (registers, no ring: its block can sit beside the next bulk gemv's)
+    std::map<std::string, int> gemv_cluster_for = {};     // --gemv-cluster-for KIND=N: that gemv launched in clusters of N blocks (unused by it)
     std::map<std::string, int> gemv_grid_for = {};        // --gemv-grid-for KIND=N: the gemv whose first task is KIND on at most N blocks
     std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)

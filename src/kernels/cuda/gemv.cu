@@ -205,10 +205,29 @@
 #if NEXT_L2 && !(BULK && N_MAT == 1)
 #error "NEXT_L2: a one-matrix gemv with bulk rings (w1 / w2 carry the next gemv's matrices)"
 #endif
+#ifndef XQ_OUT  // gate gemv.xq=producer, EPI=2: the output also quantized to Q8_0 blocks for the next gemv
+#define XQ_OUT 0    // (y1, in its XQ_IN layout), each group of 32 rows completed across a cluster of XQ_CL blocks
+#endif
+#ifndef XQ_NGB  // XQ_OUT with XQ_CL 1: groups of 32 rows a block (gemv_pass_row), each in XQ_PP passes
+#define XQ_NGB 0
+#endif
+#define XQ_PP (32 / ((BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32)) * XQ_CL_OR1))
+#ifndef XQ_ABLATE  // --gemv-ablate xq-nosync (timing only): XQ_OUT's clusters without its arrivals or stores
+#define XQ_ABLATE 0
+#endif
+#ifdef XQ_CL
+#define XQ_CL_OR1 XQ_CL
+#else
+#define XQ_CL_OR1 1
+#endif
+#ifndef XQ_IN   // gate gemv.xq=producer: x arrives quantized by the previous gemv (XQ_OUT); one bulk copy
+#define XQ_IN 0
+#endif
 #ifndef GEMV_LATE  // 1: the loads as before session 11 (measurement: --gemv-late-loads)
 #define GEMV_LATE 0
 #endif
 #include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
+#include "common/cluster.cuh"
 #if BULK
 // a warp item: BULK_CH columns of each of its GEMV_DR rows (split layout: the quants, then the
 // chunk's scales; plain types: the elements)
@@ -235,6 +254,27 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #define GEMV_XROWS_PARAM , int n_rows
 #else
 #define GEMV_XROWS_PARAM
+#endif
+#if XQ_IN && !(GEMV_XQ8 && BULK && XROWS == 1)
+#error "XQ_IN: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
+#endif
+#if XQ_OUT
+#if !(EPI == 2 && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !LAST_SPREAD && !ARGMAX)  // (XQ_NGB: its own pass rows)
+#error "XQ_OUT: a bulk SwiGLU gemv, a warp per row set, block-major passes"
+#endif
+#if !(defined(XQ_NP) && defined(XQ_C) && defined(XQ_PLANES) && defined(XQ_CL))
+#error "XQ_OUT: XQ_NP (passes), XQ_C (the consumer's columns), XQ_PLANES (Q4_0 layout), XQ_CL (blocks a cluster)"
+#endif
+#if XQ_NGB ? (XQ_CL != 1 || 32 % ((BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32))) != 0) \
+           : (BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32)) * XQ_CL != 32
+#error "XQ_OUT: a cluster's rows of a pass are one aligned group of 32 (XQ_NGB: a block's rows of XQ_PP passes)"
+#endif
+#if ROWS0 % 32 != 0 || XQ_C != ROWS0
+#error "XQ_OUT: the consumer's columns, whole groups of 32"
+#endif
+#if XQ_NGB && XQ_NP != XQ_NGB
+#error "XQ_OUT: a slot for each of the block's groups"
+#endif
 #endif
 #define GEMV_NACC (GEMV_DR * XROWS)  // accumulators a thread keeps a pass
 
@@ -308,6 +348,32 @@ __device__ __forceinline__ void pass_rows(const uint8_t* W0, const uint8_t* W1, 
     (void)W1; (void)W2;
 }
 
+#if XQ_OUT
+// XQ_OUT: the 32 values of group G (lane i: row 32 G + i) quantized as xq8_store quantizes a block
+// of x (d = max |v| / 127, q = roundf(v / d), d kept rounded to f16; the same bits as the
+// consumer's own prologue would make) into the consumer's layout at xq: C int8 values (XQ_PLANES:
+// Q4_0's two planes), then (d, 8 * sum q) per group. Every lane of the warp calls it.
+__device__ __forceinline__ void xq_group_store(float v, int G, uint8_t* xq, int lane) {
+    float amax = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int q = int(roundf(v * id));
+    int sum = q;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const uint32_t b = uint32_t(q) & 0xFFu;  // lane 4j + k: byte k of word j
+    const uint32_t word = b | (__shfl_down_sync(0xffffffffu, b, 1) << 8) | (__shfl_down_sync(0xffffffffu, b, 2) << 16) |
+                          (__shfl_down_sync(0xffffffffu, b, 3) << 24);
+    if ((lane & 3) == 0) {
+        const int off = XQ_PLANES ? (lane < 16 ? 16 * G + lane : XQ_C / 2 + 16 * G + (lane - 16)) : 32 * G + lane;
+        *reinterpret_cast<uint32_t*>(xq + off) = word;
+    }
+    if (lane == 0) reinterpret_cast<float2*>(xq + XQ_C)[G] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
+}
+#endif
+
 extern "C" __global__ void GEMV_LAUNCH_BOUNDS
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
@@ -353,6 +419,16 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // no more passes): the full passes block-major, the partial one (p == full) group-major
     auto gemv_pass_row = [&](int g, int p) {
         return (p == GEMV_OUT_ROWS / GEMV_O_STRIDE ? (g * GEMV_NBX + GEMV_BX) * GEMV_OPG : GEMV_O_FIRST(g)) + p * GEMV_O_STRIDE;
+    };
+#define GEMV_ROW0(g) gemv_pass_row(g, 0)
+#elif XQ_NGB
+    // XQ_OUT's groups of 32 rows (the consumer's quantization blocks) whole in one block: block b
+    // takes groups b * XQ_NGB .. + XQ_NGB - 1, each in XQ_PP consecutive passes of the block's
+    // GEMV_GPB * GEMV_OPG rows (the same row for every warp past the block's last group: out of range)
+    auto gemv_pass_row = [&](int g, int p) {
+        const int grp = GEMV_BX * XQ_NGB + p / XQ_PP;
+        return p < XQ_PP * XQ_NGB && grp * 32 < GEMV_OUT_ROWS ? grp * 32 + (p % XQ_PP) * (GEMV_GPB * GEMV_OPG) + g * GEMV_OPG
+                                                               : GEMV_OUT_ROWS;
     };
 #define GEMV_ROW0(g) gemv_pass_row(g, 0)
 #else
@@ -413,6 +489,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // (passes: the full ones, and the partial one if this warp's row set of it is in range)
     const int n_full = GEMV_OUT_ROWS / GEMV_O_STRIDE;
     const int n_items = (n_full + (gemv_pass_row(bulk_w, n_full) < GEMV_OUT_ROWS ? 1 : 0)) * BULK_NCH;
+#define BULK_PASS_ROW(i) gemv_pass_row(bulk_w, (i) / BULK_NCH)
+#elif XQ_NGB
+    // (passes: XQ_PP for each of the block's groups)
+    const int n_items = XQ_PP * max(0, min(XQ_NGB, GEMV_OUT_ROWS / 32 - int(GEMV_BX) * XQ_NGB)) * BULK_NCH;
 #define BULK_PASS_ROW(i) gemv_pass_row(bulk_w, (i) / BULK_NCH)
 #else
     const int o_first = GEMV_O_FIRST(bulk_w), o_stride = GEMV_O_STRIDE;
@@ -506,6 +586,47 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         TRACE_MARK(3);
     }
 #endif
+#if XQ_OUT
+    // The consumer's groups of 32 rows: unit u of this block's passes (XQ_PP passes of a group; with
+    // XQ_CL 2, a pass of a cluster of 2 blocks whose 16 + 16 rows are the group) has 32 slots and an
+    // mbarrier in the cluster leader (rank 0). XQ_CL 1: the warps' stores and 32 / GEMV_OPG arrivals;
+    // XQ_CL 2: asynchronous stores that complete 128 bytes of transactions (the warps never wait for
+    // the other block). Initialized before the cluster barrier's arrive; every block waits on it
+    // before its first store. Unit u is quantized by the leader's warp u % GEMV_GPB after its own
+    // unit u + 1 (by then the others' unit u is done: no waiting in the stream) or after its last
+    __shared__ float xq_val[XQ_NP * 32];
+    __shared__ __align__(8) uint64_t xq_bar[XQ_NP];
+    if (!XQ_NGB && GEMV_O_STRIDE * XQ_NP < GEMV_OUT_ROWS) __trap();  // PRECOND: XQ_NP covers the grid's passes
+    if (XQ_NGB && gridDim.x * XQ_NGB * 32 < GEMV_OUT_ROWS) __trap();  // PRECOND: ... the groups
+    if (tid == 0) {
+        for (int i = 0; i < XQ_NP; ++i) {
+            mbar_init(smem_addr(xq_bar + i), XQ_CL > 1 ? 1 : 32 / GEMV_OPG);
+            if (XQ_CL > 1) mbar_arrive_expect_tx(smem_addr(xq_bar + i), 32 * 4);
+        }
+        mbar_init_fence();
+    }
+#if XQ_CL > 1
+    const bool xq_leader = cluster_rank() == 0;
+    cluster_arrive();
+#else
+    constexpr bool xq_leader = true;
+    __syncthreads();
+#endif
+    float xq_h = 0.0f;  // lane i < GEMV_OPG: the pass's output row o0 + i
+    int xq_np = 0;      // passes this warp (and every warp of its cluster) has done
+    // the leader's warp for unit u: its group quantized into y1 once every value is in
+    auto xq_quantize = [&](int u) {
+        const int lane = tid & 31;
+#if XQ_CL > 1
+        mbar_wait_cluster(smem_addr(xq_bar + u), 0);
+        const int row0 = GEMV_O_FIRST(0) + u * GEMV_O_STRIDE;  // the group's row 0 (leader's warp 0)
+#else
+        mbar_wait(smem_addr(xq_bar + u), 0);
+        const int row0 = GEMV_ROW0(0) + (XQ_NGB ? 32 * u : u * GEMV_O_STRIDE);
+#endif
+        xq_group_store(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
+    };
+#endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
     XSrc xs;
     xs.nw = norm_w;
@@ -523,7 +644,27 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     JITLLM_DYN_SMEM(float, xsm);
     xs.q = reinterpret_cast<const uint8_t*>(xsm);
     xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
-#if BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
+#if XQ_IN
+    // gate gemv.xq=producer: the previous gemv left x quantized in this layout (XQ_OUT), so the
+    // prologue is one bulk copy of GEMV_XQB bytes: no loads through registers, no quantization
+    // (--gemv-ablate xpre*: the same copy of the f32 x's bytes, timing only)
+    {
+        constexpr uint32_t XIN_BYTES = (GEMV_XQB + 15) / 16 * 16;
+        __shared__ __align__(8) uint64_t xin_bar;
+        const uint32_t xb = smem_addr(&xin_bar);
+        if (tid == 0) {
+            mbar_init(xb, 1);
+            mbar_init_fence();
+            mbar_arrive_expect_tx(xb, XIN_BYTES);
+            bulk_g2s(smem_addr(xsm), x, XIN_BYTES, xb);
+        }
+#if BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
+        late_fill();  // behind x's copy
+#endif
+        __syncthreads();  // the barrier's init before anyone waits on it
+        mbar_wait(xb, 0);
+    }
+#elif BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
     // the ring's late slots go out as soon as x's loads are (behind them in the memory queues)
     xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill);
 #else
@@ -604,6 +745,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     late_fill();  // now that x is in
 #endif
     TRACE_MARK(2);  // x ready
+#if XQ_OUT && XQ_CL > 1
+    cluster_wait();  // the leader's barriers initialized before any store to its slots
+#endif
 
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
@@ -617,7 +761,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if ARGMAX
     unsigned long long am_best = 0ull;  // the best key of the rows this thread wrote
 #endif
-#if LAST_SPREAD
+#if LAST_SPREAD || XQ_NGB
     for (int p = 0, o0 = gemv_pass_row(g, 0); o0 < GEMV_OUT_ROWS; o0 = gemv_pass_row(g, ++p)) {
 #define GEMV_FIRST_PASS (p == 0)
 #define GEMV_LAST_PASS (gemv_pass_row(g, p + 1) >= GEMV_OUT_ROWS)
@@ -730,7 +874,11 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 gate += b0[o];
                 up += N_MAT == 2 ? b1[o] : b0[o + UP_OFFSET_ROWS];
 #endif
-                y0j[o] = gate / (1.0f + expf(-gate)) * up;  // as cpu::swiglu
+                const float h = gate / (1.0f + expf(-gate)) * up;  // as cpu::swiglu
+                y0j[o] = h;
+#if XQ_OUT
+                xq_h = h;
+#endif
 #else
                 float v = acc[GEMV_DR * j + i];
                 // which matrix: o in [0,ROWS0) -> 0, then 1, then 2
@@ -783,7 +931,31 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             }
         }
+#if XQ_OUT
+        {
+            // this warp's rows into its unit's slots in the cluster leader. Rows o0 .. o0 + OPG - 1
+            // are in range together: ROWS0 and a unit's 32 rows are multiples of 32
+            const int p = xq_np++, u = p / XQ_PP, r32 = o0 & 31;
+#if XQ_ABLATE != 1
+            const uint32_t val = smem_addr(xq_val + u * 32 + r32 + gt), bar = smem_addr(xq_bar + u);
+#if XQ_CL > 1
+            if (gt < GEMV_OPG) st_async_cluster_f32(val, bar, 0, xq_h);
+#else
+            if (gt < GEMV_OPG) xq_val[u * 32 + r32 + gt] = xq_h;
+            __syncwarp();
+            if (gt == 0) mbar_arrive(bar);
+            (void)val;
+#endif
+            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u > 0 && (u - 1) % GEMV_GPB == g) xq_quantize(u - 1);
+#endif
+        }
+#endif
     }
+#if XQ_OUT && XQ_ABLATE != 1
+    if (xq_leader && xq_np > 0 && (xq_np / XQ_PP - 1) % GEMV_GPB == g) xq_quantize(xq_np / XQ_PP - 1);  // the last unit's
+    // (the other blocks may leave: the leader stays until every arrival, and so every write to its
+    // shared memory, is in)
+#endif
 #if ARGMAX
     {
         // the block's best key (warp shuffles, then warp 0's lane 0 over the warps), the grid's by

@@ -1,34 +1,12 @@
 // Pieces the split-KV decode attention kernels share (attention_decode.cu MMA and CLUSTER,
 // attention_decode_staged.cu, attention_decode_tma.cu): the m16n8k16 product with only its first 8
 // A rows live, the ticketed merge of the splits' partial states, one output's merge from loaded
-// states, and the thread-block cluster's barrier and distributed shared-memory loads.
+// states (the cluster's barrier and distributed shared-memory loads: common/cluster.cuh).
 #pragma once
 
 #include "common/common.cuh"
 #include "common/async_copy.cuh"
-
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-// every thread of every block of the cluster: this block's shared-memory writes are visible to the
-// cluster after it (release), the others' to this block (acquire); not .aligned: callers come out
-// of per-thread loops (no warp-convergence requirement). sm_90
-__device__ __forceinline__ void cluster_barrier() {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
-// the float at shared address a (this block's layout) in the block of cluster rank `rank`. sm_90
-__device__ __forceinline__ float ld_cluster_f32(uint32_t a, int rank) {
-    uint32_t ra;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-    return v;
-}
-// this block's rank in its cluster. sm_90
-__device__ __forceinline__ int cluster_rank() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return int(r);
-}
-#endif
+#include "common/cluster.cuh"
 
 // One output of a head from the splits' states, every load issued before the first use (one round
 // trip): ld(sp, 0) = split sp's O at this dim, ld(sp, 1) = its m (base 2), ld(sp, 2) = its l.
