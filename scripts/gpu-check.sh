@@ -78,6 +78,18 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   next31  : prepared: gemv.xq's new kernels_vs_cpu variant, golden, 8B Q4_0 depth rows with the producer,
+#             8B Q8_0 with the producer forced (and attn_output in clusters of 2) against its default
+#   next30e : gemv.xq=producer's pairs by default: tg128 rounds against the sibling and with attn_output in
+#             clusters of 2 (--gemv-cluster-for); 8B Q8_0 and its depth rows
+#   next30d : gemv.xq=producer, whole groups a block on 112 SMs (default) / pairs by st.async: tests,
+#             md5, tg128 rounds against the sibling (and the sibling on 112 SMs)
+#   next30c : gemv.xq=producer by mbarrier arrivals (no per-pass round trips): tests, md5, tg128 rounds
+#             against the sibling and --gemv-ablate xq-nosync
+#   next30b : gemv.xq=producer (gate/up quantizes ffn_down's x): kernels_vs_cpu bulk variants, golden
+#             with bulk forced, greedy text against the sibling, tg128 rounds 8B Q4_0 / Q8_0, depth rows
+#   first30 : what a pre-quantized x would save each bulk gemv (--gemv-ablate xpre*, timing only), 8B Q4_0 /
+#             Q8_0 tg128 (run `first30 next30`)
 #   next30  : --attn-tma-stages 3 against the default, alternated rounds (8B Q8_0 / Q4_0); prompt modes
 #   last29  : --attn-tma-stages 3 with the default cluster; one-slot blocks in clusters of 12 / 16
 #   final29 : the cluster merge by default: the plan's choice, kernels_vs_cpu, golden (tma forced), depth rows
@@ -148,6 +160,18 @@ tg_row() {
     shift 3
     o=$(timeout 300 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r "$reps" -o md "$@" 2>&1)
     log "tg128 $label: $(echo "$o" | grep -E '^\| .*tg' | tail -1)"
+}
+# tg_sets LABEL FILE ROUNDS SETS: tg_row of FILE (3 repetitions) under each ';'-separated flag set of SETS
+# (a blank set: the defaults), the sets alternated ROUNDS times, each logged as "LABEL round R [SET]"
+tg_sets() {
+    local label=$1 f=$2 rounds=$3 r a sets
+    IFS=';' read -ra sets <<< "$4"
+    for r in $(seq "$rounds"); do
+        for a in "${sets[@]}"; do
+            # shellcheck disable=SC2086
+            tg_row "$label round $r [$a]" "$f" 3 $a
+        done
+    done
 }
 # run_rates SHAPE FILE ROUNDS FLAGSET...: the CLI's decode tok/s (256 tokens after a short prompt,
 # --metrics json) of FILE under each flag set, the sets alternated ROUNDS times, into the summary
@@ -597,6 +621,89 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+next31)
+    # prepared in session 30: the producer forced on Q8_0 (the Q8_0 tail case) in kernels_vs_cpu, golden;
+    # 8B Q4_0 depth rows with the new default against the sibling (the depth ratio), 8B Q8_0 with the
+    # producer forced, attn_output's clusters of 2 coming with it, against its default (next30e: -0.4 %,
+    # one row each, without attn_output's clusters)
+    cuda_test kvc-xq kernels_vs_cpu_test "kernels_vs_cpu: gemv.xq variants" \
+        JITLLM_KVC_VARIANTS=xq-producer,bulk+grid8,xq-groups "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    DEPTH_R=2 depth_ab llama3.1-8b:q4_0 "$q4" 2 "--force-variant gemv.xq=block"
+    tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-cluster-for attn_output=1"
+    ;;
+next30e)
+    # session 30, last call: the pairs (+0.75 % in next30d) by default; attn_output's 100 blocks in
+    # clusters of 2 (whole TPCs: gate/up's pairs land on the 16 free ones at attention's end)
+    tg_sets 8b:q4_0 "$(synth llama3.1-8b q4_0)" 2 " ;--force-variant gemv.xq=block;--gemv-cluster-for attn_output=2"
+    q8=$(synth llama3.1-8b q8_0)
+    tg_sets 8b:q8_0 "$q8" 1 " ;--force-variant gemv.xq=block"
+    log "depth 8b:q8_0 [default]"
+    depth_rows "$q8" jitllm
+    ;;
+next30d)
+    # session 30: next30c's per-pass mbarrier arrivals still lost 8 %; clusters alone (xq-nosync) +2.7 %.
+    # Now by default no clusters: each gate/up block takes whole groups of 32 rows (4 on 112 SMs);
+    # --gemv-xq-pairs keeps the pairs with asynchronous stores (the warps never wait)
+    cuda_test kvc-xq kernels_vs_cpu_test "kernels_vs_cpu: gemv.xq variants" \
+        JITLLM_KVC_VARIANTS=bulk+grid8,xq-groups,bulk+xq-block "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced (gemv.xq=producer)" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 --gemv-xq-groups / gemv.xq=block / pairs"
+    greedy_md5 "$q4" --gemv-xq-groups
+    greedy_md5 "$q4" --force-variant gemv.xq=block
+    greedy_md5 "$q4"
+    # (then the groups were the default and the pairs a flag, as written in the rows: since next30e
+    # the pairs are the default, with attn_output in clusters of 2, and the groups --gemv-xq-groups)
+    tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-groups;--force-variant gemv.xq=block;--gemv-cluster-for attn_output=1;--force-variant gemv.xq=block --gemv-grid-for ffn_norm=112"
+    tg_sets 8b:q8_0 "$(synth llama3.1-8b q8_0)" 1 " ;--force-variant gemv.xq=block"
+    ;;
+next30c)
+    # session 30: next30b's producer lost 14 % (646 against 749 on 8B Q4_0); each warp now arrives on
+    # the leader's per-pass mbarrier (no returned atomic, no end barrier) and the leader's warp q % 16
+    # quantizes pass q after its own pass q + 1; xq-nosync keeps the clusters without the arrivals
+    cuda_test kvc-xq kernels_vs_cpu_test "kernels_vs_cpu: gemv.xq variants" \
+        JITLLM_KVC_VARIANTS=bulk+grid8,bulk+ring1k+grid8,bulk+rows1,bulk+xq-block "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced (gemv.xq=producer)" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default / gemv.xq=block"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --force-variant gemv.xq=block
+    tg_sets 8b:q4_0 "$q4" 2 " ;--force-variant gemv.xq=block;--gemv-ablate xq-nosync"
+    tg_sets 8b:q8_0 "$(synth llama3.1-8b q8_0)" 1 " ;--force-variant gemv.xq=block"
+    ;;
+next30b)
+    # session 30: gemv.xq=producer (the SwiGLU gemv writes ffn_down's x quantized, pairs of blocks in
+    # clusters complete each group of 32): correctness first, then the rates against the sibling
+    cuda_test kvc-xq kernels_vs_cpu_test "kernels_vs_cpu: bulk variants (gemv.xq=producer by default there)" \
+        JITLLM_KVC_VARIANTS=fused+bulk "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced (gemv.xq=producer)" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    for f in "$q4" "$q8"; do
+        timeout 60 "$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 4 --verbose-init --print-plan --print-threads 2>&1 |
+            grep -E "gemv.xq|thread-block clusters|ffn_norm_gate_up_act__.*grid" | head -3 | tee -a "$OUT/summary.txt"
+        log "greedy md5 $(basename "$f") default / gemv.xq=block"
+        greedy_md5 "$f"
+        greedy_md5 "$f" --force-variant gemv.xq=block
+    done
+    tg_sets 8b:q4_0 "$q4" 2 " ;--force-variant gemv.xq=block"
+    tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=block"
+    log "depth 8b:q8_0 [default]"
+    depth_rows "$q8" jitllm
+    ;;
+first30)
+    # session 30: the x prologue as one bulk copy (--gemv-ablate xpre*: the output is wrong), rounds
+    # alternated, so the prologue's share of each kernel is known before building the real thing
+    tg_sets 8b:q4_0 "$(synth llama3.1-8b q4_0)" 2 \
+        " ;--gemv-ablate xpre-down;--gemv-ablate xpre-out;--gemv-ablate xpre-nonorm;--gemv-ablate xpre"
+    tg_sets 8b:q8_0 "$(synth llama3.1-8b q8_0)" 1 " ;--gemv-ablate xpre-nonorm;--gemv-ablate xpre"
     ;;
 next30)
     # prepared in session 29: --attn-tma-stages 3 beside the default cluster of 9 (call 6: +0.8 % on
