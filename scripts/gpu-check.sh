@@ -632,6 +632,9 @@ next31)
     cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
     q4=$(synth llama3.1-8b q4_0)
     q8=$(synth llama3.1-8b q8_0)
+    log "greedy md5 8b q4_0 default (attn_output's clusters of 2 now set by the schedule) / gemv.xq=block"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --force-variant gemv.xq=block
     DEPTH_R=2 depth_ab llama3.1-8b:q4_0 "$q4" 2 "--force-variant gemv.xq=block"
     tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-cluster-for attn_output=1"
     ;;
