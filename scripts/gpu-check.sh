@@ -635,7 +635,11 @@ next31)
     log "greedy md5 8b q4_0 default (attn_output's clusters of 2 now set by the schedule) / gemv.xq=block"
     greedy_md5 "$q4"
     greedy_md5 "$q4" --force-variant gemv.xq=block
-    DEPTH_R=2 depth_ab llama3.1-8b:q4_0 "$q4" 2 "--force-variant gemv.xq=block"
+    # what the producer still costs against the prologue alone: its clusters without the stores
+    # (xq-nosync, attn_output's clusters with them) and the sibling with ffn_down's bulk prologue
+    # (xpre-down: no producer, no clusters; both timing only)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--force-variant gemv.xq=block;--gemv-ablate xq-nosync;--force-variant gemv.xq=block --gemv-ablate xpre-down"
+    DEPTH_R=2 depth_ab
     tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-cluster-for attn_output=1"
     ;;
 next30e)
