@@ -1834,6 +1834,11 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     EXPECT_EQ(down.args[9].scratch, "gemv_xq");
     EXPECT_EQ(s.scratch.at("gemv_xq"), 768u + 768u / 32u * 8u);
     EXPECT_FALSE(at(s.decode, "attn_output_residual").variant.has("XQ_IN"));  // its x: attention's
+    // the gemv before the pairs (16 blocks here) in clusters of 2 too, unless --gemv-cluster-for names it
+    EXPECT_EQ(at(s.decode, "attn_output_residual").cluster.x, 2u);
+    ScheduleOptions none = o;
+    none.gemv_cluster_for = {{"attn_output", 1}};
+    EXPECT_EQ(at(schedule_build(p, h200, none).decode, "attn_output_residual").cluster.x, 1u);
     auto gate_up = [&](const DeviceInfo& d, const ScheduleOptions& so) { return at(schedule_build(p, d, so).decode, "ffn_norm_gate_up_act"); };
     ScheduleOptions g8 = o;
     g8.gemv_grid_max = 8;  // 6 passes of 128 rows
@@ -1869,6 +1874,7 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     const Schedule sb = schedule_build(p, h200, sib);
     EXPECT_FALSE(at(sb.decode, "ffn_norm_gate_up_act").variant.has("XQ_OUT"));
     EXPECT_EQ(at(sb.decode, "ffn_norm_gate_up_act").cluster.x, 1u);
+    EXPECT_EQ(at(sb.decode, "attn_output_residual").cluster.x, 1u);
     EXPECT_FALSE(at(sb.decode, "ffn_down_residual").variant.has("XQ_IN"));
     ScheduleOptions cf = sib;
     cf.gemv_cluster_for = {{"attn_output", 2}};  // --gemv-cluster-for: clusters the kernel does not use
