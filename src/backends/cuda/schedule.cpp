@@ -1144,7 +1144,7 @@ private:
         if (g.rope) b += 2 * uint64_t(c_.kv_dim()) * (o_.kv_f32 ? 4 : 2);  // the cache rows
         k.bytes = b;
         // gate gemv.xq=producer: this gemv's x quantized by the SwiGLU gemv just before it
-        const bool block_major = !(o_.gemv_warp_major || (bulk && plain_type) || xr) && !o_.gemv_last_spread;
+        const bool block_major = !k.variant.has("WARP_MAJOR") && !k.variant.has("LAST_SPREAD");
         const size_t at = out_->size() - 1;
         if (g_.gemv_xq && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) && !batch_ && bulk && wsplit &&
             act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN") &&

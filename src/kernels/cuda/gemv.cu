@@ -211,14 +211,11 @@
 #ifndef XQ_NGB  // XQ_OUT with XQ_CL 1: groups of 32 rows a block (gemv_pass_row), each in XQ_PP passes
 #define XQ_NGB 0
 #endif
-#define XQ_PP (32 / ((BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32)) * XQ_CL_OR1))
 #ifndef XQ_ABLATE  // --gemv-ablate xq-nosync (timing only): XQ_OUT's clusters without its arrivals or stores
 #define XQ_ABLATE 0
 #endif
-#ifdef XQ_CL
-#define XQ_CL_OR1 XQ_CL
-#else
-#define XQ_CL_OR1 1
+#ifndef XQ_CL  // XQ_OUT: blocks a cluster whose rows of a pass are a group of 32 (1: a block's own)
+#define XQ_CL 1
 #endif
 #ifndef XQ_IN   // gate gemv.xq=producer: x arrives quantized by the previous gemv (XQ_OUT); one bulk copy
 #define XQ_IN 0
@@ -262,8 +259,8 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #if !(EPI == 2 && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !LAST_SPREAD && !ARGMAX)  // (XQ_NGB: its own pass rows)
 #error "XQ_OUT: a bulk SwiGLU gemv, a warp per row set, block-major passes"
 #endif
-#if !(defined(XQ_NP) && defined(XQ_C) && defined(XQ_PLANES) && defined(XQ_CL))
-#error "XQ_OUT: XQ_NP (passes), XQ_C (the consumer's columns), XQ_PLANES (Q4_0 layout), XQ_CL (blocks a cluster)"
+#if !(defined(XQ_NP) && defined(XQ_C) && defined(XQ_PLANES))
+#error "XQ_OUT: XQ_NP (passes), XQ_C (the consumer's columns), XQ_PLANES (Q4_0 layout)"
 #endif
 #if XQ_NGB ? (XQ_CL != 1 || 32 % ((BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32))) != 0) \
            : (BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32)) * XQ_CL != 32
@@ -280,6 +277,7 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 
 #define GEMV_GPB (BLOCK / GROUP)                   // groups per block
 #define GEMV_OPG (ROWS_PER_BLOCK / GEMV_GPB)       // output rows per group pass
+#define XQ_PP (32 / (GEMV_GPB * GEMV_OPG * XQ_CL))  // XQ_OUT: a group's passes of a block (XQ_NGB: 32 / its rows)
 #define GEMV_DR (EPI == 2 ? 2 * GEMV_OPG : GEMV_OPG)  // weight rows per group pass
 #define GEMV_OUT_ROWS (EPI == 2 ? ROWS0 : ROWS0 + (N_MAT > 1 ? ROWS1 : 0) + (N_MAT > 2 ? ROWS2 : 0))
 
