@@ -21,7 +21,7 @@ struct GpuFlags {
     std::vector<std::string> gemv_grid_for;         // KIND=N
     std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
-    bool no_fuse = false, gemv_xq_groups = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, gemv_xq_groups = false, no_attn_xq = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -38,7 +38,7 @@ struct GpuFlags {
     std::string profiler_dump_dir;
     std::string block_trace;
     std::string ablate;
-    int attn_ablate = 0, gemv_ablate = 0, draw_ablate = 0;
+    int attn_ablate = 0, gemv_ablate = 0, draw_ablate = 0, gemv_xq_lag = 1;
     std::string draw_merge = "rounds";
 
     void add(CLI::App& app) {
@@ -311,6 +311,13 @@ struct GpuFlags {
                      "tuning: gemv.xq=producer's groups of 32 rows whole in one block (consecutive passes, on as many "
                      "blocks as the busiest needs: 8B gate/up on 112 of 132 SMs) instead of clusters of 2 blocks, 16 + 16 "
                      "rows of every pass (default; H200 8B Q4_0 tg128: 725.0 against 757.9)");
+        app.add_option("--gemv-xq-lag", gemv_xq_lag,
+                       "tuning: gemv.xq=producer's cluster leader quantizes a group after its own pass N groups later "
+                       "(default 1; more: less waiting for the other block's rows of it)")
+            ->check(CLI::Range(1, 8));
+        app.add_flag("--no-attn-xq", no_attn_xq,
+                     "tuning: under gemv.xq=producer, attn_output quantizes its x itself (default: the decode attention "
+                     "writes its output quantized for it too, from the registers of the warps that write it)");
         app.add_option("--gemv-ablate", gemv_ablate,
                        "measurement only: the bulk split-layout Q4_0 / Q8_0 decode gemvs without their dot products "
                        "(math: each lane XORs the weight words it read from its ring slot; x, scales and the dp4a "
@@ -383,6 +390,8 @@ struct GpuFlags {
         s.draw_rank = draw_merge == "rank";
         s.gemv_ablate = gemv_ablate;
         s.gemv_xq_groups = gemv_xq_groups;
+        s.no_attn_xq = no_attn_xq;
+        s.gemv_xq_lag = gemv_xq_lag;
         s.attn_overlap = attn_overlap;
         s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;

@@ -180,7 +180,7 @@ TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
     for (const KernelStep& k : s.decode) {
         if (k.group != "attn") continue;
         ++n;
-        ASSERT_EQ(k.args.size(), 9u);
+        ASSERT_EQ(k.args.size(), 10u);  // ..., next_w, xq
         ASSERT_EQ(k.args[8].kind, KArg::Kind::Weight);
         const WeightTensor* w = k.args[8].w;
         EXPECT_NE(w->name.find("attn_output"), std::string::npos) << w->name;
@@ -495,8 +495,9 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
         EXPECT_FALSE(defines(k.variant, "BULK_PF")) << k.symbol;  // --l2-prefetch: off by default
         // Q4_0: 2 of the 5 slots before the PDL wait, the rest once the x prologue's loads are out
-        // (sessions 24-25)
-        EXPECT_TRUE(has_define(k.variant, "BULK_PRE", "2")) << k.symbol;
+        // (sessions 24-25); attn_output, whose x the attention quantizes (gemv.xq=producer): 3
+        EXPECT_TRUE(has_define(k.variant, "BULK_PRE", k.variant.has("XQ_IN") ? "3" : "2")) << k.symbol;
+        EXPECT_EQ(k.variant.has("XQ_IN"), k.group == "attn_output_residual") << k.symbol;
         EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
     }
     EXPECT_EQ(bulk, 4);  // 2 layers
@@ -1448,7 +1449,7 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     EXPECT_TRUE(has_define(a.variant, "WARPS", "8"));
     EXPECT_TRUE(has_define(a.variant, "STAGES", "2"));
     EXPECT_EQ(a.carveout, 100);
-    ASSERT_EQ(a.args.size(), 8u);
+    ASSERT_EQ(a.args.size(), 9u);  // ..., tickets, xq
     EXPECT_EQ(a.args[1].kind, KArg::Kind::KCache);
     EXPECT_EQ(a.args[2].kind, KArg::Kind::VCache);
     EXPECT_EQ(a.args[3].kind, KArg::Kind::KvMaps);
@@ -1811,6 +1812,63 @@ TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
 // group of 32 in clusters of 2 (XQ_NP passes, an even grid, the device's pairs all resident); with
 // --gemv-xq-groups each block takes whole groups in consecutive passes (XQ_NGB a block, on as many
 // blocks as the busiest needs). The sibling, and shapes it cannot take, keep each block's prologue.
+// gemv.xq=producer, the other producer: the decode attention quantizes its output for attn_output
+// (attention_decode.cu / attention_decode_tma.cu XQ_OUT, the xq argument last), which copies it
+// (XQ_IN); not the mma sibling, not with gemv.xq=block, not where attn_output is no bulk Q4_0 gemv
+TEST(ScheduleGates, GemvXqAttentionQuantizesForAttnOutput) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);  // 8 heads of 64: 16 groups
+    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
+    ScheduleOptions o;
+    o.force["gemv.load"] = "bulk";
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto check = [&](const ScheduleOptions& so, const char* source, size_t n_args) {
+        SCOPED_TRACE(source);
+        const Schedule s = schedule_build(p, h200, so);
+        const KernelStep& a = at(s.decode, "attn");
+        const KernelStep& out = at(s.decode, "attn_output_residual");
+        EXPECT_EQ(a.variant.source, source);
+        EXPECT_TRUE(has_define(a.variant, "XQ_OUT", "1"));
+        EXPECT_TRUE(has_define(a.variant, "XQ_PLANES", "1"));
+        ASSERT_EQ(a.args.size(), n_args);
+        EXPECT_EQ(a.args.back().kind, KArg::Kind::Scratch);
+        EXPECT_EQ(a.args.back().scratch, "attn_xq");
+        EXPECT_TRUE(has_define(out.variant, "XQ_IN", "1"));
+        EXPECT_EQ(out.args[9].scratch, "attn_xq");
+        EXPECT_EQ(s.scratch.at("attn_xq"), 512u + 512u / 32u * 8u);
+        EXPECT_EQ(at(s.decode, "ffn_down_residual").args[9].scratch, "gemv_xq");
+    EXPECT_TRUE(has_define(at(s.decode, "ffn_down_residual").variant, "BULK_PRE", "4"));  // its x: one bulk copy  // its own producer's buffer
+    };
+    check(o, "cuda/attention_decode.cu", 10);
+    ScheduleOptions tma = o;
+    tma.force["attn.kv"] = "tma";
+    check(tma, "cuda/attention_decode_tma.cu", 9);
+    auto none = [&](const ScheduleOptions& so) {
+        const Schedule s = schedule_build(p, h200, so);
+        EXPECT_FALSE(at(s.decode, "attn").variant.has("XQ_OUT"));
+        EXPECT_FALSE(at(s.decode, "attn_output_residual").variant.has("XQ_IN"));
+        EXPECT_EQ(at(s.decode, "attn").args.back().kind, KArg::Kind::Null);  // xq unused
+    };
+    ScheduleOptions mma = o;
+    mma.force["attn.decode"] = "mma";
+    none(mma);
+    ScheduleOptions sib = o;
+    sib.force["gemv.xq"] = "block";
+    none(sib);
+    ScheduleOptions off = o;
+    off.no_attn_xq = true;  // --no-attn-xq: gate/up's producer only
+    none(off);
+    EXPECT_TRUE(at(schedule_build(p, h200, off).decode, "ffn_down_residual").variant.has("XQ_IN"));
+    none(ScheduleOptions{});  // gemv.load=lanes (these shapes' default): attn_output prologue as before
+    auto q8 = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 512, 768);
+    const Plan p8 = plan_build(*q8, PlanOptions{256, 16, 1});
+    EXPECT_FALSE(at(schedule_build(p8, h200, o).decode, "attn").variant.has("XQ_OUT"));  // Q8_0: only forced
+    ScheduleOptions all = o;
+    all.force["gemv.xq"] = "producer";
+    const Schedule s8 = schedule_build(p8, h200, all);
+    EXPECT_TRUE(has_define(at(s8.decode, "attn").variant, "XQ_PLANES", "0"));
+    EXPECT_TRUE(has_define(at(s8.decode, "attn_output_residual").variant, "XQ_IN", "1"));
+}
+
 TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);  // 24 groups of 32 rows
     const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
@@ -1833,7 +1891,7 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     EXPECT_TRUE(has_define(down.variant, "XQ_IN", "1"));
     EXPECT_EQ(down.args[9].scratch, "gemv_xq");
     EXPECT_EQ(s.scratch.at("gemv_xq"), 768u + 768u / 32u * 8u);
-    EXPECT_FALSE(at(s.decode, "attn_output_residual").variant.has("XQ_IN"));  // its x: attention's
+    EXPECT_EQ(at(s.decode, "attn_output_residual").args[9].scratch, "attn_xq");  // its x: attention's (below)
     // the gemv before the pairs (16 blocks here) in clusters of 2 too, unless --gemv-cluster-for names it
     EXPECT_EQ(at(s.decode, "attn_output_residual").cluster.x, 2u);
     ScheduleOptions none = o;

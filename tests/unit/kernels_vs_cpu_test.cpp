@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/fp16.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cuda/cuda_backend.h"
 #include "gguf/gguf_reader.h"
@@ -77,6 +78,43 @@ size_t slot_len(const Plan& p, Slot s) {
             return n;
         }
     return 0;
+}
+
+// gate gemv.xq=producer: n activations quantized to Q8_0 blocks in the layout a split-layout bulk
+// gemv's x prologue builds (common/xq8_group.cuh, written independently here): n int8 values
+// (planes: Q4_0's, elements 0..15 of block b at 16 b, 16..31 at n / 2 + 16 b), then per block the
+// float pair (d rounded to f16, 8 * the sum of its values); d = max |x| / 127, q = roundf(x * (1 / d))
+std::vector<uint8_t> xq8_layout(const float* x, size_t n, bool planes) {
+    std::vector<uint8_t> out(n + n / 32 * 8);
+    for (size_t b = 0; b < n / 32; ++b) {
+        float amax = 0.0f;
+        for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (size_t i = 0; i < 32; ++i) {
+            const int q = int(std::roundf(x[32 * b + i] * id));
+            sum += q;
+            const size_t off = planes ? (i < 16 ? 16 * b + i : n / 2 + 16 * b + (i - 16)) : 32 * b + i;
+            out[off] = uint8_t(int8_t(q));
+        }
+        const float pair[2] = {fp16_to_fp32(fp32_to_fp16(d)), 8.0f * float(sum)};
+        std::memcpy(out.data() + n + 8 * b, pair, 8);
+    }
+    return out;
+}
+
+// A gemv with XQ_IN: its x slot (its first task's first input), the scratch buffer it copies x from,
+// and whether that is Q4_0's layout
+struct XqInput {
+    Slot x;
+    std::string scratch;
+    bool planes;
+};
+XqInput xq_input(const Plan& p, const KernelStep& k) {
+    bool planes = false;
+    for (const auto& [name, value] : k.variant.defines) planes = planes || (name == "WTYPE" && value == "Q4_0");
+    return {p.decode[size_t(k.tasks.front())].in.front(), k.args[9].scratch, planes};
 }
 
 // Whether a task after `last` reads slot s before any task writes it.
@@ -274,6 +312,22 @@ const Variant kVariants[] = {
     {"gated+fused+bulk+xq-groups", {.force = gated({{"gemv.load", "bulk"}}), .gemv_xq_groups = true}},
     {"gated+fused+bulk+xq-producer+grid8", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_grid_max = 8}},
     {"gated+fused+bulk+xq-block", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "block"}})}},
+    // ... and the decode attention quantizing its output for attn_output (XQ_OUT) on each of its write
+    // paths: one active block (the variants above), the one-trip ticket merge, the two-trip merge, the
+    // cluster merge (3 splits: whole groups a block); the tensor-map kernel's own merge, one-trip merge
+    // and cluster merge; forced for Q8_0 on the cluster paths
+    {"gated+fused+bulk+attn-chunk32+splits3", {.force = gated({{"gemv.load", "bulk"}}), .attn_chunk = 32, .attn_splits = 3}},
+    {"gated+fused+bulk+attn-merge2+splits16",
+     {.force = gated({{"gemv.load", "bulk"}}), .attn_splits = 16, .attn_merge_one_trip = false}},
+    {"gated+fused+bulk+attn-cluster+chunk32+splits3",
+     {.force = gated({{"gemv.load", "bulk"}, {"attn.merge", "cluster"}, {"gemv.xq", "producer"}}), .attn_chunk = 32, .attn_splits = 3}},
+    {"gated+fused+bulk+attn-tma+stages2+splits3",
+     {.force = gated({{"gemv.load", "bulk"}, {"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_cluster = 0}},
+    {"gated+fused+bulk+attn-tma+merge1+stages2+splits3",
+     {.force = gated({{"gemv.load", "bulk"}, {"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_merge1 = true}},
+    {"gated+fused+bulk+attn-tma+cluster+chunk64+splits12",
+     {.force = gated({{"gemv.load", "bulk"}, {"attn.kv", "tma"}, {"gemv.xq", "producer"}}), .attn_chunk = 64, .attn_splits = 12,
+      .attn_kv_stages = 1, .attn_tma_cluster = 1}},
     // --gemv-early-slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
     {"gated+fused+bulk+ring1k+grid3+early1",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1, .gemv_early_slots = 1,
@@ -483,6 +537,13 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
             if (!continues_group)
                 gpu.upload_kv(k.layer < 0 ? 0 : k.layer, cpu.slot(Slot::KCache, k.layer < 0 ? 0 : k.layer),
                               cpu.slot(Slot::VCache, k.layer < 0 ? 0 : k.layer), n_hist);
+            // gemv.xq=producer's consumer: its x as it would have quantized the CPU's slot itself (the
+            // producer's own bytes are checked after the producer, below)
+            if (k.variant.has("XQ_IN")) {
+                const XqInput xi = xq_input(plan, k);
+                const std::vector<uint8_t> xq = xq8_layout(cpu.slot(xi.x), slot_len(plan, xi.x), xi.planes);
+                gpu.upload_scratch(xi.scratch, xq.data(), xq.size());
+            }
             // CPU runs the tasks this kernel covers (a _reduce step covers none new)
             std::vector<Slot> outs;
             for (int ti : k.tasks) {
@@ -502,6 +563,22 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
             cpu.run_tasks_at(plan.decode, todo, token, pos);
             if (!todo.empty()) next_task = size_t(todo.back()) + 1;
             gpu.run_step(Phase::Decode, si, token, pos);
+            // gemv.xq=producer: the bytes it left for the next gemv are its own output quantized (its
+            // output's floats against the CPU's: below)
+            if (k.variant.has("XQ_OUT")) {
+                ASSERT_TRUE(si + 1 < steps.size() && steps[si + 1].variant.has("XQ_IN")) << k.symbol << ": a producer without its consumer";
+                const XqInput xi = xq_input(plan, steps[si + 1]);
+                const size_t n = slot_len(plan, xi.x);
+                got.resize(n);
+                gpu.download_slot(xi.x, got.data(), n);
+                const std::vector<uint8_t> want = xq8_layout(got.data(), n, xi.planes);
+                std::vector<uint8_t> have(want.size());
+                gpu.download_scratch(xi.scratch, have.data(), have.size());
+                size_t diff = 0;
+                for (size_t i = 0; i < want.size(); ++i) diff += want[i] != have[i];
+                EXPECT_EQ(diff, 0u) << k.symbol << ": bytes of " << xi.scratch << " unlike its output " << slot_name(xi.x)
+                                    << " quantized (" << c.name << ")";
+            }
             for (Slot s : outs) {
                 if (s == Slot::KCache || s == Slot::VCache || s == Slot::Token) continue;
                 // a fused kernel keeps intermediates on chip: compare only slots a later task

@@ -628,6 +628,16 @@ void CudaBackend::upload_slot(Slot s, const float* src, size_t n) {
 
 void CudaBackend::download_slot(Slot s, float* dst, size_t n) { ctx_->download(dst, slots_[size_t(s)], n * 4); }
 
+void CudaBackend::upload_scratch(const std::string& name, const void* src, size_t bytes) {
+    JITLLM_CHECK(scratch_.count(name) && bytes <= sched_.scratch.at(name), "scratch {}: {} bytes", name, bytes);
+    ctx_->upload(scratch_.at(name), src, bytes);
+}
+
+void CudaBackend::download_scratch(const std::string& name, void* dst, size_t bytes) {
+    JITLLM_CHECK(scratch_.count(name) && bytes <= sched_.scratch.at(name), "scratch {}: {} bytes", name, bytes);
+    ctx_->download(dst, scratch_.at(name), bytes);
+}
+
 void CudaBackend::upload_kv(int layer, const float* k, const float* v, int n_pos) {
     const size_t n = size_t(n_pos) * size_t(plan_.config->kv_dim());
     if (sched_.kv_type == "float") {

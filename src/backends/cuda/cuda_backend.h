@@ -77,6 +77,9 @@ public:
     void upload_slot(Slot s, const float* src, size_t n);
     void download_slot(Slot s, float* dst, size_t n);
     void upload_kv(int layer, const float* k, const float* v, int n_pos);  // rows [0, n_pos)
+    // ... the first `bytes` bytes of a named scratch buffer (the schedule's KArg::scratch names)
+    void upload_scratch(const std::string& name, const void* src, size_t bytes);
+    void download_scratch(const std::string& name, void* dst, size_t bytes);
     void run_step(Phase ph, size_t index, int32_t token, int pos);
     int32_t device_token_out();  // what the `sample` kernel wrote
     // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.

@@ -533,7 +533,10 @@ public:
             // prologue alone (--gemv-ablate xpre-down, timing only) Q4_0 749.1 -> 789.2 tok/s; the
             // producer 758.6 / 758.6 against 752.6 / 752.2, and 770.1 / 770.3 with the gemv before
             // it in clusters of 2 too (whole TPCs: gate/up's pairs land on the free ones); Q8_0 478.0
-            // against 479.9: by default where ffn_down is Q4_0 (forced: Q8_0 too)
+            // against 479.9: by default where ffn_down is Q4_0 (forced: Q8_0 too). The decode
+            // attention does the same for attn_output (attn_xq_link; session 31, the groups' max and
+            // sum by redux.sync: 771.0 / 771.5 against 764.9 / 764.9 with --no-attn-xq, the sibling
+            // 748.0 / 747.9)
             bool q4 = false;
             for (const WeightTensor* w : s_.split_weights) q4 = q4 || w->type == GgmlType::Q4_0;
             std::string why_xq;
@@ -544,8 +547,8 @@ public:
             g_.gemv_xq = forced_if("gemv.xq", "producer", "block", q4, why_xq,
                                    q4 ? "sm_90: the SwiGLU gemv quantizes its output for the Q4_0 split-layout gemv after it "
                                         "(each group of 32 rows completed by a cluster of 2 blocks through distributed shared "
-                                        "memory; the gemv before it in clusters of 2 too); that gemv's x prologue is one bulk "
-                                        "copy (H200 8B Q4_0: +2.4 %)"
+                                        "memory; the gemv before it in clusters of 2 too), the decode attention its output for "
+                                        "attn_output; those gemvs' x prologue is one bulk copy (H200 8B Q4_0: +3.1 %)"
                                       : "no Q4_0 split-layout matrix: each block quantizes x (the producer measured -0.4 % on "
                                         "8B Q8_0)");
             g_.gemv_xq_all = g_.gemv_xq && o_.force.count("gemv.xq");
@@ -1150,6 +1153,11 @@ private:
             act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN") &&
             xq_prev_ && xq_prev_->at + 1 == at && xq_prev_->y == g.x && xq_prev_->rows == cols)
             xq_link((*out_)[at - 1], k, *xq_prev_, w0->type);
+        else if (g_.gemv_xq && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) && !batch_ && bulk && wsplit &&
+                 act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN") && at > 0 && g.x == Slot::Att &&
+                 !o_.no_attn_xq &&
+                 cols == c_.n_heads * c_.head_dim)
+            attn_xq_link((*out_)[at - 1], k, w0->type);
         xq_prev_.reset();
         if (bulk && warp && !batch_ && !xr && g.epi == 2 && block_major && !g.argmax && g.y.size() == 1)
             xq_prev_ = XqProducer{at, g.y[0], g.rows[0], rpb};
@@ -1209,6 +1217,7 @@ private:
                     before.cluster = Dim3(2, 1, 1);
             }
         }
+        if (o_.gemv_xq_lag != 1) p.variant.set("XQ_LAG", o_.gemv_xq_lag);  // --gemv-xq-lag
         if (o_.gemv_ablate == 6) p.variant.set("XQ_ABLATE", 1);  // --gemv-ablate xq-nosync (timing only)
         const uint64_t bytes = (uint64_t(x.rows) + uint64_t(x.rows / 32) * 8 + 15) / 16 * 16;
         auto& sz = s_.scratch["gemv_xq"];
@@ -1216,6 +1225,44 @@ private:
         p.args[7] = scratch("gemv_xq");  // y1
         c.variant.set("XQ_IN", 1);
         c.args[9] = scratch("gemv_xq");  // x
+        xq_consumer_slots(c, ctype, 4);
+    }
+
+    // gemv.xq=producer's Q4_0 consumer: its x prologue is one bulk copy, so more of its ring goes out
+    // before its PDL wait than the default 2 of 5 slots: ffn_down 4, attn_output 3 (H200, 8B Q4_0
+    // tg128, session 31, two rounds on one machine: 785.3 / 785.2 against 770.7 / 770.9 with 2 and
+    // 2; ffn_down 3 + attn_output 3: 784.5 / 784.4; ffn_down 4 alone 779.1 / 779.4, 3 alone 780.8 /
+    // 781.0; ffn_down 5 + attn_output 3: 776.8 / 776.5; attn_output 4 alone 762.9 / 762.8; at depth
+    // 4096: 670.3 against 661.4). Not where --gemv-early-slots(-for) says otherwise; Q8_0 consumers
+    // (gemv.xq forced) keep their 3 (not measured)
+    void xq_consumer_slots(KernelStep& c, GgmlType ctype, int pre) {
+        const std::string kind(task_kind_name(t(size_t(c.tasks[0])).kind));
+        if (ctype != GgmlType::Q4_0 || o_.gemv_early_slots > 0 || o_.gemv_early_slots_for.count(kind) ||
+            !c.variant.has("BULK_PRE") || pre >= define_int(c, "BULK_S", 0))
+            return;
+        c.variant.set("BULK_PRE", pre);
+    }
+
+    // gemv.xq=producer: the decode attention `a` just before the gemv `c` whose x is attention's
+    // output quantizes that output for it (attention_decode.cu / attention_decode_tma.cu XQ_OUT: the
+    // warp that writes a group's 32 outputs from its registers, in every merge path) and c copies it
+    // (gemv.cu XQ_IN) instead of quantizing x itself: the same bits. The split SIMT kernel and the
+    // tensor-map kernel; not the mma or staged siblings, nor a timing ablation
+    void attn_xq_link(KernelStep& a, KernelStep& c, GgmlType ctype) {
+        if (a.tasks.empty() || t(size_t(a.tasks[0])).kind != K::Attn) return;
+        const bool regs = a.variant.source == "cuda/attention_decode.cu" && g_.attn_split &&
+                          !a.variant.has("MMA") && !a.variant.has("BATCH") && !a.variant.has("ABLATE");
+        const bool tma = a.variant.source == "cuda/attention_decode_tma.cu";
+        if (!regs && !tma) return;
+        const int cols = c_.n_heads * c_.head_dim;
+        a.variant.set("XQ_OUT", 1).set("XQ_PLANES", int(ctype == GgmlType::Q4_0));
+        const uint64_t bytes = (uint64_t(cols) + uint64_t(cols / 32) * 8 + 15) / 16 * 16;
+        auto& sz = s_.scratch["attn_xq"];
+        sz = std::max<uint64_t>(sz, bytes);
+        a.args.back() = scratch("attn_xq");  // xq (the kernels' last parameter)
+        c.variant.set("XQ_IN", 1);
+        c.args[9] = scratch("attn_xq");  // x
+        xq_consumer_slots(c, ctype, 3);
     }
 
     // --- layer.tail=persistent (layer_tail.cu) ---
@@ -1383,7 +1430,7 @@ private:
         maps.kind = KArg::Kind::KvMaps;
         maps.layer = a.layer;
         k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), maps, slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"),
-                  scratch("attn_tickets")};
+                  scratch("attn_tickets"), null()};  // xq: gemv.xq=producer (attn_xq_link)
         k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
         k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
         split_scratch(n_splits, c_.n_kv_heads);
@@ -1722,7 +1769,7 @@ private:
                 k.block = Dim3(128);
                 rows_grid(k, 2);
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
-                          null(), slot(Slot::Seqs), null(), null()};
+                          null(), slot(Slot::Seqs), null(), null(), null()};
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
                 k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
@@ -2108,7 +2155,8 @@ private:
                 if (k.variant.has("MAX_REGS")) k.carveout = 100;
                 if (o_.attn_carveout >= -1) k.carveout = o_.attn_carveout;
                 k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
-                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w)};
+                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w),
+                          null()};  // xq: gemv.xq=producer (attn_xq_link)
                 const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
                 k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
                 k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;

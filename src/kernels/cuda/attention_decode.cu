@@ -84,8 +84,13 @@
 //   share in one cp.async.bulk.prefetch, so that gemv streams from L2 while attention, which
 //   leaves DRAM mostly idle at long contexts, reads K/V; NEXT_PF_MIN (default 0): only when the
 //   context holds at least that many positions (read before the PDL wait: EARLY_KV's PRECOND)
+//   XQ_OUT (0 default; 1: gate gemv.xq=producer, ALGO 2, not MMA / BATCH / ABLATE): every output is
+//   also written quantized to Q8_0 blocks at xq, in the layout the next gemv's x prologue builds
+//   (common/xq8_group.cuh; XQ_PLANES 1: Q4_0's two planes), so that gemv (gemv.cu XQ_IN) copies it
+//   instead of quantizing out itself: the same bits. The warp that writes 32 outputs of a group (each
+//   write loop below covers whole warps) quantizes them from its registers
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
-// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w)   q, out: (N_HEADS, HEAD_DIM)
+// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w, xq)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
 //          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
 //          cache of sequence seq_ptr[r] (causal within a prompt chunk)
@@ -114,6 +119,7 @@
 #include "common/common.cuh"
 #include "common/async_copy.cuh"  // KV_STAGES (unconditional: the include expansion takes each file once)
 #include "common/attn_split.cuh"  // mma_rows8 (MMA), cluster_barrier / ld_cluster_f32 (CLUSTER)
+#include "common/xq8_group.cuh"   // XQ_OUT
 
 #define QPG (N_HEADS / N_KV_HEADS)             // query heads per kv head
 #ifndef HPB  // query heads per block
@@ -188,6 +194,12 @@
 #ifndef CLUSTER  // 1 (gate attn.merge=cluster, sm_90): launched as clusters of 1 x N_SPLITS blocks
 #define CLUSTER 0
 #endif
+#ifndef XQ_OUT  // 1 (gate gemv.xq=producer): the outputs also quantized for the next gemv at xq
+#define XQ_OUT 0
+#endif
+#ifndef XQ_PLANES
+#define XQ_PLANES 0
+#endif
 #if CLUSTER && (ALGO != 2 || N_SPLITS > 8 || BATCH)
 #error "CLUSTER: split-KV decode (ALGO 2) with at most 8 splits (one portable cluster)"
 #endif
@@ -222,6 +234,9 @@
 #endif
 #ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic, 3 no split merge (timing only)
 #define ABLATE 0
+#endif
+#if XQ_OUT && (ALGO != 2 || MMA || BATCH || ABLATE || HEAD_DIM % 32 != 0 || BLOCK % 32 != 0)
+#error "XQ_OUT: the split SIMT kernel of one query row (warps write whole groups of 32 outputs)"
 #endif
 #if ABLATE && (MMA || PIPE != 2 || !REDUCE || KV_STAGES || CLUSTER || BATCH)
 #error "ABLATE: the split SIMT kernel with PIPE 2 and REDUCE (no MMA, ring, cluster or batch)"
@@ -315,9 +330,18 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 #endif
 extern "C" __global__ void ATTN_BOUNDS
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
-            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w) {
+            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w, uint8_t* xq) {
     TRACE_BEGIN();
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
+    // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
+    // whose 32 lanes hold the group's 32 outputs in this call
+    auto put = [&](int i, float v) {
+        out[i] = v;
+#if XQ_OUT
+        xq8_group_store<N_HEADS * HEAD_DIM, XQ_PLANES>(v, i / 32, xq, threadIdx.x & 31);
+#endif
+    };
+    (void)xq;
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
     __shared__ __align__(16) float sm[MRG_FLOATS > RED_FLOATS ? MRG_FLOATS : RED_FLOATS];
@@ -1176,7 +1200,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                     sc[HEAD_DIM + 1] = L;
                 }
             } else {
-                out[hq * HEAD_DIM + d] = O / L;  // L > 0: an active block has a position in range
+                put(hq * HEAD_DIM + d, O / L);  // L > 0: an active block has a position in range
             }
         }
         __syncthreads();  // mrg is rewritten by the next round
@@ -1189,8 +1213,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     if (n_active == 1 || ABLATE == 3) return;
     // out = sum_s w_s o_s / sum_s w_s l_s over the active splits, w_s = 2^(m_s - max m), for DV
     // dims; get(sp, i) reads split sp's value i (i < DV: the dims, DV: m_s, DV + 1: l_s); all of
-    // them are read first (independent loads), then combined in split order
-    auto combine = [&](auto get, float* dst, auto dv_tag) {
+    // them are read first (independent loads), then combined in split order into outputs o .. o + DV - 1
+    auto combine = [&](auto get, int o, auto dv_tag) {
         constexpr int DV = decltype(dv_tag)::value;
         float os[N_SPLITS][DV], ms[N_SPLITS], ls[N_SPLITS];
 #pragma unroll
@@ -1219,24 +1243,25 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             }
         }
 #pragma unroll
-        for (int i = 0; i < DV; ++i) dst[i] = O[i] / L;
+        for (int i = 0; i < DV; ++i) put(o + i, O[i] / L);
     };
     (void)combine;
 #if CLUSTER
     // the cluster (1 x N_SPLITS blocks: rank = blockIdx.y) combines through distributed shared
     // memory: every state is in its block's cst after the barrier; block r writes items
-    // [r * PER, (r + 1) * PER) of the HPB x HEAD_DIM outputs; the second barrier keeps every
-    // block (and its shared memory) until the last read
+    // [r * PER, (r + 1) * PER) of the HPB x HEAD_DIM outputs (XQ_OUT: whole groups of 32); the second
+    // barrier keeps every block (and its shared memory) until the last read
     cluster_barrier();
     {
-        constexpr int ITEMS = HPB * HEAD_DIM, PER = (ITEMS + N_SPLITS - 1) / N_SPLITS;
+        constexpr int ITEMS = HPB * HEAD_DIM;
+        constexpr int PER = XQ_OUT ? (ITEMS / 32 + N_SPLITS - 1) / N_SPLITS * 32 : (ITEMS + N_SPLITS - 1) / N_SPLITS;
         for (int j = tid; j < PER; j += BLOCK) {
             const int idx = (int)blockIdx.y * PER + j;
             if (idx < ITEMS) {
                 const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
                 const unsigned a_o = smem_addr(cst + h * SROW + d), a_m = smem_addr(cst + h * SROW + HEAD_DIM);
                 combine([&](int sp, int i) { return ld_cluster_f32(i == 0 ? a_o : i == 1 ? a_m : a_m + 4, sp); },
-                        out + (hb + h) * HEAD_DIM + d, IntTag<1>());
+                        (hb + h) * HEAD_DIM + d, IntTag<1>());
             }
         }
     }
@@ -1272,10 +1297,10 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                         return i == 0 ? xo[sp].x : i == 1 ? xo[sp].y : i == 2 ? xo[sp].z : i == 3 ? xo[sp].w
                                : __ldcg(sc + sp * SROW + HEAD_DIM + i - DV);
                     },
-                    out + (hb + h) * HEAD_DIM + d, IntTag<DV>());
+                    (hb + h) * HEAD_DIM + d, IntTag<DV>());
         } else {
             combine([&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); },
-                    out + (hb + h) * HEAD_DIM + d, IntTag<1>());
+                    (hb + h) * HEAD_DIM + d, IntTag<1>());
         }
     }
     } else {
@@ -1309,7 +1334,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             float O = 0.0f;
 #pragma unroll 8
             for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * SROW) * wsm[h * N_SPLITS + sp];
-            out[(hb + h) * HEAD_DIM + d] = O / lsm[h];
+            put((hb + h) * HEAD_DIM + d, O / lsm[h]);
         }
         } else {
         // MMA: four dims per thread (16-byte loads, up to 16 splits' in flight at once)

@@ -296,7 +296,8 @@ __device__ __forceinline__ void attend(const Smem& sm, const float* q, const hal
     __syncthreads();
     if (!*sm.last) return;
     __threadfence();
-    merge_split_states<NH, HEAD_DIM, N_SPLITS, BLOCK>(scratch, out, hq0, n_active, sm.wsp, sm.lsp, sm.lsum);
+    merge_split_states<NH, HEAD_DIM, N_SPLITS, BLOCK>(scratch, [&](int i, float v) { out[i] = v; }, hq0, n_active, sm.wsp, sm.lsp,
+                                                      sm.lsum);
     if (tid == 0) tickets[kvh] = 0u;
 }
 

@@ -41,9 +41,11 @@
 //          last WINDOW positions only), MERGE1 (0 default; 1: the last block's merge in one round
 //          trip, each thread forming its head's split weights itself), CLUSTER (0 default; 1:
 //          --attn-tma-cluster, launched as clusters of 1 x N_SPLITS blocks, N_SPLITS <= 16: above 8
-//          the non-portable size), PDL
+//          the non-portable size), PDL, XQ_OUT (0 default; 1: gate gemv.xq=producer): every output
+//          also written quantized to Q8_0 blocks at xq in the next gemv's x layout (XQ_PLANES 1: Q4_0's
+//          planes), by the warp that writes the group's 32 outputs (attention_decode.cu XQ_OUT)
 // launch:  grid (N_KV_HEADS, N_SPLITS), block 32 * WARPS, smem 1024 + STAGES * 2 * HEAD_DIM * TP * 2
-// args:    (q, k_cache, v_cache, tmaps, pos_ptr, out, scratch, tickets)   q, out: (N_HEADS, HEAD_DIM)
+// args:    (q, k_cache, v_cache, tmaps, pos_ptr, out, scratch, tickets, xq)   q, out: (N_HEADS, HEAD_DIM)
 //          floats; caches: this layer's half [rows][N_KV_HEADS * HEAD_DIM] (the current row read
 //          from there); tmaps: the same caches' two CUtensorMaps in global memory (K at +0, V at
 //          +128 bytes): 2-D f16, box 64 x TP, 128-byte swizzle, rows past the cache zero filled
@@ -58,6 +60,7 @@
 #include "common/common.cuh"
 #include "common/async_copy.cuh"
 #include "common/attn_split.cuh"
+#include "common/xq8_group.cuh"  // XQ_OUT
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME attention_decode_tma
@@ -81,6 +84,12 @@
 #endif
 #ifndef CLUSTER  // 1 (--attn-tma-cluster): a kv head's splits are one cluster, merged through DSMEM
 #define CLUSTER 0
+#endif
+#ifndef XQ_OUT  // 1 (gate gemv.xq=producer): the outputs also quantized for the next gemv at xq
+#define XQ_OUT 0
+#endif
+#ifndef XQ_PLANES
+#define XQ_PLANES 0
 #endif
 
 #define QPG (N_HEADS / N_KV_HEADS)
@@ -119,8 +128,17 @@ __device__ __forceinline__ uint32_t swz(uint32_t box, int row, int chunk) {
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint8_t* tmaps, const int* pos_ptr, float* out,
-            float* scratch, unsigned* tickets) {
+            float* scratch, unsigned* tickets, uint8_t* xq) {
     TRACE_BEGIN();
+    // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
+    // whose 32 lanes hold the group's 32 outputs in this call (every write loop covers whole warps)
+    auto put = [&](int i, float v) {
+        out[i] = v;
+#if XQ_OUT
+        xq8_group_store<N_HEADS * HEAD_DIM, XQ_PLANES>(v, i / 32, xq, threadIdx.x & 31);
+#endif
+    };
+    (void)xq;
     JITLLM_DYN_SMEM(uint8_t, dsm);
     __shared__ __align__(8) unsigned long long bars[STAGES];
     __shared__ float wsp[QPG * N_SPLITS], lsp[QPG * N_SPLITS], lsum[QPG];
@@ -314,7 +332,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
                 sc[HEAD_DIM + 1] = lv;
             }
         } else {
-            out[hq * HEAD_DIM + d] = ov / lv;
+            put(hq * HEAD_DIM + d, ov / lv);
         }
     }
     if (n_active == 1) return;
@@ -325,14 +343,16 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     TRACE_MARK(3);
     {
         constexpr int ITEMS = QPG * HEAD_DIM;
-        const int per = (ITEMS + n_active - 1) / n_active, rank = cluster_rank();
+        const int per = XQ_OUT ? (ITEMS / 32 + n_active - 1) / n_active * 32 : (ITEMS + n_active - 1) / n_active;
+        const int rank = cluster_rank();
         for (int j = tid; j < per; j += BLOCK) {
             const int idx = rank * per + j;
             if (idx < ITEMS) {
                 const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
                 const uint32_t a_o = smem_addr(cst + h * SROW + d), a_m = smem_addr(cst + h * SROW + HEAD_DIM);
-                out[(kvh * QPG + h) * HEAD_DIM + d] = merge_one<N_SPLITS>(
-                    [&](int sp, int i) { return ld_cluster_f32(i == 0 ? a_o : a_m + 4u * uint32_t(i - 1), sp); }, n_active);
+                put((kvh * QPG + h) * HEAD_DIM + d,
+                    merge_one<N_SPLITS>([&](int sp, int i) { return ld_cluster_f32(i == 0 ? a_o : a_m + 4u * uint32_t(i - 1), sp); },
+                                        n_active));
             }
         }
     }
@@ -356,14 +376,14 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
         const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
         const float* sc = scratch + (size_t)hq * N_SPLITS * SROW;
-        out[hq * HEAD_DIM + d] = merge_one<N_SPLITS>(
-            [&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); }, n_active);
+        put(hq * HEAD_DIM + d,
+            merge_one<N_SPLITS>([&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); }, n_active));
     }
     (void)wsp;
     (void)lsp;
     (void)lsum;
 #else
-    merge_split_states<QPG, HEAD_DIM, N_SPLITS, BLOCK>(scratch, out, kvh * QPG, n_active, wsp, lsp, lsum);
+    merge_split_states<QPG, HEAD_DIM, N_SPLITS, BLOCK>(scratch, put, kvh * QPG, n_active, wsp, lsp, lsum);
 #endif
     if (tid == 0) tickets[kvh] = 0u;
 }

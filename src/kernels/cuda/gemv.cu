@@ -217,6 +217,9 @@
 #ifndef XQ_CL  // XQ_OUT: blocks a cluster whose rows of a pass are a group of 32 (1: a block's own)
 #define XQ_CL 1
 #endif
+#ifndef XQ_LAG  // XQ_OUT: unit u quantized after the leader's unit u + XQ_LAG (--gemv-xq-lag)
+#define XQ_LAG 1
+#endif
 #ifndef XQ_IN   // gate gemv.xq=producer: x arrives quantized by the previous gemv (XQ_OUT); one bulk copy
 #define XQ_IN 0
 #endif
@@ -225,6 +228,7 @@
 #endif
 #include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
 #include "common/cluster.cuh"
+#include "common/xq8_group.cuh"  // XQ_OUT
 #if BULK
 // a warp item: BULK_CH columns of each of its GEMV_DR rows (split layout: the quants, then the
 // chunk's scales; plain types: the elements)
@@ -346,31 +350,6 @@ __device__ __forceinline__ void pass_rows(const uint8_t* W0, const uint8_t* W1, 
     (void)W1; (void)W2;
 }
 
-#if XQ_OUT
-// XQ_OUT: the 32 values of group G (lane i: row 32 G + i) quantized as xq8_store quantizes a block
-// of x (d = max |v| / 127, q = roundf(v / d), d kept rounded to f16; the same bits as the
-// consumer's own prologue would make) into the consumer's layout at xq: C int8 values (XQ_PLANES:
-// Q4_0's two planes), then (d, 8 * sum q) per group. Every lane of the warp calls it.
-__device__ __forceinline__ void xq_group_store(float v, int G, uint8_t* xq, int lane) {
-    float amax = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const int q = int(roundf(v * id));
-    int sum = q;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    const uint32_t b = uint32_t(q) & 0xFFu;  // lane 4j + k: byte k of word j
-    const uint32_t word = b | (__shfl_down_sync(0xffffffffu, b, 1) << 8) | (__shfl_down_sync(0xffffffffu, b, 2) << 16) |
-                          (__shfl_down_sync(0xffffffffu, b, 3) << 24);
-    if ((lane & 3) == 0) {
-        const int off = XQ_PLANES ? (lane < 16 ? 16 * G + lane : XQ_C / 2 + 16 * G + (lane - 16)) : 32 * G + lane;
-        *reinterpret_cast<uint32_t*>(xq + off) = word;
-    }
-    if (lane == 0) reinterpret_cast<float2*>(xq + XQ_C)[G] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
-}
-#endif
 
 extern "C" __global__ void GEMV_LAUNCH_BOUNDS
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
@@ -591,7 +570,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // XQ_CL 2: asynchronous stores that complete 128 bytes of transactions (the warps never wait for
     // the other block). Initialized before the cluster barrier's arrive; every block waits on it
     // before its first store. Unit u is quantized by the leader's warp u % GEMV_GPB after its own
-    // unit u + 1 (by then the others' unit u is done: no waiting in the stream) or after its last
+    // unit u + XQ_LAG (by then the others' unit u is done: no waiting in the stream) or after its last
     __shared__ float xq_val[XQ_NP * 32];
     __shared__ __align__(8) uint64_t xq_bar[XQ_NP];
     if (!XQ_NGB && GEMV_O_STRIDE * XQ_NP < GEMV_OUT_ROWS) __trap();  // PRECOND: XQ_NP covers the grid's passes
@@ -622,7 +601,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         mbar_wait(smem_addr(xq_bar + u), 0);
         const int row0 = GEMV_ROW0(0) + (XQ_NGB ? 32 * u : u * GEMV_O_STRIDE);
 #endif
-        xq_group_store(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
+        xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
     };
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
@@ -944,13 +923,14 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (gt == 0) mbar_arrive(bar);
             (void)val;
 #endif
-            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u > 0 && (u - 1) % GEMV_GPB == g) xq_quantize(u - 1);
+            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u >= XQ_LAG && (u - XQ_LAG) % GEMV_GPB == g) xq_quantize(u - XQ_LAG);
 #endif
         }
 #endif
     }
 #if XQ_OUT && XQ_ABLATE != 1
-    if (xq_leader && xq_np > 0 && (xq_np / XQ_PP - 1) % GEMV_GPB == g) xq_quantize(xq_np / XQ_PP - 1);  // the last unit's
+    for (int u = max(0, xq_np / XQ_PP - XQ_LAG); u < xq_np / XQ_PP; ++u)  // the last XQ_LAG units'
+        if (xq_leader && u % GEMV_GPB == g) xq_quantize(u);
     // (the other blocks may leave: the leader stays until every arrival, and so every write to its
     // shared memory, is in)
 #endif

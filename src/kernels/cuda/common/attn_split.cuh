@@ -47,15 +47,16 @@ __device__ __forceinline__ void mma_rows8(float& c0, float& c1, uint32_t a0, uin
                  : "r"(a0), "r"(0u), "r"(a2), "r"(b0), "r"(b1), "f"(0.0f));
 }
 
-// The last active block of a head set combines the splits' states and writes out (called by every
+// The last active block of a head set combines the splits' states and writes output i = v by
+// put(i, v), i = head * HD + dim, a warp's 32 lanes 32 consecutive outputs (called by every
 // thread of that block once its ticket says it is the last, after the acquire fence):
 //   out_h = sum_s w_s O_s / sum_s w_s l_s,  w_s = 2^(m_s - max m)
 // in two L2 round trips: the splits' (m, l) into wsp / lsp (NH x NS floats each), the weights
 // and L by a warp a head (lanes over the splits) into wsp and lsum (NH floats), then a dim a thread
 // with every split's O loaded at once and summed in split order. scratch: a split's state at
 // ((hq0 + h) * NS + s) * (HD + 4) floats: O, m, l.
-template <int NH, int HD, int NS, int NT>  // heads, head dim, splits, threads a block
-__device__ __forceinline__ void merge_split_states(const float* scratch, float* out, int hq0, int n_active, float* wsp,
+template <int NH, int HD, int NS, int NT, class Put>  // heads, head dim, splits, threads a block
+__device__ __forceinline__ void merge_split_states(const float* scratch, Put put, int hq0, int n_active, float* wsp,
                                                    float* lsp, float* lsum) {
     constexpr int SROW = HD + 4;
     const int tid = threadIdx.x, lane = tid % 32, wp = tid / 32;
@@ -92,6 +93,6 @@ __device__ __forceinline__ void merge_split_states(const float* scratch, float* 
 #pragma unroll
         for (int sp = 0; sp < NS; ++sp)
             if (sp < n_active) o = fmaf(x[sp], wsp[h * NS + sp], o);
-        out[hq * HD + d] = o / lsum[h];
+        put(hq * HD + d, o / lsum[h]);
     }
 }

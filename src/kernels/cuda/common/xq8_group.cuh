@@ -1,0 +1,44 @@
+// A group of 32 activations quantized to one Q8_0 block in the layout a split-layout Q4_0 / Q8_0
+// bulk gemv's x prologue builds (gemv_dot.cuh xq8_store: the same bits), so that the kernel which
+// writes the activations can hand the next gemv its x quantized (gate gemv.xq=producer: gemv.cu
+// XQ_OUT, the decode attention kernels' XQ_OUT; the consumer is gemv.cu XQ_IN).
+#pragma once
+
+#include "common/common.cuh"
+
+// Every lane of the warp calls it; lane i holds element 32 G + i of the C-element vector. d = max
+// |v| / 127 (kept rounded to f16), q = roundf(v / d) with 1 / d, as quantize_row(Q8_0). xq: C int8
+// values (PLANES, Q4_0's layout: elements 0..15 of block b at 16 b, 16..31 at C / 2 + 16 b; else in
+// order), then (d, 8 * sum q) per block as a float2 at xq + C. (NaN activations: undefined values,
+// as in the consumer's own quantization.)
+template <int C, bool PLANES>
+__device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int lane) {
+    static_assert(C % 32 == 0, "whole groups of 32");
+#if __CUDA_ARCH__ >= 800
+    // one warp reduction instruction each (redux.sync): the max of |v| as the max of its bits (the
+    // order of non-negative floats), the sum of the integers
+    const float amax = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(v))));
+#else
+    float amax = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+#endif
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int q = int(roundf(v * id));
+#if __CUDA_ARCH__ >= 800
+    const int sum = __reduce_add_sync(0xffffffffu, q);
+#else
+    int sum = q;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+#endif
+    const uint32_t b = uint32_t(q) & 0xFFu;  // lane 4j + k: byte k of word j
+    const uint32_t word = b | (__shfl_down_sync(0xffffffffu, b, 1) << 8) | (__shfl_down_sync(0xffffffffu, b, 2) << 16) |
+                          (__shfl_down_sync(0xffffffffu, b, 3) << 24);
+    if ((lane & 3) == 0) {
+        const int off = PLANES ? (lane < 16 ? 16 * G + lane : C / 2 + 16 * G + (lane - 16)) : 32 * G + lane;
+        *reinterpret_cast<uint32_t*>(xq + off) = word;
+    }
+    if (lane == 0) reinterpret_cast<float2*>(xq + C)[G] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
+}
