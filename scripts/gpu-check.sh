@@ -78,6 +78,15 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   final31 : the session's defaults: greedy text, tg128 against the sibling, golden (bulk forced)
+#   next31g : ffn_down 5 / the q/k/v gemv's slots beside ffn_down=4 attn_output=3
+#   next31f : those early slots at depth 4096, greedy text
+#   next31e : ffn_down 3 / 4 with attn_output 3 (and ffn_norm 3), 8B Q4_0 rounds
+#   next31d : ffn_down's early slots 3 / 4 (+ attn_output 3 / 1), 8B Q4_0; Q8_0 producer forced with them
+#   next31c : --gemv-xq-lag 2 / 3, early ring slots of the XQ_IN gemvs (8B Q4_0 tg128 rounds)
+#   first31b: the producers' quantization by redux.sync: kernels_vs_cpu (producer bytes checked), golden, md5, tg128
+#   first31 : the decode attention quantizes attn_output's x (gemv.xq=producer): kernels_vs_cpu bulk variants,
+#             golden, greedy text, tg128 rounds against --no-attn-xq / the sibling, depth rows, 8B Q8_0 forced
 #   next31  : prepared: gemv.xq's new kernels_vs_cpu variant, golden, 8B Q4_0 depth rows with the producer,
 #             8B Q8_0 with the producer forced (and attn_output in clusters of 2) against its default
 #   next30e : gemv.xq=producer's pairs by default: tg128 rounds against the sibling and with attn_output in
@@ -622,6 +631,81 @@ final28)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
     ;;
+final31)
+    # the session's defaults (attention as a producer, the consumers' early slots 4 / 3): greedy text,
+    # golden with bulk forced, tg128 against the sibling
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default (4b387fa6...)"
+    greedy_md5 "$q4"
+    tg_sets 8b:q4_0 "$q4" 1 " ;--force-variant gemv.xq=block"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    ;;
+next31g)
+    # around ffn_down=4 attn_output=3: ffn_down 5, and the normed gemvs' own early slots with it
+    q4=$(synth llama3.1-8b q4_0)
+    tg_sets 8b:q4_0 "$q4" 2 "--gemv-early-slots-for ffn_down=4 attn_output=3;--gemv-early-slots-for ffn_down=5 attn_output=3;--gemv-early-slots-for ffn_down=4 attn_output=3 attn_norm=3;--gemv-early-slots-for ffn_down=4 attn_output=3 attn_norm=1"
+    ;;
+next31f)
+    # the XQ_IN gemvs' early slots (ffn_down 4, attn_output 3) at depth 4096 and on the greedy text
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 --gemv-early-slots-for ffn_down=4 attn_output=3 (4b387fa6...)"
+    greedy_md5 "$q4" --gemv-early-slots-for ffn_down=4 attn_output=3
+    DEPTH_R=2 depth_sets 8b:q4_0 "$q4" " ;--gemv-early-slots-for ffn_down=4 attn_output=3"
+    ;;
+next31e)
+    # next31d: ffn_down=4 attn_output=3 785.8 / 784.9, ffn_down=3 780.8 / 781.0 against 770.7 / 770.9
+    q4=$(synth llama3.1-8b q4_0)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-early-slots-for ffn_down=3 attn_output=3;--gemv-early-slots-for ffn_down=4 attn_output=3;--gemv-early-slots-for ffn_down=3 attn_output=3 ffn_norm=3"
+    ;;
+next31d)
+    # next31c: --gemv-early-slots-for ffn_down=4 779.5 / 779.4 against 770.4 / 770.7; the neighbours
+    q4=$(synth llama3.1-8b q4_0)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-early-slots-for ffn_down=3;--gemv-early-slots-for ffn_down=4;--gemv-early-slots-for ffn_down=4 attn_output=3;--gemv-early-slots-for ffn_down=4 attn_output=1"
+    q8=$(synth llama3.1-8b q8_0)
+    tg_sets 8b:q8_0 "$q8" 1 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-early-slots-for ffn_down=4;--force-variant gemv.xq=producer --gemv-early-slots-for ffn_down=5"
+    ;;
+next31c)
+    # --gemv-xq-lag 2 (the leader quantizes a group two passes later: less waiting for the other block),
+    # greedy text first; ffn_down / attn_output's ring slots before the PDL wait now that their x
+    # prologue is one bulk copy (--gemv-early-slots-for; default 2 of 5 for Q4_0)
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default / --gemv-xq-lag 2 / 3 (4b387fa6...)"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-xq-lag 2
+    greedy_md5 "$q4" --gemv-xq-lag 3
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-lag 2;--gemv-xq-lag 3;--gemv-early-slots-for ffn_down=4;--gemv-early-slots-for ffn_down=5 attn_output=5;--gemv-early-slots-for attn_output=4"
+    ;;
+first31b)
+    # the producers' group quantization by redux.sync (one instruction for the max, one for the sum);
+    # kernels_vs_cpu now checks each producer's bytes against its output quantized, and gives each
+    # consumer the CPU's x quantized
+    cuda_test kvc-xq kernels_vs_cpu_test "kernels_vs_cpu: the producers' variants" \
+        JITLLM_KVC_VARIANTS=bulk+attn,+xq-,bulk+grid8,bulk+ring1k+grid8 "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default / gemv.xq=block (session 30: 4b387fa6...)"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --force-variant gemv.xq=block
+    tg_sets 8b:q4_0 "$q4" 2 " ;--no-attn-xq;--force-variant gemv.xq=block"
+    ;;
+first31)
+    # session 31: the decode attention quantizes its output for attn_output (gemv.xq=producer's second
+    # producer): kernels_vs_cpu on every bulk variant (the new attention write paths: ticket merges,
+    # cluster merges, the tensor-map kernel's), golden with bulk forced, greedy text against the
+    # sibling, tg128 rounds against --no-attn-xq and the sibling, depth rows, 8B Q8_0 with it forced
+    cuda_test kvc-bulk kernels_vs_cpu_test "kernels_vs_cpu: bulk variants (attention XQ_OUT)" \
+        JITLLM_KVC_VARIANTS=fused+bulk "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-bulk engine_golden_test "golden with gemv.load=bulk forced" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    log "greedy md5 8b q4_0 default / --no-attn-xq / gemv.xq=block (session 30: 4b387fa6...)"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --no-attn-xq
+    greedy_md5 "$q4" --force-variant gemv.xq=block
+    tg_sets 8b:q4_0 "$q4" 2 " ;--no-attn-xq;--force-variant gemv.xq=block"
+    DEPTH_R=2 depth_ab 8b:q4_0 "$q4" 1 "--no-attn-xq"
+    tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer"
+    ;;
 next31)
     # prepared in session 30: the producer forced on Q8_0 (the Q8_0 tail case) in kernels_vs_cpu, golden;
     # 8B Q4_0 depth rows with the new default against the sibling (the depth ratio), 8B Q8_0 with the
@@ -639,7 +723,7 @@ next31)
     # (xq-nosync, attn_output's clusters with them) and the sibling with ffn_down's bulk prologue
     # (xpre-down: no producer, no clusters; both timing only)
     tg_sets 8b:q4_0 "$q4" 2 " ;--force-variant gemv.xq=block;--gemv-ablate xq-nosync;--force-variant gemv.xq=block --gemv-ablate xpre-down"
-    DEPTH_R=2 depth_ab
+    DEPTH_R=2 depth_ab 8b:q4_0 "$q4" 1 "--force-variant gemv.xq=block"
     tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-cluster-for attn_output=1"
     ;;
 next30e)
