@@ -78,6 +78,8 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   next32  : prepared: kernels_vs_cpu with the new slots, the gate/up producer's cost split (xq-waitonly /
+#             xq-notail), 8B Q8_0 with the producers forced, the six shapes and depth rows
 #   final31 : the session's defaults: greedy text, tg128 against the sibling, golden (bulk forced)
 #   next31g : ffn_down 5 / the q/k/v gemv's slots beside ffn_down=4 attn_output=3
 #   next31f : those early slots at depth 4096, greedy text
@@ -630,6 +632,21 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+next32)
+    # prepared in session 31: kernels_vs_cpu producer variants with the consumers' early slots (4 / 3),
+    # where the gate/up producer's remaining cost goes (timing only: its clusters without the stores,
+    # its waits without the quantization, its last groups' quantization left out; ffn_down's bulk
+    # prologue alone), 8B Q8_0 with the producers forced and its consumers' slots, the six shapes
+    cuda_test kvc-xq kernels_vs_cpu_test "kernels_vs_cpu: the producers' variants" \
+        JITLLM_KVC_VARIANTS=bulk+attn,+xq-,bulk+grid8 "GTEST_FILTER=*EveryKernelMatches*"
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    log "greedy md5 8b q4_0 default (4b387fa6...)"
+    greedy_md5 "$q4"
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate xq-nosync;--gemv-ablate xq-waitonly;--gemv-ablate xq-notail;--force-variant gemv.xq=block --gemv-ablate xpre-down --gemv-early-slots-for ffn_down=4 attn_output=3"
+    tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-early-slots-for ffn_down=4 attn_output=3;--force-variant gemv.xq=producer --no-attn-xq"
+    # (then the six shapes: `BENCH_R=3 SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" scripts/gpu-check.sh next32 six19`)
     ;;
 final31)
     # the session's defaults (attention as a producer, the consumers' early slots 4 / 3): greedy text,

@@ -325,9 +325,12 @@ struct GpuFlags {
                        "as one bulk copy of x's bytes, as if an earlier kernel had left x quantized (every such gemv; "
                        "xpre-down: ffn_down only, xpre-out: attn_output only, xpre-nonorm: both), to measure what a "
                        "pre-quantized x would save; xq-nosync: gemv.xq=producer's clusters without their per-pass "
-                       "arrivals and stores (the output is wrong)")
+                       "arrivals and stores; xq-waitonly: with them, the leader waiting for each group but not "
+                       "quantizing it; xq-notail: the groups after the leader's last pass not quantized (the output "
+                       "is wrong)")
             ->transform(CLI::CheckedTransformer(std::map<std::string, int>{
-                {"math", 1}, {"xpre", 2}, {"xpre-down", 3}, {"xpre-out", 4}, {"xpre-nonorm", 5}, {"xq-nosync", 6}}));
+                {"math", 1}, {"xpre", 2}, {"xpre-down", 3}, {"xpre-out", 4}, {"xpre-nonorm", 5}, {"xq-nosync", 6},
+                {"xq-waitonly", 7}, {"xq-notail", 8}}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
 

@@ -1898,6 +1898,12 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     none.gemv_cluster_for = {{"attn_output", 1}};
     EXPECT_EQ(at(schedule_build(p, h200, none).decode, "attn_output_residual").cluster.x, 1u);
     auto gate_up = [&](const DeviceInfo& d, const ScheduleOptions& so) { return at(schedule_build(p, d, so).decode, "ffn_norm_gate_up_act"); };
+    for (int ab = 6; ab <= 8; ++ab) {  // --gemv-ablate xq-nosync / xq-waitonly / xq-notail (timing only)
+        ScheduleOptions abl = o;
+        abl.gemv_ablate = ab;
+        EXPECT_TRUE(has_define(gate_up(h200, abl).variant, "XQ_ABLATE", std::to_string(ab - 5)));
+    }
+    EXPECT_FALSE(gu.variant.has("XQ_ABLATE"));
     ScheduleOptions g8 = o;
     g8.gemv_grid_max = 8;  // 6 passes of 128 rows
     EXPECT_TRUE(has_define(gate_up(h200, g8).variant, "XQ_NP", "6"));

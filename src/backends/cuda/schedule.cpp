@@ -1218,7 +1218,8 @@ private:
             }
         }
         if (o_.gemv_xq_lag != 1) p.variant.set("XQ_LAG", o_.gemv_xq_lag);  // --gemv-xq-lag
-        if (o_.gemv_ablate == 6) p.variant.set("XQ_ABLATE", 1);  // --gemv-ablate xq-nosync (timing only)
+        // --gemv-ablate xq-nosync / xq-waitonly / xq-notail (timing only)
+        if (o_.gemv_ablate >= 6 && o_.gemv_ablate <= 8) p.variant.set("XQ_ABLATE", o_.gemv_ablate - 5);
         const uint64_t bytes = (uint64_t(x.rows) + uint64_t(x.rows / 32) * 8 + 15) / 16 * 16;
         auto& sz = s_.scratch["gemv_xq"];
         sz = std::max<uint64_t>(sz, bytes);

@@ -114,7 +114,7 @@ struct ScheduleOptions {
     bool gemv_xq_groups = false;                 // --gemv-xq-groups: gemv.xq=producer's groups of 32 rows whole in one block (XQ_NGB, on fewer blocks) instead of clusters of 2 blocks
     bool no_attn_xq = false;                     // --no-attn-xq: gemv.xq=producer without the decode attention as a producer (attn_output quantizes x)
     int gemv_xq_lag = 1;                         // --gemv-xq-lag N: gemv.xq=producer's group quantized after the leader's pass N groups later (XQ_LAG)
-    int gemv_ablate = 0;                         // --gemv-ablate math (1): bulk split-layout gemvs without their dot products; xpre (2), xpre-down (3), xpre-out (4), xpre-nonorm (5): their x prologue as one bulk copy (XQ_IN); xq-nosync (6): XQ_OUT without its arrivals (XQ_ABLATE); timing only
+    int gemv_ablate = 0;                         // --gemv-ablate math (1): bulk split-layout gemvs without their dot products; xpre (2), xpre-down (3), xpre-out (4), xpre-nonorm (5): their x prologue as one bulk copy (XQ_IN); xq-nosync (6): XQ_OUT without its arrivals (XQ_ABLATE 1), xq-waitonly (7) / xq-notail (8): its waits without the quantization (2), its last groups' (3); timing only
     bool draw_rank = false;                      // --draw-merge rank: sample__draw's last block ranks the keys above the blocks' largest k-th key (DRAW_RANK) instead of k merge rounds
     int draw_ablate = 0;                         // --draw-ablate: sample__draw without its sort (1), list copy (2), merge (3) or filters and draw (4); timing only
     int attn_ablate = 0;                         // --attn-ablate: decode attention without K/V loads (1), arithmetic (2) or split merge (3); timing only

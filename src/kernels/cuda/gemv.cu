@@ -211,7 +211,8 @@
 #ifndef XQ_NGB  // XQ_OUT with XQ_CL 1: groups of 32 rows a block (gemv_pass_row), each in XQ_PP passes
 #define XQ_NGB 0
 #endif
-#ifndef XQ_ABLATE  // --gemv-ablate xq-nosync (timing only): XQ_OUT's clusters without its arrivals or stores
+#ifndef XQ_ABLATE  // --gemv-ablate (timing only): XQ_OUT's clusters without its arrivals or stores (1, xq-nosync),
+                   // its groups waited for but not quantized (2, xq-waitonly), or not its last XQ_LAG (3, xq-notail)
 #define XQ_ABLATE 0
 #endif
 #ifndef XQ_CL  // XQ_OUT: blocks a cluster whose rows of a pass are a group of 32 (1: a block's own)
@@ -592,7 +593,8 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     float xq_h = 0.0f;  // lane i < GEMV_OPG: the pass's output row o0 + i
     int xq_np = 0;      // passes this warp (and every warp of its cluster) has done
     // the leader's warp for unit u: its group quantized into y1 once every value is in
-    auto xq_quantize = [&](int u) {
+    // (--gemv-ablate xq-waitonly / xq-notail, timing only: quant false, the wait without the stores)
+    auto xq_quantize = [&](int u, bool quant) {
         const int lane = tid & 31;
 #if XQ_CL > 1
         mbar_wait_cluster(smem_addr(xq_bar + u), 0);
@@ -601,7 +603,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         mbar_wait(smem_addr(xq_bar + u), 0);
         const int row0 = GEMV_ROW0(0) + (XQ_NGB ? 32 * u : u * GEMV_O_STRIDE);
 #endif
-        xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
+        if (quant) xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
     };
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
@@ -923,14 +925,14 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (gt == 0) mbar_arrive(bar);
             (void)val;
 #endif
-            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u >= XQ_LAG && (u - XQ_LAG) % GEMV_GPB == g) xq_quantize(u - XQ_LAG);
+            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u >= XQ_LAG && (u - XQ_LAG) % GEMV_GPB == g) xq_quantize(u - XQ_LAG, XQ_ABLATE != 2);
 #endif
         }
 #endif
     }
 #if XQ_OUT && XQ_ABLATE != 1
     for (int u = max(0, xq_np / XQ_PP - XQ_LAG); u < xq_np / XQ_PP; ++u)  // the last XQ_LAG units'
-        if (xq_leader && u % GEMV_GPB == g) xq_quantize(u);
+        if (xq_leader && u % GEMV_GPB == g) xq_quantize(u, XQ_ABLATE != 2 && XQ_ABLATE != 3);
     // (the other blocks may leave: the leader stays until every arrival, and so every write to its
     // shared memory, is in)
 #endif
