@@ -335,13 +335,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call
-    auto put = [&](int i, float v) {
-        out[i] = v;
-#if XQ_OUT
-        xq8_group_store<N_HEADS * HEAD_DIM, XQ_PLANES>(v, i / 32, xq, threadIdx.x & 31);
-#endif
-    };
-    (void)xq;
+    auto put = [&](int i, float v) { store_out_xq8<N_HEADS * HEAD_DIM, XQ_PLANES, XQ_OUT>(out, xq, i, v); };
     // one shared array: the tree reduction's partial dots inside the loop, the group states
     // of MRG_H query heads at a time in the merge after it
     __shared__ __align__(16) float sm[MRG_FLOATS > RED_FLOATS ? MRG_FLOATS : RED_FLOATS];

@@ -132,13 +132,7 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     TRACE_BEGIN();
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call (every write loop covers whole warps)
-    auto put = [&](int i, float v) {
-        out[i] = v;
-#if XQ_OUT
-        xq8_group_store<N_HEADS * HEAD_DIM, XQ_PLANES>(v, i / 32, xq, threadIdx.x & 31);
-#endif
-    };
-    (void)xq;
+    auto put = [&](int i, float v) { store_out_xq8<N_HEADS * HEAD_DIM, XQ_PLANES, XQ_OUT>(out, xq, i, v); };
     JITLLM_DYN_SMEM(uint8_t, dsm);
     __shared__ __align__(8) unsigned long long bars[STAGES];
     __shared__ float wsp[QPG * N_SPLITS], lsp[QPG * N_SPLITS], lsum[QPG];

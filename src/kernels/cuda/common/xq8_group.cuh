@@ -42,3 +42,11 @@ __device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int
     }
     if (lane == 0) reinterpret_cast<float2*>(xq + C)[G] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
 }
+
+// out[i] = v and, with XQ, v into its group's block as above: every lane of the warp calls it with
+// 32 consecutive i from a multiple of 32 (the decode attention kernels' output writes, XQ_OUT)
+template <int C, bool PLANES, bool XQ>
+__device__ __forceinline__ void store_out_xq8(float* out, uint8_t* xq, int i, float v) {
+    out[i] = v;
+    if constexpr (XQ) xq8_group_store<C, PLANES>(v, i / 32, xq, threadIdx.x & 31);
+}
