@@ -79,7 +79,7 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next32  : prepared: kernels_vs_cpu with the new slots, the gate/up producer's cost split (xq-waitonly /
-#             xq-notail), the q/k/v gemv's last pass (96 blocks / 12 warps), 8B Q8_0 with the producers forced, the six shapes and depth rows
+#             xq-notail), the q/k/v gemv's last pass (96 blocks / 12 warps / spread), 8B Q8_0 with the producers forced, the six shapes and depth rows
 #   final31 : the session's defaults: greedy text, tg128 against the sibling, golden (bulk forced)
 #   next31g : ffn_down 5 / the q/k/v gemv's slots beside ffn_down=4 attn_output=3
 #   next31f : those early slots at depth 4096, greedy text
@@ -646,9 +646,10 @@ next32)
     greedy_md5 "$q4"
     tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate xq-nosync;--gemv-ablate xq-waitonly;--gemv-ablate xq-notail;--force-variant gemv.xq=block --gemv-ablate xpre-down --gemv-early-slots-for ffn_down=4 attn_output=3"
     # the q/k/v gemv's last pass: 3072 row sets of 16 a block pass on 132 blocks leave 60 blocks with 32
-    # and 72 with 16 (73 % balanced): 96 blocks (2 whole passes) or 12 warps a block (2 passes of 12: 24
-    # against 23.3, only this kernel; --gemv-balance did it for every gemv, slower in session 20)
-    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-grid-for attn_norm=96;--gemv-block-for attn_norm=384"
+    # and 72 with 16 (73 % balanced): 96 blocks (2 whole passes), 12 warps a block (2 passes of 12: 24
+    # against 23.3, only this kernel; --gemv-balance did it for every gemv, slower in session 20), or
+    # the last pass round every block (--gemv-last-spread did it for every gemv, slower in session 25)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-grid-for attn_norm=96;--gemv-block-for attn_norm=384;--gemv-last-spread-for attn_norm"
     tg_sets 8b:q8_0 "$q8" 2 " ;--force-variant gemv.xq=producer;--force-variant gemv.xq=producer --gemv-early-slots-for ffn_down=4 attn_output=3;--force-variant gemv.xq=producer --no-attn-xq"
     # (then the six shapes: `BENCH_R=3 SIX19_DEPTH="llama3.1-8b:q8_0 llama3.1-8b:q4_0" scripts/gpu-check.sh next32 six19`)
     ;;

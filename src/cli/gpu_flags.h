@@ -18,6 +18,7 @@ struct GpuFlags {
     std::vector<std::string> gemv_early_slots_for;  // KIND=N
     std::vector<std::string> gemv_bulk_kb_for;      // KIND=KB
     std::vector<std::string> gemv_lanes_for;        // KIND
+    std::vector<std::string> gemv_last_spread_for;  // KIND
     std::vector<std::string> gemv_grid_for;         // KIND=N
     std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
@@ -57,6 +58,9 @@ struct GpuFlags {
                      "tuning: gemv row sets block by block for the full passes, and the last, partial pass's round "
                      "every block (its remainder on every SM, each block's sets adjacent otherwise; H200, one machine: 8B Q4_0 "
                      "733.2 against 745.2 tok/s by default, Q8_0 466.5 against 479.1)");
+        app.add_option("--gemv-last-spread-for", gemv_last_spread_for,
+                       "tuning: KIND, --gemv-last-spread for the gemv kernel whose first task is KIND only (e.g. "
+                       "attn_norm: the 8B q/k/v gemv's second pass is on 60 of 132 blocks; repeatable; not measured yet)");
         app.add_flag("--attn-merge-two-trips", attn_merge_two_trips,
                      "tuning: the last split-KV attention block reads the splits' maxima and sums first, then their outputs "
                      "(default: every split's partial state in one round trip; the two-trip merge measured 0.2-0.3 % slower "
@@ -423,6 +427,10 @@ struct GpuFlags {
         for (const auto& [kind, n] : s.gemv_block_for)
             if (n % 32 != 0 || n < 128)
                 fail_usage("--gemv-block-for: expected whole warps, 128 to 1024 threads, for '{}', found {}", kind, n);
+        for (const auto& kind : gemv_last_spread_for) {
+            if (!task_kind_from_name(kind)) fail_usage("--gemv-last-spread-for: expected a task kind (e.g. attn_norm), found '{}'", kind);
+            s.gemv_last_spread_for.insert(kind);
+        }
         for (const auto& kind : gemv_lanes_for) {
             if (!task_kind_from_name(kind)) fail_usage("--gemv-lanes-for: expected a task kind (e.g. attn_output), found '{}'", kind);
             s.gemv_lanes_for.insert(kind);

@@ -660,6 +660,12 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     }
     EXPECT_GE(spread_n, 4);
     for (const KernelStep& k : schedule_build(p, h200, {}).decode) EXPECT_FALSE(defines(k.variant, "LAST_SPREAD")) << k.symbol;
+    ScheduleOptions spread_qkv;  // --gemv-last-spread-for attn_norm: the q/k/v gemv's only
+    spread_qkv.gemv_last_spread_for = {"attn_norm"};
+    for (const KernelStep& k : schedule_build(p, h200, spread_qkv).decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        EXPECT_EQ(defines(k.variant, "LAST_SPREAD"), k.group == "attn_norm_qkv_rope_kv_store") << k.symbol;
+    }
     early.gemv_early_slots = 5;  // all before the wait: nothing late, no BULK_FILL_AT_LOADS either
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
@@ -1294,7 +1300,11 @@ TEST(ScheduleGates, GemvBalanceCountsRowSetsPerBlock) {
     EXPECT_EQ(b->passes, 2);
     EXPECT_EQ(b->max_per_block, 32);
     EXPECT_NEAR(b->mean_per_block, 23.27, 0.01);
-    k.variant.set("WARP_MAJOR", 1);
+    k.variant.set("LAST_SPREAD", 1);  // the full pass block-major, the second group-major: 16 + 8
+    EXPECT_EQ(gemv_balance(k)->max_per_block, 24);
+    k.variant = Variant("cuda/gemv.cu", "");
+    k.variant.set("N_MAT", 3).set("ROWS0", 4096).set("ROWS1", 1024).set("ROWS2", 1024).set("BLOCK", 512)
+        .set("ROWS_PER_BLOCK", 32).set("REDUCE", 1).set("EPI", 4).set("WARP_MAJOR", 1);
     EXPECT_EQ(gemv_balance(k)->max_per_block, 24);
     // gate/up (EPI 2): one output row per group pass over ROWS0 = 14336 rows, 7 passes; the
     // seventh's 1664 sets: 104 full blocks block-major (112), 12-13 per block group-major (109)
@@ -1305,6 +1315,8 @@ TEST(ScheduleGates, GemvBalanceCountsRowSetsPerBlock) {
     EXPECT_EQ(b->passes, 7);
     EXPECT_EQ(b->max_per_block, 112);
     k.variant.set("WARP_MAJOR", 1);
+    EXPECT_EQ(gemv_balance(k)->max_per_block, 109);
+    k.variant.set("WARP_MAJOR", 0).set("LAST_SPREAD", 1);  // 6 x 16 block-major, then 12-13
     EXPECT_EQ(gemv_balance(k)->max_per_block, 109);
     // not a gemv: nothing
     k.variant = Variant("cuda/attention_decode.cu", "");

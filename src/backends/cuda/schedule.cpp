@@ -1034,7 +1034,8 @@ private:
         if (o_.gemv_warp_major || (bulk && plain_type) || xr) v.set("WARP_MAJOR", 1);
         // --gemv-last-spread: block-major full passes, the partial last one round the blocks
         // (session 25's trace: 8B gate/up's warps end over 5.9 µs, its 7th pass on 104 of 132 blocks)
-        else if (o_.gemv_last_spread) v.set("LAST_SPREAD", 1);
+        // (--gemv-last-spread-for KIND: that kernel's only; e.g. the 8B q/k/v gemv, whose 2nd pass is on 60 of 132 blocks)
+        else if (o_.gemv_last_spread || o_.gemv_last_spread_for.count(first_kind)) v.set("LAST_SPREAD", 1);
         if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
         if (o_.gemv_q4_shift && wsplit && w0->type == GgmlType::Q4_0) v.set("GEMV_Q4_SHIFT", 1);
         if (g.argmax) {
@@ -2553,15 +2554,17 @@ namespace {
 // Row sets of `rows` output rows, `opg` per set, over `nbx` blocks of `gpb` groups (warps): gemv.cu
 // GEMV_O_FIRST's assignment (group g of block bx starts at set bx * gpb + g, or g * nbx + bx
 // warp-major), passes of nbx * gpb sets; layer_tail.cu assigns each phase's sets the same way.
-GemvBalance balance(int rows, int opg, int nbx, int gpb, bool warp_major) {
+// last_spread (gemv.cu LAST_SPREAD): the partial last pass's sets warp-major.
+GemvBalance balance(int rows, int opg, int nbx, int gpb, bool warp_major, bool last_spread = false) {
     const int groups = nbx * gpb;
     GemvBalance b;
     b.sets = (rows + opg - 1) / opg;
     b.passes = (b.sets + groups - 1) / groups;
     std::vector<int> per(size_t(nbx), 0);
+    const int full = b.sets / groups;  // whole passes
     for (int s = 0; s < b.sets; ++s) {
         const int slot = s % groups;
-        ++per[size_t(warp_major ? slot % nbx : slot / gpb)];
+        ++per[size_t(warp_major || (last_spread && s / groups == full) ? slot % nbx : slot / gpb)];
     }
     b.max_per_block = *std::max_element(per.begin(), per.end());
     b.mean_per_block = double(b.sets) / double(nbx);
@@ -2584,7 +2587,7 @@ std::optional<GemvBalance> gemv_balance(const KernelStep& k) {
         b.max_per_block = std::min(ngb * 32, rows) / opg;
         return b;
     }
-    return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0);
+    return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0, def("LAST_SPREAD", 0) != 0);
 }
 
 std::vector<GemvBalance> layer_tail_balance(const KernelStep& k) {

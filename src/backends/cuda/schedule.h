@@ -98,6 +98,7 @@ struct ScheduleOptions {
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
     bool gemv_warp_major = false;                // --gemv-warp-major: a pass's row sets round the blocks first
     bool gemv_last_spread = false;               // --gemv-last-spread: only the last, partial pass's row sets round the blocks (LAST_SPREAD)
+    std::set<std::string> gemv_last_spread_for = {};  // --gemv-last-spread-for KIND: LAST_SPREAD for the gemv whose first task is KIND only
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
