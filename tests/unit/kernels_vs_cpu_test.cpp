@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "backends/cpu/cpu_backend.h"
-#include "core/fp16.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cuda/cuda_backend.h"
 #include "gguf/gguf_reader.h"
@@ -80,25 +79,23 @@ size_t slot_len(const Plan& p, Slot s) {
     return 0;
 }
 
-// gate gemv.xq=producer: n activations quantized to Q8_0 blocks in the layout a split-layout bulk
-// gemv's x prologue builds (common/xq8_group.cuh, written independently here): n int8 values
-// (planes: Q4_0's, elements 0..15 of block b at 16 b, 16..31 at n / 2 + 16 b), then per block the
-// float pair (d rounded to f16, 8 * the sum of its values); d = max |x| / 127, q = roundf(x * (1 / d))
+// gate gemv.xq=producer: n activations quantized as the CPU quantizes a Q4_0 / Q8_0 product's x
+// (quantize_act_q8: the spec), laid out as a split-layout bulk gemv's x prologue builds it
+// (common/xq8_group.cuh): n int8 values (planes: Q4_0's, elements 0..15 of block b at 16 b, 16..31
+// at n / 2 + 16 b), then per block the float pair (d, 8 * the sum of its values)
 std::vector<uint8_t> xq8_layout(const float* x, size_t n, bool planes) {
+    std::vector<int8_t> q(n);
+    std::vector<float> d(n / 32);
+    quantize_act_q8(x, int64_t(n), q.data(), d.data());
     std::vector<uint8_t> out(n + n / 32 * 8);
     for (size_t b = 0; b < n / 32; ++b) {
-        float amax = 0.0f;
-        for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
         int sum = 0;
         for (size_t i = 0; i < 32; ++i) {
-            const int q = int(std::roundf(x[32 * b + i] * id));
-            sum += q;
+            sum += q[32 * b + i];
             const size_t off = planes ? (i < 16 ? 16 * b + i : n / 2 + 16 * b + (i - 16)) : 32 * b + i;
-            out[off] = uint8_t(int8_t(q));
+            out[off] = uint8_t(q[32 * b + i]);
         }
-        const float pair[2] = {fp16_to_fp32(fp32_to_fp16(d)), 8.0f * float(sum)};
+        const float pair[2] = {d[b], 8.0f * float(sum)};
         std::memcpy(out.data() + n + 8 * b, pair, 8);
     }
     return out;

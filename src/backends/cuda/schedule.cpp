@@ -1150,15 +1150,12 @@ private:
         // gate gemv.xq=producer: this gemv's x quantized by the SwiGLU gemv just before it
         const bool block_major = !k.variant.has("WARP_MAJOR") && !k.variant.has("LAST_SPREAD");
         const size_t at = out_->size() - 1;
-        if (g_.gemv_xq && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) && !batch_ && bulk && wsplit &&
-            act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN") &&
-            xq_prev_ && xq_prev_->at + 1 == at && xq_prev_->y == g.x && xq_prev_->rows == cols)
+        const bool xq_consumer = g_.gemv_xq && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) && !batch_ && bulk &&
+                                 wsplit && act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN");
+        if (xq_consumer && xq_prev_ && xq_prev_->at + 1 == at && xq_prev_->y == g.x && xq_prev_->rows == cols)
             xq_link((*out_)[at - 1], k, *xq_prev_, w0->type);
-        else if (g_.gemv_xq && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) && !batch_ && bulk && wsplit &&
-                 act_q8_type(w0->type) && !xr && !g.norm_w && !k.variant.has("XQ_IN") && at > 0 && g.x == Slot::Att &&
-                 !o_.no_attn_xq &&
-                 cols == c_.n_heads * c_.head_dim)
-            attn_xq_link((*out_)[at - 1], k, w0->type);
+        else if (xq_consumer && at > 0 && g.x == Slot::Att && !o_.no_attn_xq && cols == c_.n_heads * c_.head_dim)
+            attn_xq_link((*out_)[at - 1], k, cols, w0->type);
         xq_prev_.reset();
         if (bulk && warp && !batch_ && !xr && g.epi == 2 && block_major && !g.argmax && g.y.size() == 1)
             xq_prev_ = XqProducer{at, g.y[0], g.rows[0], rpb};
@@ -1221,13 +1218,20 @@ private:
         if (o_.gemv_xq_lag != 1) p.variant.set("XQ_LAG", o_.gemv_xq_lag);  // --gemv-xq-lag
         // --gemv-ablate xq-nosync / xq-waitonly / xq-notail (timing only)
         if (o_.gemv_ablate >= 6 && o_.gemv_ablate <= 8) p.variant.set("XQ_ABLATE", o_.gemv_ablate - 5);
-        const uint64_t bytes = (uint64_t(x.rows) + uint64_t(x.rows / 32) * 8 + 15) / 16 * 16;
-        auto& sz = s_.scratch["gemv_xq"];
+        p.args[7] = xq_consume(c, "gemv_xq", x.rows, ctype, 4);  // y1
+    }
+
+    // gemv.xq=producer's consumer c (gemv.cu XQ_IN): its x, `cols` values quantized, from the scratch
+    // buffer `buf` (sized here), which it returns for the producer's argument; its early ring slots
+    // below
+    KArg xq_consume(KernelStep& c, const char* buf, int cols, GgmlType ctype, int pre) {
+        const uint64_t bytes = (uint64_t(cols) + uint64_t(cols / 32) * 8 + 15) / 16 * 16;
+        auto& sz = s_.scratch[buf];
         sz = std::max<uint64_t>(sz, bytes);
-        p.args[7] = scratch("gemv_xq");  // y1
         c.variant.set("XQ_IN", 1);
-        c.args[9] = scratch("gemv_xq");  // x
-        xq_consumer_slots(c, ctype, 4);
+        c.args[9] = scratch(buf);  // x
+        xq_consumer_slots(c, ctype, pre);
+        return scratch(buf);
     }
 
     // gemv.xq=producer's Q4_0 consumer: its x prologue is one bulk copy, so more of its ring goes out
@@ -1250,21 +1254,14 @@ private:
     // warp that writes a group's 32 outputs from its registers, in every merge path) and c copies it
     // (gemv.cu XQ_IN) instead of quantizing x itself: the same bits. The split SIMT kernel and the
     // tensor-map kernel; not the mma or staged siblings, nor a timing ablation
-    void attn_xq_link(KernelStep& a, KernelStep& c, GgmlType ctype) {
+    void attn_xq_link(KernelStep& a, KernelStep& c, int cols, GgmlType ctype) {
         if (a.tasks.empty() || t(size_t(a.tasks[0])).kind != K::Attn) return;
         const bool regs = a.variant.source == "cuda/attention_decode.cu" && g_.attn_split &&
                           !a.variant.has("MMA") && !a.variant.has("BATCH") && !a.variant.has("ABLATE");
         const bool tma = a.variant.source == "cuda/attention_decode_tma.cu";
         if (!regs && !tma) return;
-        const int cols = c_.n_heads * c_.head_dim;
         a.variant.set("XQ_OUT", 1).set("XQ_PLANES", int(ctype == GgmlType::Q4_0));
-        const uint64_t bytes = (uint64_t(cols) + uint64_t(cols / 32) * 8 + 15) / 16 * 16;
-        auto& sz = s_.scratch["attn_xq"];
-        sz = std::max<uint64_t>(sz, bytes);
-        a.args.back() = scratch("attn_xq");  // xq (the kernels' last parameter)
-        c.variant.set("XQ_IN", 1);
-        c.args[9] = scratch("attn_xq");  // x
-        xq_consumer_slots(c, ctype, 3);
+        a.args.back() = xq_consume(c, "attn_xq", cols, ctype, 3);  // xq (the kernels' last parameter)
     }
 
     // --- layer.tail=persistent (layer_tail.cu) ---
