@@ -78,6 +78,8 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
+#             golden, greedy text, tg128 rounds (+ its consumers' early slots), depth rows
 #   next32  : prepared: kernels_vs_cpu with the new slots, the gate/up producer's cost split (xq-waitonly /
 #             xq-notail), the q/k/v gemv's last pass (96 blocks / 12 warps / spread), 8B Q8_0 with the producers forced, the six shapes and depth rows
 #   final31 : the session's defaults: greedy text, tg128 against the sibling, golden (bulk forced)
@@ -632,6 +634,25 @@ final28)
     q4=$(synth llama3.1-8b q4_0)
     log "depth 8b:q4_0 [default]"
     depth_rows "$q4" jitllm
+    ;;
+first33)
+    # prepared in session 32 (no device that session): --gemv-xq-norm, the normed gemvs' x quantized by the
+    # kernel before them (the embedding, attn_output, ffn_down: x * the next norm weight, each group's sum
+    # of squares; the consumer scales each d by 1 / rms). Correctness first: kernels_vs_cpu's new
+    # variants (the producers' bytes exactly, every kernel against the CPU), golden with it and bulk
+    # forced, the greedy text; then tg128 rounds, its consumers' early slots, depth rows
+    cuda_test kvc-xqn kernels_vs_cpu_test "kernels_vs_cpu: --gemv-xq-norm and the producers' variants" \
+        JITLLM_KVC_VARIANTS=xq-norm,bulk+attn,+xq-,bulk+grid8 "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-xqn engine_golden_test "golden with gemv.load=bulk forced, --gemv-xq-norm" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk JITLLM_TEST_CUDA_GEMV_XQ_NORM=1
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default / --gemv-xq-norm (4b387fa6...)"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-xq-norm
+    # prediction: +1 to +2 % (session 30's probe: the normed prologues as one bulk copy +2.4 %; the two
+    # new producers' tails and the consumers' d scaling take some of it)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=3"
+    DEPTH_R=2 depth_ab 8b:q4_0 "$q4" 1 "--gemv-xq-norm"
     ;;
 next32)
     # prepared in session 31: kernels_vs_cpu producer variants with the consumers' early slots (4 / 3),

@@ -22,7 +22,7 @@ struct GpuFlags {
     std::vector<std::string> gemv_grid_for;         // KIND=N
     std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
-    bool no_fuse = false, gemv_xq_groups = false, no_attn_xq = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
+    bool no_fuse = false, gemv_xq_groups = false, gemv_xq_norm = false, no_attn_xq = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
     bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
     std::string kernel_cache;
     bool no_kernel_cache = false;
@@ -321,6 +321,11 @@ struct GpuFlags {
                        "tuning: gemv.xq=producer's cluster leader quantizes a group after its own pass N groups later "
                        "(default 1; more: less waiting for the other block's rows of it)")
             ->check(CLI::Range(1, 8));
+        app.add_flag("--gemv-xq-norm", gemv_xq_norm,
+                     "tuning: under gemv.xq=producer, the normed gemvs (q/k/v, gate/up, the output head) take x "
+                     "quantized too: the embedding and the residual gemvs before them (attn_output, ffn_down) write the "
+                     "residual stream times the next norm weight quantized, with each group's sum of squares, and the "
+                     "consumer scales each group's scale by 1 / rms (default off: not measured yet)");
         app.add_flag("--no-attn-xq", no_attn_xq,
                      "tuning: under gemv.xq=producer, attn_output quantizes its x itself (default: the decode attention "
                      "writes its output quantized for it too, from the registers of the warps that write it)");
@@ -399,6 +404,7 @@ struct GpuFlags {
         s.draw_rank = draw_merge == "rank";
         s.gemv_ablate = gemv_ablate;
         s.gemv_xq_groups = gemv_xq_groups;
+        s.gemv_xq_norm = gemv_xq_norm;
         s.no_attn_xq = no_attn_xq;
         s.gemv_xq_lag = gemv_xq_lag;
         s.attn_overlap = attn_overlap;

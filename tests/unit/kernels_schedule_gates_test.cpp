@@ -61,6 +61,12 @@ bool has_define(const Variant& v, const std::string& name, const std::string& va
     return false;
 }
 
+std::string define_value(const Variant& v, const std::string& name) {
+    for (const auto& [k, x] : v.defines)
+        if (k == name) return x;
+    return "";
+}
+
 bool defines(const Variant& v, const std::string& name) {
     for (const auto& [k, x] : v.defines)
         if (k == name) return true;
@@ -1879,6 +1885,96 @@ TEST(ScheduleGates, GemvXqAttentionQuantizesForAttnOutput) {
     const Schedule s8 = schedule_build(p8, h200, all);
     EXPECT_TRUE(has_define(at(s8.decode, "attn").variant, "XQ_PLANES", "0"));
     EXPECT_TRUE(has_define(at(s8.decode, "attn_output_residual").variant, "XQ_IN", "1"));
+}
+
+// --gemv-xq-norm: every normed bulk gemv of the decode list (q/k/v, gate/up, the output head) takes its
+// x quantized by the kernel before it: the embedding or a residual gemv (a block pass of 32 rows: one
+// group), which gets the consumer's norm weight and writes the scratch buffer the consumer reads
+TEST(ScheduleGates, GemvXqNormQuantizesTheResidualStream) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);
+    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
+    ScheduleOptions o;
+    o.force["gemv.load"] = "bulk";
+    o.gemv_xq_norm = true;
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    const Schedule s = schedule_build(p, h200, o);
+    int consumers = 0, from_embed = 0;
+    for (size_t i = 0; i < s.decode.size(); ++i) {
+        const KernelStep& c = s.decode[i];
+        if (c.variant.source != "cuda/gemv.cu" || !has_define(c.variant, "NORM_IN", "1")) continue;
+        SCOPED_TRACE(c.symbol + " of layer " + std::to_string(c.layer));
+        if (!has_define(c.variant, "BULK", "1")) {  // (the 64-row output head: lanes)
+            EXPECT_FALSE(c.variant.has("XQ_IN"));
+            continue;
+        }
+        ++consumers;
+        EXPECT_TRUE(has_define(c.variant, "XQ_IN", "1"));
+        EXPECT_EQ(c.args[9].kind, KArg::Kind::Scratch);
+        EXPECT_EQ(c.args[9].scratch, "norm_xq");
+        EXPECT_FALSE(c.variant.has("XQ_NORM"));
+        ASSERT_GT(i, 0u);
+        const KernelStep& pr = s.decode[i - 1];
+        if (pr.variant.source == "cuda/embed.cu") {
+            ++from_embed;
+            EXPECT_TRUE(has_define(pr.variant, "XQ_OUT", "1"));
+            EXPECT_TRUE(has_define(pr.variant, "XQ_PLANES", "1"));
+            ASSERT_EQ(pr.args.size(), 5u);
+            EXPECT_EQ(pr.args[3].kind, KArg::Kind::Weight);
+            EXPECT_EQ(pr.args[3].w, c.args[10].w);  // the consumer's norm weight
+            EXPECT_EQ(pr.args[4].scratch, "norm_xq");
+            continue;
+        }
+        EXPECT_TRUE(has_define(pr.variant, "XQ_OUT", "1"));
+        EXPECT_TRUE(has_define(pr.variant, "XQ_NORM", "1"));
+        EXPECT_TRUE(has_define(pr.variant, "XQ_CL", "1"));
+        EXPECT_TRUE(has_define(pr.variant, "XQ_NP", "1"));  // 512 rows on 16 blocks of 32
+        EXPECT_TRUE(has_define(pr.variant, "XQ_C", "512"));
+        EXPECT_TRUE(has_define(pr.variant, "EPI", "1"));
+        EXPECT_EQ(pr.args[7].scratch, "norm_xq");  // y1
+        ASSERT_EQ(pr.args[10].kind, KArg::Kind::Weight);
+        EXPECT_EQ(pr.args[10].w, c.args[10].w);
+        ASSERT_NE(c.args[10].w, nullptr);
+    }
+    EXPECT_EQ(consumers, 2 * p.config->n_layers);  // q/k/v and gate/up each layer
+    EXPECT_EQ(from_embed, 1);
+    EXPECT_EQ(s.scratch.at("norm_xq"), 512u + 512u / 32u * 12u);  // the groups' sums after (d, 8 sum)
+    // gate/up is a consumer and still gate/up's own producer for ffn_down; its normed early slots as they were
+    const KernelStep& gu = at(s.decode, "ffn_norm_gate_up_act");
+    EXPECT_TRUE(has_define(gu.variant, "XQ_OUT", "1"));
+    EXPECT_TRUE(has_define(gu.variant, "XQ_CL", "2"));
+    EXPECT_TRUE(has_define(gu.variant, "BULK_PRE",
+                           define_value(at(schedule_build(p, h200, [&] { auto d = o; d.gemv_xq_norm = false; return d; }()).decode,
+                                           "ffn_norm_gate_up_act").variant, "BULK_PRE")));
+    auto none = [&](const ScheduleOptions& so) {
+        const Schedule n = schedule_build(p, h200, so);
+        for (const KernelStep& k : n.decode) {
+            EXPECT_FALSE(k.variant.has("XQ_NORM")) << k.symbol;
+            if (k.variant.source == "cuda/embed.cu") {
+                EXPECT_FALSE(k.variant.has("XQ_OUT"));
+                ASSERT_EQ(k.args.size(), 5u);
+                EXPECT_EQ(k.args[4].kind, KArg::Kind::Null);
+            }
+            if (has_define(k.variant, "NORM_IN", "1")) {
+                EXPECT_FALSE(k.variant.has("XQ_IN")) << k.symbol;
+            }
+        }
+        EXPECT_FALSE(n.scratch.count("norm_xq"));
+    };
+    none([&] { auto d = o; d.gemv_xq_norm = false; return d; }());  // the default
+    none([&] { auto d = o; d.force["gemv.xq"] = "block"; return d; }());  // the sibling
+    auto q8 = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 512, 768);
+    const Plan p8 = plan_build(*q8, PlanOptions{256, 16, 1});
+    const Schedule s8 = schedule_build(p8, h200, o);  // Q8_0: only with gemv.xq forced
+    for (const KernelStep& k : s8.decode) EXPECT_FALSE(k.variant.has("XQ_NORM")) << k.symbol;
+    ScheduleOptions all = o;
+    all.force["gemv.xq"] = "producer";
+    EXPECT_TRUE(has_define(at(schedule_build(p8, h200, all).decode, "ffn_down_residual").variant, "XQ_PLANES", "0"));
+    // the batch list's embedding: no producer, the same five arguments
+    for (const KernelStep& k : s.batch)
+        if (k.variant.source == "cuda/embed.cu") {
+            EXPECT_FALSE(k.variant.has("XQ_OUT"));
+            EXPECT_EQ(k.args.size(), 5u);
+        }
 }
 
 TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {

@@ -101,17 +101,52 @@ std::vector<uint8_t> xq8_layout(const float* x, size_t n, bool planes) {
     return out;
 }
 
+// --gemv-xq-norm: the residual stream h as its producer leaves it for a normed gemv whose norm weight
+// is w (common/xq8_group.cuh xq8_group_store_norm): y = h * w quantized as above (the spec's values)
+// but each d unrounded (max |y| / 127), then each group's sum of h^2 as the warp adds them (the xor
+// butterfly over its 32 lanes)
+std::vector<uint8_t> xq8_norm_layout(const float* h, const float* w, size_t n, bool planes) {
+    std::vector<float> y(n);
+    for (size_t i = 0; i < n; ++i) y[i] = h[i] * w[i];
+    std::vector<uint8_t> out = xq8_layout(y.data(), n, planes);
+    out.resize(n + n / 32 * 12);
+    for (size_t b = 0; b < n / 32; ++b) {
+        float amax = 0.0f, v[32];
+        for (size_t i = 0; i < 32; ++i) {
+            amax = std::max(amax, std::fabs(y[32 * b + i]));
+            v[i] = h[32 * b + i] * h[32 * b + i];
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            float nv[32];
+            for (int l = 0; l < 32; ++l) nv[l] = v[l] + v[l ^ o];
+            std::memcpy(v, nv, sizeof v);
+        }
+        const float d = amax / 127.0f;
+        std::memcpy(out.data() + n + 8 * b, &d, 4);
+        std::memcpy(out.data() + n + n / 4 + 4 * b, &v[0], 4);
+    }
+    return out;
+}
+
 // A gemv with XQ_IN: its x slot (its first task's first input), the scratch buffer it copies x from,
-// and whether that is Q4_0's layout
+// whether that is Q4_0's layout, and (NORM_IN: --gemv-xq-norm) its norm weight
 struct XqInput {
     Slot x;
     std::string scratch;
     bool planes;
+    const float* nw = nullptr;
 };
 XqInput xq_input(const Plan& p, const KernelStep& k) {
-    bool planes = false;
-    for (const auto& [name, value] : k.variant.defines) planes = planes || (name == "WTYPE" && value == "Q4_0");
-    return {p.decode[size_t(k.tasks.front())].in.front(), k.args[9].scratch, planes};
+    bool planes = false, norm = false;
+    for (const auto& [name, value] : k.variant.defines) {
+        planes = planes || (name == "WTYPE" && value == "Q4_0");
+        norm = norm || (name == "NORM_IN" && value == "1");
+    }
+    const Task& first = p.decode[size_t(k.tasks.front())];
+    return {first.in.front(), k.args[9].scratch, planes, norm ? first.w.at(0)->f32() : nullptr};
+}
+std::vector<uint8_t> xq_bytes(const XqInput& xi, const float* x, size_t n) {
+    return xi.nw ? xq8_norm_layout(x, xi.nw, n, xi.planes) : xq8_layout(x, n, xi.planes);
 }
 
 // Whether a task after `last` reads slot s before any task writes it.
@@ -309,6 +344,12 @@ const Variant kVariants[] = {
     {"gated+fused+bulk+xq-groups", {.force = gated({{"gemv.load", "bulk"}}), .gemv_xq_groups = true}},
     {"gated+fused+bulk+xq-producer+grid8", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_grid_max = 8}},
     {"gated+fused+bulk+xq-block", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "block"}})}},
+    // --gemv-xq-norm: the embedding and the residual gemvs quantize the residual stream times the next
+    // norm weight for the normed gemvs (one pass; 2-3 passes on 8 blocks); forced for Q8_0
+    {"gated+fused+bulk+xq-norm", {.force = gated({{"gemv.load", "bulk"}}), .gemv_xq_norm = true}},
+    {"gated+fused+bulk+xq-norm+grid8", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 8, .gemv_xq_norm = true}},
+    {"gated+fused+bulk+xq-norm+xq-producer",
+     {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_xq_norm = true}},
     // ... and the decode attention quantizing its output for attn_output (XQ_OUT) on each of its write
     // paths: one active block (the variants above), the one-trip ticket merge, the two-trip merge, the
     // cluster merge (3 splits: whole groups a block); the tensor-map kernel's own merge, one-trip merge
@@ -538,7 +579,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
             // producer's own bytes are checked after the producer, below)
             if (k.variant.has("XQ_IN")) {
                 const XqInput xi = xq_input(plan, k);
-                const std::vector<uint8_t> xq = xq8_layout(cpu.slot(xi.x), slot_len(plan, xi.x), xi.planes);
+                const std::vector<uint8_t> xq = xq_bytes(xi, cpu.slot(xi.x), slot_len(plan, xi.x));
                 gpu.upload_scratch(xi.scratch, xq.data(), xq.size());
             }
             // CPU runs the tasks this kernel covers (a _reduce step covers none new)
@@ -568,7 +609,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
                 const size_t n = slot_len(plan, xi.x);
                 got.resize(n);
                 gpu.download_slot(xi.x, got.data(), n);
-                const std::vector<uint8_t> want = xq8_layout(got.data(), n, xi.planes);
+                const std::vector<uint8_t> want = xq_bytes(xi, got.data(), n);
                 std::vector<uint8_t> have(want.size());
                 gpu.download_scratch(xi.scratch, have.data(), have.size());
                 size_t diff = 0;

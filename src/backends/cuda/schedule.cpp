@@ -660,6 +660,8 @@ public:
         out_ = &out;
         tasks_ = &tasks;
         batch_ = false;
+        xq_prev_.reset();  // (indices into the previous list)
+        norm_prev_.reset();
         for (size_t i = 0; i < tasks.size();) i += lower_at(i);
     }
 
@@ -760,6 +762,8 @@ public:
         out_ = &out;
         tasks_ = &tasks;
         batch_ = true;
+        xq_prev_.reset();
+        norm_prev_.reset();
         out_body = 0;
         for (size_t i = 0; i < tasks.size();) {
             if (i == body) out_body = out.size();
@@ -1159,6 +1163,47 @@ private:
         xq_prev_.reset();
         if (bulk && warp && !batch_ && !xr && g.epi == 2 && block_major && !g.argmax && g.y.size() == 1)
             xq_prev_ = XqProducer{at, g.y[0], g.rows[0], rpb};
+        // --gemv-xq-norm: a normed gemv (q/k/v, gate/up, the output head) whose x, the residual stream,
+        // the kernel just before it wrote (the embedding, or a residual gemv whose block pass is one
+        // group of 32 rows: 8B attn_output and ffn_down) takes x quantized from there
+        const bool norm_consumer = g_.gemv_xq && o_.gemv_xq_norm && (w0->type == GgmlType::Q4_0 || g_.gemv_xq_all) &&
+                                   !batch_ && bulk && wsplit && act_q8_type(w0->type) && !xr && g.norm_w &&
+                                   !k.variant.has("XQ_IN");
+        if (norm_consumer && norm_prev_ && norm_prev_->at + 1 == at && norm_prev_->y == g.x && norm_prev_->rows == cols)
+            xq_norm_link((*out_)[at - 1], k, *norm_prev_, w0->type, g.norm_w);
+        norm_prev_.reset();
+        if (bulk && warp && !batch_ && !xr && g.epi == 1 && n_mat == 1 && block_major && !g.argmax && rpb == 32 &&
+            out_rows % 32 == 0 && !k.variant.has("XQ_OUT"))
+            norm_prev_ = NormProducer{at, g.y[0], out_rows, false};
+    }
+
+    // --gemv-xq-norm (under gemv.xq=producer): `p`, the embedding or a residual gemv whose block pass
+    // is one group of 32 rows, writes the residual stream times the norm weight `nw` of the normed gemv
+    // `c` after it quantized, and each group's sum of squares (common/xq8_group.cuh
+    // xq8_group_store_norm: embed.cu XQ_OUT, gemv.cu XQ_NORM); c (gemv.cu XQ_IN with NORM_IN) copies it,
+    // sums the groups' sums for its rms and scales each group's d. Left as they are where the producer
+    // has more than 4 passes (its two slot arrays beside the rings' static shared memory)
+    struct NormProducer {
+        size_t at;   // index in out_
+        Slot y;      // its output (the residual stream)
+        int rows;    // its output rows (the consumer's columns)
+        bool embed;  // embed.cu (else gemv.cu)
+    };
+    void xq_norm_link(KernelStep& p, KernelStep& c, const NormProducer& x, GgmlType ctype, const WeightTensor* nw) {
+        const int planes = int(ctype == GgmlType::Q4_0);
+        if (x.embed) {
+            if (p.grid.y != 1) return;
+            p.variant.set("XQ_OUT", 1).set("XQ_PLANES", planes);
+            p.args[3] = weight(nw);
+            p.args[4] = xq_consume(c, "norm_xq", x.rows, ctype, 0, true);
+            return;
+        }
+        const int np = (x.rows + int(p.grid.x) * 32 - 1) / (int(p.grid.x) * 32);
+        if (np > 4) return;
+        p.variant.set("XQ_OUT", 1).set("XQ_NORM", 1).set("XQ_CL", 1).set("XQ_NP", np).set("XQ_C", x.rows)
+            .set("XQ_PLANES", planes);
+        p.args[10] = weight(nw);                                            // norm_w: the consumer's
+        p.args[7] = xq_consume(c, "norm_xq", x.rows, ctype, 0, true);  // y1
     }
 
     // gemv.xq=producer: the SwiGLU gemv `p` (the XqProducer) quantizes its output for `c`, whose x it
@@ -1224,8 +1269,9 @@ private:
     // gemv.xq=producer's consumer c (gemv.cu XQ_IN): its x, `cols` values quantized, from the scratch
     // buffer `buf` (sized here), which it returns for the producer's argument; its early ring slots
     // below
-    KArg xq_consume(KernelStep& c, const char* buf, int cols, GgmlType ctype, int pre) {
-        const uint64_t bytes = (uint64_t(cols) + uint64_t(cols / 32) * 8 + 15) / 16 * 16;
+    // (norm: the groups' sums of squares after them, xq8_group_store_norm; pre 0: the slots as they are)
+    KArg xq_consume(KernelStep& c, const char* buf, int cols, GgmlType ctype, int pre, bool norm = false) {
+        const uint64_t bytes = (uint64_t(cols) + uint64_t(cols / 32) * (norm ? 12 : 8) + 15) / 16 * 16;
         auto& sz = s_.scratch[buf];
         sz = std::max<uint64_t>(sz, bytes);
         c.variant.set("XQ_IN", 1);
@@ -1243,7 +1289,7 @@ private:
     // (gemv.xq forced) keep their 3 (not measured)
     void xq_consumer_slots(KernelStep& c, GgmlType ctype, int pre) {
         const std::string kind(task_kind_name(t(size_t(c.tasks[0])).kind));
-        if (ctype != GgmlType::Q4_0 || o_.gemv_early_slots > 0 || o_.gemv_early_slots_for.count(kind) ||
+        if (pre <= 0 || ctype != GgmlType::Q4_0 || o_.gemv_early_slots > 0 || o_.gemv_early_slots_for.count(kind) ||
             !c.variant.has("BULK_PRE") || pre >= define_int(c, "BULK_S", 0))
             return;
         c.variant.set("BULK_PRE", pre);
@@ -1668,7 +1714,7 @@ private:
                 auto& k = add({i}, "embed_rows_" + lowercase(type_name(e->type)), v);
                 k.grid = Dim3(unsigned((c_.dim + 255) / 256), unsigned(R)); k.block = Dim3(256);
                 rows_grid(k, 1);
-                k.args = {weight(e), slot(Slot::Tokens), slot(Slot::X)};
+                k.args = {weight(e), slot(Slot::Tokens), slot(Slot::X), null(), null()};  // nw, xq: decode only
                 k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
                 return 1;
             }
@@ -1913,8 +1959,11 @@ private:
                     .set("EMB_SCALE", fstr(a.scale)).set("BLOCK", 256);
                 auto& k = add({i}, "embed_" + lowercase(type_name(e->type)), v);
                 k.grid = Dim3(unsigned((c_.dim + 255) / 256)); k.block = Dim3(256);
-                k.args = {weight(e), slot(Slot::Token), slot(Slot::X)};
+                k.args = {weight(e), slot(Slot::Token), slot(Slot::X), null(), null()};  // nw, xq: embed.cu XQ_OUT
                 k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
+                // --gemv-xq-norm: the first layer's q/k/v gemv may take the row quantized from here
+                norm_prev_.reset();
+                if (c_.dim % 32 == 0) norm_prev_ = NormProducer{out_->size() - 1, Slot::X, c_.dim, true};
                 return 1;
             }
             case K::AttnNorm:
@@ -2393,6 +2442,7 @@ private:
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
+    std::optional<NormProducer> norm_prev_;  // --gemv-xq-norm: the kernel just lowered, if it can produce for a normed gemv
     size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };

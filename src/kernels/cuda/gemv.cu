@@ -208,6 +208,9 @@
 #ifndef XQ_OUT  // gate gemv.xq=producer, EPI=2: the output also quantized to Q8_0 blocks for the next gemv
 #define XQ_OUT 0    // (y1, in its XQ_IN layout), each group of 32 rows completed across a cluster of XQ_CL blocks
 #endif
+#ifndef XQ_NORM  // XQ_OUT with EPI=1 (--gemv-xq-norm): the next gemv RMS-normalises its x (the residual stream this
+#define XQ_NORM 0   // one writes) first: each output times norm_w (that gemv's norm weight; NORM_IN is 0 here) is
+#endif              // quantized with d unrounded, and each group's sum of squares stored (xq8_group_store_norm)
 #ifndef XQ_NGB  // XQ_OUT with XQ_CL 1: groups of 32 rows a block (gemv_pass_row), each in XQ_PP passes
 #define XQ_NGB 0
 #endif
@@ -261,8 +264,11 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #error "XQ_IN: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
 #endif
 #if XQ_OUT
-#if !(EPI == 2 && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !LAST_SPREAD && !ARGMAX)  // (XQ_NGB: its own pass rows)
-#error "XQ_OUT: a bulk SwiGLU gemv, a warp per row set, block-major passes"
+#if !((EPI == 2 || (EPI == 1 && XQ_NORM && !NORM_IN)) && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !LAST_SPREAD && !ARGMAX)  // (XQ_NGB: its own pass rows)
+#error "XQ_OUT: a bulk SwiGLU gemv (or residual gemv, XQ_NORM), a warp per row set, block-major passes"
+#endif
+#if XQ_NORM && (EPI != 1 || XQ_CL != 1 || XQ_NGB || XQ_ABLATE)
+#error "XQ_NORM: a residual gemv whose block pass is one group of 32 rows"
 #endif
 #if !(defined(XQ_NP) && defined(XQ_C) && defined(XQ_PLANES))
 #error "XQ_OUT: XQ_NP (passes), XQ_C (the consumer's columns), XQ_PLANES (Q4_0 layout)"
@@ -573,6 +579,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // before its first store. Unit u is quantized by the leader's warp u % GEMV_GPB after its own
     // unit u + XQ_LAG (by then the others' unit u is done: no waiting in the stream) or after its last
     __shared__ float xq_val[XQ_NP * 32];
+#if XQ_NORM
+    __shared__ float xq_nw[XQ_NP * 32];  // (the rows' norm weights, beside their values in xq_val)
+#endif
     __shared__ __align__(8) uint64_t xq_bar[XQ_NP];
     if (!XQ_NGB && GEMV_O_STRIDE * XQ_NP < GEMV_OUT_ROWS) __trap();  // PRECOND: XQ_NP covers the grid's passes
     if (XQ_NGB && gridDim.x * XQ_NGB * 32 < GEMV_OUT_ROWS) __trap();  // PRECOND: ... the groups
@@ -603,7 +612,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         mbar_wait(smem_addr(xq_bar + u), 0);
         const int row0 = GEMV_ROW0(0) + (XQ_NGB ? 32 * u : u * GEMV_O_STRIDE);
 #endif
+#if XQ_NORM
+        xq8_group_store_norm<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], xq_nw[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
+        (void)quant;
+#else
         if (quant) xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
+#endif
     };
 #endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
@@ -640,8 +654,18 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
         late_fill();  // behind x's copy
 #endif
+#if NORM_IN
+        // --gemv-xq-norm: the producer quantized x * norm_w; every warp sums its groups' squares (the
+        // same bits in each) while the copy is in flight, and each d is scaled by 1 / rms once it lands
+        const float inv = xq8_norm_inv<COLS>(reinterpret_cast<const uint8_t*>(x), eps);
+#endif
         __syncthreads();  // the barrier's init before anyone waits on it
         mbar_wait(xb, 0);
+#if NORM_IN
+        float2* qd = reinterpret_cast<float2*>(reinterpret_cast<uint8_t*>(xsm) + COLS);
+        for (int b = tid; b < COLS / 32; b += BLOCK) qd[b].x = xq8_norm_d(qd[b].x, inv);
+        __syncthreads();
+#endif
     }
 #elif BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
     // the ring's late slots go out as soon as x's loads are (behind them in the memory queues)
@@ -756,6 +780,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         // is not added at the end of the group's last pass (the kernel's tail): thread gt < OPG
         // of the group takes output row o0 + gt's residual (EPI=1) or RoPE angle (EPI=4)
 #if EPI == 1
+#if XQ_NORM
+        // (the next gemv's norm weight of this thread's row, for the quantized copy)
+        const float xq_w = gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS ? __ldg(norm_w + o0 + gt) : 0.0f;
+#endif
         // (XROWS: thread j * GEMV_OPG + i takes activation row j's)
         float res_pre = 0.0f;
 #if XROWS > 1
@@ -869,7 +897,11 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 float* y = m == 0 ? y0j : m == 1 ? y1j : y2j;
 #if EPI == 1
                 if (GEMV_LATE) res_pre = residj[r];
-                y[r] = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
+                const float yr = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
+                y[r] = yr;
+#if XQ_OUT
+                xq_h = yr;  // (XQ_NORM: the next gemv's x before its norm)
+#endif
 #elif EPI == 3
                 y[r] = v * (float)(OUT_SCALE);
 #if ARGMAX
@@ -921,6 +953,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (gt < GEMV_OPG) st_async_cluster_f32(val, bar, 0, xq_h);
 #else
             if (gt < GEMV_OPG) xq_val[u * 32 + r32 + gt] = xq_h;
+#if XQ_NORM
+            if (gt < GEMV_OPG) xq_nw[u * 32 + r32 + gt] = xq_w;
+#endif
             __syncwarp();
             if (gt == 0) mbar_arrive(bar);
             (void)val;

@@ -7,11 +7,11 @@
 #include "common/common.cuh"
 
 // Every lane of the warp calls it; lane i holds element 32 G + i of the C-element vector. d = max
-// |v| / 127 (kept rounded to f16), q = roundf(v / d) with 1 / d, as quantize_row(Q8_0). xq: C int8
-// values (PLANES, Q4_0's layout: elements 0..15 of block b at 16 b, 16..31 at C / 2 + 16 b; else in
-// order), then (d, 8 * sum q) per block as a float2 at xq + C. (NaN activations: undefined values,
-// as in the consumer's own quantization.)
-template <int C, bool PLANES>
+// |v| / 127 (kept rounded to f16; ROUND_D false: unrounded, xq8_group_store_norm), q = roundf(v / d)
+// with 1 / d, as quantize_row(Q8_0). xq: C int8 values (PLANES, Q4_0's layout: elements 0..15 of
+// block b at 16 b, 16..31 at C / 2 + 16 b; else in order), then (d, 8 * sum q) per block as a float2
+// at xq + C. (NaN activations: undefined values, as in the consumer's own quantization.)
+template <int C, bool PLANES, bool ROUND_D = true>
 __device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int lane) {
     static_assert(C % 32 == 0, "whole groups of 32");
 #if __CUDA_ARCH__ >= 800
@@ -40,8 +40,44 @@ __device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int
         const int off = PLANES ? (lane < 16 ? 16 * G + lane : C / 2 + 16 * G + (lane - 16)) : 32 * G + lane;
         *reinterpret_cast<uint32_t*>(xq + off) = word;
     }
-    if (lane == 0) reinterpret_cast<float2*>(xq + C)[G] = make_float2(f16_to_f32(f32_to_f16(d)), 8.0f * float(sum));
+    if (lane == 0) reinterpret_cast<float2*>(xq + C)[G] = make_float2(ROUND_D ? f16_to_f32(f32_to_f16(d)) : d, 8.0f * float(sum));
 }
+
+// The form for a consumer that RMS-normalises its x first (gate gemv.xq=producer with --gemv-xq-norm:
+// gemv.cu XQ_NORM, embed.cu XQ_OUT; the consumer is gemv.cu XQ_IN with NORM_IN). Lane i holds h,
+// element 32 G + i of the residual stream, and w, its norm weight. The group of y = h * w is stored
+// as above with d unrounded, and the group's sum of h^2 (xor-butterfly order) as a float at xq + C +
+// C / 4 + 4 G. The rms needs every group, which no producer's block has: the consumer sums the groups'
+// sums (xq8_norm_inv) and multiplies each d by 1 / rms before rounding it to f16. Since y / rms scaled
+// back by rms is y, that is the consumer's own quantization of y / rms up to the last bits of the
+// products (the CPU's rms_norm then quantize_act_q8 differ from either by the same few ulps).
+// __fmul_rn: no product contracted into an add (a host can then reproduce the bytes exactly).
+template <int C, bool PLANES>
+__device__ __forceinline__ void xq8_group_store_norm(float h, float w, int G, uint8_t* xq, int lane) {
+    xq8_group_store<C, PLANES, false>(__fmul_rn(h, w), G, xq, lane);
+    float ss = __fmul_rn(h, h);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (lane == 0) reinterpret_cast<float*>(xq + C + C / 4)[G] = ss;
+}
+
+// The consumer's side of xq8_group_store_norm: 1 / sqrt(sum h^2 / C + eps) from the groups' sums
+// at xq + C + C / 4 (global memory, an earlier kernel's: read through L2), the same bits in every lane
+// and warp (each lane sums groups lane, lane + 32, ... in order, then the xor butterfly, whose two
+// operands of every add are the same pair in both lanes). Every lane of the warp calls it.
+template <int C>
+__device__ __forceinline__ float xq8_norm_inv(const uint8_t* xq, float eps) {
+    const float* gs = reinterpret_cast<const float*>(xq + C + C / 4);
+    float s = 0.0f;
+    for (int g = threadIdx.x & 31; g < C / 32; g += 32) s += __ldcg(gs + g);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return 1.0f / sqrtf(s / float(C) + eps);
+}
+
+// The consumer's d of group b: the producer's unrounded d times 1 / rms, rounded to f16 as every
+// other x quantization rounds it
+__device__ __forceinline__ float xq8_norm_d(float d, float inv) { return f16_to_f32(f32_to_f16(__fmul_rn(d, inv))); }
 
 // out[i] = v and, with XQ, v into its group's block as above: every lane of the warp calls it with
 // 32 consecutive i from a multiple of 32 (the decode attention kernels' output writes, XQ_OUT)
