@@ -194,12 +194,6 @@
 #ifndef CLUSTER  // 1 (gate attn.merge=cluster, sm_90): launched as clusters of 1 x N_SPLITS blocks
 #define CLUSTER 0
 #endif
-#ifndef XQ_OUT  // 1 (gate gemv.xq=producer): the outputs also quantized for the next gemv at xq
-#define XQ_OUT 0
-#endif
-#ifndef XQ_PLANES
-#define XQ_PLANES 0
-#endif
 #if CLUSTER && (ALGO != 2 || N_SPLITS > 8 || BATCH)
 #error "CLUSTER: split-KV decode (ALGO 2) with at most 8 splits (one portable cluster)"
 #endif

@@ -85,12 +85,6 @@
 #ifndef CLUSTER  // 1 (--attn-tma-cluster): a kv head's splits are one cluster, merged through DSMEM
 #define CLUSTER 0
 #endif
-#ifndef XQ_OUT  // 1 (gate gemv.xq=producer): the outputs also quantized for the next gemv at xq
-#define XQ_OUT 0
-#endif
-#ifndef XQ_PLANES
-#define XQ_PLANES 0
-#endif
 
 #define QPG (N_HEADS / N_KV_HEADS)
 #define BLOCK (32 * WARPS)

@@ -29,10 +29,7 @@
 #endif
 
 #include "common/quant_blocks.cuh"
-#ifndef XQ_OUT
-#define XQ_OUT 0
-#endif
-#include "common/xq8_group.cuh"
+#include "common/xq8_group.cuh"  // XQ_OUT, XQ_PLANES (default 0)
 
 static_assert(D % QK_ELEMS(WTYPE) == 0, "D: whole blocks");
 #if XQ_OUT

@@ -6,6 +6,15 @@
 
 #include "common/common.cuh"
 
+// The producing kernel's switches (gemv.cu documents its own XQ_OUT): 1 where the schedule links it to
+// a consumer, which also names the consumer's layout (XQ_PLANES 1: Q4_0's two planes; no default then)
+#ifndef XQ_OUT
+#define XQ_OUT 0
+#endif
+#if !XQ_OUT && !defined(XQ_PLANES)
+#define XQ_PLANES 0
+#endif
+
 // Every lane of the warp calls it; lane i holds element 32 G + i of the C-element vector. d = max
 // |v| / 127 (kept rounded to f16; ROUND_D false: unrounded, xq8_group_store_norm), q = roundf(v / d)
 // with 1 / d, as quantize_row(Q8_0). xq: C int8 values (PLANES, Q4_0's layout: elements 0..15 of
