@@ -22,25 +22,20 @@ struct GpuFlags {
     std::vector<std::string> gemv_grid_for;         // KIND=N
     std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
-    bool no_fuse = false, gemv_xq_groups = false, gemv_xq_norm = false, no_attn_xq = false, attn_warp_merge = false, attn_merge_two_trips = false, gemv_warp_major = false, gemv_last_spread = false, gemv_late_loads = false, gemv_q4_shift = false, attn_overlap = false, gemv_balance = false, attn_kv_prefetch = false;
-    bool kv_f32 = false, batch_bulk = false, gemv_fill_at_loads = true;
+    bool no_fuse = false, attn_merge_two_trips = false;
     std::string kernel_cache;
     bool no_kernel_cache = false;
     bool no_graphs = false, no_run_ahead = false;
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
-    int attn_tma_from = -1;
-    bool attn_tma_merge1 = false;
-    int attn_tma_cluster = -1, attn_tma_stages = 0;
-    int gemv_block = 0, gemv_grid_per_sm = 0, gemv_grid_max = 0, attn_chunk = 0, attn_splits = 0, attn_heads_per_block = 0, attn_pipe = -1, attn_kv_stages = 0, attn_kv_rows = 0, batch_small_rows = 8, batch_xrows = 4;
-    int gemv_early_slots = 0, gemv_min_blocks = 0, gemv_prefetch = 0, gemm_bm = 0, gemv_rows = 0, gemv_split_pipe = -1, gemv_split_units = 0, gemv_bulk_kb = 0, gemv_bulk_min_slots = 0, smem_carveout = -1, attn_carveout = -2, l2_prefetch = 0, tail_barrier_prefetch = 0, attn_prefetch_next = -1;
     std::string kv_l2_prefetch = "off", gemv_l2_next_at = "start";
-    int gemv_l2_next_kb = 0;
     std::string profiler_dump_dir;
     std::string block_trace;
     std::string ablate;
-    int attn_ablate = 0, gemv_ablate = 0, draw_ablate = 0, gemv_xq_lag = 1;
     std::string draw_merge = "rounds";
+
+    // the schedule's options a flag sets as they are (schedule() converts the others)
+    ScheduleOptions so;
 
     void add(CLI::App& app) {
         app.add_option("--force-variant", force,
@@ -50,11 +45,11 @@ struct GpuFlags {
                        "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.stage=smem|regs, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.kdot=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels, sample.fuse=gemv|kernel, step.advance=device|host, gemv.xq=producer|block); "
                        "repeatable");
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
-        app.add_flag("--gemv-warp-major", gemv_warp_major,
+        app.add_flag("--gemv-warp-major", so.gemv_warp_major,
                      "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
                      "over every SM (default: block by block; measured on the H200: 8B Q8_0 +0.4 %, Q4_0 -3.0 % in session 10; "
                      "session 26, one machine: Q4_0 732.8 against 745.2, Q8_0 464.7 against 479.1 tok/s)");
-        app.add_flag("--gemv-last-spread", gemv_last_spread,
+        app.add_flag("--gemv-last-spread", so.gemv_last_spread,
                      "tuning: gemv row sets block by block for the full passes, and the last, partial pass's round "
                      "every block (its remainder on every SM, each block's sets adjacent otherwise; H200, one machine: 8B Q4_0 "
                      "733.2 against 745.2 tok/s by default, Q8_0 466.5 against 479.1)");
@@ -65,9 +60,9 @@ struct GpuFlags {
                      "tuning: the last split-KV attention block reads the splits' maxima and sums first, then their outputs "
                      "(default: every split's partial state in one round trip; the two-trip merge measured 0.2-0.3 % slower "
                      "at depth 4096 on the H200)");
-        app.add_flag("--attn-warp-merge", attn_warp_merge,
+        app.add_flag("--attn-warp-merge", so.attn_warp_merge,
                      "tuning: decode attention merges the position groups of a warp by shuffles first (measured 1-2 % slower on the H200)");
-        app.add_flag("--kv-f32", kv_f32, "GPU KV cache in float32 (default half)");
+        app.add_flag("--kv-f32", so.kv_f32, "GPU KV cache in float32 (default half)");
         app.add_option("--kernel-cache", kernel_cache, "JIT cache directory (default $XDG_CACHE_HOME/jitllm)");
         app.add_flag("--no-kernel-cache", no_kernel_cache, "compile every kernel, read and write no cache");
         app.add_flag("--no-cuda-graphs", no_graphs, "launch kernel by kernel instead of replaying a graph");
@@ -79,7 +74,7 @@ struct GpuFlags {
         app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics");
         app.add_flag("--profiler", profiler, "time every kernel launch; print a per-kernel table at the end");
         app.add_option("--profiler-dump-dir", profiler_dump_dir, "write profile.json and trace.json (Chrome trace) here");
-        app.add_option("--gemv-early-slots", gemv_early_slots,
+        app.add_option("--gemv-early-slots", so.gemv_early_slots,
                        "tuning: bulk gemv ring slots each warp fills before its PDL wait, the rest after the x "
                        "prologue (default: 2 for Q4_0 weights, 3 for Q8_0, all for others; H200 8B tg128 with "
                        "--gemv-fill-at-loads: Q4_0 2 of 5 slots 742 against 724 tok/s with 4, Q8_0 3 slots 475 against "
@@ -116,7 +111,7 @@ struct GpuFlags {
                        "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "
                        "first task is KIND (e.g. ffn_norm=384: a 12-warp gate/up whose rings fit beside "
                        "attn_output's; repeatable; not measured yet)");
-        app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", gemv_fill_at_loads,
+        app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", so.gemv_fill_at_loads,
                      "tuning: with fewer early slots than the ring holds, the late slots go out as soon as the x "
                      "prologue's loads are issued (default on; --no-gemv-fill-at-loads: after the whole prologue, and "
                      "every slot early unless --gemv-early-slots says otherwise; split-layout Q4_0 / Q8_0)");
@@ -125,104 +120,104 @@ struct GpuFlags {
                        "(%globaltimer); the last decode step's records go to this CSV file and a table per kernel "
                        "(span, landing and hand-over relative to the previous kernel's end, drain, GB/s) to stderr. "
                        "The graph replays as usual; the kernels carry a few more instructions");
-        app.add_option("--gemv-min-blocks", gemv_min_blocks,
+        app.add_option("--gemv-min-blocks", so.gemv_min_blocks,
                        "tuning: minimum resident gemv blocks per SM (caps registers; 0 = compiler's choice)")
             ->check(CLI::Range(0, 32));
-        app.add_option("--gemv-prefetch", gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
+        app.add_option("--gemv-prefetch", so.gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
-        app.add_option("--batch-small-rows", batch_small_rows,
+        app.add_option("--batch-small-rows", so.batch_small_rows,
                        "batch steps of up to N rows take the gemv list (gate batch.small=gemv; H200, 1B Q4_0 serve: 32 rows a "
                        "step 4156 tok/s through the gemv list against 7337 through the GEMM; default 8)")
             ->check(CLI::Range(1, 64));
-        app.add_option("--batch-xrows", batch_xrows,
+        app.add_option("--batch-xrows", so.batch_xrows,
                        "gate batch.xrows: steps of 2 or more rows (the server's concurrent slots) take a gemv list whose "
                        "blocks read each split-layout Q4_0/Q8_0 weight row once for up to N of the step's rows (halved for a "
                        "product whose rows' int8 x copies do not fit shared memory; 0 = off: "
                        "each row reads them; H200 serve, 8 clients, N 4 / 8: 8B Q8_0 1501.4 / 1547.2 tok/s against 771.9, "
                        "1B Q4_0 4877.6 / 4576.4 against 3592.0; default 4)")
             ->check(CLI::IsMember({0, 2, 4, 8}));
-        app.add_flag("--batch-bulk", batch_bulk,
+        app.add_flag("--batch-bulk", so.batch_bulk,
                      "tuning: the batch phase's gemv list (the server's small steps) streams its weights through "
                      "decode's shared-memory rings (gate gemv.load=bulk) where decode's gemvs do (H200 serve, 8B Q8_0: one "
                      "client 399.0 tok/s against 362.4, 8 clients 664.8 against 777.6: off)");
-        app.add_option("--attn-chunk", attn_chunk,
+        app.add_option("--attn-chunk", so.attn_chunk,
                        "tuning: split-KV decode attention positions per chunk, 32, 64, 128 or 256 (0 = auto 128; "
                        "attn.decode=mma: 64, 16 per warp; attn.kv=tma: 64, 128 or 256, 16 per warp, default 64)")
             ->check(CLI::IsMember({0, 32, 64, 128, 256}));
-        app.add_option("--attn-splits", attn_splits,
+        app.add_option("--attn-splits", so.attn_splits,
                        "tuning: split-KV decode attention blocks per query-head set along the context (0 = about 2 "
                        "resident blocks per SM for 1-2 query heads per block, else 1; attn.decode=mma: about 3)")
             ->check(CLI::Range(0, 1024));
-        app.add_option("--attn-heads-per-block", attn_heads_per_block,
+        app.add_option("--attn-heads-per-block", so.attn_heads_per_block,
                        "tuning: decode attention query heads per block, a divisor of the heads per kv head "
                        "(0 = auto: 1 for split-KV attention, all of a kv head's heads for one-pass)")
             ->check(CLI::Range(0, 256));
-        app.add_option("--attn-pipe", attn_pipe,
+        app.add_option("--attn-pipe", so.attn_pipe,
                        "tuning: split-KV decode attention blocks load their next chunk before using the current one: 1 into "
                        "a second register set, 2 into the current chunk's K registers after its dot products and V registers "
                        "after its V sum, 0 off (default -1 = auto: 2 for the SIMT split-KV kernel, 0 for attn.decode=mma and with "
                        "--attn-kv-stages; long contexts)")
             ->check(CLI::Range(-1, 2));
-        app.add_option("--attn-kv-stages", attn_kv_stages,
+        app.add_option("--attn-kv-stages", so.attn_kv_stages,
                        "tuning: split-KV decode attention streams K/V chunks through an N-deep cp.async ring in shared "
                        "memory, 2 to 4 (default 0: loads into registers; long contexts; with attn.decode=mma each lane's "
                        "fragment pieces, the first chunks copied before the PDL wait; measured slower on the H200: 8B "
                        "Q8_0 with mma and 4 stages 441.1 / 396.7 against 456.2 / 397.2 tok/s at depth 0 / 4096); with "
                        "attn.kv=tma the ring's slots of --attn-chunk positions, 1 to 8 (default 4)")
             ->check(CLI::Range(0, 8));
-        app.add_option("--gemv-grid-max", gemv_grid_max,
+        app.add_option("--gemv-grid-max", so.gemv_grid_max,
                        "tuning: at most N blocks per gemv launch, each looping over its row sets (0 = no cap; with "
                        "the bulk gemvs' start trigger, SMs left free take the next kernel's blocks early; measured "
                        "slower on the H200: 8B Q8_0 450.2 -> 411.3 / 423.3 / 426.2 tok/s at 124 / 116 / 100)")
             ->check(CLI::Range(0, 1 << 20));
-        app.add_flag("--gemv-balance", gemv_balance,
+        app.add_flag("--gemv-balance", so.gemv_balance,
                      "tuning: each bulk gemv takes 12 to 16 warps a block, the count whose last pass leaves the "
                      "fewest row sets on the busiest SM (8B q/k/v: 12 warps, 24 sets against 32; measured slower on the "
                      "H200: 8B Q8_0 448.7 against 450.9, Q4_0 685.8 against 693.7 tok/s)");
-        app.add_option("--attn-kv-rows", attn_kv_rows,
+        app.add_option("--attn-kv-rows", so.attn_kv_rows,
                        "tuning: with --force-variant attn.decode=mma and --attn-kv-stages, the ring holds whole K/V rows "
                        "(a barrier per slot; sm_90) instead of each lane's 16-byte pieces: 'bulk' one cp.async.bulk per row "
                        "(measured slower on the H200: 8B Q8_0 at depth 4096 354.5 against 400.3 tok/s, the "
                        "default), 'cp-async' the block's 16-byte copies, two whole rows a warp instruction (not yet "
                        "measured)")
             ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"none", 0}, {"bulk", 1}, {"cp-async", 2}}));
-        app.add_flag("--attn-overlap", attn_overlap,
+        app.add_flag("--attn-overlap", so.attn_overlap,
                      "tuning: split-KV decode attention capped at 96 registers (two blocks of it) and the gemv after "
                      "it at 256 threads, so both fit an SM and that gemv's shared-memory rings fill while attention "
                      "runs (sm_90 bulk gemvs; measured slower on the H200: 8B Q8_0 442.4 / 375.9 against 452.0 / 396.6 "
                      "tok/s at depth 0 / 4096, Q4_0 675.2 against 693.7)");
-        app.add_flag("--attn-kv-prefetch", attn_kv_prefetch,
+        app.add_flag("--attn-kv-prefetch", so.attn_kv_prefetch,
                      "tuning: split-KV decode attention's blocks (attn.early=kv) ask L2 for the K/V rows of their "
                      "later chunks at their start, so the chunk loop's loads hit L2 (sm_90; measured slower on the H200, "
                      "8B Q8_0: 459.1 / 399.1 tok/s at depth 0 / 4096 against 458.7 / 401.9)");
-        app.add_option("--attn-tma-from", attn_tma_from,
+        app.add_option("--attn-tma-from", so.attn_tma_from,
                        "tuning: with attn.kv=tma (the sm_90 default beyond 256 positions of context at head dim 128), "
                        "decode steps at positions below N run a second decode graph whose attention is the register "
                        "kernel (0 = off: one graph; default -1: 768 where attn.kv=tma is not forced, 0 where it is; H200, "
                        "8B Q8_0, 4224-position context: the tensor-map kernel 472.2 tok/s at depth 0 against 480.4, 455.8 "
                        "at depth 512 against 459.1, 447.2 at depth 1024 against 441.1)")
             ->check(CLI::Range(-1, 1 << 30));
-        app.add_flag("--attn-tma-merge1", attn_tma_merge1,
+        app.add_flag("--attn-tma-merge1", so.attn_tma_merge1,
                      "tuning: attn.kv=tma's last block of a kv head merges the splits' states in one L2 round trip, each "
                      "thread loading its head's (m, l) and its dim's output of every split at once (default: (m, l) first, "
                      "the outputs after; measured slower on the H200, session 28: 8B Q8_0 at depth 4096 428.37 against 432.28)");
-        app.add_option("--attn-tma-stages", attn_tma_stages,
+        app.add_option("--attn-tma-stages", so.attn_tma_stages,
                        "tuning: attn.kv=tma's ring slots (1 to 8; default 0: --attn-kv-stages if given, else 2), leaving the "
                        "register kernel's (the decode graph below --attn-tma-from) as they are")
             ->check(CLI::Range(0, 8));
-        app.add_option("--attn-tma-cluster", attn_tma_cluster,
+        app.add_option("--attn-tma-cluster", so.attn_tma_cluster,
                        "attn.kv=tma's split blocks of a kv head as one thread-block cluster, their states merged through "
                        "distributed shared memory instead of global scratch and an atomic ticket: 1 on (the splits as "
                        "chosen; more than 8: the non-portable size, at most 16), 0 off, -1 (default) where the device's "
                        "GPCs hold every kv head's cluster at once, with the largest such split count (at least half the "
                        "splits wanted; H200: 9, at depth 4096 8B Q8_0 +0.3-0.6 %, Q4_0 +2.0 %)")
             ->check(CLI::Range(-1, 1));
-        app.add_option("--attn-prefetch-next", attn_prefetch_next,
+        app.add_option("--attn-prefetch-next", so.attn_prefetch_next,
                        "tuning: decode attention's blocks prefetch the attn_output matrix into L2 at their start when "
                        "at least N positions are cached (0: always; default -1: off; sm_90; measured slower on the H200, "
                        "8B Q8_0: 0 gives 446.7 / 393.8 tok/s at depth 0 / 4096 against 455.8 / 398.4, 1024 456.1 / 398.0)")
             ->check(CLI::Range(-1, 1 << 30));
-        app.add_option("--gemv-l2-next", gemv_l2_next_kb,
+        app.add_option("--gemv-l2-next", so.gemv_l2_next_kb,
                        "tuning: the attn_output gemv (bulk rings, decode) prefetches the first KB of each of the layer's "
                        "gate/up matrices into L2, while its blocks wait beside decode attention (0: off, default; measured "
                        "slower on the H200, 8B Q4_0 tg128: 749.7 tok/s without, 743.6 with 2376, 736.0 with 4752, 717.6 with "
@@ -238,61 +233,61 @@ struct GpuFlags {
                        "of earlier positions into L2 for the attention after it: at its start, once its last weight "
                        "copy is out (last), or off (default; measured on the H200, 8B Q8_0 at depth 4096: 396.7 -> 396.9 last, 392.7 start)")
             ->check(CLI::IsMember({"off", "start", "last"}));
-        app.add_option("--gemv-block", gemv_block,
+        app.add_option("--gemv-block", so.gemv_block,
                        "tuning: threads per gemv block for plain and split-layout weights, 128, 256, 512 or 1024 (0 = auto 256)")
             ->check(CLI::IsMember({0, 128, 256, 512, 1024}));
-        app.add_option("--gemv-grid-per-sm", gemv_grid_per_sm,
+        app.add_option("--gemv-grid-per-sm", so.gemv_grid_per_sm,
                        "tuning: at most N blocks per SM for every gemv, each looping over its rows (0 = gate gemv.grid; "
                        "the bulk-ring gemvs take one block per SM unless N is given, e.g. N = 2 with --gemv-block 256 "
                        "--gemv-bulk-kb 100: two blocks an SM with half the ring each; measured slower on the H200: 8B Q8_0 429.4 against 459.5, Q4_0 659.9 against 710.6 tok/s)")
             ->check(CLI::Range(0, 32));
-        app.add_option("--gemv-rows", gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto; the q/k/v gemv with RoPE fused rounds an odd "
+        app.add_option("--gemv-rows", so.gemv_rows, "tuning: gemv output rows per warp and pass (0 = auto; the q/k/v gemv with RoPE fused rounds an odd "
                        "count up: rotation pairs)")
             ->check(CLI::Range(0, 8));
-        app.add_option("--gemv-split-pipe", gemv_split_pipe,
+        app.add_option("--gemv-split-pipe", so.gemv_split_pipe,
                        "tuning: split-layout gemv loads one step ahead, 0 or 1 (-1 = auto)")
             ->check(CLI::Range(-1, 1));
-        app.add_option("--gemv-split-units", gemv_split_units,
+        app.add_option("--gemv-split-units", so.gemv_split_units,
                        "tuning: split-layout gemv 16-byte units per lane and step (0 = auto)")
             ->check(CLI::Range(0, 4));
-        app.add_option("--gemv-bulk-kb", gemv_bulk_kb,
+        app.add_option("--gemv-bulk-kb", so.gemv_bulk_kb,
                        "tuning: with gemv.load=bulk, KiB of shared-memory rings per gemv block (0 = auto: 200, less the x copy; H200, 8B Q8_0: 446.1 tok/s at 200, 314.0 at 100)")
             ->check(CLI::Range(0, 220));
-        app.add_option("--gemv-bulk-min-slots", gemv_bulk_min_slots,
+        app.add_option("--gemv-bulk-min-slots", so.gemv_bulk_min_slots,
                        "tuning: with gemv.load=bulk, each ring's item is the largest column chunk (256 to 2048) that "
                        "still leaves this many slots in its budget (0 = auto: 4; H200 8B Q4_0, gate/up in 110 KiB: 3 slots of "
                        "2048 columns 725.5 tok/s, 7 of 1024 in 126 KiB 692.5 on another machine; 741.7 by default)")
             ->check(CLI::Range(0, 16));
-        app.add_option("--l2-prefetch", l2_prefetch,
+        app.add_option("--l2-prefetch", so.l2_prefetch,
                        "tuning: items each warp of a bulk gemv or of the persistent layer tail prefetches into L2 "
                        "beyond its shared-memory ring (cp.async.bulk.prefetch; 0 = off; H200, 8B Q8_0: 403.4 "
                        "tok/s off, 371.0 with 4, 321.4 with 12)")
             ->check(CLI::Range(0, 64));
-        app.add_option("--smem-carveout", smem_carveout,
+        app.add_option("--smem-carveout", so.smem_carveout,
                        "tuning: preferred shared-memory carveout of every decode kernel, percent of the unified L1 / "
                        "shared memory (-1 = the driver's choice; 100 lets blocks of consecutive kernels share an SM "
                        "without reconfiguring it; H200, 8B Q8_0: 447.1 tok/s with the driver's choice, 432.8 with 100)")
             ->check(CLI::Range(-1, 100));
-        app.add_option("--attn-carveout", attn_carveout,
+        app.add_option("--attn-carveout", so.attn_carveout,
                        "tuning: preferred shared-memory carveout of the decode attention kernel, percent (-1 = the "
                        "driver's choice, the register kernel's default; attn.stage=smem defaults to 100 so the gemvs "
                        "around it, which take ~200 KiB of rings, need no reconfiguration of an SM; measured no "
                        "difference on the H200, 8B Q8_0 at depth 4096: staged 387.8 / 387.9, register kernel 400.1 "
                        "at 100 against 400.6)")
             ->check(CLI::Range(-1, 100));
-        app.add_flag("--gemv-late-loads", gemv_late_loads,
+        app.add_flag("--gemv-late-loads", so.gemv_late_loads,
                      "measurement: gemv loads as before session 11 (the normed Q4_0/Q8_0 prologue reads x twice; the "
                      "residual and the RoPE angle are loaded after the dot products)");
-        app.add_option("--tail-barrier-prefetch", tail_barrier_prefetch,
+        app.add_option("--tail-barrier-prefetch", so.tail_barrier_prefetch,
                        "tuning: with layer.tail=persistent, items each warp prefetches into L2 beyond its ring when it "
                        "reaches a grid barrier or the PDL wait (0 = off; not yet measured)")
             ->check(CLI::Range(0, 64));
-        app.add_option("--gemm-bm", gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
+        app.add_option("--gemm-bm", so.gemm_bm, "tuning: rows of the tensor-core GEMM tile, 64 or 128 (0 = auto)")
             ->check(CLI::IsMember({0, 64, 128}));
         app.add_option("--ablate", ablate,
                        "measurement only: leave out the decode kernels whose symbol matches this regex "
                        "(the output is wrong; the tok/s difference is what they cost in the replayed graph)");
-        app.add_option("--attn-ablate", attn_ablate,
+        app.add_option("--attn-ablate", so.attn_ablate,
                        "measurement only: decode attention without its K/V loads (loads: bits made from the addresses), "
                        "without its arithmetic (math: the loaded words XORed) or without the split-KV merge (merge: "
                        "each block writes its partial output), to split what it costs in the replayed graph (the "
@@ -304,32 +299,32 @@ struct GpuFlags {
                        "blocks' k-th keys, ranked by every thread; the rounds when more than 1024 remain; measured slower on "
                        "the H200, session 22: 33.1 against 28.7 µs a token on 1B Q4_0, 38.8 against 32.2 on 8B Q8_0)")
             ->check(CLI::IsMember({"rounds", "rank"}));
-        app.add_option("--draw-ablate", draw_ablate,
+        app.add_option("--draw-ablate", so.draw_ablate,
                        "measurement only: the sampled pick kernel (sample__draw) without its block sort (sort), its "
                        "copy of the blocks' lists (copy), its merge of them (merge) or its filters and draw (tail), "
                        "to split what it costs (the picks are wrong)")
             ->transform(CLI::CheckedTransformer(std::map<std::string, int>{{"sort", 1}, {"copy", 2}, {"merge", 3}, {"tail", 4}}));
-        app.add_flag("--gemv-q4-shift", gemv_q4_shift,
+        app.add_flag("--gemv-q4-shift", so.gemv_q4_shift,
                      "tuning: the split-layout Q4_0 dot products shift each word's high nibbles down and sum "
                      "all eight dp4a in one chain (session 18's form; default: two chains, the high nibbles "
                      "summed in place and shifted once; the same integer sums)");
-        app.add_flag("--gemv-xq-groups", gemv_xq_groups,
+        app.add_flag("--gemv-xq-groups", so.gemv_xq_groups,
                      "tuning: gemv.xq=producer's groups of 32 rows whole in one block (consecutive passes, on as many "
                      "blocks as the busiest needs: 8B gate/up on 112 of 132 SMs) instead of clusters of 2 blocks, 16 + 16 "
                      "rows of every pass (default; H200 8B Q4_0 tg128: 725.0 against 757.9)");
-        app.add_option("--gemv-xq-lag", gemv_xq_lag,
+        app.add_option("--gemv-xq-lag", so.gemv_xq_lag,
                        "tuning: gemv.xq=producer's cluster leader quantizes a group after its own pass N groups later "
                        "(default 1; more: less waiting for the other block's rows of it)")
             ->check(CLI::Range(1, 8));
-        app.add_flag("--gemv-xq-norm", gemv_xq_norm,
+        app.add_flag("--gemv-xq-norm", so.gemv_xq_norm,
                      "tuning: under gemv.xq=producer, the normed gemvs (q/k/v, gate/up, the output head) take x "
                      "quantized too: the embedding and the residual gemvs before them (attn_output, ffn_down) write the "
                      "residual stream times the next norm weight quantized, with each group's sum of squares, and the "
                      "consumer scales each group's scale by 1 / rms (default off: not measured yet)");
-        app.add_flag("--no-attn-xq", no_attn_xq,
+        app.add_flag("--no-attn-xq", so.no_attn_xq,
                      "tuning: under gemv.xq=producer, attn_output quantizes its x itself (default: the decode attention "
                      "writes its output quantized for it too, from the registers of the warps that write it)");
-        app.add_option("--gemv-ablate", gemv_ablate,
+        app.add_option("--gemv-ablate", so.gemv_ablate,
                        "measurement only: the bulk split-layout Q4_0 / Q8_0 decode gemvs without their dot products "
                        "(math: each lane XORs the weight words it read from its ring slot; x, scales and the dp4a "
                        "sums are skipped), to split what the arithmetic costs in the replayed graph; xpre: the x prologue "
@@ -365,66 +360,19 @@ struct GpuFlags {
     }
 
     ScheduleOptions schedule() const {
-        ScheduleOptions s;
+        ScheduleOptions s = so;
         s.fuse = !no_fuse;
-        s.attn_warp_merge = attn_warp_merge;
         s.attn_merge_one_trip = !attn_merge_two_trips;
-        s.attn_chunk = attn_chunk;
-        s.batch_small_rows = batch_small_rows;
-        s.batch_xrows = batch_xrows;
-        s.batch_bulk = batch_bulk;
-        s.attn_splits = attn_splits;
-        s.attn_heads_per_block = attn_heads_per_block;
-        s.attn_pipe = attn_pipe;
-        s.attn_kv_stages = attn_kv_stages;
-        s.attn_kv_rows = attn_kv_rows;
-        s.kv_f32 = kv_f32;
-        s.gemv_min_blocks = gemv_min_blocks;
-        s.gemv_prefetch = gemv_prefetch;
-        s.gemv_block = gemv_block;
-        s.gemv_grid_max = gemv_grid_max;
-        s.gemv_grid_per_sm = gemv_grid_per_sm;
-        s.gemv_rows = gemv_rows;
-        s.gemv_warp_major = gemv_warp_major;
-        s.gemv_last_spread = gemv_last_spread;
-        s.gemv_split_pipe = gemv_split_pipe;
-        s.gemv_split_units = gemv_split_units;
-        s.gemv_bulk_kb = gemv_bulk_kb;
-        s.gemv_bulk_min_slots = gemv_bulk_min_slots;
-        s.l2_prefetch = l2_prefetch;
-        s.tail_barrier_prefetch = tail_barrier_prefetch;
-        s.attn_prefetch_next = attn_prefetch_next;
-        s.attn_kv_prefetch = attn_kv_prefetch;
-        s.attn_tma_from = attn_tma_from;
-        s.attn_tma_merge1 = attn_tma_merge1;
-        s.attn_tma_cluster = attn_tma_cluster;
-        s.attn_tma_stages = attn_tma_stages;
-        s.attn_ablate = attn_ablate;
-        s.draw_ablate = draw_ablate;
         s.draw_rank = draw_merge == "rank";
-        s.gemv_ablate = gemv_ablate;
-        s.gemv_xq_groups = gemv_xq_groups;
-        s.gemv_xq_norm = gemv_xq_norm;
-        s.no_attn_xq = no_attn_xq;
-        s.gemv_xq_lag = gemv_xq_lag;
-        s.attn_overlap = attn_overlap;
-        s.gemv_balance = gemv_balance;
         s.kv_l2_prefetch = kv_l2_prefetch == "start" ? 1 : kv_l2_prefetch == "last" ? 2 : 0;
-        s.gemv_l2_next_kb = gemv_l2_next_kb;
         s.gemv_l2_next_at = gemv_l2_next_at == "fill" ? 2 : 1;
-        s.gemv_late_loads = gemv_late_loads;
-        s.gemv_q4_shift = gemv_q4_shift;
-        s.smem_carveout = smem_carveout;
-        s.attn_carveout = attn_carveout;
         for (const auto& f : force) {
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
                 fail_usage("--force-variant: expected GATE=VARIANT, found '{}'", f);
             s.force[f.substr(0, eq)] = f.substr(eq + 1);
         }
-        s.gemm_bm = gemm_bm;
         s.trace = !block_trace.empty();
-        s.gemv_early_slots = gemv_early_slots;
         s.gemv_early_slots_for = kind_counts("--gemv-early-slots-for", "a slot count", gemv_early_slots_for, 99);
         s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "a size in KiB", gemv_bulk_kb_for, 220);
         s.gemv_grid_for = kind_counts("--gemv-grid-for", "a block count", gemv_grid_for, 999);
@@ -441,7 +389,6 @@ struct GpuFlags {
             if (!task_kind_from_name(kind)) fail_usage("--gemv-lanes-for: expected a task kind (e.g. attn_output), found '{}'", kind);
             s.gemv_lanes_for.insert(kind);
         }
-        s.gemv_fill_at_loads = gemv_fill_at_loads;
         return s;
     }
 
@@ -449,15 +396,15 @@ struct GpuFlags {
     // regular expression that compiles (checked before any model is loaded)
     // (--attn-ablate also on `plan` / `kernels`, which only print or compile the kernels: inspect = true)
     void check_ablate(bool gpu, bool decode_graph = true, bool inspect = false) const {
-        if (attn_ablate > 0 && !inspect) {
+        if (so.attn_ablate > 0 && !inspect) {
             if (!decode_graph) fail_usage("--attn-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
             if (!gpu) fail_usage("--attn-ablate: expected --gpu (it changes the CUDA decode attention), found a CPU run");
         }
-        if (draw_ablate > 0 && !inspect) {
+        if (so.draw_ablate > 0 && !inspect) {
             if (!decode_graph) fail_usage("--draw-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
             if (!gpu) fail_usage("--draw-ablate: expected --gpu (it changes the CUDA pick kernel), found a CPU run");
         }
-        if (gemv_ablate > 0 && !inspect) {
+        if (so.gemv_ablate > 0 && !inspect) {
             if (!decode_graph) fail_usage("--gemv-ablate: expected `jitllm run --gpu` or `jitllm bench --gpu`, found it on a command without a decode graph");
             if (!gpu) fail_usage("--gemv-ablate: expected --gpu (it changes the CUDA decode gemvs), found a CPU run");
         }
