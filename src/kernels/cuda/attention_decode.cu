@@ -1199,39 +1199,15 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
     // counter for the next launch.
     if (n_active == 1 || ABLATE == 3) return;
-    // out = sum_s w_s o_s / sum_s w_s l_s over the active splits, w_s = 2^(m_s - max m), for DV
-    // dims; get(sp, i) reads split sp's value i (i < DV: the dims, DV: m_s, DV + 1: l_s); all of
-    // them are read first (independent loads), then combined in split order into outputs o .. o + DV - 1
+    // out = sum_s w_s o_s / sum_s w_s l_s over the active splits for DV dims (common/attn_split.cuh
+    // merge_dv: get(sp, i) reads split sp's value i, i < DV the dims, DV its m_s, DV + 1 its l_s) into
+    // outputs o .. o + DV - 1
     auto combine = [&](auto get, int o, auto dv_tag) {
         constexpr int DV = decltype(dv_tag)::value;
-        float os[N_SPLITS][DV], ms[N_SPLITS], ls[N_SPLITS];
+        float O[DV];
+        merge_dv<N_SPLITS, DV>(get, n_active, O);
 #pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp) {
-            if (sp < n_active) {
-#pragma unroll
-                for (int i = 0; i < DV; ++i) os[sp][i] = get(sp, i);
-                ms[sp] = get(sp, DV);
-                ls[sp] = get(sp, DV + 1);
-            }
-        }
-        float M = -JL_INF;
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp)
-            if (sp < n_active) M = fmaxf(M, ms[sp]);
-        float L = 0.0f, O[DV];
-#pragma unroll
-        for (int i = 0; i < DV; ++i) O[i] = 0.0f;
-#pragma unroll
-        for (int sp = 0; sp < N_SPLITS; ++sp) {
-            if (sp < n_active) {
-                const float wgt = exp2f(ms[sp] - M);
-                L += ls[sp] * wgt;
-#pragma unroll
-                for (int i = 0; i < DV; ++i) O[i] += os[sp][i] * wgt;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < DV; ++i) put(o + i, O[i] / L);
+        for (int i = 0; i < DV; ++i) put(o + i, O[i]);
     };
     (void)combine;
 #if CLUSTER

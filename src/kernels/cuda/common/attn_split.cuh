@@ -8,32 +8,46 @@
 #include "common/async_copy.cuh"
 #include "common/cluster.cuh"
 
-// One output of a head from the splits' states, every load issued before the first use (one round
-// trip): ld(sp, 0) = split sp's O at this dim, ld(sp, 1) = its m (base 2), ld(sp, 2) = its l.
-//   out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s,  M = max_s m_s, summed in split order
-template <int NS, class Load>
-__device__ __forceinline__ float merge_one(Load ld, int n_active) {
-    float x[NS], ms[NS], ls[NS];
+// DV outputs of a head (dims sharing the splits' m and l) from the splits' states, every load issued
+// before the first use (one round trip): ld(sp, i) = split sp's O at dim i (i < DV), ld(sp, DV) = its
+// m (base 2), ld(sp, DV + 1) = its l.
+//   out_i = sum_s 2^(m_s - M) O_s,i / sum_s 2^(m_s - M) l_s,  M = max_s m_s, summed in split order
+template <int NS, int DV, class Load>
+__device__ __forceinline__ void merge_dv(Load ld, int n_active, float (&out)[DV]) {
+    float x[NS][DV], ms[NS], ls[NS];
 #pragma unroll
     for (int sp = 0; sp < NS; ++sp)
         if (sp < n_active) {
-            x[sp] = ld(sp, 0);
-            ms[sp] = ld(sp, 1);
-            ls[sp] = ld(sp, 2);
+#pragma unroll
+            for (int i = 0; i < DV; ++i) x[sp][i] = ld(sp, i);
+            ms[sp] = ld(sp, DV);
+            ls[sp] = ld(sp, DV + 1);
         }
     float M = -JL_INF;
 #pragma unroll
     for (int sp = 0; sp < NS; ++sp)
         if (sp < n_active) M = fmaxf(M, ms[sp]);
-    float ov = 0.0f, L = 0.0f;
+    float L = 0.0f, ov[DV];
+#pragma unroll
+    for (int i = 0; i < DV; ++i) ov[i] = 0.0f;
 #pragma unroll
     for (int sp = 0; sp < NS; ++sp)
         if (sp < n_active) {
             const float wg = exp2f(ms[sp] - M);
-            ov = fmaf(x[sp], wg, ov);
             L = fmaf(ls[sp], wg, L);
+#pragma unroll
+            for (int i = 0; i < DV; ++i) ov[i] = fmaf(x[sp][i], wg, ov[i]);
         }
-    return ov / L;
+#pragma unroll
+    for (int i = 0; i < DV; ++i) out[i] = ov[i] / L;
+}
+
+// One output of a head (merge_dv with DV 1: ld(sp, 0) = O, 1 = m, 2 = l)
+template <int NS, class Load>
+__device__ __forceinline__ float merge_one(Load ld, int n_active) {
+    float o[1];
+    merge_dv<NS, 1>(ld, n_active, o);
+    return o[0];
 }
 
 // D = A B + C on an m16n8k16 tile (f16 x f16 -> f32) whose A rows 8..15 are zero: a0 = (row g,
