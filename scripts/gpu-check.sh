@@ -651,7 +651,7 @@ first33)
     greedy_md5 "$q4" --gemv-xq-norm
     # prediction: +1 to +2 % (session 30's probe: the normed prologues as one bulk copy +2.4 %; the two
     # new producers' tails and the consumers' d scaling take some of it)
-    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=3"
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=3;--gemv-xq-norm --gemv-early-slots-for attn_norm=4 ffn_norm=4;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=4 output_norm=4"
     DEPTH_R=2 depth_ab 8b:q4_0 "$q4" 1 "--gemv-xq-norm"
     ;;
 next32)
