@@ -548,7 +548,11 @@ public:
                                    q4 ? "sm_90: the SwiGLU gemv quantizes its output for the Q4_0 split-layout gemv after it "
                                         "(each group of 32 rows completed by a cluster of 2 blocks through distributed shared "
                                         "memory; the gemv before it in clusters of 2 too), the decode attention its output for "
-                                        "attn_output; those gemvs' x prologue is one bulk copy (H200 8B Q4_0: +3.1 %)"
+                                        "attn_output; those gemvs' x prologue is one bulk copy (H200 8B Q4_0: +3.1 %)" +
+                                        std::string(o_.gemv_xq_norm ? "; --gemv-xq-norm: the embedding and the residual gemvs "
+                                                                      "quantize the residual stream times the next norm weight "
+                                                                      "for the normed gemvs too"
+                                                                    : "")
                                       : "no Q4_0 split-layout matrix: each block quantizes x (the producer measured -0.4 % on "
                                         "8B Q8_0)");
             g_.gemv_xq_all = g_.gemv_xq && o_.force.count("gemv.xq");
