@@ -79,7 +79,8 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
-#             golden, greedy text, tg128 rounds (+ its consumers' early slots), depth rows
+#             golden, greedy text, tg128 rounds, depth rows
+#   next33  : prepared: --gemv-xq-norm with its consumers' early ring slots 3 / 3, 4 / 4, 3 / 4 (+ output 4)
 #   next32  : prepared: kernels_vs_cpu with the new slots, the gate/up producer's cost split (xq-waitonly /
 #             xq-notail), the q/k/v gemv's last pass (96 blocks / 12 warps / spread), 8B Q8_0 with the producers forced, the six shapes and depth rows
 #   final31 : the session's defaults: greedy text, tg128 against the sibling, golden (bulk forced)
@@ -651,8 +652,14 @@ first33)
     greedy_md5 "$q4" --gemv-xq-norm
     # prediction: +1 to +2 % (session 30's probe: the normed prologues as one bulk copy +2.4 %; the two
     # new producers' tails and the consumers' d scaling take some of it)
-    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=3;--gemv-xq-norm --gemv-early-slots-for attn_norm=4 ffn_norm=4;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=4 output_norm=4"
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-norm"
     DEPTH_R=2 depth_ab 8b:q4_0 "$q4" 1 "--gemv-xq-norm"
+    ;;
+next33)
+    # after first33: the normed consumers' early ring slots now that their prologue is one copy (the
+    # other consumers gained 1.9 % from 2 -> 4 / 3 in session 31), the output head's too
+    q4=$(synth llama3.1-8b q4_0)
+    tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=3;--gemv-xq-norm --gemv-early-slots-for attn_norm=4 ffn_norm=4;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=4 output_norm=4"
     ;;
 next32)
     # prepared in session 31: kernels_vs_cpu producer variants with the consumers' early slots (4 / 3),
