@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "gguf/gguf_reader.h"
 #include "jit/jit_compiler.h"
+#include "core/fp16.h"
 #include "quant/quant.h"
 #include "fixtures/engine_factory.h"  // cuda_available
 #include "unit/tiny_arch_model.h"
@@ -147,6 +148,69 @@ XqInput xq_input(const Plan& p, const KernelStep& k) {
 }
 std::vector<uint8_t> xq_bytes(const XqInput& xi, const float* x, size_t n) {
     return xi.nw ? xq8_norm_layout(x, xi.nw, n, xi.planes) : xq8_layout(x, n, xi.planes);
+}
+
+// --gemv-xq-norm's numerics (no GPU): the producer's layout of the residual h and the norm weight w
+// (y = h * w quantized, d unrounded, the groups' sums of h^2), scaled as the consumer scales it (1 / rms
+// from the groups' sums in its order, d -> f16(d / rms)), is the CPU spec's quantization of rms_norm(h,
+// w) up to the last bits of the products: a q value differs only at a tie within a few ulps (by one),
+// a d only where its f16 rounding sits on such a tie (by one f16 step). So the consumer stays within
+// kernels_vs_cpu's tolerance of the unchanged spec. Residual streams of several sizes, outlier columns.
+TEST(XqNorm, ScaledGroupsAreTheSpecsQuantizationOfTheNormUpToTheLastBits) {
+    constexpr size_t n = 4096;
+    constexpr float eps = 1e-5f;
+    uint64_t st = 20261204;
+    auto next = [&] {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        return float(double(st >> 40) / double(1ull << 24)) - 0.5f;
+    };
+    size_t q_diff = 0, d_diff = 0, groups = 0, values = 0;
+    for (int trial = 0; trial < 64; ++trial) {
+        std::vector<float> h(n), w(n), xn(n);
+        const float size = std::exp(6.0f * next());
+        for (size_t i = 0; i < n; ++i) {
+            h[i] = size * next() * (i % 97 == 0 ? 20.0f : 1.0f);
+            w[i] = 1.0f + 0.4f * next();
+        }
+        cpu::rms_norm(h.data(), w.data(), xn.data(), int(n), eps);
+        std::vector<int8_t> q(n);
+        std::vector<float> d(n / 32);
+        quantize_act_q8(xn.data(), int64_t(n), q.data(), d.data());  // the spec
+        const std::vector<uint8_t> lay = xq8_norm_layout(h.data(), w.data(), n, false);
+        ASSERT_EQ(lay.size(), n + n / 32 * 12);
+        auto at = [&](size_t off) {
+            float v;
+            std::memcpy(&v, lay.data() + off, 4);
+            return v;
+        };
+        float lane[32];  // common/xq8_group.cuh xq8_norm_inv: lane l sums groups l, l + 32, ..., then the butterfly
+        for (int l = 0; l < 32; ++l) {
+            lane[l] = 0.0f;
+            for (size_t g = size_t(l); g < n / 32; g += 32) lane[l] += at(n + n / 4 + 4 * g);
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            float nl[32];
+            for (int l = 0; l < 32; ++l) nl[l] = lane[l] + lane[l ^ o];
+            std::memcpy(lane, nl, sizeof lane);
+        }
+        const float inv = 1.0f / std::sqrt(lane[0] / float(n) + eps);
+        for (size_t g = 0; g < n / 32; ++g, ++groups) {
+            const float dg = fp16_to_fp32(fp32_to_fp16(at(n + 8 * g) * inv));  // xq8_norm_d
+            if (dg == d[g]) continue;
+            ++d_diff;
+            EXPECT_NEAR(dg, d[g], d[g] / 1024.0f) << "group " << g << " of trial " << trial;
+        }
+        for (size_t i = 0; i < n; ++i, ++values) {
+            const int qi = int(int8_t(lay[i]));
+            if (qi == q[i]) continue;
+            ++q_diff;
+            EXPECT_EQ(std::abs(qi - int(q[i])), 1) << "value " << i << " of trial " << trial;
+        }
+    }
+    std::printf("[xq-norm] %zu of %zu q values and %zu of %zu scales differ from the spec's\n", q_diff, values, d_diff,
+                groups);
+    EXPECT_LE(q_diff * 10000, values);  // ties within a few ulps: rare (here 2 of 262144)
+    EXPECT_LE(d_diff * 500, groups);    // (here 4 of 8192)
 }
 
 // Whether a task after `last` reads slot s before any task writes it.
