@@ -80,7 +80,8 @@
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
 #             golden, greedy text, tg128 rounds, depth rows
-#   next33  : prepared: --gemv-xq-norm with its consumers' early ring slots 3 / 3, 4 / 4, 3 / 4 (+ output 4)
+#   next33  : prepared: --gemv-xq-norm with its consumers' early ring slots 3 / 3, 4 / 4, 3 / 4 (+ output 4);
+#             with the greedy pick in the output head (sample.fuse=gemv)
 #   next32  : prepared: kernels_vs_cpu with the new slots, the gate/up producer's cost split (xq-waitonly /
 #             xq-notail), the q/k/v gemv's last pass (96 blocks / 12 warps / spread), 8B Q8_0 with the producers forced, the six shapes and depth rows
 #   final31 : the session's defaults: greedy text, tg128 against the sibling, golden (bulk forced)
@@ -660,6 +661,9 @@ next33)
     # other consumers gained 1.9 % from 2 -> 4 / 3 in session 31), the output head's too
     q4=$(synth llama3.1-8b q4_0)
     tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=3;--gemv-xq-norm --gemv-early-slots-for attn_norm=4 ffn_norm=4;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=4 output_norm=4"
+    # the greedy pick inside the output head (sample.fuse=gemv: measured equal on 8B Q8_0, slower on 1B;
+    # not on 8B Q4_0, whose head is now one of the producers' consumers)
+    tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --force-variant sample.fuse=gemv"
     ;;
 next32)
     # prepared in session 31: kernels_vs_cpu producer variants with the consumers' early slots (4 / 3),
