@@ -1939,12 +1939,15 @@ TEST(ScheduleGates, GemvXqNormQuantizesTheResidualStream) {
     EXPECT_EQ(from_embed, 1);
     EXPECT_EQ(s.scratch.at("norm_xq"), 512u + 512u / 32u * 12u);  // the groups' sums after (d, 8 sum)
     // gate/up is a consumer and still gate/up's own producer for ffn_down; its normed early slots as they were
+    ScheduleOptions off = o;  // the default: --gemv-xq-norm not given
+    off.gemv_xq_norm = false;
+    ScheduleOptions sib = o;
+    sib.force["gemv.xq"] = "block";
     const KernelStep& gu = at(s.decode, "ffn_norm_gate_up_act");
     EXPECT_TRUE(has_define(gu.variant, "XQ_OUT", "1"));
     EXPECT_TRUE(has_define(gu.variant, "XQ_CL", "2"));
     EXPECT_TRUE(has_define(gu.variant, "BULK_PRE",
-                           define_value(at(schedule_build(p, h200, [&] { auto d = o; d.gemv_xq_norm = false; return d; }()).decode,
-                                           "ffn_norm_gate_up_act").variant, "BULK_PRE")));
+                           define_value(at(schedule_build(p, h200, off).decode, "ffn_norm_gate_up_act").variant, "BULK_PRE")));
     auto none = [&](const ScheduleOptions& so) {
         const Schedule n = schedule_build(p, h200, so);
         for (const KernelStep& k : n.decode) {
@@ -1960,8 +1963,8 @@ TEST(ScheduleGates, GemvXqNormQuantizesTheResidualStream) {
         }
         EXPECT_FALSE(n.scratch.count("norm_xq"));
     };
-    none([&] { auto d = o; d.gemv_xq_norm = false; return d; }());  // the default
-    none([&] { auto d = o; d.force["gemv.xq"] = "block"; return d; }());  // the sibling
+    none(off);
+    none(sib);
     auto q8 = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 512, 768);
     const Plan p8 = plan_build(*q8, PlanOptions{256, 16, 1});
     const Schedule s8 = schedule_build(p8, h200, o);  // Q8_0: only with gemv.xq forced

@@ -102,10 +102,21 @@ std::vector<uint8_t> xq8_layout(const float* x, size_t n, bool planes) {
     return out;
 }
 
+// common.cuh warp_sum on the host: lane 0's result of the xor butterfly over 32 lanes' values
+float warp_sum_host(const float (&lanes)[32]) {
+    float v[32];
+    std::memcpy(v, lanes, sizeof v);
+    for (int o = 16; o > 0; o >>= 1) {
+        float nv[32];
+        for (int l = 0; l < 32; ++l) nv[l] = v[l] + v[l ^ o];
+        std::memcpy(v, nv, sizeof v);
+    }
+    return v[0];
+}
+
 // --gemv-xq-norm: the residual stream h as its producer leaves it for a normed gemv whose norm weight
 // is w (common/xq8_group.cuh xq8_group_store_norm): y = h * w quantized as above (the spec's values)
-// but each d unrounded (max |y| / 127), then each group's sum of h^2 as the warp adds them (the xor
-// butterfly over its 32 lanes)
+// but each d unrounded (max |y| / 127), then each group's sum of h^2 as the warp adds them (warp_sum)
 std::vector<uint8_t> xq8_norm_layout(const float* h, const float* w, size_t n, bool planes) {
     std::vector<float> y(n);
     for (size_t i = 0; i < n; ++i) y[i] = h[i] * w[i];
@@ -117,14 +128,9 @@ std::vector<uint8_t> xq8_norm_layout(const float* h, const float* w, size_t n, b
             amax = std::max(amax, std::fabs(y[32 * b + i]));
             v[i] = h[32 * b + i] * h[32 * b + i];
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            float nv[32];
-            for (int l = 0; l < 32; ++l) nv[l] = v[l] + v[l ^ o];
-            std::memcpy(v, nv, sizeof v);
-        }
-        const float d = amax / 127.0f;
+        const float d = amax / 127.0f, ss = warp_sum_host(v);
         std::memcpy(out.data() + n + 8 * b, &d, 4);
-        std::memcpy(out.data() + n + n / 4 + 4 * b, &v[0], 4);
+        std::memcpy(out.data() + n + n / 4 + 4 * b, &ss, 4);
     }
     return out;
 }
@@ -183,17 +189,12 @@ TEST(XqNorm, ScaledGroupsAreTheSpecsQuantizationOfTheNormUpToTheLastBits) {
             std::memcpy(&v, lay.data() + off, 4);
             return v;
         };
-        float lane[32];  // common/xq8_group.cuh xq8_norm_inv: lane l sums groups l, l + 32, ..., then the butterfly
+        float lane[32];  // common/xq8_group.cuh xq8_norm_inv: lane l sums groups l, l + 32, ..., then warp_sum
         for (int l = 0; l < 32; ++l) {
             lane[l] = 0.0f;
             for (size_t g = size_t(l); g < n / 32; g += 32) lane[l] += at(n + n / 4 + 4 * g);
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            float nl[32];
-            for (int l = 0; l < 32; ++l) nl[l] = lane[l] + lane[l ^ o];
-            std::memcpy(lane, nl, sizeof lane);
-        }
-        const float inv = 1.0f / std::sqrt(lane[0] / float(n) + eps);
+        const float inv = 1.0f / std::sqrt(warp_sum_host(lane) / float(n) + eps);
         for (size_t g = 0; g < n / 32; ++g, ++groups) {
             const float dg = fp16_to_fp32(fp32_to_fp16(at(n + 8 * g) * inv));  // xq8_norm_d
             if (dg == d[g]) continue;

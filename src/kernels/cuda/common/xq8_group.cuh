@@ -55,7 +55,7 @@ __device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int
 // The form for a consumer that RMS-normalises its x first (gate gemv.xq=producer with --gemv-xq-norm:
 // gemv.cu XQ_NORM, embed.cu XQ_OUT; the consumer is gemv.cu XQ_IN with NORM_IN). Lane i holds h,
 // element 32 G + i of the residual stream, and w, its norm weight. The group of y = h * w is stored
-// as above with d unrounded, and the group's sum of h^2 (xor-butterfly order) as a float at xq + C +
+// as above with d unrounded, and the group's sum of h^2 (warp_sum's xor butterfly) as a float at xq + C +
 // C / 4 + 4 G. The rms needs every group, which no producer's block has: the consumer sums the groups'
 // sums (xq8_norm_inv) and multiplies each d by 1 / rms before rounding it to f16. Since y / rms scaled
 // back by rms is y, that is the consumer's own quantization of y / rms up to the last bits of the
@@ -64,24 +64,20 @@ __device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int
 template <int C, bool PLANES>
 __device__ __forceinline__ void xq8_group_store_norm(float h, float w, int G, uint8_t* xq, int lane) {
     xq8_group_store<C, PLANES, false>(__fmul_rn(h, w), G, xq, lane);
-    float ss = __fmul_rn(h, h);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float ss = warp_sum(__fmul_rn(h, h));
     if (lane == 0) reinterpret_cast<float*>(xq + C + C / 4)[G] = ss;
 }
 
 // The consumer's side of xq8_group_store_norm: 1 / sqrt(sum h^2 / C + eps) from the groups' sums
 // at xq + C + C / 4 (global memory, an earlier kernel's: read through L2), the same bits in every lane
-// and warp (each lane sums groups lane, lane + 32, ... in order, then the xor butterfly, whose two
-// operands of every add are the same pair in both lanes). Every lane of the warp calls it.
+// and warp (each lane sums groups lane, lane + 32, ... in order, then warp_sum's xor butterfly, whose
+// two operands of every add are the same pair in both lanes). Every lane of the warp calls it.
 template <int C>
 __device__ __forceinline__ float xq8_norm_inv(const uint8_t* xq, float eps) {
     const float* gs = reinterpret_cast<const float*>(xq + C + C / 4);
     float s = 0.0f;
     for (int g = threadIdx.x & 31; g < C / 32; g += 32) s += __ldcg(gs + g);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    return 1.0f / sqrtf(s / float(C) + eps);
+    return 1.0f / sqrtf(warp_sum(s) / float(C) + eps);
 }
 
 // The consumer's d of group b: the producer's unrounded d times 1 / rms, rounded to f16 as every
