@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "gguf/gguf_reader.h"
+#include "quant/quant.h"
 #include "runtime/chat_format.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
@@ -105,6 +106,8 @@ void print_metrics(Engine& e, const std::string& format) {
         const auto& is = cuda->init_stats();
         std::fprintf(stderr, " | jit %.1f ms (%s: %d compiled, %d cached) | gpu mem %.2f GiB", is.jit_wall_ms,
                      is.jit_compiled == 0 ? "warm" : "cold", is.jit_compiled, is.jit_cached, peak_gib);
+    } else {
+        std::fprintf(stderr, " | products %s", cpu_isa_name(cpu_isa()));
     }
     std::fprintf(stderr, "\n");
 }

@@ -3,11 +3,16 @@
 // (llama.cpp@1fd6dfe9 ggml-common.h; see blocks.h). Quantizers are in quantize.cpp.
 #include "quant/quant.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/quant_isa.h"
 
 namespace jitllm {
 namespace {
@@ -289,6 +294,18 @@ void dot_rows_impl(const uint8_t* mat, size_t stride, int64_t n_rows, const floa
     for (int64_t r = 0; r < n_rows; ++r) y[r] = dot_impl<D>(mat + size_t(r) * stride, x, n);
 }
 
+#if defined(__x86_64__)
+// dot_rows_impl compiled for AVX2 + F16C: flatten inlines every decoder and lanes_accumulate into it,
+// so the same loops vectorize 8 lanes wide (one ymm for lanes_accumulate's 8 float lanes). The same
+// operations in the same order, and no FMA (the target leaves it out): the scalar form's bits.
+template <class D>
+__attribute__((target("avx2,f16c"), flatten)) void dot_rows_impl_avx2(const uint8_t* mat, size_t stride,
+                                                                       int64_t n_rows, const float* x, int64_t n,
+                                                                       float* y) {
+    dot_rows_impl<D>(mat, stride, n_rows, x, n, y);
+}
+#endif
+
 void check_row(GgmlType t, int64_t n) {
     const auto& tt = type_traits(t);
     JITLLM_CHECK(n >= 0 && n % tt.block_size == 0, "{} row of {} elements: not a multiple of {}",
@@ -331,13 +348,27 @@ float dot_row(GgmlType t, const void* row, const float* x, int64_t n) {
     return with_decoder(t, [&](auto dec) { return dot_impl<decltype(dec)>(p, x, n); });
 }
 
-void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-              const float* x, int64_t n, float* y) {
+void dot_rows_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                  const float* x, int64_t n, float* y) {
     check_row(t, n);
+    JITLLM_CHECK(isa == CpuIsa::Scalar || detail::cpu_has_avx2(), "CPU form {} on a CPU without it",
+                 cpu_isa_name(isa));
     const auto* p = static_cast<const uint8_t*>(mat);
     with_decoder(t, [&](auto dec) {
+#if defined(__x86_64__)
+        if (isa == CpuIsa::Avx2 && std::is_same_v<decltype(dec), DecF16>) {
+            for (int64_t r = 0; r < n_rows; ++r) y[r] = detail::dot_f16_avx2(p + size_t(r) * row_stride_bytes, x, n);
+            return;
+        }
+        if (isa == CpuIsa::Avx2) return dot_rows_impl_avx2<decltype(dec)>(p, row_stride_bytes, n_rows, x, n, y);
+#endif
         dot_rows_impl<decltype(dec)>(p, row_stride_bytes, n_rows, x, n, y);
     });
+}
+
+void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+              const float* x, int64_t n, float* y) {
+    dot_rows_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, x, n, y);
 }
 
 bool act_q8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
@@ -394,15 +425,52 @@ void dot_rows_act_q8_impl(const uint8_t* base, size_t stride, int64_t n_rows, co
 }
 }  // namespace
 
-void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                     const int8_t* q, const float* d, int64_t n, float* y) {
+CpuIsa cpu_isa() {
+    static const CpuIsa isa = [] {
+        const char* e = std::getenv("JITLLM_CPU_ISA");
+        const std::string want = e ? e : "";
+        if (want.empty() || want == "auto") return detail::cpu_has_avx2() ? CpuIsa::Avx2 : CpuIsa::Scalar;
+        if (want == "scalar") return CpuIsa::Scalar;
+        if (want == "avx2" && detail::cpu_has_avx2()) return CpuIsa::Avx2;
+        fail_usage("JITLLM_CPU_ISA: expected auto, scalar or avx2 (one this CPU has), found '{}'", want);
+    }();
+    return isa;
+}
+
+const char* cpu_isa_name(CpuIsa isa) { return isa == CpuIsa::Avx2 ? "avx2" : "scalar"; }
+
+void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                         const int8_t* q, const float* d, int64_t n, float* y) {
     JITLLM_CHECK(act_q8_type(t) && n % kQK == 0, "{} product with quantized activations over {} elements",
                  type_name(t), n);
+    JITLLM_CHECK(isa == CpuIsa::Scalar || detail::cpu_has_avx2(), "CPU form {} on a CPU without it",
+                 cpu_isa_name(isa));
     const auto* base = static_cast<const uint8_t*>(mat);
-    if (t == GgmlType::Q4_0)
-        dot_rows_act_q8_impl<true>(base, row_stride_bytes, n_rows, q, d, n / kQK, y);
+    const bool q4 = t == GgmlType::Q4_0;
+    const int64_t nb = n / kQK;
+    int64_t done = 0;
+    if (isa == CpuIsa::Avx2 && n_rows >= 8) {
+        thread_local std::vector<int32_t> sx8;
+        if (q4) {
+            sx8.resize(size_t(nb));
+            for (int64_t i = 0; i < nb; ++i) {
+                int32_t s = 0;
+                for (int j = 0; j < kQK; ++j) s += q[i * kQK + j];
+                sx8[size_t(i)] = 8 * s;
+            }
+        }
+        done = detail::dot_rows_act_q8_avx2(q4, base, row_stride_bytes, n_rows, q, d, sx8.data(), nb, y);
+    }
+    base += size_t(done) * row_stride_bytes;
+    if (q4)
+        dot_rows_act_q8_impl<true>(base, row_stride_bytes, n_rows - done, q, d, nb, y + done);
     else
-        dot_rows_act_q8_impl<false>(base, row_stride_bytes, n_rows, q, d, n / kQK, y);
+        dot_rows_act_q8_impl<false>(base, row_stride_bytes, n_rows - done, q, d, nb, y + done);
+}
+
+void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                     const int8_t* q, const float* d, int64_t n, float* y) {
+    dot_rows_act_q8_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, q, d, n, y);
 }
 
 bool split_layout_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }

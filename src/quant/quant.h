@@ -38,6 +38,19 @@ void quantize_act_q8(const float* x, int64_t n, int8_t* q, float* d);
 void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
                      const int8_t* q, const float* d, int64_t n, float* y);
 
+// The instruction set dot_rows and dot_rows_act_q8 run with: Avx2 (dot_rows: its loops compiled
+// for AVX2; dot_rows_act_q8: 8 rows a pass, quant_x86.cpp) where the CPU has AVX2 and F16C, Scalar otherwise or with the environment's JITLLM_CPU_ISA=scalar. Every form
+// gives the scalar form's bits (tests/unit/quant_isa_test.cpp).
+enum class CpuIsa { Scalar, Avx2 };
+CpuIsa cpu_isa();
+const char* cpu_isa_name(CpuIsa isa);
+// dot_rows in a given form (Avx2: the same loops compiled for AVX2, every type)
+void dot_rows_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                  const float* x, int64_t n, float* y);
+// dot_rows_act_q8 in a given form (tests, comparisons). PRECOND: isa is Scalar or the CPU has it.
+void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
+                         const int8_t* q, const float* d, int64_t n, float* y);
+
 // Quantize n floats into dst (row_bytes(t, n) bytes) exactly as ggml's reference quantizers
 // (quantize_row_*_ref, what llama-quantize uses without an imatrix) do. Supported: F32, F16,
 // BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (see can_quantize). PRECOND: n % block_size(t) == 0.

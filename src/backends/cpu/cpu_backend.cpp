@@ -10,6 +10,7 @@ namespace jitllm {
 
 CpuBackend::CpuBackend(const Plan& plan, int n_threads)
     : plan_(plan), c_(*plan.config), n_threads_(std::max(1, n_threads)) {
+    (void)cpu_isa();  // JITLLM_CPU_ISA read here, on the caller's thread, not first in a worker
     slots_.resize(size_t(Slot::Count));
     for (const auto& b : plan.buffers) {
         if (b.per_layer) continue;
