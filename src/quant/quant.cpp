@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -349,26 +348,38 @@ float dot_row(GgmlType t, const void* row, const float* x, int64_t n) {
 }
 
 void dot_rows_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                  const float* x, int64_t n, float* y) {
+                  const float* x, size_t x_stride, int n_x, int64_t n, float* y, size_t y_stride) {
     check_row(t, n);
     JITLLM_CHECK(isa == CpuIsa::Scalar || detail::cpu_has_avx2(), "CPU form {} on a CPU without it",
                  cpu_isa_name(isa));
     const auto* p = static_cast<const uint8_t*>(mat);
-    with_decoder(t, [&](auto dec) {
 #if defined(__x86_64__)
-        if (isa == CpuIsa::Avx2 && std::is_same_v<decltype(dec), DecF16>) {
-            for (int64_t r = 0; r < n_rows; ++r) y[r] = detail::dot_f16_avx2(p + size_t(r) * row_stride_bytes, x, n);
-            return;
-        }
-        if (isa == CpuIsa::Avx2) return dot_rows_impl_avx2<decltype(dec)>(p, row_stride_bytes, n_rows, x, n, y);
+    if (isa == CpuIsa::Avx2 && t == GgmlType::F16)
+        return detail::dot_rows_f16_avx2(p, row_stride_bytes, n_rows, x, x_stride, n_x, n, y, y_stride);
 #endif
-        dot_rows_impl<decltype(dec)>(p, row_stride_bytes, n_rows, x, n, y);
+    with_decoder(t, [&](auto dec) {
+        for (int j = 0; j < n_x; ++j) {
+            const float* xj = x + size_t(j) * x_stride;
+            float* yj = y + size_t(j) * y_stride;
+#if defined(__x86_64__)
+            if (isa == CpuIsa::Avx2) {
+                dot_rows_impl_avx2<decltype(dec)>(p, row_stride_bytes, n_rows, xj, n, yj);
+                continue;
+            }
+#endif
+            dot_rows_impl<decltype(dec)>(p, row_stride_bytes, n_rows, xj, n, yj);
+        }
     });
 }
 
 void dot_rows(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
               const float* x, int64_t n, float* y) {
-    dot_rows_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, x, n, y);
+    dot_rows_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, x, 0, 1, n, y, 0);
+}
+
+void dot_rows_batch(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows, const float* x,
+                    size_t x_stride, int n_x, int64_t n, float* y, size_t y_stride) {
+    dot_rows_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, x, x_stride, n_x, n, y, y_stride);
 }
 
 bool act_q8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
@@ -437,10 +448,12 @@ CpuIsa cpu_isa() {
     return isa;
 }
 
+bool cpu_has_isa(CpuIsa isa) { return isa == CpuIsa::Scalar || detail::cpu_has_avx2(); }
+
 const char* cpu_isa_name(CpuIsa isa) { return isa == CpuIsa::Avx2 ? "avx2" : "scalar"; }
 
 void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                         const int8_t* q, const float* d, int64_t n, float* y) {
+                         const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride) {
     JITLLM_CHECK(act_q8_type(t) && n % kQK == 0, "{} product with quantized activations over {} elements",
                  type_name(t), n);
     JITLLM_CHECK(isa == CpuIsa::Scalar || detail::cpu_has_avx2(), "CPU form {} on a CPU without it",
@@ -452,25 +465,36 @@ void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_str
     if (isa == CpuIsa::Avx2 && n_rows >= 8) {
         thread_local std::vector<int32_t> sx8;
         if (q4) {
-            sx8.resize(size_t(nb));
-            for (int64_t i = 0; i < nb; ++i) {
+            sx8.resize(size_t(nb) * size_t(n_x));
+            for (int64_t i = 0; i < nb * n_x; ++i) {
                 int32_t s = 0;
                 for (int j = 0; j < kQK; ++j) s += q[i * kQK + j];
                 sx8[size_t(i)] = 8 * s;
             }
         }
-        done = detail::dot_rows_act_q8_avx2(q4, base, row_stride_bytes, n_rows, q, d, sx8.data(), nb, y);
+        done = detail::dot_rows_act_q8_avx2(q4, base, row_stride_bytes, n_rows, q, d, sx8.data(), nb, y, n_x,
+                                            y_stride);
     }
     base += size_t(done) * row_stride_bytes;
-    if (q4)
-        dot_rows_act_q8_impl<true>(base, row_stride_bytes, n_rows - done, q, d, nb, y + done);
-    else
-        dot_rows_act_q8_impl<false>(base, row_stride_bytes, n_rows - done, q, d, nb, y + done);
+    for (int j = 0; j < n_x; ++j) {
+        const int8_t* qj = q + size_t(j) * size_t(n);
+        const float* dj = d + size_t(j) * size_t(nb);
+        float* yj = y + size_t(j) * y_stride + size_t(done);
+        if (q4)
+            dot_rows_act_q8_impl<true>(base, row_stride_bytes, n_rows - done, qj, dj, nb, yj);
+        else
+            dot_rows_act_q8_impl<false>(base, row_stride_bytes, n_rows - done, qj, dj, nb, yj);
+    }
 }
 
 void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
                      const int8_t* q, const float* d, int64_t n, float* y) {
-    dot_rows_act_q8_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, q, d, n, y);
+    dot_rows_act_q8_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, q, d, 1, n, y, 0);
+}
+
+void dot_rows_act_q8_batch(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows, const int8_t* q,
+                           const float* d, int n_x, int64_t n, float* y, size_t y_stride) {
+    dot_rows_act_q8_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, q, d, n_x, n, y, y_stride);
 }
 
 bool split_layout_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }

@@ -44,12 +44,22 @@ void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64
 enum class CpuIsa { Scalar, Avx2 };
 CpuIsa cpu_isa();
 const char* cpu_isa_name(CpuIsa isa);
-// dot_rows in a given form (Avx2: the same loops compiled for AVX2, every type)
+bool cpu_has_isa(CpuIsa isa);  // whether this CPU runs the form
+// dot_rows for n_x activation rows (row j at x + j * x_stride floats, its results at y + j * y_stride):
+// each row the bits dot_rows gives it alone (the Avx2 form converts each F16 weight once for up to 4)
+void dot_rows_batch(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows, const float* x,
+                    size_t x_stride, int n_x, int64_t n, float* y, size_t y_stride);
+// dot_rows_batch in a given form (Avx2: the same loops compiled for AVX2, every type)
 void dot_rows_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                  const float* x, int64_t n, float* y);
-// dot_rows_act_q8 in a given form (tests, comparisons). PRECOND: isa is Scalar or the CPU has it.
+                  const float* x, size_t x_stride, int n_x, int64_t n, float* y, size_t y_stride);
+// dot_rows_act_q8 for n_x activation rows (row j's q at q + j * n, its d at d + j * n / 32, its
+// y at y + j * y_stride): each row the bits dot_rows_act_q8 gives it alone; the Avx2 form unpacks
+// each weight block once for up to 4 rows (the CPU's batch steps: cpu::matmul).
+void dot_rows_act_q8_batch(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows, const int8_t* q,
+                           const float* d, int n_x, int64_t n, float* y, size_t y_stride);
+// dot_rows_act_q8_batch in a given form (tests, comparisons). PRECOND: isa is Scalar or the CPU has it.
 void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                         const int8_t* q, const float* d, int64_t n, float* y);
+                         const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride);
 
 // Quantize n floats into dst (row_bytes(t, n) bytes) exactly as ggml's reference quantizers
 // (quantize_row_*_ref, what llama-quantize uses without an imatrix) do. Supported: F32, F16,

@@ -1,7 +1,7 @@
 // cpu::matvec's activation numerics: XNumerics::Engine multiplies Q4_0 / Q8_0 weights by x
 // quantized to Q8_0 blocks (quant.h dot_rows_act_q8, llama.cpp's CPU arithmetic) and every other
 // type by float x; XNumerics::Float is dot_rows for every type. Threaded and single-threaded runs
-// agree bit for bit.
+// agree bit for bit, and cpu::matmul's rows with their own matvec.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -44,6 +44,33 @@ TEST(CpuMatvec, EngineNumericsPerWeightType) {
             EXPECT_EQ(engine1[size_t(r)], engine[size_t(r)]) << "row " << r;
             EXPECT_EQ(flt[size_t(r)], want_f[size_t(r)]) << "row " << r;
         }
+    }
+}
+
+// cpu::matmul (the batch steps' products) gives every activation row the bits matvec gives it alone:
+// 1 to 9 rows (the AVX2 form's passes of 4 and their tails), weight rows beyond several 64 KiB tiles and
+// not a multiple of 8, one and two threads, output rows at a stride
+TEST(CpuMatmul, EachRowIsItsMatvec) {
+    const int n = 512, rows = 300;
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_1}) {
+        SCOPED_TRACE(type_name(t));
+        const size_t rb = row_bytes(t, n);
+        const auto wf = random_floats(size_t(n) * rows, 13);
+        std::vector<uint8_t> w(rb * rows);
+        for (int r = 0; r < rows; ++r) quantize_row(t, wf.data() + size_t(r) * n, w.data() + size_t(r) * rb, n);
+        for (int n_x : {1, 2, 5, 9})
+            for (int threads : {1, 2}) {
+                const size_t xs = n + 3, ys = rows + 7;
+                const auto x = random_floats(xs * size_t(n_x), uint64_t(17 + n_x));
+                std::vector<float> y(ys * size_t(n_x), -1.0f), want(rows);
+                cpu::matmul(t, w.data(), rb, rows, n, x.data(), xs, n_x, y.data(), ys, threads);
+                for (int j = 0; j < n_x; ++j) {
+                    cpu::matvec(t, w.data(), rb, rows, n, x.data() + size_t(j) * xs, want.data(), 1);
+                    for (int r = 0; r < rows; ++r)
+                        ASSERT_EQ(y[size_t(j) * ys + size_t(r)], want[size_t(r)])
+                            << n_x << " rows, " << threads << " threads: row " << j << ", output " << r;
+                }
+            }
     }
 }
 

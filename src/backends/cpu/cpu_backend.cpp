@@ -129,9 +129,6 @@ int32_t CpuBackend::batch_sampled(int r) const {
 
 namespace {
 
-void matvec_w(const WeightTensor* w, const float* x, float* y, int n_threads) {
-    cpu::matvec(w->type, w->data, w->row_bytes, int(w->rows), int(w->cols), x, y, n_threads);
-}
 
 void add_bias(float* y, const WeightTensor* b) {
     if (!b) return;
@@ -141,8 +138,65 @@ void add_bias(float* y, const WeightTensor* b) {
 
 }  // namespace
 
+bool CpuBackend::run_products(const Task& t) {
+    // rows [r0, r0 + n) of w times every current row of slot `in` into `out` (cpu::matmul: each
+    // weight tile read once for all rows; each row's bits those of its own matvec)
+    auto mm = [&](const WeightTensor* w, int r0, int n, Slot in, Slot out) {
+        cpu::matmul(w->type, w->data + size_t(r0) * w->row_bytes, w->row_bytes, n, int(w->cols), row(in, 0),
+                    size_t(slot_row_elems(plan_, in)), n_rows_, row(out, 0), size_t(slot_row_elems(plan_, out)),
+                    n_threads_);
+    };
+    auto all = [&](const WeightTensor* w, Slot in, Slot out) { mm(w, 0, int(w->rows), in, out); };
+    switch (t.kind) {
+        case TaskKind::AttnQkv:
+            if (t.w[1] == nullptr) {  // fused attn_qkv: rows Q, then K, then V
+                const int qd = c_.q_dim(), kd = c_.kv_dim();
+                mm(t.w[0], 0, qd, Slot::Xb, Slot::Q);
+                mm(t.w[0], qd, kd, Slot::Xb, Slot::K);
+                mm(t.w[0], qd + kd, kd, Slot::Xb, Slot::V);
+            } else {
+                all(t.w[0], Slot::Xb, Slot::Q);
+                all(t.w[1], Slot::Xb, Slot::K);
+                all(t.w[2], Slot::Xb, Slot::V);
+            }
+            if (t.w.size() > 3)
+                for (int r = 0; r < n_rows_; ++r) {
+                    add_bias(row(Slot::Q, r), t.w[3]);
+                    add_bias(row(Slot::K, r), t.w[4]);
+                    add_bias(row(Slot::V, r), t.w[5]);
+                }
+            return true;
+        case TaskKind::AttnOutput:
+            all(t.w[0], Slot::Att, Slot::Tmp);
+            return true;
+        case TaskKind::FfnGateUp:
+            if (t.w[0] == nullptr) {  // fused ffn_up: gate rows [0, ff), up rows [ff, 2ff)
+                mm(t.w[1], 0, c_.hidden_dim, Slot::Xb, Slot::Hb);
+                mm(t.w[1], c_.hidden_dim, c_.hidden_dim, Slot::Xb, Slot::Hb2);
+            } else {
+                all(t.w[0], Slot::Xb, Slot::Hb);
+                all(t.w[1], Slot::Xb, Slot::Hb2);
+            }
+            return true;
+        case TaskKind::FfnDown:
+            all(t.w[0], Slot::Hb, Slot::Tmp);
+            return true;
+        case TaskKind::Output:
+            all(t.w[0], Slot::Xb, Slot::Logits);
+            if (t.scale != 1.0f)
+                for (int r = 0; r < n_rows_; ++r) {
+                    float* logits = row(Slot::Logits, r);
+                    for (int i = 0; i < c_.n_vocab; ++i) logits[i] *= t.scale;
+                }
+            return true;
+        default:
+            return false;
+    }
+}
+
 void CpuBackend::run_task(const Task& t) {
-    // Every task is row-wise except attention (which reads other rows only through the cache):
+    if (run_products(t)) return;
+    // Every other task is row-wise except attention (which reads other rows only through the cache):
     // row r is token row_tok_[r] at position row_pos_[r] of sequence row_seq_[r].
     const int L = t.layer;
     for (int r = 0; r < n_rows_; ++r) {
@@ -163,30 +217,6 @@ void CpuBackend::run_task(const Task& t) {
             case TaskKind::OutputNorm:
                 cpu::rms_norm(x, t.w[0]->f32(), xb, c_.dim, t.eps);
                 break;
-            case TaskKind::AttnQkv: {
-                float* q = row(Slot::Q, r);
-                float* k = row(Slot::K, r);
-                float* v = row(Slot::V, r);
-                if (t.w[1] == nullptr) {  // fused attn_qkv: rows Q, then K, then V
-                    const WeightTensor* w = t.w[0];
-                    const int qd = c_.q_dim(), kd = c_.kv_dim();
-                    cpu::matvec(w->type, w->data, w->row_bytes, qd, int(w->cols), xb, q, n_threads_);
-                    cpu::matvec(w->type, w->data + size_t(qd) * w->row_bytes, w->row_bytes, kd,
-                                int(w->cols), xb, k, n_threads_);
-                    cpu::matvec(w->type, w->data + size_t(qd + kd) * w->row_bytes, w->row_bytes, kd,
-                                int(w->cols), xb, v, n_threads_);
-                } else {
-                    matvec_w(t.w[0], xb, q, n_threads_);
-                    matvec_w(t.w[1], xb, k, n_threads_);
-                    matvec_w(t.w[2], xb, v, n_threads_);
-                }
-                if (t.w.size() > 3) {
-                    add_bias(q, t.w[3]);
-                    add_bias(k, t.w[4]);
-                    add_bias(v, t.w[5]);
-                }
-                break;
-            }
             case TaskKind::AttnQkNorm: {
                 float* q = row(Slot::Q, r);
                 float* k = row(Slot::K, r);
@@ -220,41 +250,19 @@ void CpuBackend::run_task(const Task& t) {
                                c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r));
                 break;
             }
-            case TaskKind::AttnOutput:
-                matvec_w(t.w[0], row(Slot::Att, r), row(Slot::Tmp, r), n_threads_);
-                break;
             case TaskKind::AttnResidual:
             case TaskKind::FfnResidual:
                 cpu::add_scaled(x, row(Slot::Tmp, r), t.scale, c_.dim);
                 break;
-            case TaskKind::FfnGateUp: {
-                float* hb = row(Slot::Hb, r);
-                float* hb2 = row(Slot::Hb2, r);
-                if (t.w[0] == nullptr) {  // fused ffn_up: gate rows [0, ff), up rows [ff, 2ff)
-                    const WeightTensor* w = t.w[1];
-                    const int ff = c_.hidden_dim;
-                    cpu::matvec(w->type, w->data, w->row_bytes, ff, int(w->cols), xb, hb, n_threads_);
-                    cpu::matvec(w->type, w->data + size_t(ff) * w->row_bytes, w->row_bytes, ff,
-                                int(w->cols), xb, hb2, n_threads_);
-                } else {
-                    matvec_w(t.w[0], xb, hb, n_threads_);
-                    matvec_w(t.w[1], xb, hb2, n_threads_);
-                }
-                break;
-            }
             case TaskKind::FfnAct:
                 cpu::swiglu(row(Slot::Hb, r), row(Slot::Hb2, r), row(Slot::Hb, r), c_.hidden_dim);
                 break;
+            case TaskKind::AttnQkv:
+            case TaskKind::AttnOutput:
+            case TaskKind::FfnGateUp:
             case TaskKind::FfnDown:
-                matvec_w(t.w[0], row(Slot::Hb, r), row(Slot::Tmp, r), n_threads_);
-                break;
-            case TaskKind::Output: {
-                float* logits = row(Slot::Logits, r);
-                matvec_w(t.w[0], xb, logits, n_threads_);
-                if (t.scale != 1.0f)
-                    for (int i = 0; i < c_.n_vocab; ++i) logits[i] *= t.scale;
-                break;
-            }
+            case TaskKind::Output:
+                break;  // run_products, above
             case TaskKind::Sample: {
                 const int32_t pick = cpu::argmax(row(Slot::Logits, r), c_.n_vocab);
                 if (row_seq_) batch_tok_[size_t(r)] = pick;

@@ -36,6 +36,9 @@ public:
 private:
     void run_phase(const std::vector<Task>& tasks, int32_t token, int pos);
     void set_rows(const BatchStep& step);
+    // The matrix products of t (q/k/v, attn_output, gate/up, down, output) over every current row at
+    // once, with their biases and scale; false for any other task kind.
+    bool run_products(const Task& t);
     // Cache row of (sequence, position) in a layer.
     float* cache_row(Slot s, int layer, int seq, int pos) {
         return slot(s, layer) + (size_t(seq) * size_t(plan_.n_ctx) + size_t(pos)) * size_t(c_.kv_dim());

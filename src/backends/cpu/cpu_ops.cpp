@@ -20,34 +20,59 @@ void rms_norm(const float* x, const float* w, float* y, int n, float eps) {
     for (int i = 0; i < n; ++i) y[i] = x[i] * scale * (w ? w[i] : 1.0f);
 }
 
-void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
-            float* y, int n_threads, XNumerics xn) {
-    const auto* base = static_cast<const uint8_t*>(W);
-    const bool q8 = xn == XNumerics::Engine && act_q8_type(t);
-    thread_local std::vector<int8_t> xq;
-    thread_local std::vector<float> xd;
-    if (q8) {
-        xq.resize(size_t(cols));
-        xd.resize(size_t(cols) / 32);
-        quantize_act_q8(x, cols, xq.data(), xd.data());
-    }
-    const int8_t* q = xq.data();
-    const float* d = xd.data();
-    auto work = [&](int r0, int r1) {
-        if (r1 <= r0) return;
-        if (q8)
-            dot_rows_act_q8(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, q, d, cols, y + r0);
-        else
-            dot_rows(t, base + size_t(r0) * row_stride, row_stride, r1 - r0, x, cols, y + r0);
-    };
+namespace {
+// [0, rows) in n ranges of whole 8-row groups (the AVX2 products' passes), work(i, r0, r1) each on
+// the pool; under 64 rows or one thread, all on the caller's
+template <class F>
+void split_rows(int rows, int n_threads, F&& work) {
     ThreadPool& pool = ThreadPool::global();
     const int n = std::min(n_threads, pool.size());
     if (n <= 1 || rows < 64) {
         work(0, rows);
         return;
     }
-    const int per = (rows + n - 1) / n;
-    pool.parallel_for(n, [&](int i) { work(std::min(rows, i * per), std::min(rows, (i + 1) * per)); });
+    const int per = ((rows + n - 1) / n + 7) & ~7;
+    pool.parallel_for(n, [&](int i) {
+        const int r0 = std::min(rows, i * per), r1 = std::min(rows, (i + 1) * per);
+        if (r1 > r0) work(r0, r1);
+    });
+}
+}  // namespace
+
+void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
+            float* y, int n_threads, XNumerics xn) {
+    matmul(t, W, row_stride, rows, cols, x, 0, 1, y, 0, n_threads, xn);
+}
+
+void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X, size_t x_stride,
+            int n_x, float* Y, size_t y_stride, int n_threads, XNumerics xn) {
+    const auto* base = static_cast<const uint8_t*>(W);
+    const bool q8 = xn == XNumerics::Engine && act_q8_type(t);
+    thread_local std::vector<int8_t> xq;
+    thread_local std::vector<float> xd;
+    if (q8) {
+        xq.resize(size_t(n_x) * size_t(cols));
+        xd.resize(size_t(n_x) * size_t(cols) / 32);
+        for (int j = 0; j < n_x; ++j)
+            quantize_act_q8(X + size_t(j) * x_stride, cols, xq.data() + size_t(j) * size_t(cols),
+                            xd.data() + size_t(j) * size_t(cols) / 32);
+    }
+    const int8_t* q = xq.data();
+    const float* d = xd.data();
+    // weight rows in tiles of ~64 KiB (whole 8-row groups), each read from memory once and then from
+    // the cache for the other activation rows
+    const int tile = n_x == 1 ? rows : std::max(8, int(size_t(65536) / row_stride) & ~7);
+    split_rows(rows, n_threads, [&](int r0, int r1) {
+        for (int t0 = r0; t0 < r1; t0 += tile) {
+            const int t1 = std::min(r1, t0 + tile);
+            const uint8_t* w = base + size_t(t0) * row_stride;
+            if (q8) {
+                dot_rows_act_q8_batch(t, w, row_stride, t1 - t0, q, d, n_x, cols, Y + t0, y_stride);
+            } else {
+                dot_rows_batch(t, w, row_stride, t1 - t0, X, x_stride, n_x, cols, Y + t0, y_stride);
+            }
+        }
+    });
 }
 
 void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,

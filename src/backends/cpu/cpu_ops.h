@@ -25,6 +25,12 @@ enum class XNumerics { Engine, Float };
 void matvec(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* x,
             float* y, int n_threads, XNumerics xn = XNumerics::Engine);
 
+// Y row j = matvec(W, X row j) for j < n_x (X row j at X + j * x_stride floats, Y row j at
+// Y + j * y_stride): each row the bits matvec gives it alone. The weights are walked in tiles of
+// rows read from memory once for all the activation rows (the CPU's batch steps).
+void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X, size_t x_stride,
+            int n_x, float* Y, size_t y_stride, int n_threads, XNumerics xn = XNumerics::Engine);
+
 // Rotates each of n_heads heads (head_dim floats, contiguous) in place at position pos:
 // theta_i = pos * freq_factor_i^-1 * base^(-2i/n_rot) for i < n_rot/2 (freq_factors may be null).
 void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
