@@ -247,7 +247,7 @@ void CpuBackend::run_task(const Task& t) {
                 const size_t kd = size_t(c_.kv_dim());
                 cpu::attention(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
                                cache_row(Slot::VCache, L, seq, first), kd, c_.n_heads, c_.n_kv_heads,
-                               c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r));
+                               c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r), n_threads_);
                 break;
             }
             case TaskKind::AttnResidual:

@@ -92,34 +92,116 @@ void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
     }
 }
 
-void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
-               int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out) {
-    const int group = n_heads / n_kv_heads;
-    std::vector<float> att(static_cast<size_t>(n_pos));
-    for (int h = 0; h < n_heads; ++h) {
+namespace {
+// Heads [h0, h1) of attention() (one head at a time: scores, softmax, mix). The spec's order: each
+// score sums d = 0 .. head_dim - 1, the max and the exp sum run over positions in order, and each
+// output element adds positions in order. Eight positions' scores are summed side by side
+// (independent chains, each in its own order), so they do not wait on one add's latency; the output
+// elements are accumulated in registers, 32 at a time, over the positions.
+void attention_heads(int h0, int h1, const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
+                     int group, int head_dim, int n_pos, float scale, float* out, float* att) {
+    for (int h = h0; h < h1; ++h) {
         const float* qh = q + size_t(h) * head_dim;
-        const int kvh = h / group;
+        const size_t koff = size_t(h / group) * size_t(head_dim);
         float mx = -INFINITY;
-        for (int p = 0; p < n_pos; ++p) {
-            const float* kp = k_cache + size_t(p) * kv_stride + size_t(kvh) * head_dim;
+        int p = 0;
+        for (; p + 8 <= n_pos; p += 8) {
+            const float* k0 = k_cache + size_t(p) * kv_stride + koff;
+            const float *k1 = k0 + kv_stride, *k2 = k1 + kv_stride, *k3 = k2 + kv_stride, *k4 = k3 + kv_stride,
+                        *k5 = k4 + kv_stride, *k6 = k5 + kv_stride, *k7 = k6 + kv_stride;
+            float s[8] = {};
+            for (int d = 0; d < head_dim; ++d) {
+                const float qd = qh[d];
+                s[0] += qd * k0[d], s[1] += qd * k1[d], s[2] += qd * k2[d], s[3] += qd * k3[d];
+                s[4] += qd * k4[d], s[5] += qd * k5[d], s[6] += qd * k6[d], s[7] += qd * k7[d];
+            }
+            for (int j = 0; j < 8; ++j) {
+                att[p + j] = s[j] * scale;
+                mx = std::max(mx, att[p + j]);
+            }
+        }
+        for (; p < n_pos; ++p) {
+            const float* kp = k_cache + size_t(p) * kv_stride + koff;
             float s = 0.0f;
             for (int d = 0; d < head_dim; ++d) s += qh[d] * kp[d];
             att[p] = s * scale;
             mx = std::max(mx, att[p]);
         }
         float sum = 0.0f;
-        for (int p = 0; p < n_pos; ++p) {
-            att[p] = std::exp(att[p] - mx);
-            sum += att[p];
+        for (int i = 0; i < n_pos; ++i) {
+            att[i] = std::exp(att[i] - mx);
+            sum += att[i];
         }
+        for (int i = 0; i < n_pos; ++i) att[i] = att[i] / sum;  // each position's weight a
+        // out[d] = 0 + a_0 v_0[d] + a_1 v_1[d] + ..., in position order: 32 output elements at a time
+        // kept in registers over the positions (then 8, then 1)
         float* oh = out + size_t(h) * head_dim;
-        std::fill(oh, oh + head_dim, 0.0f);
-        for (int p = 0; p < n_pos; ++p) {
-            const float a = att[p] / sum;
-            const float* vp = v_cache + size_t(p) * kv_stride + size_t(kvh) * head_dim;
-            for (int d = 0; d < head_dim; ++d) oh[d] += a * vp[d];
+        const float* v0 = v_cache + koff;
+        int d = 0;
+        for (; d + 32 <= head_dim; d += 32) {
+            float acc[32] = {};
+            for (int i = 0; i < n_pos; ++i) {
+                const float a = att[i];
+                const float* vp = v0 + size_t(i) * kv_stride + size_t(d);
+                for (int j = 0; j < 32; ++j) acc[j] += a * vp[j];
+            }
+            std::copy_n(acc, 32, oh + d);
+        }
+        for (; d + 8 <= head_dim; d += 8) {
+            float acc[8] = {};
+            for (int i = 0; i < n_pos; ++i) {
+                const float a = att[i];
+                const float* vp = v0 + size_t(i) * kv_stride + size_t(d);
+                for (int j = 0; j < 8; ++j) acc[j] += a * vp[j];
+            }
+            std::copy_n(acc, 8, oh + d);
+        }
+        for (; d < head_dim; ++d) {
+            float acc = 0.0f;
+            for (int i = 0; i < n_pos; ++i) acc += att[i] * v0[size_t(i) * kv_stride + size_t(d)];
+            oh[d] = acc;
         }
     }
+}
+
+#if defined(__x86_64__)
+// The same loops compiled for AVX2 (quant.h CpuIsa; no FMA: the same roundings)
+__attribute__((target("avx2"), flatten)) void attention_heads_avx2(int h0, int h1, const float* q, const float* k_cache,
+                                                                    const float* v_cache, size_t kv_stride, int group,
+                                                                    int head_dim, int n_pos, float scale, float* out,
+                                                                    float* att) {
+    attention_heads(h0, h1, q, k_cache, v_cache, kv_stride, group, head_dim, n_pos, scale, out, att);
+}
+#endif
+}  // namespace
+
+void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
+               int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads) {
+    const int group = n_heads / n_kv_heads;
+    const bool avx2 = cpu_isa() == CpuIsa::Avx2;
+    auto heads = [&](int h0, int h1) {
+        thread_local std::vector<float> att;
+        att.resize(size_t(n_pos));
+#if defined(__x86_64__)
+        if (avx2)
+            return attention_heads_avx2(h0, h1, q, k_cache, v_cache, kv_stride, group, head_dim, n_pos, scale, out,
+                                        att.data());
+#endif
+        (void)avx2;
+        attention_heads(h0, h1, q, k_cache, v_cache, kv_stride, group, head_dim, n_pos, scale, out, att.data());
+    };
+    // heads over the threads once the cached rows outweigh a hand-over (each head's bits its own)
+    ThreadPool& pool = ThreadPool::global();
+    const int n = std::min({n_threads, pool.size(), n_heads});
+    if (n <= 1 || size_t(n_pos) * size_t(head_dim) * size_t(n_heads) < (size_t(1) << 16)) {
+        heads(0, n_heads);
+        return;
+    }
+    const int per = (n_heads + n - 1) / n;
+    pool.parallel_for(n, [&](int i) {
+        const int h0 = std::min(n_heads, i * per), h1 = std::min(n_heads, (i + 1) * per);
+        if (h1 > h0) heads(h0, h1);
+    });
 }
 
 void swiglu(const float* gate, const float* up, float* out, int n) {

@@ -41,7 +41,7 @@ void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
 // consecutive positions `kv_stride` floats apart; out: (n_heads, head_dim).
 // Head h reads kv head h / (n_heads / n_kv_heads). scores = q.k * scale, softmax, mix.
 void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride,
-               int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out);
+               int n_heads, int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads = 1);
 
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int n);
