@@ -38,7 +38,7 @@
 #   kdot20  : tools/red_bench (split-K accumulation costs); attn.kdot=half2 (q . k in f16 pairs,
 #             session 20): golden (defaults and forced), kernels_vs_cpu, 8B Q8_0 / Q4_0 depth A/B
 #             (KDOT20_ROUNDS), depth rows at other split counts
-#   six19   : the six issue shapes' tg128 with the defaults (then SIX19_DEPTH shapes' depth rows)
+#   six19   : the six issue shapes' tg128 with the defaults (SIX19_SHAPES: a subset; then SIX19_DEPTH shapes' depth rows)
 #   attndur : split-KV attention's ncu duration at depth 4096 (8B Q8_0; ATTNDUR_SETS flag sets)
 #   next17  : attn.stage=smem with the full carveout (prepared in session 16, run in session 17)
 #   next16c : attn.stage=smem diagnosis: splits, chunk 256, copies after the wait, ncu stall reasons
@@ -1573,7 +1573,7 @@ kdot20)
     ;;
 six19)
     # the decode issue's table with this build's defaults (BENCH_R repetitions), then the depth rows
-    for spec in llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0 llama3.1-8b:f16; do
+    for spec in ${SIX19_SHAPES:-llama3.1-8b:q8_0 llama3.1-8b:q4_0 llama3.2-1b:f16 llama3.2-1b:q8_0 llama3.2-1b:q4_0 llama3.1-8b:f16}; do
         tg_row "$spec" "$(synth "${spec%%:*}" "${spec##*:}")" "${BENCH_R:-5}"
     done
     for spec in ${SIX19_DEPTH:-}; do  # e.g. "llama3.1-8b:q8_0 llama3.1-8b:q4_0"
