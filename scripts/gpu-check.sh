@@ -665,6 +665,16 @@ next33)
     # not on 8B Q4_0, whose head is now one of the producers' consumers)
     tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --force-variant sample.fuse=gemv"
     ;;
+next33b)
+    # session 33, after first33 / next33 (--gemv-xq-norm 7.8 % slower; --gemv-ablate xpre, which now runs
+    # the normed consumers' rms fix-up on copied bytes, 741 against xpre-nonorm's 797): the consumers'
+    # loads of the groups' sums issued ahead of the ring's late slots. Correctness on the Q4_0 shapes,
+    # then tg128 rounds against the default
+    cuda_test kvc-xqn kernels_vs_cpu_test "kernels_vs_cpu: --gemv-xq-norm (Q4_0 shapes)" \
+        JITLLM_KVC_VARIANTS=xq-norm "GTEST_FILTER=*EveryKernelMatches*q4_0*"
+    q4=$(synth llama3.1-8b q4_0)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-xq-norm;--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=4 output_norm=4;--gemv-ablate xpre"
+    ;;
 next32)
     # prepared in session 31: kernels_vs_cpu producer variants with the consumers' early slots (4 / 3),
     # where the gate/up producer's remaining cost goes (timing only: its clusters without the stores,

@@ -651,13 +651,18 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             mbar_arrive_expect_tx(xb, XIN_BYTES);
             bulk_g2s(smem_addr(xsm), x, XIN_BYTES, xb);
         }
+#if NORM_IN
+        // --gemv-xq-norm: the producer quantized x * norm_w; every warp sums the groups' squares (the
+        // same bits in each) while the copy is in flight, their loads issued ahead of the late slots
+        // (an L2 read queued behind ring copies waits for microseconds: session 24's trace), and
+        // each d is scaled by 1 / rms once the copy lands
+        const auto xn_sums = xq8_norm_load<COLS>(reinterpret_cast<const uint8_t*>(x));
+#endif
 #if BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
         late_fill();  // behind x's copy
 #endif
 #if NORM_IN
-        // --gemv-xq-norm: the producer quantized x * norm_w; every warp sums its groups' squares (the
-        // same bits in each) while the copy is in flight, and each d is scaled by 1 / rms once it lands
-        const float inv = xq8_norm_inv<COLS>(reinterpret_cast<const uint8_t*>(x), eps);
+        const float inv = xq8_norm_inv<COLS>(xn_sums, eps);
 #endif
         __syncthreads();  // the barrier's init before anyone waits on it
         mbar_wait(xb, 0);

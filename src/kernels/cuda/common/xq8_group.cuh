@@ -71,12 +71,27 @@ __device__ __forceinline__ void xq8_group_store_norm(float h, float w, int G, ui
 // The consumer's side of xq8_group_store_norm: 1 / sqrt(sum h^2 / C + eps) from the groups' sums
 // at xq + C + C / 4 (global memory, an earlier kernel's: read through L2), the same bits in every lane
 // and warp (each lane sums groups lane, lane + 32, ... in order, then warp_sum's xor butterfly, whose
-// two operands of every add are the same pair in both lanes). Every lane of the warp calls it.
+// two operands of every add are the same pair in both lanes). Two steps, so that the loads go out
+// before other memory traffic of the kernel (gemv.cu: ahead of the ring's late slots, behind which
+// an L2 read waits for microseconds): xq8_norm_load, then xq8_norm_inv. Every lane of the warp calls both.
 template <int C>
-__device__ __forceinline__ float xq8_norm_inv(const uint8_t* xq, float eps) {
+struct Xq8NormSums {
+    float v[(C / 32 + 31) / 32];  // this lane's groups' sums (0 past the last group)
+};
+template <int C>
+__device__ __forceinline__ Xq8NormSums<C> xq8_norm_load(const uint8_t* xq) {
     const float* gs = reinterpret_cast<const float*>(xq + C + C / 4);
+    const int lane = threadIdx.x & 31;
+    Xq8NormSums<C> r;
+#pragma unroll
+    for (int i = 0; i < (C / 32 + 31) / 32; ++i) r.v[i] = lane + 32 * i < C / 32 ? __ldcg(gs + lane + 32 * i) : 0.0f;
+    return r;
+}
+template <int C>
+__device__ __forceinline__ float xq8_norm_inv(const Xq8NormSums<C>& r, float eps) {
     float s = 0.0f;
-    for (int g = threadIdx.x & 31; g < C / 32; g += 32) s += __ldcg(gs + g);
+#pragma unroll
+    for (int i = 0; i < (C / 32 + 31) / 32; ++i) s += r.v[i];  // (+ 0 past the last group: s >= 0, unchanged)
     return 1.0f / sqrtf(warp_sum(s) / float(C) + eps);
 }
 
