@@ -1,9 +1,9 @@
-// cpu::attention against the loops it replaced in session 33 (the spec's order written plainly: one
-// position's score at a time, the output accumulated in memory), on the 1B decode shape (32 heads,
-// 8 kv heads, head dim 64) at 512 and 2048 cached positions; both give the same bits
-// (tests/unit/backend_cpu_attention_test.cpp). ms per call = one layer's attention of one token.
+// cpu::attention against the spec's loops written plainly (tests/fixtures/cpu_attention_reference.h,
+// the reference its test compares with bit for bit), on the 1B decode shape (32 heads, 8 kv heads,
+// head dim 64) at 512 and 2048 cached positions. ms per call = one layer's attention of one token.
+// (g++ compiles the plain loops faster than the function session 33 replaced: docs/perf-notes.md.)
 // Build (after building build-gpu): B=build-gpu; g++ -std=c++20 -O2 -ffp-contract=off -DFMT_HEADER_ONLY=1
-//   -Isrc tools/cpu_attention_bench.cpp -o /tmp/cpu_attention_bench $B/libjitllm_backend_cpu.a
+//   -Isrc -Itests tools/cpu_attention_bench.cpp -o /tmp/cpu_attention_bench $B/libjitllm_backend_cpu.a
 //   $B/libjitllm_plan.a $B/libjitllm_quant.a $B/libjitllm_core.a -lpthread -ldl ; run: /tmp/cpu_attention_bench
 #include <algorithm>
 #include <chrono>
@@ -14,36 +14,10 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "core/thread_pool.h"
+#include "fixtures/cpu_attention_reference.h"
 
 using namespace jitllm;
 
-namespace {
-void reference(const float* q, const float* k, const float* v, size_t kv_stride, int n_heads, int n_kv_heads,
-               int head_dim, int n_pos, float scale, float* out) {
-    const int group = n_heads / n_kv_heads;
-    std::vector<float> att(static_cast<size_t>(n_pos));
-    for (int h = 0; h < n_heads; ++h) {
-        const float* qh = q + size_t(h) * head_dim;
-        const size_t off = size_t(h / group) * head_dim;
-        float mx = -INFINITY;
-        for (int p = 0; p < n_pos; ++p) {
-            float s = 0.0f;
-            for (int d = 0; d < head_dim; ++d) s += qh[d] * k[size_t(p) * kv_stride + off + d];
-            att[p] = s * scale;
-            mx = std::max(mx, att[p]);
-        }
-        float sum = 0.0f;
-        for (int p = 0; p < n_pos; ++p) {
-            att[p] = std::exp(att[p] - mx);
-            sum += att[p];
-        }
-        float* oh = out + size_t(h) * head_dim;
-        for (int d = 0; d < head_dim; ++d) oh[d] = 0.0f;
-        for (int p = 0; p < n_pos; ++p)
-            for (int d = 0; d < head_dim; ++d) oh[d] += att[p] / sum * v[size_t(p) * kv_stride + off + d];
-    }
-}
-}  // namespace
 
 int main() {
     ThreadPool::set_global_threads(2);
@@ -61,10 +35,10 @@ int main() {
             for (int i = 0; i < 20; ++i) f();
             return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 20;
         };
-        const double before = ms([&] { reference(q.data(), k.data(), v.data(), st, H, KV, hd, n_pos, 0.125f, o.data()); });
+        const double before = ms([&] { testref::attention_reference(q.data(), k.data(), v.data(), st, H, KV, hd, n_pos, 0.125f, o.data()); });
         const double t1 = ms([&] { cpu::attention(q.data(), k.data(), v.data(), st, H, KV, hd, n_pos, 0.125f, o.data(), 1); });
         const double t2 = ms([&] { cpu::attention(q.data(), k.data(), v.data(), st, H, KV, hd, n_pos, 0.125f, o.data(), 2); });
-        std::printf("%d positions: the replaced loops %.3f ms, cpu::attention 1 thread %.3f ms, 2 threads %.3f ms\n",
+        std::printf("%d positions: the plain reference loops %.3f ms, cpu::attention 1 thread %.3f ms, 2 threads %.3f ms\n",
                     n_pos, before, t1, t2);
     }
 }

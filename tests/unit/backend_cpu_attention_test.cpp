@@ -10,37 +10,10 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "core/thread_pool.h"
+#include "fixtures/cpu_attention_reference.h"
 
 namespace jitllm {
 namespace {
-
-// The spec: per head, each score sums d in order, softmax over positions in order, each output element
-// adds positions in order
-void reference(const float* q, const float* k, const float* v, size_t kv_stride, int n_heads, int n_kv_heads,
-               int head_dim, int n_pos, float scale, float* out) {
-    const int group = n_heads / n_kv_heads;
-    std::vector<float> att(static_cast<size_t>(n_pos));
-    for (int h = 0; h < n_heads; ++h) {
-        const float* qh = q + size_t(h) * head_dim;
-        const size_t off = size_t(h / group) * head_dim;
-        float mx = -INFINITY;
-        for (int p = 0; p < n_pos; ++p) {
-            float s = 0.0f;
-            for (int d = 0; d < head_dim; ++d) s += qh[d] * k[size_t(p) * kv_stride + off + d];
-            att[p] = s * scale;
-            mx = std::max(mx, att[p]);
-        }
-        float sum = 0.0f;
-        for (int p = 0; p < n_pos; ++p) {
-            att[p] = std::exp(att[p] - mx);
-            sum += att[p];
-        }
-        float* oh = out + size_t(h) * head_dim;
-        for (int d = 0; d < head_dim; ++d) oh[d] = 0.0f;
-        for (int p = 0; p < n_pos; ++p)
-            for (int d = 0; d < head_dim; ++d) oh[d] += att[p] / sum * v[size_t(p) * kv_stride + off + d];
-    }
-}
 
 TEST(CpuAttention, TheSpecsBitsOnEveryPathway) {
     ThreadPool::set_global_threads(2);
@@ -57,7 +30,7 @@ TEST(CpuAttention, TheSpecsBitsOnEveryPathway) {
             std::vector<float> got(q.size(), -1.0f), want(q.size(), -2.0f);
             cpu::attention(q.data(), k.data(), v.data(), kv_stride, n_heads, n_kv, hd, n_pos, 0.125f, got.data(),
                            threads);
-            reference(q.data(), k.data(), v.data(), kv_stride, n_heads, n_kv, hd, n_pos, 0.125f, want.data());
+            testref::attention_reference(q.data(), k.data(), v.data(), kv_stride, n_heads, n_kv, hd, n_pos, 0.125f, want.data());
             for (size_t i = 0; i < q.size(); ++i) {
                 uint32_t a, b;
                 std::memcpy(&a, &got[i], 4);

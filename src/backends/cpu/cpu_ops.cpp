@@ -93,6 +93,19 @@ void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
 }
 
 namespace {
+// out[d + j] = sum over positions i in order of a_i * v_i[d + j], for j < W (att: the weights a_i;
+// v_i at v0 + i * kv_stride), the W sums side by side in registers
+template <int W>
+inline void mix_columns(const float* att, const float* v0, size_t kv_stride, int n_pos, int d, float* out) {
+    float acc[W] = {};
+    for (int i = 0; i < n_pos; ++i) {
+        const float a = att[i];
+        const float* vp = v0 + size_t(i) * kv_stride + size_t(d);
+        for (int j = 0; j < W; ++j) acc[j] += a * vp[j];
+    }
+    std::copy_n(acc, W, out + d);
+}
+
 // Heads [h0, h1) of attention() (one head at a time: scores, softmax, mix). The spec's order: each
 // score sums d = 0 .. head_dim - 1, the max and the exp sum run over positions in order, and each
 // output element adds positions in order. Eight positions' scores are summed side by side
@@ -138,29 +151,9 @@ void attention_heads(int h0, int h1, const float* q, const float* k_cache, const
         float* oh = out + size_t(h) * head_dim;
         const float* v0 = v_cache + koff;
         int d = 0;
-        for (; d + 32 <= head_dim; d += 32) {
-            float acc[32] = {};
-            for (int i = 0; i < n_pos; ++i) {
-                const float a = att[i];
-                const float* vp = v0 + size_t(i) * kv_stride + size_t(d);
-                for (int j = 0; j < 32; ++j) acc[j] += a * vp[j];
-            }
-            std::copy_n(acc, 32, oh + d);
-        }
-        for (; d + 8 <= head_dim; d += 8) {
-            float acc[8] = {};
-            for (int i = 0; i < n_pos; ++i) {
-                const float a = att[i];
-                const float* vp = v0 + size_t(i) * kv_stride + size_t(d);
-                for (int j = 0; j < 8; ++j) acc[j] += a * vp[j];
-            }
-            std::copy_n(acc, 8, oh + d);
-        }
-        for (; d < head_dim; ++d) {
-            float acc = 0.0f;
-            for (int i = 0; i < n_pos; ++i) acc += att[i] * v0[size_t(i) * kv_stride + size_t(d)];
-            oh[d] = acc;
-        }
+        for (; d + 32 <= head_dim; d += 32) mix_columns<32>(att, v0, kv_stride, n_pos, d, oh);
+        for (; d + 8 <= head_dim; d += 8) mix_columns<8>(att, v0, kv_stride, n_pos, d, oh);
+        for (; d < head_dim; ++d) mix_columns<1>(att, v0, kv_stride, n_pos, d, oh);
     }
 }
 
