@@ -350,8 +350,7 @@ float dot_row(GgmlType t, const void* row, const float* x, int64_t n) {
 void dot_rows_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
                   const float* x, size_t x_stride, int n_x, int64_t n, float* y, size_t y_stride) {
     check_row(t, n);
-    JITLLM_CHECK(isa == CpuIsa::Scalar || detail::cpu_has_avx2(), "CPU form {} on a CPU without it",
-                 cpu_isa_name(isa));
+    JITLLM_CHECK(cpu_has_isa(isa), "CPU form {} on a CPU without it", cpu_isa_name(isa));
     const auto* p = static_cast<const uint8_t*>(mat);
 #if defined(__x86_64__)
     if (isa == CpuIsa::Avx2 && t == GgmlType::F16)
@@ -456,8 +455,7 @@ void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_str
                          const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride) {
     JITLLM_CHECK(act_q8_type(t) && n % kQK == 0, "{} product with quantized activations over {} elements",
                  type_name(t), n);
-    JITLLM_CHECK(isa == CpuIsa::Scalar || detail::cpu_has_avx2(), "CPU form {} on a CPU without it",
-                 cpu_isa_name(isa));
+    JITLLM_CHECK(cpu_has_isa(isa), "CPU form {} on a CPU without it", cpu_isa_name(isa));
     const auto* base = static_cast<const uint8_t*>(mat);
     const bool q4 = t == GgmlType::Q4_0;
     const int64_t nb = n / kQK;
