@@ -665,6 +665,23 @@ next33)
     # not on 8B Q4_0, whose head is now one of the producers' consumers)
     tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --force-variant sample.fuse=gemv"
     ;;
+next34)
+    # session 34: attn.fuse=qkv (the decode attention as the q/k/v gemv's tail, gemv.cu ATT_TAIL):
+    # kernels_vs_cpu on every case, golden with it forced (bulk forced on the small models), the greedy
+    # text, tg128 rounds against the default (8B Q4_0, Q8_0), a block trace
+    cuda_test kvc-fuse kernels_vs_cpu_test "kernels_vs_cpu: attn.fuse=qkv" \
+        JITLLM_KVC_VARIANTS=attn-fuse "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-fuse engine_golden_test "golden: gemv.load=bulk, attn.fuse=qkv" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk,attn.fuse=qkv
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    log "greedy md5 8b q4_0 default (4b387fa6...), then attn.fuse=qkv"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --force-variant attn.fuse=qkv
+    tg_sets 8b:q4_0 "$q4" 2 " ;--force-variant attn.fuse=qkv"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--force-variant attn.fuse=qkv"
+    trace_row trace34-q4-fuse "$q4" --force-variant attn.fuse=qkv
+    ;;
 next33b)
     # session 33, after first33 / next33 (--gemv-xq-norm 7.8 % slower; --gemv-ablate xpre, which now runs
     # the normed consumers' rms fix-up on copied bytes, 741 against xpre-nonorm's 797): the consumers'

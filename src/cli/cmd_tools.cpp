@@ -188,8 +188,10 @@ int cmd_kernels(const Args& args) {
                 so.force = {{"attn.algo", "split"}};
             }
             for (bool fuse : {true, false}) {
-                so.fuse = fuse;
-                for (const auto& v : schedule_variants(cuda_schedule_for_target(p, target, so)))
+                ScheduleOptions sf = so;
+                sf.fuse = fuse;
+                if (!fuse) sf.force.erase("attn.fuse");  // (a fusion: --no-fuse has none to force)
+                for (const auto& v : schedule_variants(cuda_schedule_for_target(p, target, sf)))
                     if (seen.insert(v.display_name()).second) all.push_back(v);
             }
         }

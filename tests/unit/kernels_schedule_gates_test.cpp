@@ -2060,3 +2060,53 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     o.force["gemv.xq"] = "producer";
     EXPECT_THROW(schedule_build(p, h200, o), std::exception);
 }
+
+// attn.fuse=qkv: the decode attention task goes into the bulk q/k/v gemv (gemv.cu ATT_TAIL): no attention
+// kernel in the decode (and prefill) list, the gemv's group names the attention, its three extra arguments (the output,
+// attn_output's quantized x, the layer's tickets), the K/V rows prefetched into L2 at its start; the batch
+// phase and the sibling keep the kernel; sm_80 refuses it; a model whose shape does not fit keeps the kernel
+TEST(ScheduleGates, AttnFuseTakesTheAttentionIntoTheQkvGemv) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);
+    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
+    ScheduleOptions o;
+    o.force["gemv.load"] = "bulk";
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    EXPECT_EQ(gate(schedule_build(p, h200, o), "attn.fuse"), "kernel");  // the default until measured
+    EXPECT_NE(step(schedule_build(p, h200, o).decode, "attn"), nullptr);
+    ScheduleOptions f = o;
+    f.force["attn.fuse"] = "qkv";
+    const Schedule s = schedule_build(p, h200, f);
+    EXPECT_EQ(gate(s, "attn.fuse"), "qkv");
+    EXPECT_EQ(step(s.decode, "attn"), nullptr);
+    int fused = 0;
+    for (size_t i = 0; i < s.decode.size(); ++i) {
+        const KernelStep& k = s.decode[i];
+        if (!k.variant.has("ATT_TAIL")) continue;
+        SCOPED_TRACE(k.symbol + " of layer " + std::to_string(k.layer));
+        ++fused;
+        EXPECT_EQ(k.group, "attn_norm_qkv_rope_kv_store_attn");
+        EXPECT_EQ(k.symbol, "attn_norm_qkv_rope_kv_store_attn__gemv_warp_q4_0_split_bulk");
+        EXPECT_TRUE(has_define(k.variant, "EPI", "4"));
+        EXPECT_TRUE(has_define(k.variant, "ATT_QPG", "4"));
+        EXPECT_TRUE(has_define(k.variant, "KV_PF", "1"));
+        EXPECT_TRUE(has_define(k.variant, "ATT_XQ", "1"));  // gemv.xq=producer (Q4_0): attn_output copies x
+        EXPECT_TRUE(has_define(k.variant, "ATT_XQ_PLANES", "1"));
+        ASSERT_EQ(k.args.size(), 21u);
+        EXPECT_EQ(k.args[18].kind, KArg::Kind::Slot);
+        EXPECT_EQ(k.args[18].slot, Slot::Att);
+        EXPECT_EQ(k.args[19].scratch, "attn_xq");
+        EXPECT_EQ(k.args[20].scratch, "attn_tail_tickets");
+        EXPECT_EQ(k.args[20].offset, uint64_t(k.layer) * 2 * 4);  // 2 kv heads a layer
+        ASSERT_LT(i + 1, s.decode.size());
+        EXPECT_EQ(s.decode[i + 1].group, "attn_output_residual");
+        EXPECT_TRUE(has_define(s.decode[i + 1].variant, "XQ_IN", "1"));
+    }
+    EXPECT_EQ(fused, p.config->n_layers);
+    EXPECT_EQ(s.scratch.at("attn_tail_tickets"), size_t(p.config->n_layers) * 2 * 4);
+    EXPECT_EQ(step(s.prefill, "attn"), nullptr);  // the prompt's token-at-a-time list too
+    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), f), Error);
+    // 8 query heads a kv head: q does not fit the tail's registers, the kernel stays (forced or not)
+    auto g8 = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 1024, 768, 64);  // 16 heads, 2 kv heads
+    const Plan p8 = plan_build(*g8, PlanOptions{256, 16, 1});
+    EXPECT_NE(step(schedule_build(p8, h200, f).decode, "attn"), nullptr);
+}

@@ -86,6 +86,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
             ablated_.push_back(std::regex_search(l.step->symbol, re));
             if (ablated_.back()) hit[l.step->symbol]++;
         }
+        for (const auto& l : decode_short_launches_) ablated_short_.push_back(std::regex_search(l.step->symbol, re));
         std::string left;
         for (const auto& [k, n] : hit) left += fmt::format(" {} (x{})", k, n);
         if (left.empty()) fail_usage("--ablate: no decode kernel symbol matches '{}'", opt.ablate);
@@ -535,11 +536,12 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         else
             JITLLM_CUDA_TRY(d, cuEventRecord(e, st));
     };
+    const std::vector<bool>& abl = short_step ? ablated_short_ : ablated_;  // (--ablate)
     auto launch_all = [&] {
         for (size_t i = 0; i < launches.size(); ++i) {
             const Launch& l = launches[i];
             if (prof) record(events_[i]);
-            if (ph == Phase::Decode && !ablated_.empty() && ablated_[i]) continue;
+            if (ph == Phase::Decode && !abl.empty() && abl[i]) continue;
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
                 ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,

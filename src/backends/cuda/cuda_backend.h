@@ -167,6 +167,7 @@ private:
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
     std::vector<bool> ablated_;  // per decode launch: left out (--ablate)
+    std::vector<bool> ablated_short_;  // ... of the decode list below decode_short_below
     // --block-trace (common.cuh TRACE): [capacity per SM slot, kTraceSlots, 6 x 0, a count per SM
     // slot] (trace_head() words), then a region of trace_cap_ 64-byte records per SM slot; the
     // position of the last decode step run

@@ -92,6 +92,7 @@ struct Gates {
     bool layer_tail = false;
     // attn.early=kv: the split SIMT decode kernel loads its first chunk before the PDL wait
     bool attn_early = false;
+    bool attn_fuse = false;  // attn.fuse=qkv: decode attention at the end of the q/k/v gemv (gemv.cu ATT_TAIL)
     // sample.fuse=gemv: decode's greedy pick inside the output gemv (gemv.cu ARGMAX)
     bool sample_fuse = false;
     // step.advance=device: decode's pick kernel advances the token and position slots itself
@@ -558,6 +559,28 @@ public:
             g_.gemv_xq_all = g_.gemv_xq && o_.force.count("gemv.xq");
         }
         {
+            // attn.fuse=qkv (gemv.cu ATT_TAIL, common/attn_tail.cuh): the decode q/k/v gemv (a bulk gemv
+            // with RoPE and the KV store in its epilogue) also attends: each block counts the rows of each
+            // kv head's group it stored, adds them to the group's ticket at its end, and the block that
+            // completes a group runs that group's attention over the whole context. One launch and one
+            // PDL hand-over a layer fewer, and no attention blocks beside the attn_output gemv's; the
+            // group's context on one SM, so short contexts only (its scores in the rings' shared memory).
+            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
+            const int hd = c_.head_dim;
+            std::string why;
+            if (d_.cc_major < 9) why = fmt::format("compute capability {}.{}: the q/k/v gemv is not a bulk gemv", d_.cc_major, d_.cc_minor);
+            else if (!g_.gemv_bulk) why = "gemv.load=lanes: the tail runs in the bulk q/k/v gemv";
+            else if (!g_.rope_fuse) why = "rope.fuse=kernel: the q/k/v gemv does not store the K/V rows";
+            else if (o_.kv_f32) why = "--kv-f32: the tail reads a half KV cache";
+            else if (o_.attn_ablate > 0) why = "--attn-ablate: the separate attention kernel's";
+            // (the model's shape: forced, the layers where it does not fit keep the kernel: attn_tail)
+            std::string shape = attn_tail_shape(qpg, hd);
+            g_.attn_fuse = forced_if("attn.fuse", "qkv", "kernel", false, why,
+                                     !shape.empty() ? shape
+                                                    : "decode attention in its own kernel after the q/k/v gemv (the tail in "
+                                                      "that gemv, --force-variant attn.fuse=qkv: not yet measured)");
+        }
+        {
             // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
             // attn_output + residual, ffn_norm + gate/up + SwiGLU and ffn_down + residual as one
             // launch of one block per SM: each warp keeps its ring of cp.async.bulk weight rows
@@ -682,19 +705,50 @@ public:
         if (o_.attn_tma_from >= 0) return o_.attn_tma_from;
         return o_.force.count("attn.kv") ? 0 : kTmaFromAuto;
     }
+    // attn.fuse=qkv: the attention goes into the q/k/v gemvs of a list whose positions stay below this
+    // (--attn-fuse-below; the whole decode list where the plan's context does, or where the gate is
+    // forced, else the second decode list for the positions below it)
+    static constexpr int kFuseBelowAuto = 256;
+    int fuse_below() const { return o_.attn_fuse_below >= 0 ? o_.attn_fuse_below : kFuseBelowAuto; }
+    // before lowering the decode and prefill lists
+    void begin_lists() {
+        fuse_list_ = g_.attn_fuse && (o_.force.count("attn.fuse") || p_.n_ctx <= fuse_below());
+        fuse_max_pos_ = p_.n_ctx;
+    }
     void lower_decode_short(const Plan& plan) {
-        if (tma_from() <= 0 || !g_.attn_tma) return;
+        const bool fuse = g_.attn_fuse && !fuse_list_ && fuse_below() > 0;
+        if (!fuse && (tma_from() <= 0 || !g_.attn_tma)) return;
         if (o_.trace) {
-            if (o_.attn_tma_from < 0) return;  // the automatic switch: one list, traced
-            fail_usage("--attn-tma-from {} and --block-trace: one decode list traced; drop one", o_.attn_tma_from);
+            if (fuse ? o_.attn_fuse_below < 0 : o_.attn_tma_from < 0) return;  // the automatic switch: one list, traced
+            fail_usage("{} {} and --block-trace: one decode list traced; drop one", fuse ? "--attn-fuse-below" : "--attn-tma-from",
+                       fuse ? o_.attn_fuse_below : o_.attn_tma_from);
         }
+        if (fuse) {
+            fuse_list_ = true;
+            fuse_max_pos_ = std::min(fuse_below(), p_.n_ctx);
+            lower(plan.decode, s_.decode_short);
+            fuse_list_ = false;
+            s_.decode_short_below = fuse_max_pos_;
+            if (s_.decode_short.size() == s_.decode.size()) {  // no q/k/v gemv took its attention: no second list
+                s_.decode_short.clear();
+                s_.decode_short_below = 0;
+                if (tma_from() > 0 && g_.attn_tma && !o_.trace) lower_decode_short_tma(plan);
+                return;
+            }
+        } else {
+            lower_decode_short_tma(plan);
+            return;
+        }
+        mark_pdl(s_.decode_short);
+    }
+    void lower_decode_short_tma(const Plan& plan) {
         g_.attn_tma = false;
         lower(plan.decode, s_.decode_short);
         g_.attn_tma = true;
-        mark_pdl(s_.decode_short);
         JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
                      s_.decode_short.size(), s_.decode.size());
         s_.decode_short_below = std::min(tma_from(), p_.n_ctx);
+        mark_pdl(s_.decode_short);
     }
 
     bool batch_small() const { return g_.batch_small; }
@@ -927,7 +981,8 @@ private:
         // --attn-overlap: the bulk gemv right after decode attention takes 256 threads, so that one
         // block of it fits an SM's registers beside two attention blocks (capped there) and its
         // rings fill while attention runs (attention triggers its dependents at its start)
-        const bool after_attn = !batch_ && !out_->empty() && out_->back().group == "attn";
+        const bool after_attn = !batch_ && !out_->empty() && !out_->back().tasks.empty() &&
+                                t(size_t(out_->back().tasks.back())).kind == K::Attn;
         const bool overlap = o_.attn_overlap && bulk && after_attn && out_->back().variant.has("MAX_REGS");
         int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap || (!bulk && !xr) ? 256 : 512;
         // --gemv-block-for KIND=N: this kernel's own threads per block (e.g. a 12-warp gate/up whose
@@ -1305,13 +1360,71 @@ private:
     // (gemv.cu XQ_IN) instead of quantizing x itself: the same bits. The split SIMT kernel and the
     // tensor-map kernel; not the mma or staged siblings, nor a timing ablation
     void attn_xq_link(KernelStep& a, KernelStep& c, int cols, GgmlType ctype) {
-        if (a.tasks.empty() || t(size_t(a.tasks[0])).kind != K::Attn) return;
+        if (a.tasks.empty() || t(size_t(a.tasks.back())).kind != K::Attn) return;
+        if (a.variant.has("ATT_TAIL")) {  // attn.fuse=qkv: the q/k/v gemv's attention tail (gemv.cu ATT_XQ)
+            a.variant.set("ATT_XQ", 1).set("ATT_XQ_PLANES", int(ctype == GgmlType::Q4_0));
+            a.args[kAttTailArg + 1] = xq_consume(c, "attn_xq", cols, ctype, 3);
+            return;
+        }
+        if (t(size_t(a.tasks[0])).kind != K::Attn) return;
         const bool regs = a.variant.source == "cuda/attention_decode.cu" && g_.attn_split &&
                           !a.variant.has("MMA") && !a.variant.has("BATCH") && !a.variant.has("ABLATE");
         const bool tma = a.variant.source == "cuda/attention_decode_tma.cu";
         if (!regs && !tma) return;
         a.variant.set("XQ_OUT", 1).set("XQ_PLANES", int(ctype == GgmlType::Q4_0));
         a.args.back() = xq_consume(c, "attn_xq", cols, ctype, 3);  // xq (the kernels' last parameter)
+    }
+
+    // attn.fuse=qkv: the decode attention task i goes into the q/k/v gemv just lowered (gemv.cu ATT_TAIL)
+    // where that is a bulk gemv with RoPE and the KV store (EPI=4) of the same layer, and the tail's
+    // shared memory (common/attn_tail.cuh: partial sums, q, the scores of the plan's context) fits the
+    // gemv's rings. Its arguments after the gemv's 18: att_out, att_xq (gemv.xq=producer: attn_xq_link),
+    // att_tickets (a zeroed counter a kv head and layer). False: the attention kernel as usual.
+    static constexpr size_t kAttTailArg = 18;
+    // why the model's attention cannot be the q/k/v gemv's tail (empty: it can)
+    std::string attn_tail_shape(int qpg, int hd) const {
+        if (windowed()) return fmt::format("sliding window {}: the tail attends to the whole context", c_.sliding_window);
+        if (qpg > 4) return fmt::format("{} query heads per kv head > 4 (the tail keeps q in registers)", qpg);
+        if (hd != 64 && hd != 128 && hd != 256) return fmt::format("head_dim {}: 64, 128 or 256", hd);
+        return {};
+    }
+    bool attn_tail(size_t i, const Task& a) {
+        if (batch_ || out_->empty() || !attn_tail_shape(c_.n_heads / c_.n_kv_heads, c_.head_dim).empty()) return false;
+        KernelStep& k = out_->back();
+        if (k.variant.source != "cuda/gemv.cu" || define_int(k, "EPI", 0) != 4 || !k.variant.has("BULK") ||
+            k.tasks.empty() || size_t(k.tasks.back()) + 1 != i || k.layer != a.layer || k.args.size() != kAttTailArg)
+            return false;
+        const int qpg = c_.n_heads / c_.n_kv_heads, hd = c_.head_dim, block = int(k.block.x);
+        if (block % (hd / 2) != 0) return false;
+        const int64_t floats = int64_t(block / (hd / 2)) * qpg * hd + qpg * hd + 4 + int64_t(fuse_max_pos_) * qpg;
+        if (floats * 4 > int64_t(k.smem)) {
+            if (o_.force.count("attn.fuse"))
+                fail_usage("--force-variant attn.fuse=qkv: the scores of {} positions need {} bytes of shared memory, the "
+                           "q/k/v gemv has {} (lower --ctx-size)", fuse_max_pos_, floats * 4, k.smem);
+            return false;
+        }
+        k.variant.set("ATT_TAIL", 1).set("ATT_QPG", qpg).set("ATT_SCALE", fstr(a.scale));
+        // the earlier steps' K/V rows into L2 at the gemv's start (gemv.cu KV_PF 1), so the tail's loads hit
+        // L2 (--kv-l2-prefetch N: its own choice)
+        if (!k.variant.has("KV_PF")) k.variant.set("KV_PF", 1);
+        k.tasks.push_back(int(i));
+        k.flops += a.flops;
+        std::vector<const Task*> ts;
+        for (int ti : k.tasks) ts.push_back(&t(size_t(ti)));
+        const std::string algo = k.symbol.substr(k.symbol.find("__") + 2);
+        k.group = group_name(ts);
+        k.symbol = k.group + "__" + algo;
+        k.variant.symbol = k.symbol;
+        const size_t tickets = size_t(c_.n_layers) * size_t(c_.n_kv_heads) * 4;
+        s_.scratch["attn_tail_tickets"] = std::max(s_.scratch["attn_tail_tickets"], tickets);
+        KArg tk = scratch("attn_tail_tickets");
+        tk.offset = uint64_t(std::max(0, a.layer)) * uint64_t(c_.n_kv_heads) * 4;
+        k.args.push_back(slot(Slot::Att));
+        k.args.push_back(null());  // att_xq
+        k.args.push_back(tk);
+        k.bytes += 2 * uint64_t(c_.n_heads) * hd * 4;  // q again, the output
+        k.bytes_per_pos += uint64_t(c_.n_kv_heads) * hd * 2 * 2;
+        return true;
     }
 
     // --- layer.tail=persistent (layer_tail.cu) ---
@@ -2006,6 +2119,7 @@ private:
                 return 2;
             }
             case K::Attn: {
+                if (fuse_list_ && attn_tail(i, a)) return 1;
                 if (g_.attn_tma) {
                     tma_attention(i, a);
                     return 1;
@@ -2446,6 +2560,8 @@ private:
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
+    bool fuse_list_ = false;  // attn.fuse=qkv: this list's attention into its q/k/v gemvs (begin_lists)
+    int fuse_max_pos_ = 0;    // ... whose positions stay below this
     std::optional<NormProducer> norm_prev_;  // --gemv-xq-norm: the kernel just lowered, if it can produce for a normed gemv
     size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
@@ -2457,7 +2573,7 @@ std::vector<std::string> schedule_gate_names() {
     return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
             "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "batch.xrows", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
             "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "attn.kv", "layer.tail",
-            "sample.fuse", "sample.draw", "step.advance", "gemv.xq"};
+            "sample.fuse", "sample.draw", "step.advance", "gemv.xq", "attn.fuse"};
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -2469,6 +2585,7 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     Schedule s;
     Lowering l(plan, dev, opt, s);
     l.decide_gates();
+    l.begin_lists();
     l.lower(plan.decode, s.decode);
     l.lower(plan.prefill, s.prefill);
     l.mark_pdl(s.decode);
