@@ -665,6 +665,16 @@ next33)
     # not on 8B Q4_0, whose head is now one of the producers' consumers)
     tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --force-variant sample.fuse=gemv"
     ;;
+next34b)
+    # session 34 after next34 (attn.fuse=qkv 15.6 % slower: off): block traces of --gemv-xq-norm with early slots
+    # 3 / 4 / 4 against the default, to see where its producers' cost goes; the greedy pick in the output head
+    q4=$(synth llama3.1-8b q4_0)
+    XQN="--gemv-xq-norm --gemv-early-slots-for attn_norm=3 ffn_norm=4 output_norm=4"
+    trace_row trace34-q4-default "$q4"
+    # shellcheck disable=SC2086
+    trace_row trace34-q4-xqn "$q4" $XQN
+    tg_sets 8b:q4_0 "$q4" 2 " ;$XQN;--force-variant sample.fuse=gemv;$XQN --force-variant sample.fuse=gemv"
+    ;;
 next34)
     # session 34: attn.fuse=qkv (the decode attention as the q/k/v gemv's tail, gemv.cu ATT_TAIL):
     # kernels_vs_cpu on every case, golden with it forced (bulk forced on the small models), the greedy
@@ -681,6 +691,13 @@ next34)
     tg_sets 8b:q4_0 "$q4" 2 " ;--force-variant attn.fuse=qkv"
     tg_sets 8b:q8_0 "$q8" 1 " ;--force-variant attn.fuse=qkv"
     trace_row trace34-q4-fuse "$q4" --force-variant attn.fuse=qkv
+    # where the tail (one block a kv head) stops paying: depths 256 / 512 / 1024, forced against the default
+    for a in " " "--force-variant attn.fuse=qkv"; do
+        log "depth 8b q4_0 [$a]"
+        # shellcheck disable=SC2086
+        timeout 200 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -d 256,512,1024 -r 2 --no-warmup -o md $a 2>&1 |
+            grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    done
     ;;
 next33b)
     # session 33, after first33 / next33 (--gemv-xq-norm 7.8 % slower; --gemv-ablate xpre, which now runs

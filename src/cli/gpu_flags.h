@@ -198,11 +198,6 @@ struct GpuFlags {
                        "8B Q8_0, 4224-position context: the tensor-map kernel 472.2 tok/s at depth 0 against 480.4, 455.8 "
                        "at depth 512 against 459.1, 447.2 at depth 1024 against 441.1)")
             ->check(CLI::Range(-1, 1 << 30));
-        app.add_option("--attn-fuse-below", so.attn_fuse_below,
-                       "tuning: with attn.fuse=qkv (the decode attention in the q/k/v gemv's tail), the positions that "
-                       "take it: the whole decode graph where the context is at most N, else a second decode graph for "
-                       "the positions below N (0 = never; default -1: 256)")
-            ->check(CLI::Range(-1, 1 << 30));
         app.add_flag("--attn-tma-merge1", so.attn_tma_merge1,
                      "tuning: attn.kv=tma's last block of a kv head merges the splits' states in one L2 round trip, each "
                      "thread loading its head's (m, l) and its dim's output of every split at once (default: (m, l) first, "

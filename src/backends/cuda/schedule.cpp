@@ -562,9 +562,14 @@ public:
             // attn.fuse=qkv (gemv.cu ATT_TAIL, common/attn_tail.cuh): the decode q/k/v gemv (a bulk gemv
             // with RoPE and the KV store in its epilogue) also attends: each block counts the rows of each
             // kv head's group it stored, adds them to the group's ticket at its end, and the block that
-            // completes a group runs that group's attention over the whole context. One launch and one
-            // PDL hand-over a layer fewer, and no attention blocks beside the attn_output gemv's; the
-            // group's context on one SM, so short contexts only (its scores in the rings' shared memory).
+            // completes a group runs that group's attention over the whole context: one launch and one
+            // PDL hand-over a layer fewer. Measured slower on the H200 (session 34, one machine, 8B tg128):
+            // Q4_0 664.86 / 664.84 tok/s against 787.46 / 787.43, Q8_0 428.75 against 480.31; at depth
+            // 256 / 512 / 1024 (Q4_0) 539.4 / 458.9 / 352.8 against 757.0 / 750.6 / 731.5. The block
+            // trace: the q/k/v gemv's span 16.59 us against 6.47 + 3.94 for the gemv and the attention
+            // kernel; the winning blocks end 5-9 us after the others, their ticket, K/V and q round trips
+            // queued behind the next gemvs' ring fills (attn_output and gate/up land on the SMs the
+            // attention blocks held). Off: kept as the sibling, correct (kernels_vs_cpu, golden).
             const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
             const int hd = c_.head_dim;
             std::string why;
@@ -578,7 +583,8 @@ public:
             g_.attn_fuse = forced_if("attn.fuse", "qkv", "kernel", false, why,
                                      !shape.empty() ? shape
                                                     : "decode attention in its own kernel after the q/k/v gemv (the tail in "
-                                                      "that gemv, --force-variant attn.fuse=qkv: not yet measured)");
+                                                      "that gemv, --force-variant attn.fuse=qkv, measured slower on the H200: "
+                                                      "8B Q4_0 664.9 against 787.4 tok/s, Q8_0 428.8 against 480.3)");
         }
         {
             // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
@@ -705,50 +711,19 @@ public:
         if (o_.attn_tma_from >= 0) return o_.attn_tma_from;
         return o_.force.count("attn.kv") ? 0 : kTmaFromAuto;
     }
-    // attn.fuse=qkv: the attention goes into the q/k/v gemvs of a list whose positions stay below this
-    // (--attn-fuse-below; the whole decode list where the plan's context does, or where the gate is
-    // forced, else the second decode list for the positions below it)
-    static constexpr int kFuseBelowAuto = 256;
-    int fuse_below() const { return o_.attn_fuse_below >= 0 ? o_.attn_fuse_below : kFuseBelowAuto; }
-    // before lowering the decode and prefill lists
-    void begin_lists() {
-        fuse_list_ = g_.attn_fuse && (o_.force.count("attn.fuse") || p_.n_ctx <= fuse_below());
-        fuse_max_pos_ = p_.n_ctx;
-    }
     void lower_decode_short(const Plan& plan) {
-        const bool fuse = g_.attn_fuse && !fuse_list_ && fuse_below() > 0;
-        if (!fuse && (tma_from() <= 0 || !g_.attn_tma)) return;
+        if (tma_from() <= 0 || !g_.attn_tma) return;
         if (o_.trace) {
-            if (fuse ? o_.attn_fuse_below < 0 : o_.attn_tma_from < 0) return;  // the automatic switch: one list, traced
-            fail_usage("{} {} and --block-trace: one decode list traced; drop one", fuse ? "--attn-fuse-below" : "--attn-tma-from",
-                       fuse ? o_.attn_fuse_below : o_.attn_tma_from);
+            if (o_.attn_tma_from < 0) return;  // the automatic switch: one list, traced
+            fail_usage("--attn-tma-from {} and --block-trace: one decode list traced; drop one", o_.attn_tma_from);
         }
-        if (fuse) {
-            fuse_list_ = true;
-            fuse_max_pos_ = std::min(fuse_below(), p_.n_ctx);
-            lower(plan.decode, s_.decode_short);
-            fuse_list_ = false;
-            s_.decode_short_below = fuse_max_pos_;
-            if (s_.decode_short.size() == s_.decode.size()) {  // no q/k/v gemv took its attention: no second list
-                s_.decode_short.clear();
-                s_.decode_short_below = 0;
-                if (tma_from() > 0 && g_.attn_tma && !o_.trace) lower_decode_short_tma(plan);
-                return;
-            }
-        } else {
-            lower_decode_short_tma(plan);
-            return;
-        }
-        mark_pdl(s_.decode_short);
-    }
-    void lower_decode_short_tma(const Plan& plan) {
         g_.attn_tma = false;
         lower(plan.decode, s_.decode_short);
         g_.attn_tma = true;
+        mark_pdl(s_.decode_short);
         JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
                      s_.decode_short.size(), s_.decode.size());
         s_.decode_short_below = std::min(tma_from(), p_.n_ctx);
-        mark_pdl(s_.decode_short);
     }
 
     bool batch_small() const { return g_.batch_small; }
@@ -1396,11 +1371,11 @@ private:
             return false;
         const int qpg = c_.n_heads / c_.n_kv_heads, hd = c_.head_dim, block = int(k.block.x);
         if (block % (hd / 2) != 0) return false;
-        const int64_t floats = int64_t(block / (hd / 2)) * qpg * hd + qpg * hd + 4 + int64_t(fuse_max_pos_) * qpg;
+        const int64_t floats = int64_t(block / (hd / 2)) * qpg * hd + qpg * hd + 4 + int64_t(p_.n_ctx) * qpg;
         if (floats * 4 > int64_t(k.smem)) {
             if (o_.force.count("attn.fuse"))
                 fail_usage("--force-variant attn.fuse=qkv: the scores of {} positions need {} bytes of shared memory, the "
-                           "q/k/v gemv has {} (lower --ctx-size)", fuse_max_pos_, floats * 4, k.smem);
+                           "q/k/v gemv has {} (lower --ctx-size)", p_.n_ctx, floats * 4, k.smem);
             return false;
         }
         k.variant.set("ATT_TAIL", 1).set("ATT_QPG", qpg).set("ATT_SCALE", fstr(a.scale));
@@ -2119,7 +2094,7 @@ private:
                 return 2;
             }
             case K::Attn: {
-                if (fuse_list_ && attn_tail(i, a)) return 1;
+                if (g_.attn_fuse && attn_tail(i, a)) return 1;
                 if (g_.attn_tma) {
                     tma_attention(i, a);
                     return 1;
@@ -2560,8 +2535,6 @@ private:
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
-    bool fuse_list_ = false;  // attn.fuse=qkv: this list's attention into its q/k/v gemvs (begin_lists)
-    int fuse_max_pos_ = 0;    // ... whose positions stay below this
     std::optional<NormProducer> norm_prev_;  // --gemv-xq-norm: the kernel just lowered, if it can produce for a normed gemv
     size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
@@ -2585,7 +2558,6 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     Schedule s;
     Lowering l(plan, dev, opt, s);
     l.decide_gates();
-    l.begin_lists();
     l.lower(plan.decode, s.decode);
     l.lower(plan.prefill, s.prefill);
     l.mark_pdl(s.decode);

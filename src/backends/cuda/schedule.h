@@ -133,7 +133,6 @@ struct ScheduleOptions {
     std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
     bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
-    int attn_fuse_below = -1;                    // --attn-fuse-below: with attn.fuse=qkv and a longer context, decode positions below N take a second graph with the attention in the q/k/v gemv (0: never; -1: auto)
     int attn_tma_from = -1;                      // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
     bool attn_tma_merge1 = false;                // --attn-tma-merge1: attn.kv=tma's last block merges the splits in one round trip (MERGE1)
     int attn_tma_stages = 0;                     // --attn-tma-stages: attn.kv=tma's ring slots only (0: --attn-kv-stages, else 2)
@@ -154,9 +153,7 @@ struct Schedule {
     int kv_map_rows = 0;
     // --attn-tma-from N (with attn.kv=tma): decode steps at positions below decode_short_below run
     // decode_short instead of decode: the same kernels in the same order but the register kernel's
-    // decode attention (a second decode graph); or, with attn.fuse=qkv where the plan's context is
-    // longer than --attn-fuse-below, the list with the attention in the q/k/v gemvs (fewer kernels);
-    // empty and 0 otherwise
+    // decode attention (a second decode graph); empty and 0 otherwise
     std::vector<KernelStep> decode_short;
     int decode_short_below = 0;
     struct RopeTable {

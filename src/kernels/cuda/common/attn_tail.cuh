@@ -13,7 +13,8 @@
 // The first round of K rows (KU waves) and of V rows (VU positions a thread) is requested before q
 // is read, so the block pays one L2 round trip for a context of up to 128 positions (8B shape).
 // Scores live in shared memory (n * QPG floats), so any context whose scores fit works; the time
-// grows with n on one SM, which is why the schedule fuses only short contexts.
+// grows with n on one SM. Off by default: measured slower on the H200 (docs/perf-notes.md session 34:
+// the winners' round trips queue behind the next gemvs' ring fills).
 // Arithmetic: f32 sums of f32 q times f16 K / V as cpu::attention, in another order; exp as expf.
 #pragma once
 
