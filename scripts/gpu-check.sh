@@ -665,6 +665,36 @@ next33)
     # not on 8B Q4_0, whose head is now one of the producers' consumers)
     tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --force-variant sample.fuse=gemv"
     ;;
+final34)
+    # session 34's defaults: the lanes gemvs' norm weight before the PDL wait (NW_EARLY). Golden, prompt modes
+    # and kernels_vs_cpu's default-gate variants on the GPU, the greedy text with and without it, tg128 rounds
+    cuda_test golden34 engine_golden_test "golden (defaults)"
+    cuda_test modes34 prefill_modes_test "prompt modes (defaults)"
+    cuda_test kvc34 kernels_vs_cpu_test "kernels_vs_cpu: gated+fused (NW_EARLY on the lanes gemvs)" \
+        JITLLM_KVC_VARIANTS=gated+fused,gated+block "GTEST_FILTER=*EveryKernelMatches*"
+    b4=$(synth llama3.2-1b q4_0)
+    b8=$(synth llama3.2-1b q8_0)
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 1b q4_0 default, then --no-gemv-norm-early"
+    greedy_md5 "$b4"
+    greedy_md5 "$b4" --no-gemv-norm-early
+    tg_sets 1b:q4_0 "$b4" 2 " ;--no-gemv-norm-early"
+    tg_sets 1b:q8_0 "$b8" 2 " ;--no-gemv-norm-early"
+    tg_sets 8b:q4_0 "$q4" 1 " "
+    ;;
+next34c)
+    # session 34 after next34b (the output head's greedy pick +0.4 %): the normed gemvs' norm weight loaded
+    # before the PDL wait (--gemv-norm-early); same numbers (greedy md5), then tg128 rounds
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    b4=$(synth llama3.2-1b q4_0)
+    log "greedy md5 8b q4_0 default (4b387fa6...), then --gemv-norm-early"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-norm-early
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-norm-early;--force-variant sample.fuse=gemv;--gemv-norm-early --force-variant sample.fuse=gemv"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-norm-early;--force-variant sample.fuse=gemv"
+    tg_sets 1b:q4_0 "$b4" 1 " ;--gemv-norm-early"
+    ;;
 next34b)
     # session 34 after next34 (attn.fuse=qkv 15.6 % slower: off): block traces of --gemv-xq-norm with early slots
     # 3 / 4 / 4 against the default, to see where its producers' cost goes; the greedy pick in the output head

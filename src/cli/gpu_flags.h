@@ -23,6 +23,7 @@ struct GpuFlags {
     std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
     bool no_fuse = false, attn_merge_two_trips = false;
+    bool norm_early = false, no_norm_early = false;  // --gemv-norm-early / --no-gemv-norm-early
     std::string kernel_cache;
     bool no_kernel_cache = false;
     bool no_graphs = false, no_run_ahead = false;
@@ -112,6 +113,12 @@ struct GpuFlags {
                        "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "
                        "first task is KIND (e.g. ffn_norm=384: a 12-warp gate/up whose rings fit beside "
                        "attn_output's; repeatable; H200 8B Q4_0 attn_norm=384: 769.0 against 785.2 tok/s)");
+        app.add_flag("--no-gemv-norm-early", no_norm_early, "tuning: no gemv loads its norm weight before the PDL wait");
+        app.add_flag("--gemv-norm-early", norm_early,
+                     "tuning: every normed Q4_0 / Q8_0 gemv (q/k/v, gate/up, the output head) loads its norm weight before "
+                     "the PDL wait, the bulk ones too (--no-gemv-norm-early: none). Default: the lanes gemvs under "
+                     "gemv.early=load (H200 1B Q4_0 2400.4 against 2276.8 tok/s), not the bulk ones (8B Q4_0 779.2 against "
+                     "788.1, Q8_0 480.6 against 480.5)");
         app.add_flag("--gemv-fill-at-loads,!--no-gemv-fill-at-loads", so.gemv_fill_at_loads,
                      "tuning: with fewer early slots than the ring holds, the late slots go out as soon as the x "
                      "prologue's loads are issued (default on; --no-gemv-fill-at-loads: after the whole prologue, and "
@@ -374,6 +381,8 @@ struct GpuFlags {
                 fail_usage("--force-variant: expected GATE=VARIANT, found '{}'", f);
             s.force[f.substr(0, eq)] = f.substr(eq + 1);
         }
+        if (norm_early && no_norm_early) fail_usage("--gemv-norm-early and --no-gemv-norm-early: pick one");
+        s.gemv_norm_early = norm_early ? 1 : no_norm_early ? 0 : -1;
         s.trace = !block_trace.empty();
         s.gemv_early_slots_for = kind_counts("--gemv-early-slots-for", "a slot count", gemv_early_slots_for, 99);
         s.gemv_bulk_kb_for = kind_counts("--gemv-bulk-kb-for", "a size in KiB", gemv_bulk_kb_for, 220);

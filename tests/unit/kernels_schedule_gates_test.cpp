@@ -2110,3 +2110,41 @@ TEST(ScheduleGates, AttnFuseTakesTheAttentionIntoTheQkvGemv) {
     const Plan p8 = plan_build(*g8, PlanOptions{256, 16, 1});
     EXPECT_NE(step(schedule_build(p8, h200, f).decode, "attn"), nullptr);
 }
+
+// The norm weight of a normed Q4_0 / Q8_0 gemv before the PDL wait (gemv.cu NW_EARLY): by default the lanes
+// gemvs under gemv.early=load (H200 1B Q4_0 +5.4 %), not the bulk ones (8B Q4_0 -1.1 %); --gemv-norm-early
+// takes every normed one, --no-gemv-norm-early none; never a gemv without a norm or of another type
+TEST(ScheduleGates, NormWeightBeforeThePdlWaitOnTheLanesGemvs) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);
+    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto count = [&](const ScheduleOptions& o) {
+        int n = 0, normed = 0;
+        for (const KernelStep& k : schedule_build(p, h200, o).decode) {
+            if (k.variant.source != "cuda/gemv.cu") continue;
+            const bool nw = has_define(k.variant, "NW_EARLY", "1");
+            EXPECT_TRUE(!nw || has_define(k.variant, "NORM_IN", "1")) << k.symbol;
+            n += nw;
+            normed += has_define(k.variant, "NORM_IN", "1");
+        }
+        return std::pair<int, int>{n, normed};
+    };
+    ScheduleOptions o;
+    const auto lanes = count(o);
+    EXPECT_GT(lanes.second, 0);
+    EXPECT_EQ(lanes.first, lanes.second);  // every normed gemv (lanes: 512 columns)
+    ScheduleOptions bulk = o;
+    bulk.force["gemv.load"] = "bulk";
+    EXPECT_EQ(count(bulk).first, 1);  // only the 64-row output head, which keeps the lanes loop
+    bulk.gemv_norm_early = 1;
+    EXPECT_EQ(count(bulk).first, count(bulk).second);
+    ScheduleOptions none = o;
+    none.gemv_norm_early = 0;
+    EXPECT_EQ(count(none).first, 0);
+    ScheduleOptions wait = o;
+    wait.force["gemv.early"] = "wait";
+    EXPECT_EQ(count(wait).first, 0);
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 512, 768);
+    const Plan pf = plan_build(*f16, PlanOptions{256, 16, 1});
+    for (const KernelStep& k : schedule_build(pf, h200, o).decode) EXPECT_FALSE(k.variant.has("NW_EARLY")) << k.symbol;
+}

@@ -617,12 +617,18 @@ public:
             // Q4_0 694.66 -> 694.92: the fused gemv's grid (<= 2 blocks an SM, bounded atomics)
             // streams the head slower than the argmax launch it saves.
             // (with --no-fuse every task keeps its own kernel, this one included)
+            // Session 34 (H200, tg128, one machine, two rounds): where the output head is a split-layout bulk gemv
+            // the fused pick gains a little: 8B Q4_0 790.71 / 790.75 against 788.24 / 787.56, again 791.14 /
+            // 790.94 against 788.14 / 788.35 (session 33: +0.3 %); 8B Q8_0 480.81 against 480.51. Off all the
+            // same: the fused gemv takes only the argmax, so sample.draw falls back to the host and a sampled
+            // decode copies the logits out every token; one graph serving greedy and sampled requests is worth
+            // more than 0.4 % of greedy tok/s.
             std::string why;
             if (!g_.gemv_warp) why = "gemv.reduce=tree: the pick reduces with warp shuffles";
             g_.sample_fuse = forced_if("sample.fuse", "gemv", "kernel", false, why,
-                                       "decode's greedy pick in its own argmax kernel after the output gemv (the fused "
-                                       "pick, --force-variant sample.fuse=gemv, measured slower on the H200: 1B Q8_0 "
-                                       "1691.0 against 1751.5 tok/s, 8B Q8_0 454.6 against 454.4)");
+                                       "decode's greedy pick in its own kernel after the output gemv, which also draws "
+                                       "sampled tokens (the fused pick, --force-variant sample.fuse=gemv, greedy only, "
+                                       "H200: 8B Q4_0 791.1 against 788.1 tok/s, 1B Q8_0 1691.0 against 1751.5)");
         }
         {
             // sample.draw=device: decode's pick kernel reads the sampling parameters from a device
@@ -1064,6 +1070,13 @@ private:
         } else if (!xr && (g_.gemv_early_all || (g_.gemv_early && wsplit))) {
             v.set("EARLY_LOAD", 1);
         }
+        // The norm weight of a normed Q4_0 / Q8_0 gemv's x prologue loaded before the PDL wait (gemv.cu NW_EARLY):
+        // by default with gemv.early=load for the gemvs that keep the lanes loop (H200, tg128, session 34, one
+        // machine: 1B Q4_0 2400.44 against 2276.76 tok/s); the bulk gemvs only with --gemv-norm-early (8B Q4_0
+        // 779.21 / 779.24 against 788.14 / 788.35, Q8_0 480.56 against 480.51)
+        if (g.norm_w && act_q8_type(w0->type) && !xr && !batch_ &&
+            (o_.gemv_norm_early > 0 || (o_.gemv_norm_early < 0 && g_.gemv_early && !bulk)))
+            v.set("NW_EARLY", 1);
         if (wsplit && o_.gemv_split_pipe >= 0 && !xr) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
         // row sets round the blocks first: --gemv-warp-major, and by default for plain-type bulk
         // gemvs (session 11, 8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;

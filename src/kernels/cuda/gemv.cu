@@ -45,6 +45,8 @@
 //   BULK_PRE        BULK: ring slots each warp fills before the PDL wait (default BULK_S; the
 //                   schedule's 4 of 5 for Q4_0, --gemv-early-slots): fewer copies queued ahead of
 //                   the prologue's x loads in the memory system
+//   NW_EARLY        1 (--gemv-norm-early; NORM_IN, Q4_0 / Q8_0, x in one chunk of the prologue): the norm
+//                   weight's loads before the PDL wait (a weight), only x's after it. Default 0
 //   GEMV_LATE       1: the latency cuts of session 11 undone, for A/B runs (--gemv-late-loads):
 //                   the normed Q8_0 prologue reads x twice, the residual / RoPE angle are loaded
 //                   after the pass's dot products. Default 0
@@ -238,6 +240,9 @@
 #endif
 #ifndef GEMV_LATE  // 1: the loads as before session 11 (measurement: --gemv-late-loads)
 #define GEMV_LATE 0
+#endif
+#ifndef NW_EARLY  // --gemv-norm-early: NORM_IN's norm weight loaded before the PDL wait (the x prologue's one-chunk path)
+#define NW_EARLY 0
 #endif
 #ifndef ATT_TAIL  // gate attn.fuse=qkv: the decode attention at the q/k/v gemv's end (common/attn_tail.cuh)
 #define ATT_TAIL 0
@@ -655,6 +660,16 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     for (int i = tid; i < ATT_NKV; i += BLOCK) att_cnt[i] = 0u;
     __syncthreads();
 #endif
+#if NW_EARLY && NORM_IN && GEMV_XQ8 && !XQ_IN && XROWS == 1 && !GEMV_LATE
+    // the norm weight is a weight: its loads go out now, with the early ring slots, so that only x's are
+    // issued after the wait
+    NwPre<COLS, BLOCK> nw_pre;
+    static_assert(NwPre<COLS, BLOCK>::ok, "NW_EARLY: x in one chunk of the prologue");
+    nw_pre.load(norm_w);
+#define GEMV_NW_PRE , &nw_pre
+#else
+#define GEMV_NW_PRE
+#endif
     pdl_wait();  // x, norm_w's producer, resid and y belong to earlier kernels
     XSrc xs;
     xs.nw = norm_w;
@@ -709,9 +724,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     }
 #elif BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
     // the ring's late slots go out as soon as x's loads are (behind them in the memory queues)
-    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill);
+    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill GEMV_NW_PRE);
 #else
-    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red);
+    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, NoHook() GEMV_NW_PRE);
 #endif
 #elif X_SMEM
     JITLLM_DYN_SMEM(float, xsm);

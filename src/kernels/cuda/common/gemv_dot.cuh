@@ -82,9 +82,24 @@ __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* q
 struct NoHook {
     __device__ void operator()() const {}
 };
+// The norm weight's float4 of this thread in the one-chunk NORM path (k = j * 4 * NT + 4 * tid), loaded
+// ahead (gemv.cu NW_EARLY: before the PDL wait, a weight does not depend on the previous kernel)
+template <int C, int NT>
+struct NwPre {
+    static constexpr int XT = (C + 4 * NT - 1) / (4 * NT);
+    static constexpr bool ok = XT <= 8;  // (the prologue's one-chunk path)
+    float4 w[XT];
+    __device__ __forceinline__ void load(const float* nw) {
+#pragma unroll
+        for (int j = 0; j < XT; ++j) {
+            const int k = j * 4 * NT + 4 * int(threadIdx.x);
+            w[j] = k < C ? __ldg(reinterpret_cast<const float4*>(nw + k)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
+};
 template <int C, int NT, bool NORM, bool CG = false, bool LATE = false, typename Hook = NoHook>
 __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red,
-                                             Hook after_loads = Hook()) {
+                                             Hook after_loads = Hook(), const NwPre<C, NT>* wpre = nullptr) {
     constexpr int XT = (C + 4 * NT - 1) / (4 * NT), XC = XT < 8 ? XT : 8;  // float4 per thread, per chunk
     const int tid = threadIdx.x;
     float2* qd = reinterpret_cast<float2*>(xq + C);
@@ -100,7 +115,7 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
             w[j] = v[j];
             if (k < C) {
                 v[j] = load(x + k);
-                w[j] = __ldg(reinterpret_cast<const float4*>(nw + k));
+                w[j] = wpre ? wpre->w[j] : __ldg(reinterpret_cast<const float4*>(nw + k));
             }
         }
         after_loads();
