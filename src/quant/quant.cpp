@@ -451,8 +451,17 @@ bool cpu_has_isa(CpuIsa isa) { return isa == CpuIsa::Scalar || detail::cpu_has_a
 
 const char* cpu_isa_name(CpuIsa isa) { return isa == CpuIsa::Avx2 ? "avx2" : "scalar"; }
 
+void act_q8_block_sums8(const int8_t* q, int n_x, int64_t n, int32_t* sx8) {
+    for (int64_t i = 0; i < n / kQK * n_x; ++i) {
+        int32_t s = 0;
+        for (int j = 0; j < kQK; ++j) s += q[i * kQK + j];
+        sx8[i] = 8 * s;
+    }
+}
+
 void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                         const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride) {
+                         const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride,
+                         const int32_t* sx8_given) {
     JITLLM_CHECK(act_q8_type(t) && n % kQK == 0, "{} product with quantized activations over {} elements",
                  type_name(t), n);
     JITLLM_CHECK(cpu_has_isa(isa), "CPU form {} on a CPU without it", cpu_isa_name(isa));
@@ -462,16 +471,13 @@ void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_str
     int64_t done = 0;
     if (isa == CpuIsa::Avx2 && n_rows >= 8) {
         thread_local std::vector<int32_t> sx8;
-        if (q4) {
+        const int32_t* sums = sx8_given;
+        if (q4 && !sums) {
             sx8.resize(size_t(nb) * size_t(n_x));
-            for (int64_t i = 0; i < nb * n_x; ++i) {
-                int32_t s = 0;
-                for (int j = 0; j < kQK; ++j) s += q[i * kQK + j];
-                sx8[size_t(i)] = 8 * s;
-            }
+            act_q8_block_sums8(q, n_x, n, sx8.data());
+            sums = sx8.data();
         }
-        done = detail::dot_rows_act_q8_avx2(q4, base, row_stride_bytes, n_rows, q, d, sx8.data(), nb, y, n_x,
-                                            y_stride);
+        done = detail::dot_rows_act_q8_avx2(q4, base, row_stride_bytes, n_rows, q, d, sums, nb, y, n_x, y_stride);
     }
     base += size_t(done) * row_stride_bytes;
     for (int j = 0; j < n_x; ++j) {
@@ -491,8 +497,8 @@ void dot_rows_act_q8(GgmlType t, const void* mat, size_t row_stride_bytes, int64
 }
 
 void dot_rows_act_q8_batch(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows, const int8_t* q,
-                           const float* d, int n_x, int64_t n, float* y, size_t y_stride) {
-    dot_rows_act_q8_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, q, d, n_x, n, y, y_stride);
+                           const float* d, int n_x, int64_t n, float* y, size_t y_stride, const int32_t* sx8) {
+    dot_rows_act_q8_isa(cpu_isa(), t, mat, row_stride_bytes, n_rows, q, d, n_x, n, y, y_stride, sx8);
 }
 
 bool split_layout_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }

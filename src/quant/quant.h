@@ -56,10 +56,16 @@ void dot_rows_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_byt
 // y at y + j * y_stride): each row the bits dot_rows_act_q8 gives it alone; the Avx2 form unpacks
 // each weight block once for up to 4 rows (the CPU's batch steps: cpu::matmul).
 void dot_rows_act_q8_batch(GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows, const int8_t* q,
-                           const float* d, int n_x, int64_t n, float* y, size_t y_stride);
+                           const float* d, int n_x, int64_t n, float* y, size_t y_stride, const int32_t* sx8 = nullptr);
 // dot_rows_act_q8_batch in a given form (tests, comparisons). PRECOND: isa is Scalar or the CPU has it.
+// sx8: null, or act_q8_block_sums8 of the n_x rows (Q4_0's AVX2 form uses them; computed here if null)
 void dot_rows_act_q8_isa(CpuIsa isa, GgmlType t, const void* mat, size_t row_stride_bytes, int64_t n_rows,
-                         const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride);
+                         const int8_t* q, const float* d, int n_x, int64_t n, float* y, size_t y_stride,
+                         const int32_t* sx8 = nullptr);
+// 8 * the sum of each 32-value block of n_x activation rows of n int8 values (row j at q + j * n; its
+// n / 32 sums at sx8 + j * n / 32): what Q4_0's AVX2 products subtract for the nibbles' offset of 8.
+// cpu::matmul computes them once for all its tiles
+void act_q8_block_sums8(const int8_t* q, int n_x, int64_t n, int32_t* sx8);
 
 // Quantize n floats into dst (row_bytes(t, n) bytes) exactly as ggml's reference quantizers
 // (quantize_row_*_ref, what llama-quantize uses without an imatrix) do. Supported: F32, F16,

@@ -50,15 +50,22 @@ void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
     const bool q8 = xn == XNumerics::Engine && act_q8_type(t);
     thread_local std::vector<int8_t> xq;
     thread_local std::vector<float> xd;
+    thread_local std::vector<int32_t> xs;
     if (q8) {
         xq.resize(size_t(n_x) * size_t(cols));
         xd.resize(size_t(n_x) * size_t(cols) / 32);
         for (int j = 0; j < n_x; ++j)
             quantize_act_q8(X + size_t(j) * x_stride, cols, xq.data() + size_t(j) * size_t(cols),
                             xd.data() + size_t(j) * size_t(cols) / 32);
+        // Q4_0: each block's 8 * sum once for every tile below (the AVX2 form subtracts them)
+        if (t == GgmlType::Q4_0 && n_x > 1) {
+            xs.resize(size_t(n_x) * size_t(cols) / 32);
+            act_q8_block_sums8(xq.data(), n_x, cols, xs.data());
+        }
     }
     const int8_t* q = xq.data();
     const float* d = xd.data();
+    const int32_t* sx8 = q8 && t == GgmlType::Q4_0 && n_x > 1 ? xs.data() : nullptr;
     // weight rows in tiles of ~64 KiB (whole 8-row groups), each read from memory once and then from
     // the cache for the other activation rows
     const int tile = n_x == 1 ? rows : std::max(8, int(size_t(65536) / row_stride) & ~7);
@@ -67,7 +74,7 @@ void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
             const int t1 = std::min(r1, t0 + tile);
             const uint8_t* w = base + size_t(t0) * row_stride;
             if (q8) {
-                dot_rows_act_q8_batch(t, w, row_stride, t1 - t0, q, d, n_x, cols, Y + t0, y_stride);
+                dot_rows_act_q8_batch(t, w, row_stride, t1 - t0, q, d, n_x, cols, Y + t0, y_stride, sx8);
             } else {
                 dot_rows_batch(t, w, row_stride, t1 - t0, X, x_stride, n_x, cols, Y + t0, y_stride);
             }
