@@ -51,21 +51,21 @@ void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
     thread_local std::vector<int8_t> xq;
     thread_local std::vector<float> xd;
     thread_local std::vector<int32_t> xs;
+    const int32_t* sx8 = nullptr;  // Q4_0: each block's 8 * sum, once for every tile below (the AVX2 form subtracts them)
     if (q8) {
         xq.resize(size_t(n_x) * size_t(cols));
         xd.resize(size_t(n_x) * size_t(cols) / 32);
         for (int j = 0; j < n_x; ++j)
             quantize_act_q8(X + size_t(j) * x_stride, cols, xq.data() + size_t(j) * size_t(cols),
                             xd.data() + size_t(j) * size_t(cols) / 32);
-        // Q4_0: each block's 8 * sum once for every tile below (the AVX2 form subtracts them)
         if (t == GgmlType::Q4_0 && n_x > 1) {
             xs.resize(size_t(n_x) * size_t(cols) / 32);
             act_q8_block_sums8(xq.data(), n_x, cols, xs.data());
+            sx8 = xs.data();
         }
     }
     const int8_t* q = xq.data();
     const float* d = xd.data();
-    const int32_t* sx8 = q8 && t == GgmlType::Q4_0 && n_x > 1 ? xs.data() : nullptr;
     // weight rows in tiles of ~64 KiB (whole 8-row groups), each read from memory once and then from
     // the cache for the other activation rows
     const int tile = n_x == 1 ? rows : std::max(8, int(size_t(65536) / row_stride) & ~7);
