@@ -78,6 +78,7 @@
 #   next28c : --attn-tma-from 512 (default): 8B Q8_0 greedy text, depth 256 / 512 tma against ld, depth rows
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
+#   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
 #   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
 #             golden, greedy text, tg128 rounds, depth rows
 #   next33  : prepared: --gemv-xq-norm with its consumers' early ring slots 3 / 3, 4 / 4, 3 / 4 (+ output 4);
@@ -664,6 +665,36 @@ next33)
     # the greedy pick inside the output head (sample.fuse=gemv: measured equal on 8B Q8_0, slower on 1B;
     # not on 8B Q4_0, whose head is now one of the producers' consumers)
     tg_sets 8b:q4_0 "$q4" 2 "--gemv-xq-norm;--gemv-xq-norm --force-variant sample.fuse=gemv"
+    ;;
+next35)
+    # prepared in session 35 (no device that session; run `final34` first): sample.fuse=gemv as a second
+    # decode list, its own graph, for greedy steps (the pick in the output gemv) while sampled steps keep
+    # the draw kernel's list (sample.draw=device with it). Correctness: kernels_vs_cpu's fused-pick
+    # variants (now over the greedy list), golden and the generate tests (greedy queued steps, device
+    # draws against the host sampler) with it forced, the greedy and a sampled text against the default's;
+    # then tg128 rounds on the four quantized shapes (session 34: 8B Q4_0 +0.4 % in one list; 1B Q8_0
+    # -3.5 % in session 15) and the sampled CLI rate (the draw list: unchanged)
+    cuda_test kvc-pick kernels_vs_cpu_test "kernels_vs_cpu: sample.fuse=gemv (the greedy list)" \
+        JITLLM_KVC_VARIANTS=sample-fuse "GTEST_FILTER=*EveryKernelMatches*"
+    cuda_test golden-pick engine_golden_test "golden: sample.fuse=gemv" JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
+    cuda_test gen-pick runtime_generate_test "generate (queued greedy, device draws): sample.fuse=gemv" \
+        JITLLM_TEST_CUDA_FORCE=sample.fuse=gemv
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default (4b387fa6...), then sample.fuse=gemv"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --force-variant sample.fuse=gemv
+    log "sampled md5 8b q4_0 (--temperature 0.8 --seed 7) default, then sample.fuse=gemv"
+    for a in " " "--force-variant sample.fuse=gemv"; do
+        # shellcheck disable=SC2086
+        timeout 120 "$B/jitllm" --gpu -m "$q4" -p "Once upon a time" -n 48 --temperature 0.8 --seed 7 --no-stream $a \
+            2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
+    done
+    tg_sets 8b:q4_0 "$q4" 3 " ;--force-variant sample.fuse=gemv"
+    run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8 --seed 7" "--temperature 0.8 --seed 7 --force-variant sample.fuse=gemv"
+    for spec in llama3.1-8b:q8_0 llama3.2-1b:q4_0 llama3.2-1b:q8_0; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        tg_sets "$spec" "$f" 1 " ;--force-variant sample.fuse=gemv"
+    done
     ;;
 final34)
     # session 34's defaults: the lanes gemvs' norm weight before the PDL wait (NW_EARLY). Golden, prompt modes

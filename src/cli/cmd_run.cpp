@@ -224,7 +224,8 @@ int cmd_run(const Args& args) {
         std::fflush(stdout);
     }
     if (f.print_plan) {
-        RunShape rs{int(ids.size()), f.max_tokens, f.with_prefill_decode, e.plan().batch_rows};
+        RunShape rs{int(ids.size()), f.max_tokens, f.with_prefill_decode, e.plan().batch_rows,
+                    sampler.device_drawable(e.plan().config->n_vocab, e.backend().draw_max_k())};
         if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend()))
             std::fprintf(stderr, "%s", schedule_describe_launches(cuda->schedule(), rs, f.launch_skip_warmup).c_str());
         const PhaseRuns pr = plan_phase_runs(rs);

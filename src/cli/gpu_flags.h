@@ -2,6 +2,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <string>
@@ -39,12 +42,24 @@ struct GpuFlags {
     ScheduleOptions so;
 
     void add(CLI::App& app) {
+        const std::vector<CLI::Option*> before = app.get_options();
+        add_options(app);
+        // --help: the command's own options stay under "Options"; these come after them under three
+        // headings, by what their text says they are
+        for (CLI::Option* o : app.get_options()) {
+            if (std::find(before.begin(), before.end(), o) != before.end()) continue;
+            const std::string& d = o->get_description();
+            if (d.rfind("tuning:", 0) == 0) o->group("GPU tuning (alternatives to the measured defaults)");
+            else if (d.rfind("measurement", 0) == 0) o->group("Measurement only (timing runs; some make the output wrong)");
+            else o->group("GPU and inspection");
+        }
+    }
+
+private:
+    void add_options(CLI::App& app) {
         app.add_option("--force-variant", force,
-                       "override a capability gate: GATE=VARIANT (gemv.reduce=warp|tree, "
-                       "norm.reduce=warp|tree, attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma, "
-                       "attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, batch.pdl=pdl|serial, batch.xrows=shared|per-row, "
-                       "rope.angles=table|computed, rope.fuse=gemv|kernel, gemv.early=load|wait, gemv.grid=capped|full, gemv.prefetch=attn|none, gemv.load=bulk|lanes, gemv.trigger=start|loads, attn.decode=mma|simt, attn.stage=smem|regs, attn.merge=cluster|ticket, attn.vsum=half2|float, attn.kdot=half2|float, attn.early=kv|wait, layer.tail=persistent|kernels, sample.fuse=gemv|kernel, step.advance=device|host, gemv.xq=producer|block); "
-                       "repeatable");
+                       fmt::format("override a capability gate: GATE=VARIANT ({}); repeatable",
+                                   fmt::join(schedule_gate_choices(), ", ")));
         app.add_flag("--no-fuse", no_fuse, "one kernel per task (no fusion)");
         app.add_flag("--gemv-warp-major", so.gemv_warp_major,
                      "tuning: gemv row sets of a pass go to warp 0 of every block first, so a last, partial pass spreads "
@@ -134,11 +149,11 @@ struct GpuFlags {
         app.add_option("--gemv-prefetch", so.gemv_prefetch, "tuning: bytes of each weight row prefetched to L2 (0 = off)")
             ->check(CLI::Range(0, 1 << 20));
         app.add_option("--batch-small-rows", so.batch_small_rows,
-                       "batch steps of up to N rows take the gemv list (gate batch.small=gemv; H200, 1B Q4_0 serve: 32 rows a "
+                       "tuning: batch steps of up to N rows take the gemv list (gate batch.small=gemv; H200, 1B Q4_0 serve: 32 rows a "
                        "step 4156 tok/s through the gemv list against 7337 through the GEMM; default 8)")
             ->check(CLI::Range(1, 64));
         app.add_option("--batch-xrows", so.batch_xrows,
-                       "gate batch.xrows: steps of 2 or more rows (the server's concurrent slots) take a gemv list whose "
+                       "tuning: gate batch.xrows: steps of 2 or more rows (the server's concurrent slots) take a gemv list whose "
                        "blocks read each split-layout Q4_0/Q8_0 weight row once for up to N of the step's rows (halved for a "
                        "product whose rows' int8 x copies do not fit shared memory; 0 = off: "
                        "each row reads them; H200 serve, 8 clients, N 4 / 8: 8B Q8_0 1501.4 / 1547.2 tok/s against 771.9, "
@@ -214,7 +229,7 @@ struct GpuFlags {
                        "register kernel's (the decode graph below --attn-tma-from) as they are")
             ->check(CLI::Range(0, 8));
         app.add_option("--attn-tma-cluster", so.attn_tma_cluster,
-                       "attn.kv=tma's split blocks of a kv head as one thread-block cluster, their states merged through "
+                       "tuning: attn.kv=tma's split blocks of a kv head as one thread-block cluster, their states merged through "
                        "distributed shared memory instead of global scratch and an atomic ticket: 1 on (the splits as "
                        "chosen; more than 8: the non-portable size, at most 16), 0 off, -1 (default) where the device's "
                        "GPCs hold every kv head's cluster at once, with the largest such split count (at least half the "
@@ -348,6 +363,8 @@ struct GpuFlags {
                 {"xq-waitonly", 7}, {"xq-notail", 8}}));
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)");
     }
+
+public:
 
     // KIND=N options (--gemv-early-slots-for, --gemv-bulk-kb-for, --gemv-grid-for, --gemv-block-for):
     // KIND a task kind, N in 1..max

@@ -95,6 +95,7 @@ struct RunShape {
     int n_gen = 0;                // tokens generated (the last one is never fed back)
     bool prefill_decode = false;  // --with-prefill-decode
     int batch_prefill = 0;        // --batch-prefill-size (chunk rows; 0 = off, wins over prefill_decode)
+    bool device_draw = false;     // sampled tokens drawn on the device (the CUDA decode lists with the pick kernel)
 };
 
 // How many times each phase runs for a run of that shape (no early stop at end-of-generation):

@@ -7,6 +7,7 @@
 // prefill_modes_test, docs/perf-notes.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -366,6 +367,47 @@ TEST(ScheduleGates, ProgrammaticLaunchOnSm90) {
     ScheduleOptions serial;
     serial.force = {{"launch.pdl", "serial"}};
     EXPECT_EQ(gate(schedule_build(pq, DeviceInfo::for_target("sm_90"), serial), "launch.pdl"), "serial");
+}
+
+// --force-variant's help and its unknown-gate message list schedule_gate_choices(): every gate a
+// schedule records must be there as "gate=chosen|sibling" or "gate=sibling|chosen", on several targets
+// and types (a gate added to the schedule but not to the list fails here)
+TEST(ScheduleGates, EveryRecordedGateIsListedWithItsTwoVariants) {
+    const std::vector<std::string> choices = schedule_gate_choices();
+    std::set<std::string> seen;
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0}) {
+        auto m = tiny(t, t, false);
+        const Plan p = plan_build(*m, PlanOptions{1024, 16, 1});
+        for (const char* target : {"sm_75", "sm_80", "sm_90"}) {
+            const Schedule s = schedule_build(p, DeviceInfo::for_target(target), {});
+            for (const GateDecision& g : s.gates) {
+                seen.insert(g.gate);
+                const std::string a = g.gate + "=" + g.chosen + "|" + g.sibling, b = g.gate + "=" + g.sibling + "|" + g.chosen;
+                EXPECT_TRUE(std::find(choices.begin(), choices.end(), a) != choices.end() ||
+                            std::find(choices.begin(), choices.end(), b) != choices.end())
+                    << a << " (" << target << ")";
+            }
+        }
+    }
+    EXPECT_GE(seen.size(), 25u);  // the schedule records most gates on every build
+    const std::vector<std::string> names = schedule_gate_names();
+    EXPECT_EQ(names.size(), choices.size());
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << "a gate listed twice";
+    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
+    const DeviceInfo d = DeviceInfo::for_target("sm_90");
+    ScheduleOptions o;
+    o.force = {{"gemv.nonsense", "x"}};
+    EXPECT_THROW(schedule_build(p, d, o), Error);
+    // kv.type is forced like the others (the same as --kv-f32)
+    o.force = {{"kv.type", "float"}};
+    EXPECT_EQ(schedule_build(p, d, o).kv_type, "float");
+    EXPECT_EQ(gate(schedule_build(p, d, o), "kv.type"), "float");
+    o.force = {{"kv.type", "bf16"}};
+    EXPECT_THROW(schedule_build(p, d, o), Error);
+    o.force = {{"kv.type", "half"}};
+    o.kv_f32 = true;
+    EXPECT_THROW(schedule_build(p, d, o), Error);
 }
 
 // rope.fuse=gemv (default with rope.angles=table): RoPE and the KV store ride in the q/k/v gemv
@@ -1600,6 +1642,59 @@ TEST(ScheduleGates, AttnTmaClusterWhereTheDevicesClustersFit) {
     EXPECT_TRUE(has_define(attn(d16, m1).variant, "MERGE1", "1"));
 }
 
+// sample.fuse=gemv: a second decode list (and graph) for greedy steps whose output gemv picks; the
+// first keeps the pick kernel, which still draws (sample.draw=device), so sampled steps stay on the device
+TEST(ScheduleGates, FusedPickIsASecondDecodeListForGreedySteps) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 352, 128);  // head dim 128: attn.kv=tma by default
+    const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    const Schedule def = schedule_build(p, h200, {});
+    EXPECT_EQ(gate(def, "sample.fuse"), "kernel");
+    EXPECT_TRUE(def.decode_greedy.empty());
+    EXPECT_TRUE(def.decode_short_greedy.empty());
+    ScheduleOptions o;
+    o.force = {{"sample.fuse", "gemv"}};
+    const Schedule s = schedule_build(p, h200, o);
+    EXPECT_EQ(gate(s, "sample.fuse"), "gemv");
+    EXPECT_EQ(gate(s, "sample.draw"), "device");  // both together
+    EXPECT_GT(s.draw_max_k, 0);
+    ASSERT_EQ(s.decode_greedy.size() + 1, s.decode.size());
+    EXPECT_EQ(s.decode.back().symbol, "sample__draw");
+    EXPECT_TRUE(has_define(s.decode.back().variant, "DRAW", "1"));
+    for (const KernelStep& k : s.decode) EXPECT_FALSE(k.variant.has("ARGMAX")) << k.symbol;
+    const KernelStep& pick = s.decode_greedy.back();
+    EXPECT_TRUE(has_define(pick.variant, "ARGMAX", "1")) << pick.symbol;
+    EXPECT_EQ(pick.variant.source, "cuda/gemv.cu");
+    EXPECT_EQ(p.decode[size_t(pick.tasks.back())].kind, TaskKind::Sample);
+    EXPECT_TRUE(pick.pdl);
+    for (size_t i = 0; i + 1 < s.decode_greedy.size(); ++i) {  // the rest as decode's
+        EXPECT_EQ(s.decode_greedy[i].symbol, s.decode[i].symbol);
+        EXPECT_EQ(s.decode_greedy[i].tasks, s.decode[i].tasks);
+    }
+    // beside the short-context list (--attn-tma-from's automatic 768): its greedy twin, with the
+    // register kernel's attention and the fused pick
+    ASSERT_FALSE(s.decode_short.empty());
+    ASSERT_EQ(s.decode_short_greedy.size(), s.decode_greedy.size());
+    for (size_t i = 0; i < s.decode_greedy.size(); ++i) {
+        EXPECT_EQ(s.decode_short_greedy[i].tasks, s.decode_greedy[i].tasks);
+        if (s.decode_greedy[i].variant.source == "cuda/attention_decode_tma.cu") {
+            EXPECT_EQ(s.decode_short_greedy[i].variant.source, "cuda/attention_decode.cu");
+        }
+    }
+    EXPECT_TRUE(has_define(s.decode_short_greedy.back().variant, "ARGMAX", "1"));
+    // the JIT list holds the fused gemv; --print-plan names the greedy list
+    bool fused = false;
+    for (const auto& v : schedule_variants(s)) fused |= v.has("ARGMAX");
+    EXPECT_TRUE(fused);
+    const std::string described = schedule_describe(p, s, false);
+    EXPECT_NE(described.find("greedy steps (sample.fuse=gemv"), std::string::npos) << described;
+    EXPECT_NE(described.find("+ " + pick.symbol), std::string::npos) << described;
+    // --no-fuse: no fused pick, no second list
+    ScheduleOptions nf = o;
+    nf.fuse = false;
+    EXPECT_TRUE(schedule_build(p, h200, nf).decode_greedy.empty());
+}
+
 TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
     auto m = tiny(GgmlType::F16, GgmlType::F16, false, 512, 352, 128);  // head dim 128: attn.kv=tma by default
     const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});
@@ -1712,18 +1807,22 @@ TEST(ScheduleGates, SampleDrawOnTheDeviceByDefault) {
     EXPECT_EQ(h.scratch.count("draw_params"), 0u);
     EXPECT_EQ(at(h.batch, "sample").symbol, "sample__argmax_rows");
     EXPECT_EQ(h.scratch.count("draw_rows_params"), 0u);
+    // sample.fuse=gemv puts the greedy pick on a list of its own: the draw stays with decode's
     ScheduleOptions fused;
     fused.force["sample.fuse"] = "gemv";
     const Schedule f = schedule_build(p, h200, fused);
-    EXPECT_EQ(gate(f, "sample.draw"), "host");
-    EXPECT_EQ(f.draw_max_k, 0);
-    fused.force["sample.draw"] = "device";
-    EXPECT_THROW(schedule_build(p, h200, fused), std::exception);
+    EXPECT_EQ(gate(f, "sample.draw"), "device");
+    EXPECT_EQ(f.draw_max_k, 64);
+    EXPECT_EQ(at(f.decode, "sample").symbol, "sample__draw");
+    fused.force["sample.draw"] = "host";  // and each is forced on its own
+    EXPECT_EQ(schedule_build(p, h200, fused).draw_max_k, 0);
+    EXPECT_FALSE(schedule_build(p, h200, fused).decode_greedy.empty());
 }
 
-// sample.fuse=gemv (off by default until measured): decode's greedy pick goes into the output gemv
-// (gemv.cu ARGMAX, its y1/y2 arguments the key scratch and the token); the argmax kernel stays with
-// `kernel`, with --no-fuse, and in the batch phase; refused with gemv.reduce=tree.
+// sample.fuse=gemv (off by default until measured): the greedy list's pick goes into the output gemv
+// (gemv.cu ARGMAX, its y1/y2 arguments the key scratch and the token); the pick kernel stays with
+// `kernel`, with --no-fuse, in decode's own list (sampled steps) and in the batch phase; refused with
+// gemv.reduce=tree.
 TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
     auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
     const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
@@ -1739,8 +1838,9 @@ TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
     o.force["sample.fuse"] = "gemv";
     const Schedule f = schedule_build(p, h200, o);
     EXPECT_EQ(gate(f, "sample.fuse"), "gemv");
-    EXPECT_FALSE(argmax_kernel(f.decode));
-    const KernelStep& out = at(f.decode, "output_norm_output_sample");
+    EXPECT_TRUE(argmax_kernel(f.decode));
+    EXPECT_FALSE(argmax_kernel(f.decode_greedy));
+    const KernelStep& out = at(f.decode_greedy, "output_norm_output_sample");
     EXPECT_TRUE(has_define(out.variant, "ARGMAX", "1"));
     EXPECT_EQ(out.tasks.size(), 3u);  // output_norm, output, sample
     EXPECT_EQ(p.decode[size_t(out.tasks.back())].kind, TaskKind::Sample);
@@ -1753,6 +1853,7 @@ TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
     ScheduleOptions unfused = o;
     unfused.fuse = false;
     EXPECT_TRUE(argmax_kernel(schedule_build(p, h200, unfused).decode));
+    EXPECT_TRUE(schedule_build(p, h200, unfused).decode_greedy.empty());
     ScheduleOptions tree = o;
     tree.force["gemv.reduce"] = "tree";
     EXPECT_THROW(schedule_build(p, h200, tree), std::exception);
@@ -1787,7 +1888,7 @@ TEST(ScheduleGates, StepAdvanceOnTheDevice) {
         }
     o.force["sample.fuse"] = "gemv";
     const Schedule f = schedule_build(p, h200, o);
-    const KernelStep& out = at(f.decode, "output_norm_output_sample");
+    const KernelStep& out = at(f.decode_greedy, "output_norm_output_sample");
     EXPECT_TRUE(has_define(out.variant, "ARGMAX_ADVANCE", "1"));
     EXPECT_EQ(out.args[13].slot, Slot::Pos);
     EXPECT_EQ(out.args[14].slot, Slot::Token);

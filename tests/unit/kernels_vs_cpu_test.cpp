@@ -630,7 +630,11 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         const int32_t token = 1000 % cfg.n_vocab;
         const int pos = n_hist;
         // CPU: token_embd first, the GPU then follows kernel by kernel from the same state
-        const auto& steps = gpu.schedule().decode;
+        // (sample.fuse=gemv: the greedy steps' list, whose output gemv picks)
+        const auto fs = var.s.force.find("sample.fuse");
+        const bool fused_pick = fs != var.s.force.end() && fs->second == "gemv";
+        ASSERT_TRUE(!fused_pick || !gpu.schedule().decode_greedy.empty()) << "sample.fuse=gemv without a greedy list";
+        const auto& steps = fused_pick ? gpu.schedule().decode_greedy : gpu.schedule().decode;
         std::vector<float> got;
         size_t next_task = 0;
         for (size_t si = 0; si < steps.size(); ++si) {
@@ -661,7 +665,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
             if (si + 1 < steps.size() && steps[si + 1].tasks == k.tasks) {
                 // several launches for one task group (split-KV partial + reduce; q-norm then
                 // k-norm): run this one now, compare after the group's last launch
-                gpu.run_step(Phase::Decode, si, token, pos);
+                gpu.run_step(Phase::Decode, si, token, pos, fused_pick);
                 continue;
             }
             std::vector<int> todo;
@@ -669,7 +673,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
                 if (size_t(ti) >= next_task) todo.push_back(ti);
             cpu.run_tasks_at(plan.decode, todo, token, pos);
             if (!todo.empty()) next_task = size_t(todo.back()) + 1;
-            gpu.run_step(Phase::Decode, si, token, pos);
+            gpu.run_step(Phase::Decode, si, token, pos, fused_pick);
             // gemv.xq=producer: the bytes it left for the next gemv are its own output quantized (its
             // output's floats against the CPU's: below)
             if (k.variant.has("XQ_OUT") || k.variant.has("ATT_XQ")) {
@@ -710,8 +714,7 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
         // sample: the device argmax (over the logits uploaded from the CPU) equals the CPU's; with
         // sample.fuse=gemv the pick is over the output gemv's own logits (equal to the CPU's within
         // the tolerance above, not bit for bit): the CPU's argmax of those
-        const auto fs = var.s.force.find("sample.fuse");
-        if (fs != var.s.force.end() && fs->second == "gemv") {
+        if (fused_pick) {
             got.resize(slot_len(plan, Slot::Logits));
             gpu.download_slot(Slot::Logits, got.data(), got.size());
             EXPECT_EQ(gpu.device_token_out(), cpu::argmax(got.data(), cfg.n_vocab));

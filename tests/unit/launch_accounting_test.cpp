@@ -106,6 +106,40 @@ TEST(LaunchAccountingTwoLists, DecodeBelowTheSwitchRunsTheShortList) {
     EXPECT_EQ(find(c, "attn_regs").total, 0);
 }
 
+// sample.fuse=gemv: runs without a device draw replay the greedy lists (the pick inside the output
+// gemv, one kernel less a step); sampled runs drawn on the device the lists with the pick kernel
+TEST(LaunchAccountingTwoLists, GreedyRunsReplayTheGreedyLists) {
+    jitllm::Schedule s;
+    auto step = [](const char* sym) {
+        jitllm::KernelStep k;
+        k.symbol = sym;
+        return k;
+    };
+    s.decode = {step("gemv"), step("attn_tma"), step("out"), step("draw")};
+    s.decode_short = {step("gemv"), step("attn_regs"), step("out"), step("draw")};
+    s.decode_greedy = {step("gemv"), step("attn_tma"), step("out_pick")};
+    s.decode_short_greedy = {step("gemv"), step("attn_regs"), step("out_pick")};
+    s.decode_short_below = 10;
+    auto count = [](const std::vector<jitllm::KernelLaunchCount>& v, const std::string& k) {
+        for (const auto& c : v)
+            if (c.kernel == k) return c.total;
+        return int64_t(0);
+    };
+    // prompt 5, -n 20, single-token mode: 24 decode runs, 10 of them short
+    const auto g = jitllm::schedule_launch_accounting(s, jitllm::RunShape{5, 20, false, 0}, 2);
+    EXPECT_EQ(count(g, "out_pick"), 24);
+    EXPECT_EQ(count(g, "draw"), 0);
+    EXPECT_EQ(count(g, "out"), 0);
+    EXPECT_EQ(count(g, "attn_regs"), 10);
+    EXPECT_EQ(count(g, "attn_tma"), 14);
+    jitllm::RunShape sampled{5, 20, false, 0};
+    sampled.device_draw = true;
+    const auto d = jitllm::schedule_launch_accounting(s, sampled, 2);
+    EXPECT_EQ(count(d, "out_pick"), 0);
+    EXPECT_EQ(count(d, "draw"), 24);
+    EXPECT_EQ(count(d, "attn_regs"), 10);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runs, LaunchAccounting,
                          ::testing::Values(Case{1, 1, false}, Case{5, 8, false}, Case{5, 8, true},
                                            Case{17, 3, true}, Case{9, 1, true}, Case{3, 20, false},

@@ -51,7 +51,11 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     if (!opt.block_trace.empty()) {
         JITLLM_CHECK(opt.schedule.trace, "--block-trace without the schedule's trace variants");
         uint64_t total = 0;  // warp records of one decode step
-        for (const auto& k : sched_.decode) total += trace_warps(k);
+        for (const auto* list : {&sched_.decode, &sched_.decode_short, &sched_.decode_greedy, &sched_.decode_short_greedy}) {
+            uint64_t n = 0;
+            for (const auto& k : *list) n += trace_warps(k);
+            total = std::max(total, n);
+        }
         // a region per SM slot (%smid < kTraceSlots), 3x an even share: blocks do not spread evenly
         trace_cap_ = 3 * total / uint64_t(std::max(1, dev.sm_count)) + 2048;
         trace_buf_ = ctx_->alloc(8 * (trace_head() + kTraceSlots * 8 * trace_cap_), MemCategory::Scratch, "block trace");
@@ -68,8 +72,10 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     upload_weights();
     fill_rope_table();
     encode_kv_maps();
-    bind(sched_.decode, decode_launches_);
-    bind(sched_.decode_short, decode_short_launches_);  // (--attn-tma-from; empty otherwise)
+    bind(sched_.decode, decode_lists_[0]);
+    bind(sched_.decode_short, decode_lists_[1]);         // (--attn-tma-from; empty otherwise)
+    bind(sched_.decode_greedy, decode_lists_[2]);        // (sample.fuse=gemv; empty otherwise)
+    bind(sched_.decode_short_greedy, decode_lists_[3]);  // (both)
     bind(sched_.prefill, prefill_launches_);
     bind(sched_.batch, batch_launches_);
     bind(sched_.batch_small, batch_small_launches_);
@@ -82,11 +88,11 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
             fail_usage("--ablate: expected a regular expression over kernel symbols, found '{}' ({})", opt.ablate, e.what());
         }
         std::map<std::string, int> hit;
-        for (const auto& l : decode_launches_) {
-            ablated_.push_back(std::regex_search(l.step->symbol, re));
-            if (ablated_.back()) hit[l.step->symbol]++;
-        }
-        for (const auto& l : decode_short_launches_) ablated_short_.push_back(std::regex_search(l.step->symbol, re));
+        for (int li = 0; li < kDecodeLists; ++li)
+            for (const auto& l : decode_lists_[li]) {
+                ablated_[li].push_back(std::regex_search(l.step->symbol, re));
+                if (ablated_[li].back() && li == 0) hit[l.step->symbol]++;
+            }
         std::string left;
         for (const auto& [k, n] : hit) left += fmt::format(" {} (x{})", k, n);
         if (left.empty()) fail_usage("--ablate: no decode kernel symbol matches '{}'", opt.ablate);
@@ -122,8 +128,9 @@ CudaBackend::~CudaBackend() {
     const CudaDriver& d = ctx_->driver();
     ctx_->make_current();
     if (!queue_.empty()) d.cuStreamSynchronize(ctx_->stream());  // queued steps still copy into host_q_
-    for (auto& g : graph_)
+    for (auto& g : decode_graph_)
         if (g) d.cuGraphExecDestroy(g);
+    if (prefill_graph_) d.cuGraphExecDestroy(prefill_graph_);
     for (auto& [key, g] : batch_graphs_) d.cuGraphExecDestroy(g);
     if (batch_logits_host_) d.cuMemFreeHost(batch_logits_host_);
     for (auto& e : events_) d.cuEventDestroy(e);
@@ -158,7 +165,7 @@ void CudaBackend::compile_and_load() {
         }
         functions_[id] = ctx_->function(m, ck.variant.symbol);
         // entries beside the main one (attention split-KV reduce)
-        for (const auto* list : {&sched_.decode, &sched_.decode_short})
+        for (const auto* list : {&sched_.decode, &sched_.decode_short, &sched_.decode_greedy, &sched_.decode_short_greedy})
             for (const auto& k : *list)
                 if (k.variant.display_name() == id && k.symbol != ck.variant.symbol)
                     functions_[id + "#" + k.symbol] = ctx_->function(m, k.symbol);
@@ -521,9 +528,9 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     host_io_[0] = token;
     host_io_[1] = pos;
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Token)], host_io_, 8, st));
-    // --attn-tma-from: decode positions below it run the list with the register kernel's attention
-    const bool short_step = ph == Phase::Decode && pos < sched_.decode_short_below;
-    auto& launches = ph == Phase::Decode ? (short_step ? decode_short_launches_ : decode_launches_) : prefill_launches_;
+    // decode: the list for the position (--attn-tma-from) and the pick (sample.fuse=gemv)
+    const int li = ph == Phase::Decode ? decode_list(pos) : 0;
+    auto& launches = ph == Phase::Decode ? decode_lists_[li] : prefill_launches_;
     const int iph = int(ph);
     NvtxRange range(fmt::format("{} {}", phase_name(ph), steps_[iph]),
                     ph == Phase::Decode ? NvtxColor::Decode : NvtxColor::Prefill);
@@ -536,7 +543,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         else
             JITLLM_CUDA_TRY(d, cuEventRecord(e, st));
     };
-    const std::vector<bool>& abl = short_step ? ablated_short_ : ablated_;  // (--ablate)
+    const std::vector<bool>& abl = ablated_[li];  // (--ablate)
     auto launch_all = [&] {
         for (size_t i = 0; i < launches.size(); ++i) {
             const Launch& l = launches[i];
@@ -553,14 +560,14 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         }
         if (prof) record(events_[launches.size()]);
     };
-    CUgraphExec& g = graph_[ph == Phase::Decode ? decode_graph(pos) : iph];
+    CUgraphExec& g = ph == Phase::Decode ? decode_graph_[li] : prefill_graph_;
     if (prof && !origin_) {
         JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
         JITLLM_CUDA_TRY(d, cuEventRecord(origin_, st));
     }
     // With the profiler the graph holds an event record node before every kernel (and one after
     // the last), so the timed run is the same graph replay as an unprofiled one.
-    if (ph == Phase::Decode) trace_step(pos);
+    if (ph == Phase::Decode) trace_step(pos, li);
     if (!opt_.graphs || opt_.nvtx_tasks) {  // the same kernels, launched one by one
         launch_all();
     } else {
@@ -656,12 +663,13 @@ void CudaBackend::upload_kv(int layer, const float* k, const float* v, int n_pos
     ctx_->upload(v_cache_[size_t(layer)], hv.data(), n * 2);
 }
 
-void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos) {
+void CudaBackend::run_step(Phase ph, size_t index, int32_t token, int pos, bool greedy_list) {
     dev_pos_ = -1;
     host_io_[0] = token;
     host_io_[1] = pos;
     ctx_->upload(slots_[size_t(Slot::Token)], host_io_, 8);
-    auto& launches = ph == Phase::Decode ? decode_launches_ : prefill_launches_;
+    JITLLM_CHECK(!greedy_list || (ph == Phase::Decode && !decode_lists_[2].empty()), "run_step: no greedy decode list");
+    auto& launches = ph == Phase::Decode ? decode_lists_[greedy_list ? 2 : 0] : prefill_launches_;
     JITLLM_CHECK(index < launches.size(), "step {} of {}", index, launches.size());
     const Launch& l = launches[index];
     ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,
@@ -677,6 +685,7 @@ bool CudaBackend::set_draw(const DrawParams* p) {
     static_assert(sizeof(DrawParams) == 32, "argmax.cu DrawParams: 32 bytes");
     const DrawParams greedy{};  // temperature 0: the argmax
     ctx_->upload(scratch_.at("draw_params"), p ? p : &greedy, sizeof(DrawParams));
+    greedy_ = p == nullptr;  // (sample.fuse=gemv: greedy steps replay the list with the pick in the output gemv)
     return true;
 }
 
@@ -690,10 +699,11 @@ uint64_t CudaBackend::trace_warps(const KernelStep& k) {
     return uint64_t(k.grid.x) * k.grid.y * k.grid.z * ((uint64_t(k.block.x) * k.block.y * k.block.z + 31) / 32);
 }
 
-void CudaBackend::trace_step(int pos) {
+void CudaBackend::trace_step(int pos, int list) {
     if (!trace_buf_) return;
     JITLLM_CUDA_TRY(ctx_->driver(), cuMemsetD32Async(trace_buf_ + 64, 0, 2 * kTraceSlots, ctx_->stream()));  // the counts
     trace_pos_ = pos;
+    trace_list_ = list;
 }
 
 void CudaBackend::write_block_trace() {
@@ -721,9 +731,10 @@ void CudaBackend::write_block_trace() {
     }
     const size_t n = recs.size();
     std::vector<TraceLaunch> launches;
-    for (size_t i = 0; i < decode_launches_.size(); ++i) {
-        if (!ablated_.empty() && ablated_[i]) continue;
-        const KernelStep& k = *decode_launches_[i].step;
+    const auto& traced = decode_lists_[trace_list_];
+    for (size_t i = 0; i < traced.size(); ++i) {
+        if (!ablated_[trace_list_].empty() && ablated_[trace_list_][i]) continue;
+        const KernelStep& k = *traced[i].step;
         TraceLaunch l;
         l.symbol = k.symbol;
         l.layer = k.layer;
@@ -811,11 +822,12 @@ void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, p
 // launch-by-launch mode.
 bool CudaBackend::queue_async(int pos) const {
     return opt_.run_ahead && opt_.graphs && !opt_.nvtx_tasks && !opt_.profiler && !logits_needed_ &&
-           graph_[decode_graph(pos)] != nullptr;
+           decode_graph_[decode_list(pos)] != nullptr;
 }
 
-int CudaBackend::decode_graph(int pos) const {
-    return pos < sched_.decode_short_below ? kShortGraph : int(Phase::Decode);
+int CudaBackend::decode_list(int pos) const {
+    const int short_list = pos < sched_.decode_short_below ? 1 : 0;
+    return short_list + (greedy_ && !sched_.decode_greedy.empty() ? 2 : 0);
 }
 
 void CudaBackend::decode_queue(int32_t token, int pos) {
@@ -855,8 +867,9 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(tok + 4, io + 1, 4, st));
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }  // else (step.advance=device): the previous step's last kernel wrote both already
-    trace_step(pos);
-    JITLLM_CUDA_TRY(d, cuGraphLaunch(graph_[decode_graph(pos)], st));
+    const int li = decode_list(pos);
+    trace_step(pos, li);
+    JITLLM_CUDA_TRY(d, cuGraphLaunch(decode_graph_[li], st));
     dev_pos_ = advanced_pos(pos);
     // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so
     // no copy back either (io[3] = 1: collect reads the ring)

@@ -80,7 +80,8 @@ public:
     // ... the first `bytes` bytes of a named scratch buffer (the schedule's KArg::scratch names)
     void upload_scratch(const std::string& name, const void* src, size_t bytes);
     void download_scratch(const std::string& name, void* dst, size_t bytes);
-    void run_step(Phase ph, size_t index, int32_t token, int pos);
+    // (greedy_list: decode's step `index` of schedule().decode_greedy, the sample.fuse=gemv list)
+    void run_step(Phase ph, size_t index, int32_t token, int pos, bool greedy_list = false);
     int32_t device_token_out();  // what the `sample` kernel wrote
     // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
     uint64_t device_bytes() const;
@@ -120,14 +121,17 @@ private:
     std::vector<CUdeviceptr> k_cache_, v_cache_;
     std::map<std::string, CUdeviceptr> scratch_;
     std::map<std::string, CUfunction> functions_;  // symbol -> function
-    std::vector<Launch> decode_launches_, prefill_launches_, batch_launches_;
-    std::vector<Launch> decode_short_launches_;  // --attn-tma-from: decode below it (sched_.decode_short)
+    // The decode lists, each its own graph: 0 sched_.decode, 1 decode_short (--attn-tma-from: positions
+    // below it), 2 decode_greedy, 3 decode_short_greedy (sample.fuse=gemv: steps without a device
+    // draw); the schedule's empty ones stay empty
+    static constexpr int kDecodeLists = 4;
+    std::vector<Launch> decode_lists_[kDecodeLists];
+    int decode_list(int pos) const;  // the list a decode step at pos runs
+    bool greedy_ = true;             // no device draw set (set_draw): greedy steps
+    std::vector<Launch> prefill_launches_, batch_launches_;
     std::vector<Launch> batch_small_launches_;  // gate batch.small: steps of <= batch_small_rows rows
     std::vector<Launch> batch_xrows_launches_;  // gate batch.xrows: steps of 2 .. batch_small_rows rows
-    // decode, prefill, and decode below --attn-tma-from (sched_.decode_short)
-    static constexpr int kShortGraph = 2;
-    CUgraphExec graph_[3] = {nullptr, nullptr, nullptr};
-    int decode_graph(int pos) const;  // graph_'s index for a decode step at pos
+    CUgraphExec decode_graph_[kDecodeLists] = {}, prefill_graph_ = nullptr;
     float* logits_ = nullptr;  // pinned: one row of logits (a pageable copy would stage through a driver buffer)
     size_t n_vocab_ = 0;
     int32_t token_out_ = 0;
@@ -152,7 +156,7 @@ private:
     int dev_pos_ = -1;
     // the position the device holds after a decode step at pos: pos + 1 when its pick kernel advanced
     // it (step.advance=device; not with --ablate: the pick may be one of the launches left out), else -1
-    int advanced_pos(int pos) const { return sched_.decode_advance && ablated_.empty() ? pos + 1 : -1; }
+    int advanced_pos(int pos) const { return sched_.decode_advance && opt_.ablate.empty() ? pos + 1 : -1; }
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
@@ -166,8 +170,7 @@ private:
     std::vector<CUevent> events_;
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
-    std::vector<bool> ablated_;  // per decode launch: left out (--ablate)
-    std::vector<bool> ablated_short_;  // ... of the decode list below decode_short_below
+    std::vector<bool> ablated_[kDecodeLists];  // per launch of each decode list: left out (--ablate)
     // --block-trace (common.cuh TRACE): [capacity per SM slot, kTraceSlots, 6 x 0, a count per SM
     // slot] (trace_head() words), then a region of trace_cap_ 64-byte records per SM slot; the
     // position of the last decode step run
@@ -176,8 +179,9 @@ private:
     CUdeviceptr trace_buf_ = 0;
     uint64_t trace_cap_ = 0;
     int trace_pos_ = -1;
+    int trace_list_ = 0;  // the decode list of that step
     static uint64_t trace_warps(const KernelStep& k);  // the records a launch of k writes: its warps
-    void trace_step(int pos);  // before a decode step's launches: its records replace the last step's
+    void trace_step(int pos, int list);  // before a decode step's launches (of that list): its records replace the last step's
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies

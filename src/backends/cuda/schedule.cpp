@@ -619,16 +619,17 @@ public:
             // (with --no-fuse every task keeps its own kernel, this one included)
             // Session 34 (H200, tg128, one machine, two rounds): where the output head is a split-layout bulk gemv
             // the fused pick gains a little: 8B Q4_0 790.71 / 790.75 against 788.24 / 787.56, again 791.14 /
-            // 790.94 against 788.14 / 788.35 (session 33: +0.3 %); 8B Q8_0 480.81 against 480.51. Off all the
-            // same: the fused gemv takes only the argmax, so sample.draw falls back to the host and a sampled
-            // decode copies the logits out every token; one graph serving greedy and sampled requests is worth
-            // more than 0.4 % of greedy tok/s.
+            // 790.94 against 788.14 / 788.35 (session 33: +0.3 %); 8B Q8_0 480.81 against 480.51. It took only
+            // the argmax, so sample.draw fell back to the host. Since session 35 the fused pick is a second
+            // decode list (Schedule::decode_greedy, its own graph) that greedy steps replay while sampled
+            // steps keep the draw kernel's list: both gates hold together. Still off until measured so.
             std::string why;
             if (!g_.gemv_warp) why = "gemv.reduce=tree: the pick reduces with warp shuffles";
             g_.sample_fuse = forced_if("sample.fuse", "gemv", "kernel", false, why,
                                        "decode's greedy pick in its own kernel after the output gemv, which also draws "
-                                       "sampled tokens (the fused pick, --force-variant sample.fuse=gemv, greedy only, "
-                                       "H200: 8B Q4_0 791.1 against 788.1 tok/s, 1B Q8_0 1691.0 against 1751.5)");
+                                       "sampled tokens (the fused pick, --force-variant sample.fuse=gemv: greedy steps "
+                                       "on a second graph whose output gemv picks; H200 in one graph: 8B Q4_0 791.1 "
+                                       "against 788.1 tok/s, 1B Q8_0 1691.0 against 1751.5)");
         }
         {
             // sample.draw=device: decode's pick kernel reads the sampling parameters from a device
@@ -643,8 +644,7 @@ public:
             const int64_t p2 = int64_t(pow2_at_least(sample_chunk(parts)));
             const int64_t room = int64_t(d_.max_shared_block()) - 64 * 32 - 1024;  // static: the k best, 3 terms each
             draw_kmax_ = int(std::min<int64_t>(64, room / (8 * int64_t(parts))));
-            if (g_.sample_fuse) why = "sample.fuse=gemv: the output gemv takes only the argmax";
-            else if (!warp32) why = fmt::format("warp size {} != 32: the merge is one warp's shuffles", d_.warp_size);
+            if (!warp32) why = fmt::format("warp size {} != 32: the merge is one warp's shuffles", d_.warp_size);
             else if (draw_kmax_ < 1 || 8 * p2 > room)
                 why = fmt::format("{} logits a block: the sort needs more shared memory than {} bytes", p2,
                                   d_.max_shared_block());
@@ -682,7 +682,9 @@ public:
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
-                            o_.kv_f32 ? "--kv-f32" : "half KV halves attention bytes"});
+                            !o_.kv_f32        ? "half KV halves attention bytes"
+                            : o_.force.count("kv.type") ? "--force-variant kv.type=float"
+                                                        : "--kv-f32"});
     }
 
     // launch.pdl: every decode / prefill kernel calls griddepcontrol.wait before it reads what an
@@ -730,6 +732,32 @@ public:
         JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
                      s_.decode_short.size(), s_.decode.size());
         s_.decode_short_below = std::min(tma_from(), p_.n_ctx);
+    }
+
+    // sample.fuse=gemv: decode_greedy (and decode_short_greedy beside decode_short), the same
+    // lowering with the pick in the output gemv
+    void lower_decode_greedy(const Plan& plan) {
+        if (!g_.sample_fuse) return;
+        greedy_list_ = true;
+        lower(plan.decode, s_.decode_greedy);
+        mark_pdl(s_.decode_greedy);
+        if (!s_.decode_short.empty()) {
+            g_.attn_tma = false;
+            lower(plan.decode, s_.decode_short_greedy);
+            g_.attn_tma = true;
+            mark_pdl(s_.decode_short_greedy);
+        }
+        greedy_list_ = false;
+        // --no-fuse: no fused pick, so no second list either
+        if (s_.decode_greedy.size() == s_.decode.size()) {
+            s_.decode_greedy.clear();
+            s_.decode_short_greedy.clear();
+            return;
+        }
+        JITLLM_CHECK(s_.decode_greedy.size() + 1 == s_.decode.size(), "sample.fuse=gemv: {} kernels against {}",
+                     s_.decode_greedy.size(), s_.decode.size());
+        JITLLM_CHECK(s_.decode_short_greedy.size() == s_.decode_greedy.size() || s_.decode_short.empty(),
+                     "sample.fuse=gemv: {} short kernels against {}", s_.decode_short_greedy.size(), s_.decode_greedy.size());
     }
 
     bool batch_small() const { return g_.batch_small; }
@@ -2373,7 +2401,7 @@ private:
                 Gemv g;
                 g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.y = {Slot::Logits};
                 g.epi = a.scale != 1.0f ? 3 : 0; g.scale = a.scale;
-                g.argmax = fuse && g_.sample_fuse && is(i + 1, K::Sample);  // sample.fuse=gemv
+                g.argmax = fuse && greedy_list_ && is(i + 1, K::Sample);  // sample.fuse=gemv
                 if (g.argmax) {
                     gemv({i, i + 1}, g);
                     return 2;
@@ -2511,7 +2539,7 @@ private:
             g.w = {m.w[0]}; g.w_off = {0}; g.rows = {int(m.w[0]->rows)}; g.y = {Slot::Logits};
             g.epi = m.scale != 1.0f ? 3 : 0; g.scale = m.scale;
             // sample.fuse=gemv: the greedy pick after it goes into it
-            g.argmax = g_.sample_fuse && !batch_ && is(i + 2, K::Sample);
+            g.argmax = greedy_list_ && !batch_ && is(i + 2, K::Sample);
             if (g.argmax) {
                 gemv({i, i + 1, i + 2}, g);
                 return 3;
@@ -2545,6 +2573,7 @@ private:
     std::vector<KernelStep>* out_ = nullptr;
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
+    bool greedy_list_ = false;  // lowering decode_greedy (gate sample.fuse): the pick in the output gemv
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
@@ -2555,11 +2584,22 @@ private:
 
 }  // namespace
 
+std::vector<std::string> schedule_gate_choices() {
+    return {"gemv.reduce=warp|tree", "norm.reduce=warp|tree", "attn.algo=split|onepass", "sample.reduce=warp|tree",
+            "gemm.mma=mma|simt", "gemm.wgmma=wgmma|mma", "attn.prefill=mma|rows", "weights.layout=split|blocks",
+            "launch.pdl=pdl|serial", "batch.small=gemv|gemm", "batch.pdl=pdl|serial", "batch.xrows=shared|per-row",
+            "rope.angles=table|computed", "rope.fuse=gemv|kernel", "gemv.early=load|wait", "gemv.grid=capped|full",
+            "gemv.prefetch=attn|none", "gemv.load=bulk|lanes", "gemv.trigger=start|loads", "attn.decode=mma|simt",
+            "attn.stage=smem|regs", "attn.merge=cluster|ticket", "attn.vsum=half2|float", "attn.kdot=half2|float",
+            "attn.early=kv|wait", "attn.kv=tma|ld", "layer.tail=persistent|kernels", "sample.fuse=gemv|kernel",
+            "sample.draw=device|host", "step.advance=device|host", "gemv.xq=producer|block", "attn.fuse=qkv|kernel",
+            "kv.type=half|float"};
+}
+
 std::vector<std::string> schedule_gate_names() {
-    return {"gemv.reduce", "norm.reduce", "attn.algo", "sample.reduce", "gemm.mma", "gemm.wgmma", "attn.prefill",
-            "weights.layout", "launch.pdl", "batch.small", "batch.pdl", "batch.xrows", "rope.angles", "rope.fuse", "gemv.early", "gemv.grid",
-            "gemv.prefetch", "gemv.load", "gemv.trigger", "attn.decode", "attn.stage", "attn.merge", "attn.vsum", "attn.kdot", "attn.early", "attn.kv", "layer.tail",
-            "sample.fuse", "sample.draw", "step.advance", "gemv.xq", "attn.fuse"};
+    std::vector<std::string> names;
+    for (const std::string& c : schedule_gate_choices()) names.push_back(c.substr(0, c.find('=')));
+    return names;
 }
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
@@ -2568,25 +2608,36 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
         if (std::find(names.begin(), names.end(), gate) == names.end())
             fail_usage("--force-variant {}={}: unknown gate '{}'; gates: {}", gate, v, gate, fmt::join(names, ", "));
     }
+    // kv.type: --kv-f32 or --force-variant kv.type=float|half (the cache type every kernel variant reads)
+    ScheduleOptions o = opt;
+    if (auto it = o.force.find("kv.type"); it != o.force.end()) {
+        if (it->second != "half" && it->second != "float")
+            fail_usage("--force-variant kv.type={}: expected half or float", it->second);
+        if (opt.kv_f32 && it->second == "half")
+            fail_usage("--force-variant kv.type=half: --kv-f32 asks for a float KV cache");
+        o.kv_f32 = it->second == "float";
+    }
     Schedule s;
-    Lowering l(plan, dev, opt, s);
+    Lowering l(plan, dev, o, s);
     l.decide_gates();
     l.lower(plan.decode, s.decode);
     l.lower(plan.prefill, s.prefill);
     l.mark_pdl(s.decode);
     l.mark_pdl(s.prefill);
     l.lower_decode_short(plan);
+    l.lower_decode_greedy(plan);
     if (opt.trace) {  // --block-trace: every decode variant writes warp records, ids from 1 in launch order
         std::map<std::string, int> ids;
-        for (KernelStep& k : s.decode) {
-            const int id = ids.try_emplace(k.variant.display_name(), int(ids.size()) + 1).first->second;
-            k.variant.set("TRACE", 1);
-            k.variant.set("TRACE_ID", id);
-        }
+        for (auto* list : {&s.decode, &s.decode_greedy, &s.decode_short, &s.decode_short_greedy})
+            for (KernelStep& k : *list) {
+                const int id = ids.try_emplace(k.variant.display_name(), int(ids.size()) + 1).first->second;
+                k.variant.set("TRACE", 1);
+                k.variant.set("TRACE_ID", id);
+            }
     }
     if (opt.smem_carveout >= 0) {
-        for (KernelStep& k : s.decode) k.carveout = opt.smem_carveout;
-        for (KernelStep& k : s.decode_short) k.carveout = opt.smem_carveout;
+        for (auto* list : {&s.decode, &s.decode_short, &s.decode_greedy, &s.decode_short_greedy})
+            for (KernelStep& k : *list) k.carveout = opt.smem_carveout;
     }
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     if (!plan.batch.empty() && l.batch_small()) {
@@ -2631,16 +2682,20 @@ std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, con
     const PhaseRuns pr = plan_phase_runs(r);
     // decode runs take the run's last pr.decode positions; with a second decode list (--attn-tma-from)
     // those below decode_short_below run it: n_short(k) of the first k decode runs
+    // (sample.fuse=gemv: runs without a device draw replay decode_greedy / decode_short_greedy instead)
     const int64_t p0 = int64_t(r.n_prompt) + r.n_gen - 1 - pr.decode;
+    const bool greedy = !r.device_draw && !s.decode_greedy.empty();
+    const auto& main_list = greedy ? s.decode_greedy : s.decode;
+    const auto& short_list = greedy ? s.decode_short_greedy : s.decode_short;
     auto n_short = [&](int64_t k) {
-        if (s.decode_short.empty()) return int64_t(0);
+        if (short_list.empty()) return int64_t(0);
         return std::clamp<int64_t>(int64_t(s.decode_short_below) - p0, 0, std::max<int64_t>(0, k));
     };
     const int64_t warm = pr.decode_in_prompt + warmup;  // decode runs before the steady state
-    const bool steady_short = !s.decode_short.empty() && p0 + warm < s.decode_short_below;
+    const bool steady_short = !short_list.empty() && p0 + warm < s.decode_short_below;
     std::map<std::string, std::pair<int, int>> per;  // launches a decode step: (decode, decode_short)
-    for (const auto& k : s.decode) per[k.symbol].first++;
-    for (const auto& k : s.decode_short) per[k.symbol].second++;
+    for (const auto& k : main_list) per[k.symbol].first++;
+    for (const auto& k : short_list) per[k.symbol].second++;
     std::map<std::string, KernelLaunchCount> m;
     for (const auto& [sym, n] : per) m[sym].per_decode = steady_short ? n.second : n.first;
     for (const auto& k : s.prefill) m[k.symbol].per_prefill++;
@@ -2695,7 +2750,8 @@ std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int
 std::vector<Variant> schedule_variants(const Schedule& s) {
     std::vector<Variant> v;
     std::set<std::string> seen;
-    for (const auto* ph : {&s.decode, &s.decode_short, &s.prefill, &s.batch, &s.batch_small, &s.batch_xrows})
+    for (const auto* ph : {&s.decode, &s.decode_short, &s.decode_greedy, &s.decode_short_greedy, &s.prefill, &s.batch,
+                           &s.batch_small, &s.batch_xrows})
         for (const auto& k : *ph) {
             const std::string id = k.variant.display_name();
             if (seen.insert(id).second) v.push_back(k.variant);
@@ -2814,6 +2870,22 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         for (size_t i = 0; i < s.decode_short.size() && i < s.decode.size(); ++i)
             if (s.decode_short[i].layer <= 0 && s.decode_short[i].symbol != s.decode[i].symbol)
                 out += fmt::format("  {:<44} instead of {}\n", s.decode_short[i].symbol, s.decode[i].symbol);
+    }
+    if (!s.decode_greedy.empty()) {  // sample.fuse=gemv: greedy steps on their own list (and graph)
+        std::set<std::string> in_greedy, in_decode;
+        for (const auto& k : s.decode_greedy) in_greedy.insert(k.symbol);
+        for (const auto& k : s.decode) in_decode.insert(k.symbol);
+        out += fmt::format("phase decode, greedy steps (sample.fuse=gemv; {} kernel launches per token{}): decode's "
+                           "kernels, these replaced:\n", s.decode_greedy.size(),
+                           s.decode_short_greedy.empty() ? "" : ", a short-context list beside it too");
+        for (const auto& sym : in_decode)
+            if (!in_greedy.count(sym)) out += fmt::format("  - {}\n", sym);
+        std::set<std::string> shown;
+        for (const auto& k : s.decode_greedy)
+            if (!in_decode.count(k.symbol) && shown.insert(k.symbol).second)
+                out += threads ? fmt::format("  + {}  grid ({},{},{}) block ({},{},{}) smem {}\n", k.symbol, k.grid.x,
+                                             k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.smem)
+                               : fmt::format("  + {}\n", k.symbol);
     }
     return out;
 }

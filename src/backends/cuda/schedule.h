@@ -157,6 +157,11 @@ struct Schedule {
     // decode attention (a second decode graph); empty and 0 otherwise
     std::vector<KernelStep> decode_short;
     int decode_short_below = 0;
+    // Gate sample.fuse=gemv: decode (and decode_short) again with the greedy pick in the output gemv
+    // (gemv.cu ARGMAX) instead of the pick kernel after it; the backend replays these (their own
+    // graphs) for steps without a device draw, the lists above (the pick kernel, which also draws)
+    // for sampled steps. Empty when the gate is off.
+    std::vector<KernelStep> decode_greedy, decode_short_greedy;
     struct RopeTable {
         int n_pos = 0, n_rot = 0;
         float base = 0;
@@ -188,10 +193,9 @@ struct Schedule {
     }
 };
 
-// Gate names accepted by --force-variant: gemv.reduce=warp|tree, norm.reduce=warp|tree,
-// attn.algo=split|onepass, sample.reduce=warp|tree, gemm.mma=mma|simt, gemm.wgmma=wgmma|mma,
-// attn.prefill=mma|rows, weights.layout=split|blocks, launch.pdl=pdl|serial, batch.small=gemv|gemm, batch.pdl=pdl|serial,
-// batch.xrows=shared|per-row.
+// Gates --force-variant accepts, each as "gate=variant|sibling" (e.g. "gemv.reduce=warp|tree"), and their
+// names alone.
+std::vector<std::string> schedule_gate_choices();
 std::vector<std::string> schedule_gate_names();
 
 Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt);
