@@ -39,13 +39,13 @@ std::string value_text(const GgufValue& v, size_t max_array) {
         case GgufValueType::STRING: return quote(v.str);
         case GgufValueType::ARRAY: {
             std::string s = "[";
-            size_t shown = std::min(v.arr.size(), max_array);
+            size_t shown = std::min(v.size(), max_array);
             for (size_t k = 0; k < shown; ++k) {
                 if (k) s += ", ";
-                s += value_text(v.arr[k], max_array);
+                s += value_text(v.element(k), max_array);
             }
-            if (shown < v.arr.size())
-                s += fmt::format("{}... ({} elements)", shown ? ", " : "", v.arr.size());
+            if (shown < v.size())
+                s += fmt::format("{}... ({} elements)", shown ? ", " : "", v.size());
             return s + "]";
         }
     }

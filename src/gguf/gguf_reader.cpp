@@ -27,9 +27,10 @@ namespace {
 constexpr uint64_t kMaxNameBytes = 65535;     // keys and tensor names
 constexpr int kMaxArrayDepth = 8;             // nested arrays deeper than this are refused
 constexpr uint32_t kMaxDims = 4;              // ggml's GGML_MAX_DIMS
-// Every array element becomes a GgufValue (~100 bytes) however small it is in the file (a u8),
-// so cap the total to bound memory on a hostile file (2^23 elements: under 1 GiB). The largest
-// real vocabularies (262K tokens with scores, types and ~500K merges) use about 1.3 million.
+// Scalar and string arrays are kept packed (their bytes, 8 more a string), but a nested array's
+// elements take a GgufValue each (~100 bytes), so cap the total to bound memory on a hostile file
+// (2^23 elements: under 1 GiB). The largest real vocabularies (262K tokens with scores, types and
+// ~500K merges) use about 1.3 million.
 constexpr uint64_t kMaxArrayElements = uint64_t(1) << 23;
 // Larger alignments only pad files; 1 MiB is far above any writer's choice (ggml uses 32).
 constexpr uint64_t kMaxAlignment = uint64_t(1) << 20;
@@ -127,7 +128,18 @@ public:
                  name_, context_, context_.empty() ? "" : ": ", what, count, remaining(), fit);
     }
 
-    std::string read_string(const char* what, uint64_t max_len) {
+    // n bytes at the cursor (bounds-checked), the cursor past them
+    const uint8_t* take(uint64_t n, const char* what) {
+        need(n, what);
+        const uint8_t* p = base_ + pos_;
+        pos_ += n;
+        return p;
+    }
+
+    std::string read_string(const char* what, uint64_t max_len) { return std::string(read_string_view(what, max_len)); }
+
+    // the string's bytes in the file (valid while the file's bytes are)
+    std::string_view read_string_view(const char* what, uint64_t max_len) {
         uint64_t len = read<uint64_t>(what);
         if (len > remaining())
             fail("{}: truncated or corrupt: {}: {} length is {}, but only {} bytes remain", name_,
@@ -135,7 +147,7 @@ public:
         if (len > max_len)
             fail("{}: {}: {} is too long: expected at most {} bytes, found {}", name_, context_,
                  what, max_len, len);
-        std::string s(reinterpret_cast<const char*>(base_ + pos_), size_t(len));
+        std::string_view s(reinterpret_cast<const char*>(base_ + pos_), size_t(len));
         pos_ += len;
         return s;
     }
@@ -206,8 +218,26 @@ private:
                  c_.name(), c_.context(), kMaxArrayElements, total_elements_);
         // n is bounded by the bytes left and the element cap above: reserving it exactly avoids
         // the transient doubling of a growing vector on the largest arrays.
-        v.arr.reserve(size_t(n));
-        for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(v.elem_type, depth + 1));
+        if (v.elem_type == GgufValueType::ARRAY) {
+            v.arr.reserve(size_t(n));
+            for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(v.elem_type, depth + 1));
+        } else if (v.elem_type == GgufValueType::STRING) {
+            v.str_end.reserve(size_t(n));
+            for (uint64_t k = 0; k < n; ++k) {
+                const std::string_view e = c_.read_string_view("string value", std::numeric_limits<uint64_t>::max());
+                v.packed.insert(v.packed.end(), e.begin(), e.end());
+                v.str_end.push_back(v.packed.size());
+            }
+        } else {  // scalars: the file's bytes as they are (check_count above: they are all there)
+            const size_t bytes = size_t(n) * gguf_scalar_bytes(v.elem_type);
+            const uint8_t* p = c_.take(bytes, "array elements");
+            v.packed.assign(p, p + bytes);
+            if (v.elem_type == GgufValueType::BOOL)
+                for (uint64_t k = 0; k < n; ++k)
+                    if (v.packed[k] > 1)
+                        fail("{}: {}: invalid bool value: expected 0 or 1, found {} (array element {})", c_.name(),
+                             c_.context(), v.packed[k], k);
+        }
     }
 
     Cursor& c_;
@@ -452,6 +482,97 @@ void GgufReader::parse() {
     }
 }
 
+// --- packed arrays ---
+
+size_t gguf_scalar_bytes(GgufValueType t) {
+    switch (t) {
+        case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::BOOL: return 1;
+        case GgufValueType::U16: case GgufValueType::I16: return 2;
+        case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::F32: return 4;
+        case GgufValueType::U64: case GgufValueType::I64: case GgufValueType::F64: return 8;
+        case GgufValueType::STRING: case GgufValueType::ARRAY: return 0;
+    }
+    return 0;
+}
+
+size_t GgufValue::size() const {
+    JITLLM_CHECK(type == GgufValueType::ARRAY, "size() of a {}", gguf_value_type_name(type));
+    if (elem_type == GgufValueType::ARRAY) return arr.size();
+    if (elem_type == GgufValueType::STRING) return str_end.size();
+    return packed.size() / gguf_scalar_bytes(elem_type);
+}
+
+std::string_view GgufValue::string_at(size_t k) const {
+    JITLLM_CHECK(type == GgufValueType::ARRAY && elem_type == GgufValueType::STRING && k < str_end.size(),
+                 "string_at({}) of {} elements", k, str_end.size());
+    const uint64_t b = k ? str_end[k - 1] : 0;
+    return {reinterpret_cast<const char*>(packed.data()) + b, size_t(str_end[k] - b)};
+}
+
+GgufValue GgufValue::element(size_t k) const {
+    JITLLM_CHECK(k < size(), "element {} of {}", k, size());
+    if (elem_type == GgufValueType::ARRAY) return arr[k];
+    GgufValue e;
+    e.type = elem_type;
+    if (elem_type == GgufValueType::STRING) {
+        e.str = std::string(string_at(k));
+        return e;
+    }
+    const size_t n = gguf_scalar_bytes(elem_type);
+    const uint8_t* p = packed.data() + k * n;
+    auto get = [&](auto v) {
+        std::memcpy(&v, p, sizeof(v));
+        return v;
+    };
+    switch (elem_type) {
+        case GgufValueType::U8: e.u = get(uint8_t()); break;
+        case GgufValueType::I8: e.i = get(int8_t()); break;
+        case GgufValueType::U16: e.u = get(uint16_t()); break;
+        case GgufValueType::I16: e.i = get(int16_t()); break;
+        case GgufValueType::U32: e.u = get(uint32_t()); break;
+        case GgufValueType::I32: e.i = get(int32_t()); break;
+        case GgufValueType::U64: e.u = get(uint64_t()); break;
+        case GgufValueType::I64: e.i = get(int64_t()); break;
+        case GgufValueType::F32: e.f = get(float()); break;
+        case GgufValueType::F64: e.f = get(double()); break;
+        case GgufValueType::BOOL: e.b = get(uint8_t()) != 0; break;
+        case GgufValueType::STRING: case GgufValueType::ARRAY: break;
+    }
+    return e;
+}
+
+void GgufValue::push_back(const GgufValue& e) {
+    JITLLM_CHECK(type == GgufValueType::ARRAY && e.type == elem_type, "a {} into an array of {}",
+                 gguf_value_type_name(e.type), gguf_value_type_name(elem_type));
+    if (elem_type == GgufValueType::ARRAY) {
+        arr.push_back(e);
+        return;
+    }
+    if (elem_type == GgufValueType::STRING) {
+        packed.insert(packed.end(), e.str.begin(), e.str.end());
+        str_end.push_back(packed.size());
+        return;
+    }
+    auto put = [&](auto v) {
+        const auto* p = reinterpret_cast<const uint8_t*>(&v);
+        packed.insert(packed.end(), p, p + sizeof(v));
+    };
+    switch (elem_type) {
+        case GgufValueType::U8: put(uint8_t(e.u)); break;
+        case GgufValueType::I8: put(int8_t(e.i)); break;
+        case GgufValueType::U16: put(uint16_t(e.u)); break;
+        case GgufValueType::I16: put(int16_t(e.i)); break;
+        case GgufValueType::U32: put(uint32_t(e.u)); break;
+        case GgufValueType::I32: put(int32_t(e.i)); break;
+        case GgufValueType::U64: put(uint64_t(e.u)); break;
+        case GgufValueType::I64: put(int64_t(e.i)); break;
+        case GgufValueType::F32: put(float(e.f)); break;
+        case GgufValueType::F64: put(double(e.f)); break;
+        case GgufValueType::BOOL: put(uint8_t(e.b ? 1 : 0)); break;
+        case GgufValueType::STRING: case GgufValueType::ARRAY: break;
+    }
+}
+
 // --- lookups and typed getters ---
 
 const GgufKv* GgufReader::find_kv(std::string_view key) const {
@@ -547,8 +668,8 @@ std::optional<std::vector<std::string>> GgufReader::get_string_array_opt(
     if (v.type != GgufValueType::ARRAY || v.elem_type != GgufValueType::STRING)
         type_mismatch(path_, key, "array of string", v);
     std::vector<std::string> out;
-    out.reserve(v.arr.size());
-    for (const GgufValue& e : v.arr) out.push_back(e.str);
+    out.reserve(v.size());
+    for (size_t k = 0; k < v.size(); ++k) out.emplace_back(v.string_at(k));
     return out;
 }
 
@@ -561,8 +682,13 @@ std::optional<std::vector<float>> GgufReader::get_float_array_opt(std::string_vi
           is_int_type(v.elem_type)))
         type_mismatch(path_, key, "array of numbers", v);
     std::vector<float> out;
-    out.reserve(v.arr.size());
-    for (const GgufValue& e : v.arr) out.push_back(float(float_of(path_, key, e, "a number")));
+    out.reserve(v.size());
+    if (v.elem_type == GgufValueType::F32) {  // (the common case: scores, as stored)
+        out.resize(v.size());
+        std::memcpy(out.data(), v.packed.data(), v.packed.size());
+        return out;
+    }
+    for (size_t k = 0; k < v.size(); ++k) out.push_back(float(float_of(path_, key, v.element(k), "a number")));
     return out;
 }
 
@@ -573,8 +699,8 @@ std::optional<std::vector<int64_t>> GgufReader::get_int_array_opt(std::string_vi
     if (v.type != GgufValueType::ARRAY || !is_int_type(v.elem_type))
         type_mismatch(path_, key, "array of integers", v);
     std::vector<int64_t> out;
-    out.reserve(v.arr.size());
-    for (const GgufValue& e : v.arr) out.push_back(int_of(path_, key, e, "an integer"));
+    out.reserve(v.size());
+    for (size_t k = 0; k < v.size(); ++k) out.push_back(int_of(path_, key, v.element(k), "an integer"));
     return out;
 }
 

@@ -21,7 +21,12 @@ enum class GgufValueType : uint32_t {
 const char* gguf_value_type_name(GgufValueType t);  // "u32", "string", "array", ...
 
 // One metadata value. Scalars use the member matching `type`:
-// unsigned ints -> u, signed ints -> i, F32/F64 -> f, BOOL -> b, STRING -> str, ARRAY -> arr.
+// unsigned ints -> u, signed ints -> i, F32/F64 -> f, BOOL -> b, STRING -> str.
+// ARRAY: `elem_type` elements, packed (one GgufValue is ~100 bytes: a 128K-token vocabulary's
+// three arrays and its 280K merges took ~70 MB one value each): scalars in `packed` as the file
+// stores them (little-endian, bools 0 / 1), strings' bytes back to back in `packed` with
+// str_end[k] the end of element k, nested arrays one GgufValue each in `arr`. size(), element()
+// and string_at() read every form; push_back() appends in it.
 struct GgufValue {
     GgufValueType type = GgufValueType::U8;
     uint64_t u = 0;
@@ -30,8 +35,17 @@ struct GgufValue {
     bool b = false;
     std::string str;
     GgufValueType elem_type = GgufValueType::U8;  // ARRAY only
-    std::vector<GgufValue> arr;                    // ARRAY only (may nest)
+    std::vector<uint8_t> packed;                   // ARRAY of scalars or strings
+    std::vector<uint64_t> str_end;                 // ARRAY of strings
+    std::vector<GgufValue> arr;                    // ARRAY of arrays
+
+    size_t size() const;                       // ARRAY: elements
+    GgufValue element(size_t k) const;         // ARRAY: element k as a value of its own
+    std::string_view string_at(size_t k) const;  // ARRAY of STRING: element k
+    void push_back(const GgufValue& e);        // ARRAY: appends e (of type elem_type)
 };
+// Bytes a scalar of type t takes in a file (0 for STRING and ARRAY).
+size_t gguf_scalar_bytes(GgufValueType t);
 
 struct GgufKv {
     std::string key;

@@ -65,11 +65,21 @@ void put_value(std::vector<uint8_t>& out, const GgufValue& v) {
         case GgufValueType::STRING: put_string(out, v.str); break;
         case GgufValueType::ARRAY:
             put<uint32_t>(out, uint32_t(v.elem_type));
-            put<uint64_t>(out, v.arr.size());
-            for (const GgufValue& e : v.arr) {
-                JITLLM_CHECK(e.type == v.elem_type, "array element of type {} in an array of {}",
-                             gguf_value_type_name(e.type), gguf_value_type_name(v.elem_type));
-                put_value(out, e);
+            put<uint64_t>(out, v.size());
+            if (v.elem_type == GgufValueType::ARRAY) {
+                for (const GgufValue& e : v.arr) {
+                    JITLLM_CHECK(e.type == v.elem_type, "array element of type {} in an array of {}",
+                                 gguf_value_type_name(e.type), gguf_value_type_name(v.elem_type));
+                    put_value(out, e);
+                }
+            } else if (v.elem_type == GgufValueType::STRING) {
+                for (size_t k = 0; k < v.size(); ++k) {
+                    const std::string_view e = v.string_at(k);
+                    put<uint64_t>(out, e.size());
+                    out.insert(out.end(), e.begin(), e.end());
+                }
+            } else {  // packed as the file stores them
+                out.insert(out.end(), v.packed.begin(), v.packed.end());
             }
             break;
         default: JITLLM_CHECK(false, "invalid GgufValueType {}", uint32_t(v.type));
@@ -155,34 +165,25 @@ void GgufWriter::set_string(const std::string& key, const std::string& v) {
 
 void GgufWriter::set_string_array(const std::string& key, const std::vector<std::string>& v) {
     GgufValue a = array_of(GgufValueType::STRING);
-    a.arr.reserve(v.size());
+    a.str_end.reserve(v.size());
     for (const std::string& s : v) {
-        GgufValue e = scalar(GgufValueType::STRING);
-        e.str = s;
-        a.arr.push_back(std::move(e));
+        a.packed.insert(a.packed.end(), s.begin(), s.end());
+        a.str_end.push_back(a.packed.size());
     }
     set(key, std::move(a));
 }
 
 void GgufWriter::set_f32_array(const std::string& key, const std::vector<float>& v) {
     GgufValue a = array_of(GgufValueType::F32);
-    a.arr.reserve(v.size());
-    for (float f : v) {
-        GgufValue e = scalar(GgufValueType::F32);
-        e.f = f;
-        a.arr.push_back(std::move(e));
-    }
+    a.packed.resize(v.size() * 4);
+    if (!v.empty()) std::memcpy(a.packed.data(), v.data(), a.packed.size());
     set(key, std::move(a));
 }
 
 void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t>& v) {
     GgufValue a = array_of(GgufValueType::I32);
-    a.arr.reserve(v.size());
-    for (int32_t i : v) {
-        GgufValue e = scalar(GgufValueType::I32);
-        e.i = i;
-        a.arr.push_back(std::move(e));
-    }
+    a.packed.resize(v.size() * 4);
+    if (!v.empty()) std::memcpy(a.packed.data(), v.data(), a.packed.size());
     set(key, std::move(a));
 }
 

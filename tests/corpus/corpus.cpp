@@ -1191,8 +1191,10 @@ Bytes micro_gguf_all_types() {
     GgufValue inner;
     inner.type = GgufValueType::ARRAY;
     inner.elem_type = GgufValueType::U8;
-    inner.arr.resize(2);
-    for (auto& e : inner.arr) e.type = GgufValueType::U8;
+    GgufValue zero;
+    zero.type = GgufValueType::U8;
+    inner.push_back(zero);
+    inner.push_back(zero);
     GgufValue outer;
     outer.type = GgufValueType::ARRAY;
     outer.elem_type = GgufValueType::ARRAY;

@@ -26,10 +26,11 @@ std::unique_ptr<GgufReader> sample() {
     GgufValue inner;
     inner.type = GgufValueType::ARRAY;
     inner.elem_type = GgufValueType::U8;
-    inner.arr.resize(5);
     for (size_t k = 0; k < 5; ++k) {
-        inner.arr[k].type = GgufValueType::U8;
-        inner.arr[k].u = k;
+        GgufValue e;
+        e.type = GgufValueType::U8;
+        e.u = k;
+        inner.push_back(e);
     }
     GgufValue outer;
     outer.type = GgufValueType::ARRAY;

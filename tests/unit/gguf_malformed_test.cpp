@@ -176,11 +176,11 @@ TEST(GgufMalformed, bounds_array_nesting_depth) {
     const GgufValue* v = &r->kvs()[0].value;
     for (int d = 1; d < 8; ++d) {
         ASSERT_EQ(v->type, GgufValueType::ARRAY);
-        ASSERT_EQ(v->arr.size(), 1u);
+        ASSERT_EQ(v->size(), 1u);
         v = &v->arr[0];
     }
     EXPECT_EQ(v->elem_type, GgufValueType::U8);
-    EXPECT_TRUE(v->arr.empty());
+    EXPECT_EQ(v->size(), 0u);
     EXPECT_THAT(error_of(nested(9)), HasSubstr("key 'n': arrays nested too deeply: expected at "
                                                "most 8 levels"));
 }
@@ -317,8 +317,10 @@ std::vector<uint8_t> small_file(uint64_t alignment) {
     GgufValue inner;
     inner.type = GgufValueType::ARRAY;
     inner.elem_type = GgufValueType::I32;
-    inner.arr.resize(2);
-    for (auto& e : inner.arr) e.type = GgufValueType::I32;
+    GgufValue zero;
+    zero.type = GgufValueType::I32;
+    inner.push_back(zero);
+    inner.push_back(zero);
     GgufValue outer;
     outer.type = GgufValueType::ARRAY;
     outer.elem_type = GgufValueType::ARRAY;
