@@ -55,15 +55,9 @@ void check_name(const std::string& file, const std::string& context, const char*
 
 // Bytes one element of `t` needs at least (strings: the length; arrays: type + count).
 uint64_t min_value_bytes(GgufValueType t) {
-    switch (t) {
-        case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::BOOL: return 1;
-        case GgufValueType::U16: case GgufValueType::I16: return 2;
-        case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::F32: return 4;
-        case GgufValueType::U64: case GgufValueType::I64: case GgufValueType::F64: return 8;
-        case GgufValueType::STRING: return 8;
-        case GgufValueType::ARRAY: return 4 + 8;
-    }
-    return 1;
+    if (t == GgufValueType::STRING) return 8;
+    if (t == GgufValueType::ARRAY) return 4 + 8;
+    return std::max<uint64_t>(1, gguf_scalar_bytes(t));
 }
 
 bool is_int_type(GgufValueType t) {

@@ -38,18 +38,17 @@ GgufValue str(const std::string& s) {
     return v;
 }
 
+// a scalar of type t with its unsigned, signed or floating member set
 GgufValue make_u(GgufValueType t, uint64_t u) {
     GgufValue v = make(t);
     v.u = u;
     return v;
 }
-
 GgufValue make_i(GgufValueType t, int64_t i) {
     GgufValue v = make(t);
     v.i = i;
     return v;
 }
-
 GgufValue make_f(GgufValueType t, double f) {
     GgufValue v = make(t);
     v.f = f;
@@ -57,9 +56,7 @@ GgufValue make_f(GgufValueType t, double f) {
 }
 
 GgufValue i32(int64_t i) {
-    GgufValue v = make(GgufValueType::I32);
-    v.i = i;
-    return v;
+    return make_i(GgufValueType::I32, i);
 }
 
 std::unique_ptr<GgufReader> reread(const GgufWriter& w) {

@@ -21,6 +21,12 @@ void PrintTo(const Case& c, std::ostream* os) {
 
 class LaunchAccounting : public ::testing::TestWithParam<Case> {};
 
+jitllm::KernelStep step(const char* sym) {  // a schedule entry named sym (the two-list tests)
+    jitllm::KernelStep k;
+    k.symbol = sym;
+    return k;
+}
+
 TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
     const Case c = GetParam();
     jitllm::EngineOptions o;
@@ -66,11 +72,6 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
 // they come (the steady state's list sets the launches a step shown).
 TEST(LaunchAccountingTwoLists, DecodeBelowTheSwitchRunsTheShortList) {
     jitllm::Schedule s;
-    auto step = [](const char* sym) {
-        jitllm::KernelStep k;
-        k.symbol = sym;
-        return k;
-    };
     s.decode = {step("gemv"), step("attn_tma")};
     s.decode_short = {step("gemv"), step("attn_regs")};
     s.decode_short_below = 10;
@@ -110,11 +111,6 @@ TEST(LaunchAccountingTwoLists, DecodeBelowTheSwitchRunsTheShortList) {
 // gemv, one kernel less a step); sampled runs drawn on the device the lists with the pick kernel
 TEST(LaunchAccountingTwoLists, GreedyRunsReplayTheGreedyLists) {
     jitllm::Schedule s;
-    auto step = [](const char* sym) {
-        jitllm::KernelStep k;
-        k.symbol = sym;
-        return k;
-    };
     s.decode = {step("gemv"), step("attn_tma"), step("out"), step("draw")};
     s.decode_short = {step("gemv"), step("attn_regs"), step("out"), step("draw")};
     s.decode_greedy = {step("gemv"), step("attn_tma"), step("out_pick")};
