@@ -396,7 +396,17 @@ public:
             const auto eq = f.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
                 fail_usage("--force-variant: expected GATE=VARIANT, found '{}'", f);
-            s.force[f.substr(0, eq)] = f.substr(eq + 1);
+            // checked here, so that a misspelt gate is refused on the CPU too (the schedule checks
+            // whether the device can run the variant)
+            const std::string gate = f.substr(0, eq), variant = f.substr(eq + 1);
+            std::string choices;
+            for (const std::string& c : schedule_gate_choices())
+                if (c.compare(0, gate.size() + 1, gate + "=") == 0) choices = c.substr(gate.size() + 1);
+            if (choices.empty())
+                fail_usage("--force-variant {}: unknown gate '{}'; gates: {}", f, gate, fmt::join(schedule_gate_names(), ", "));
+            if (variant != choices.substr(0, choices.find('|')) && variant != choices.substr(choices.find('|') + 1))
+                fail_usage("--force-variant {}: expected {} for gate '{}', found '{}'", f, choices, gate, variant);
+            s.force[gate] = variant;
         }
         if (norm_early && no_norm_early) fail_usage("--gemv-norm-early and --no-gemv-norm-early: pick one");
         s.gemv_norm_early = norm_early ? 1 : no_norm_early ? 0 : -1;
