@@ -695,6 +695,10 @@ next35)
         f=$(synth "${spec%%:*}" "${spec##*:}")
         tg_sets "$spec" "$f" 1 " ;--force-variant sample.fuse=gemv"
     done
+    # the register attention's block merge at short context (session 34's trace: 1.6 µs from its chunk
+    # loop's end to its warps' end, 16 groups through shared memory): warp shuffles first, or 2 / 4 query
+    # heads a block (fewer blocks, each group's K/V used by more heads); timing only, greedy md5 for any gain
+    tg_sets 8b:q4_0 "$q4" 1 " ;--attn-warp-merge;--attn-heads-per-block 2;--attn-heads-per-block 4"
     ;;
 final34)
     # session 34's defaults: the lanes gemvs' norm weight before the PDL wait (NW_EARLY). Golden, prompt modes
