@@ -79,6 +79,7 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
+#   next35b : the greedy list on 8B Q8_0 / 1B Q4_0 / 1B Q8_0, the register attention's merge alternatives (8B Q4_0)
 #   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
 #             golden, greedy text, tg128 rounds, depth rows
 #   next33  : prepared: --gemv-xq-norm with its consumers' early ring slots 3 / 3, 4 / 4, 3 / 4 (+ output 4);
@@ -691,6 +692,11 @@ next35)
     done
     tg_sets 8b:q4_0 "$q4" 3 " ;--force-variant sample.fuse=gemv"
     run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8 --seed 7" "--temperature 0.8 --seed 7 --force-variant sample.fuse=gemv"
+    ;;
+next35b)
+    # after next35 (a call of its own: the other shapes' files are synthesized here): the greedy list's
+    # rate on the other quantized shapes, and the attention merge's alternatives on 8B Q4_0
+    q4=$(synth llama3.1-8b q4_0)
     for spec in llama3.1-8b:q8_0 llama3.2-1b:q4_0 llama3.2-1b:q8_0; do
         f=$(synth "${spec%%:*}" "${spec##*:}")
         tg_sets "$spec" "$f" 1 " ;--force-variant sample.fuse=gemv"
