@@ -1,11 +1,17 @@
 // Helpers shared by the CLI subcommands: CLI11 parsing of an argument vector, timing.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "cli/commands.h"
+#include "core/error.h"
 
 namespace jitllm::cli {
 
@@ -23,6 +29,33 @@ inline bool parse_args(CLI::App& app, Args args) {
         return false;
     }
     return true;
+}
+
+// -f/--file: the whole of `path` ("-": standard input) as prompt text. A file that cannot be read, a
+// directory, or one over 64 MiB (far past any context) is refused naming it (a file error: exit 1).
+inline std::string read_prompt_file(const std::string& path) {
+    constexpr size_t kMax = size_t(64) << 20;
+    const bool in = path == "-";
+    struct stat st {};
+    if (!in && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        fail("{}: cannot read the prompt: expected a file, found a directory", path);
+    std::FILE* fp = in ? stdin : std::fopen(path.c_str(), "rb");
+    if (!fp) fail("{}: cannot read the prompt: {}", path, std::strerror(errno));
+    std::string text;
+    char buf[1 << 16];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) {
+        text.append(buf, n);
+        if (text.size() > kMax) {
+            if (!in) std::fclose(fp);
+            fail("{}: cannot read the prompt: expected at most {} bytes, found more", path, kMax);
+        }
+    }
+    const bool bad = std::ferror(fp) != 0;
+    const int err = errno;
+    if (!in) std::fclose(fp);
+    if (bad) fail("{}: cannot read the prompt: {}", path, std::strerror(err));
+    return text;
 }
 
 inline double now_ms() {

@@ -27,6 +27,7 @@ namespace {
 struct RunFlags {
     std::string model = default_model_path();
     std::string prompt = "Once upon a time";
+    std::string prompt_file;  // -f/--file
     std::string system_prompt;
     int max_tokens = 256;
     int64_t seed = -1;
@@ -48,7 +49,9 @@ struct RunFlags {
 
 void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_option("-m,--model", f.model, "GGUF model file (default: bundled stories260K)");
-    app.add_option("-p,--prompt", f.prompt, "prompt text");
+    auto* p = app.add_option("-p,--prompt", f.prompt, "prompt text");
+    app.add_option("-f,--file", f.prompt_file, "read the prompt from this file ('-': standard input) instead of -p")
+        ->excludes(p);
     app.add_option("--system-prompt", f.system_prompt, "system prompt (-sp), with --instruct / -i");
     app.add_option("-n,--max-tokens", f.max_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 24));
     app.add_option("--seed", f.seed, "sampling seed (default: random)");
@@ -184,6 +187,12 @@ int cmd_run(const Args& args) {
     if (f.seed < 0) f.seed = int64_t(std::random_device{}() & 0x7fffffff);
     f.sp.seed = uint64_t(f.seed);
     sampler_params_validate(f.sp);
+    if (!f.prompt_file.empty()) {
+        if (f.prompt_file == "-" && f.interactive)
+            fail_usage("-f - and -i/--interactive both read standard input: expected one of them");
+        f.prompt = read_prompt_file(f.prompt_file);
+        check_utf8(("--file " + f.prompt_file).c_str(), f.prompt);
+    }
     check_utf8("--prompt", f.prompt);
     check_utf8("--system-prompt", f.system_prompt);
 

@@ -32,14 +32,17 @@ int cmd_inspect(const Args& args) {
 
 int cmd_tokenize(const Args& args) {
     CLI::App app{"jitllm tokenize: tokenize a prompt with a model's vocabulary", "jitllm tokenize"};
-    std::string model = default_model_path(), prompt;
+    std::string model = default_model_path(), prompt, file;
     bool no_bos = false, parse_special = false, ids_only = false;
     app.add_option("-m,--model", model, "GGUF model or vocab file");
-    app.add_option("-p,--prompt", prompt, "text to tokenize")->required();
+    auto* p = app.add_option("-p,--prompt", prompt, "text to tokenize");
+    auto* fo = app.add_option("-f,--file", file, "tokenize this file's text ('-': standard input) instead of -p")->excludes(p);
     app.add_flag("--no-bos", no_bos, "do not add BOS/EOS even if the vocab asks for them");
     app.add_flag("--parse-special", parse_special, "text spelling special tokens becomes those tokens");
     app.add_flag("--ids", ids_only, "print only the ids, as [1, 2, 3]");
     if (!parse_args(app, args)) return 0;
+    if (p->count() == 0 && fo->count() == 0) fail_usage("jitllm tokenize: expected -p/--prompt TEXT or -f/--file FILE");
+    if (fo->count() > 0) prompt = read_prompt_file(file);
     auto g = GgufReader::open(model);
     auto tok = Tokenizer::from_gguf(*g);
     const auto ids = tok->encode(prompt, !no_bos, parse_special);

@@ -24,9 +24,9 @@ struct Result {
 };
 
 // `args` is appended to the command line as shell text (so printf can make invalid UTF-8).
-Result run(const std::string& args) {
+Result run(const std::string& args, const std::string& stdin_path = "/dev/null") {
     Result r;
-    r.rc = test::run_command("'" + test::binary_path() + "' " + args + " </dev/null", &r.out,
+    r.rc = test::run_command("'" + test::binary_path() + "' " + args + " <'" + stdin_path + "'", &r.out,
                              &r.err);
     std::istringstream in(r.err);
     for (std::string l; std::getline(in, l);)
@@ -109,6 +109,47 @@ TEST(CliInput, non_utf8_prompts_are_refused) {
     r = run("-p \"$(printf 'caf\\303\\251 \\342\\226\\201')\" -n 2 --seed 1");
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(r.errors.empty()) << r.err;
+}
+
+// -f/--file: the prompt from a file or standard input, the same tokens and text as -p; refused with
+// one error line when it cannot be read, is a directory, is not UTF-8, or comes with -p
+TEST(CliInput, prompt_from_a_file_or_stdin) {
+    char tmpl[] = "/tmp/jitllm_cli_promptXXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    std::ofstream(tmpl, std::ios::binary) << "the cat sat";
+    const std::string path = tmpl;
+    const Result by_p = run("-p 'the cat sat' -n 6 --seed 1 --temperature 0 --no-stream");
+    ASSERT_EQ(by_p.rc, 0) << by_p.err;
+    Result r = run("-f " + path + " -n 6 --seed 1 --temperature 0 --no-stream");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, by_p.out);
+    r = run("-f - -n 6 --seed 1 --temperature 0 --no-stream", path);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, by_p.out);
+    r = run("tokenize --ids -f " + path);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, run("tokenize --ids -p 'the cat sat'").out);
+    const Refusal cases[] = {
+        {"-f /nonexistent/prompt.txt -n 2", 1, "/nonexistent/prompt.txt: cannot read the prompt: No such file or directory"},
+        {"-f /tmp -n 2", 1, "/tmp: cannot read the prompt: expected a file, found a directory"},
+        {"-p hi -f /tmp/x -n 2", 2, "--prompt excludes --file"},
+        {"-f - -i", 2, "-f - and -i/--interactive both read standard input: expected one of them"},
+        {"tokenize", 2, "jitllm tokenize: expected -p/--prompt TEXT or -f/--file FILE"},
+    };
+    for (const auto& c : cases) {
+        const Result e = run(c.args);
+        EXPECT_EQ(e.rc, c.rc) << c.args << ": " << e.err;
+        ASSERT_EQ(e.errors.size(), 1u) << c.args << ": " << e.err;
+        EXPECT_THAT(e.errors[0], HasSubstr(c.message)) << c.args;
+    }
+    std::ofstream(tmpl, std::ios::binary | std::ios::trunc) << "ab\xff" << "cd";
+    r = run("-f " + path + " -n 2");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr("--file " + path + ": expected UTF-8 text, found invalid byte 0xff at offset 2"));
+    ::unlink(tmpl);
 }
 
 TEST(CliInput, n_over_the_context_generates_up_to_the_context_with_a_note) {
