@@ -54,7 +54,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
         ->excludes(p);
     app.add_option("--system-prompt", f.system_prompt, "system prompt (-sp), with --instruct / -i");
     app.add_option("-n,--max-tokens", f.max_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 24));
-    app.add_option("--seed", f.seed, "sampling seed (default: random)");
+    app.add_option("-s,--seed", f.seed, "sampling seed (default: random)");
     app.add_option("--temperature", f.sp.temperature, "0 = greedy")->default_val(0.8f);
     app.add_option("--top-p", f.sp.top_p, "nucleus sampling threshold")->default_val(0.95f);
     app.add_option("--top-k", f.sp.top_k, "keep the k most likely tokens (0 = all)")->default_val(40);
@@ -65,8 +65,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--echo", f.echo, "print the prompt before the generated text");
     app.add_flag("-i,--interactive", f.interactive, "chat loop on stdin");
     app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
-    app.add_option("--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
-    app.add_option("--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
+    app.add_option("-t,--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
+    app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
     app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     app.add_flag("--with-prefill-decode", f.with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");

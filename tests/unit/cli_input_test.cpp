@@ -128,6 +128,10 @@ TEST(CliInput, prompt_from_a_file_or_stdin) {
     r = run("-f - -n 6 --seed 1 --temperature 0 --no-stream", path);
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.out, by_p.out);
+    // llama.cpp's short spellings of the context, threads and seed (as serve's -c / -t)
+    r = run("-f " + path + " -n 6 -s 1 -c 64 -t 2 --temperature 0 --no-stream");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, by_p.out);
     r = run("tokenize --ids -f " + path);
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.out, run("tokenize --ids -p 'the cat sat'").out);
