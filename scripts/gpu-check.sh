@@ -705,6 +705,13 @@ next35b)
     # loop's end to its warps' end, 16 groups through shared memory): warp shuffles first, or 2 / 4 query
     # heads a block (fewer blocks, each group's K/V used by more heads); timing only, greedy md5 for any gain
     tg_sets 8b:q4_0 "$q4" 1 " ;--attn-warp-merge;--attn-heads-per-block 2;--attn-heads-per-block 4"
+    # `jitllm perplexity` (session 35) on the GPU against the CPU on the golden input (llama.cpp's: 536.352 for llama-q4_0)
+    ids="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419"
+    for dev in --gpu " "; do
+        # shellcheck disable=SC2086
+        timeout 60 "$B/jitllm" perplexity $dev -m .gpu/shared/golden/synthetic/llama-q4_0.gguf --tokens "$ids" -c 24 \
+            --score all 2>&1 | tail -1 | tee -a "$OUT/summary.txt"
+    done
     ;;
 final34)
     # session 34's defaults: the lanes gemvs' norm weight before the PDL wait (NW_EARLY). Golden, prompt modes

@@ -24,11 +24,12 @@ const Command kCommands[] = {
     {"synth", jitllm::cli::cmd_synth, "write a random-weight model of a real shape (benchmarks)"},
     {"serve", jitllm::cli::cmd_serve, "OpenAI-compatible HTTP server (docs/server.md)"},
     {"bench", jitllm::cli::cmd_bench, "llama-bench-style pp/tg speed with GB/s and % of copy bandwidth"},
+    {"perplexity", jitllm::cli::cmd_perplexity, "perplexity of a model over a text (chunks of --ctx-size)"},
 };
 
 void print_usage() {
     std::printf("usage: jitllm [SUBCOMMAND] [OPTIONS]\n\nsubcommands:\n");
-    for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.help);
+    for (const auto& c : kCommands) std::printf("  %-11s %s\n", c.name, c.help);
     std::printf("\n`jitllm SUBCOMMAND --help` lists a subcommand's options; `jitllm --help` "
                 "without a subcommand shows `run`'s.\n");
 }
