@@ -4,11 +4,16 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -56,6 +61,25 @@ inline std::string read_prompt_file(const std::string& path) {
     if (!in) std::fclose(fp);
     if (bad) fail("{}: cannot read the prompt: {}", path, std::strerror(err));
     return text;
+}
+
+// --tokens "1 2 3": space-separated non-negative ids (eval, perplexity); anything else is refused
+inline std::vector<int32_t> parse_token_ids(const std::string& tokens) {
+    std::vector<int32_t> ids;
+    size_t i = 0;
+    while (i < tokens.size()) {
+        while (i < tokens.size() && std::isspace(static_cast<unsigned char>(tokens[i]))) ++i;
+        if (i == tokens.size()) break;
+        size_t j = i;
+        while (j < tokens.size() && !std::isspace(static_cast<unsigned char>(tokens[j]))) ++j;
+        const std::string w = tokens.substr(i, j - i);
+        char* end = nullptr;
+        const long v = std::strtol(w.c_str(), &end, 10);
+        if (*end != '\0' || v < 0 || v > INT32_MAX) fail_usage("--tokens: expected non-negative integer ids, found '{}'", w);
+        ids.push_back(int32_t(v));
+        i = j;
+    }
+    return ids;
 }
 
 inline double now_ms() {

@@ -6,7 +6,6 @@
 // delta-method standard error exp(mean) * sd / sqrt(n).
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -27,19 +26,6 @@ double nll_of(const float* logits, int n_vocab, int32_t target) {
     double s = 0.0;
     for (int i = 0; i < n_vocab; ++i) s += std::exp(double(logits[i]) - m);
     return (m + std::log(s)) - double(logits[target]);
-}
-
-std::vector<int32_t> parse_ids(const std::string& tokens) {
-    std::vector<int32_t> ids;
-    std::istringstream is(tokens);
-    std::string w;
-    while (is >> w) {
-        char* end = nullptr;
-        const long v = std::strtol(w.c_str(), &end, 10);
-        if (*end != '\0' || v < 0 || v > INT32_MAX) fail_usage("--tokens: expected non-negative integer ids, found '{}'", w);
-        ids.push_back(int32_t(v));
-    }
-    return ids;
 }
 
 }  // namespace
@@ -81,7 +67,7 @@ int cmd_perplexity(const Args& args) {
     const int V = e.model().config.n_vocab;
     std::vector<int32_t> ids;
     if (!tokens.empty()) {
-        ids = parse_ids(tokens);
+        ids = parse_token_ids(tokens);
     } else {
         const std::string text = read_prompt_file(file);
         ids = tok.encode(text, false, false);

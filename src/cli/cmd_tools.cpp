@@ -69,18 +69,7 @@ int cmd_eval(const Args& args) {
     app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024));
     app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
     if (!parse_args(app, args)) return 0;
-    std::vector<int32_t> ids;
-    {
-        std::istringstream is(tokens);
-        std::string w;
-        while (is >> w) {
-            char* end = nullptr;
-            const long v = std::strtol(w.c_str(), &end, 10);
-            if (*end != '\0' || v < 0 || v > INT32_MAX)
-                fail_usage("--tokens: expected non-negative integer ids, found '{}'", w);
-            ids.push_back(int32_t(v));
-        }
-    }
+    const std::vector<int32_t> ids = parse_token_ids(tokens);
     if (ids.empty()) fail_usage("--tokens: expected at least one token id, found none");
     EngineOptions eo;
     eo.model_path = model;
