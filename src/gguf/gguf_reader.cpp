@@ -217,11 +217,8 @@ private:
             for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(v.elem_type, depth + 1));
         } else if (v.elem_type == GgufValueType::STRING) {
             v.str_end.reserve(size_t(n));
-            for (uint64_t k = 0; k < n; ++k) {
-                const std::string_view e = c_.read_string_view("string value", std::numeric_limits<uint64_t>::max());
-                v.packed.insert(v.packed.end(), e.begin(), e.end());
-                v.str_end.push_back(v.packed.size());
-            }
+            for (uint64_t k = 0; k < n; ++k)
+                v.push_string(c_.read_string_view("string value", std::numeric_limits<uint64_t>::max()));
         } else {  // scalars: the file's bytes as they are (check_count above: they are all there)
             const size_t bytes = size_t(n) * gguf_scalar_bytes(v.elem_type);
             const uint8_t* p = c_.take(bytes, "array elements");
@@ -535,6 +532,13 @@ GgufValue GgufValue::element(size_t k) const {
     return e;
 }
 
+void GgufValue::push_string(std::string_view s) {
+    JITLLM_CHECK(type == GgufValueType::ARRAY && elem_type == GgufValueType::STRING, "a string into an array of {}",
+                 gguf_value_type_name(elem_type));
+    packed.insert(packed.end(), s.begin(), s.end());
+    str_end.push_back(packed.size());
+}
+
 void GgufValue::push_back(const GgufValue& e) {
     JITLLM_CHECK(type == GgufValueType::ARRAY && e.type == elem_type, "a {} into an array of {}",
                  gguf_value_type_name(e.type), gguf_value_type_name(elem_type));
@@ -542,11 +546,7 @@ void GgufValue::push_back(const GgufValue& e) {
         arr.push_back(e);
         return;
     }
-    if (elem_type == GgufValueType::STRING) {
-        packed.insert(packed.end(), e.str.begin(), e.str.end());
-        str_end.push_back(packed.size());
-        return;
-    }
+    if (elem_type == GgufValueType::STRING) return push_string(e.str);
     auto put = [&](auto v) {
         const auto* p = reinterpret_cast<const uint8_t*>(&v);
         packed.insert(packed.end(), p, p + sizeof(v));

@@ -43,6 +43,7 @@ struct GgufValue {
     GgufValue element(size_t k) const;         // ARRAY: element k as a value of its own
     std::string_view string_at(size_t k) const;  // ARRAY of STRING: element k
     void push_back(const GgufValue& e);        // ARRAY: appends e (of type elem_type)
+    void push_string(std::string_view s);      // ARRAY of STRING: appends s
 };
 // Bytes a scalar of type t takes in a file (0 for STRING and ARRAY).
 size_t gguf_scalar_bytes(GgufValueType t);

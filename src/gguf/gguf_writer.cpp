@@ -28,7 +28,7 @@ void put(std::vector<uint8_t>& out, T v) {
     out.insert(out.end(), b, b + sizeof(T));
 }
 
-void put_string(std::vector<uint8_t>& out, const std::string& s) {
+void put_string(std::vector<uint8_t>& out, std::string_view s) {
     put<uint64_t>(out, s.size());
     out.insert(out.end(), s.begin(), s.end());
 }
@@ -73,11 +73,7 @@ void put_value(std::vector<uint8_t>& out, const GgufValue& v) {
                     put_value(out, e);
                 }
             } else if (v.elem_type == GgufValueType::STRING) {
-                for (size_t k = 0; k < v.size(); ++k) {
-                    const std::string_view e = v.string_at(k);
-                    put<uint64_t>(out, e.size());
-                    out.insert(out.end(), e.begin(), e.end());
-                }
+                for (size_t k = 0; k < v.size(); ++k) put_string(out, v.string_at(k));
             } else {  // packed as the file stores them
                 out.insert(out.end(), v.packed.begin(), v.packed.end());
             }
@@ -166,10 +162,7 @@ void GgufWriter::set_string(const std::string& key, const std::string& v) {
 void GgufWriter::set_string_array(const std::string& key, const std::vector<std::string>& v) {
     GgufValue a = array_of(GgufValueType::STRING);
     a.str_end.reserve(v.size());
-    for (const std::string& s : v) {
-        a.packed.insert(a.packed.end(), s.begin(), s.end());
-        a.str_end.push_back(a.packed.size());
-    }
+    for (const std::string& s : v) a.push_string(s);
     set(key, std::move(a));
 }
 
