@@ -737,7 +737,7 @@ public:
     // sample.fuse=gemv: decode_greedy (and decode_short_greedy beside decode_short), the same
     // lowering with the pick in the output gemv
     void lower_decode_greedy(const Plan& plan) {
-        if (!g_.sample_fuse) return;
+        if (!g_.sample_fuse || !o_.fuse) return;  // (--no-fuse: no fused pick, so no second list either)
         greedy_list_ = true;
         lower(plan.decode, s_.decode_greedy);
         mark_pdl(s_.decode_greedy);
@@ -748,12 +748,6 @@ public:
             mark_pdl(s_.decode_short_greedy);
         }
         greedy_list_ = false;
-        // --no-fuse: no fused pick, so no second list either
-        if (s_.decode_greedy.size() == s_.decode.size()) {
-            s_.decode_greedy.clear();
-            s_.decode_short_greedy.clear();
-            return;
-        }
         JITLLM_CHECK(s_.decode_greedy.size() + 1 == s_.decode.size(), "sample.fuse=gemv: {} kernels against {}",
                      s_.decode_greedy.size(), s_.decode.size());
         JITLLM_CHECK(s_.decode_short_greedy.size() == s_.decode_greedy.size() || s_.decode_short.empty(),
