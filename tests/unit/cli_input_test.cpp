@@ -40,6 +40,15 @@ struct Refusal {
     const char* message;
 };
 
+// `args` refused with exit code c.rc and one error line containing c.message
+void expect_refused(const std::string& args, const Refusal& c) {
+    SCOPED_TRACE(args);
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, c.rc) << r.err;
+    ASSERT_EQ(r.errors.size(), 1u) << r.err;
+    EXPECT_THAT(r.errors[0], HasSubstr(c.message));
+}
+
 TEST(CliInput, bad_flags_exit_2_with_one_error_line) {
     const Refusal cases[] = {
         {"-n -1", 2, "--max-tokens: Value -1 not in range 0 to 16777216"},
@@ -70,13 +79,7 @@ TEST(CliInput, bad_flags_exit_2_with_one_error_line) {
          "--force-variant gemv.reduce=fast: expected warp|tree for gate 'gemv.reduce', found 'fast'"},
         {"--force-variant gemv.reduce", 2, "--force-variant: expected GATE=VARIANT, found 'gemv.reduce'"},
     };
-    for (const Refusal& c : cases) {
-        SCOPED_TRACE(c.args);
-        const Result r = run(std::string("-p hello -n 2 --seed 1 ") + c.args);
-        EXPECT_EQ(r.rc, c.rc) << r.err;
-        ASSERT_EQ(r.errors.size(), 1u) << r.err;
-        EXPECT_THAT(r.errors[0], HasSubstr(c.message));
-    }
+    for (const Refusal& c : cases) expect_refused(std::string("-p hello -n 2 --seed 1 ") + c.args, c);
 }
 
 TEST(CliInput, prompt_over_the_context_is_a_usage_error) {
@@ -142,17 +145,10 @@ TEST(CliInput, prompt_from_a_file_or_stdin) {
         {"-f - -i", 2, "-f - and -i/--interactive both read standard input: expected one of them"},
         {"tokenize", 2, "jitllm tokenize: expected -p/--prompt TEXT or -f/--file FILE"},
     };
-    for (const auto& c : cases) {
-        const Result e = run(c.args);
-        EXPECT_EQ(e.rc, c.rc) << c.args << ": " << e.err;
-        ASSERT_EQ(e.errors.size(), 1u) << c.args << ": " << e.err;
-        EXPECT_THAT(e.errors[0], HasSubstr(c.message)) << c.args;
-    }
+    for (const Refusal& c : cases) expect_refused(c.args, c);
     std::ofstream(tmpl, std::ios::binary | std::ios::trunc) << "ab\xff" << "cd";
-    r = run("-f " + path + " -n 2");
-    EXPECT_EQ(r.rc, 2) << r.err;
-    ASSERT_EQ(r.errors.size(), 1u) << r.err;
-    EXPECT_THAT(r.errors[0], HasSubstr("--file " + path + ": expected UTF-8 text, found invalid byte 0xff at offset 2"));
+    const std::string bad_utf8 = "--file " + path + ": expected UTF-8 text, found invalid byte 0xff at offset 2";
+    expect_refused("-f " + path + " -n 2", {"", 2, bad_utf8.c_str()});
     ::unlink(tmpl);
 }
 
