@@ -79,6 +79,8 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
+#   next36  : the six shapes (tg128 bench rows, default and greedy list alternated), 8B Q8_0 depth rows,
+#             attention merge alternatives and perplexity --gpu (after final34 / next35)
 #   next35b : the greedy list on 8B Q8_0 / 1B Q4_0 / 1B Q8_0, the register attention's merge alternatives (8B Q4_0)
 #   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
 #             golden, greedy text, tg128 rounds, depth rows
@@ -692,6 +694,35 @@ next35)
     done
     tg_sets 8b:q4_0 "$q4" 3 " ;--force-variant sample.fuse=gemv"
     run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8 --seed 7" "--temperature 0.8 --seed 7 --force-variant sample.fuse=gemv"
+    ;;
+next36)
+    # session 36, after final34 / next35: the issue's six shapes as bench rows (tg128, copy bandwidth
+    # measured in the run), each with the defaults and with the greedy list (sample.fuse=gemv), the two
+    # alternated; 8B Q8_0 at depth 0 / 4096; the register attention's merge alternatives on 8B Q4_0;
+    # `jitllm perplexity --gpu` against the CPU on llama-q4_0 (llama.cpp's logits give 536.352)
+    for spec in ${SIX_SHAPES:-llama3.1-8b:q4_0 llama3.1-8b:q8_0 llama3.2-1b:q4_0 llama3.2-1b:q8_0 llama3.2-1b:f16 llama3.1-8b:f16}; do
+        f=$(synth "${spec%%:*}" "${spec##*:}")
+        for r in $(seq "${SIX_ROUNDS:-2}"); do
+            for a in " " "--force-variant sample.fuse=gemv"; do
+                log "six $spec round $r [$a]"
+                # shellcheck disable=SC2086
+                timeout 120 "$B/jitllm" bench --gpu -m "$f" -p 0 -n 128 -r 3 -o md $a 2>&1 |
+                    grep -E "^\| (model|llama)|copy|rror" | tee -a "$OUT/summary.txt"
+            done
+        done
+    done
+    q8=$(synth llama3.1-8b q8_0)
+    log "depth 8b:q8_0 [default]"
+    timeout 150 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 |
+        grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    q4=$(synth llama3.1-8b q4_0)
+    tg_sets 8b:q4_0 "$q4" 1 " ;--attn-warp-merge;--attn-heads-per-block 2;--attn-heads-per-block 4"
+    ids="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419"
+    for dev in --gpu " "; do
+        # shellcheck disable=SC2086
+        timeout 60 "$B/jitllm" perplexity $dev -m .gpu/shared/golden/synthetic/llama-q4_0.gguf --tokens "$ids" -c 24 \
+            --score all 2>&1 | tail -1 | tee -a "$OUT/summary.txt"
+    done
     ;;
 next35b)
     # after next35 (a call of its own: the other shapes' files are synthesized here): the greedy list's
