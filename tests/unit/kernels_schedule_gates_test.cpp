@@ -1695,6 +1695,53 @@ TEST(ScheduleGates, FusedPickIsASecondDecodeListForGreedySteps) {
     EXPECT_TRUE(schedule_build(p, h200, nf).decode_greedy.empty());
 }
 
+// sample.fuse's default follows the output head's lowering: a bulk output gemv (plain rows here;
+// split-layout heads of >= 4096 columns and rows on 8B) picks on the greedy list by default, a lanes
+// one keeps the pick kernel (session 36: 1B Q4_0 / Q8_0 lost 1.4 / 2.1 % with the fused lanes pick)
+TEST(ScheduleGates, FusedPickByDefaultWhereTheOutputGemvIsBulk) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto out_step = [](const Plan& p, const Schedule& s) -> const KernelStep* {
+        for (const KernelStep& k : s.decode)
+            for (int ti : k.tasks)
+                if (p.decode[size_t(ti)].kind == TaskKind::Output) return &k;
+        return nullptr;
+    };
+    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false);
+    const Plan pf = plan_build(*f16, PlanOptions{512, 16, 1});
+    const Schedule sf = schedule_build(pf, h200, {});
+    ASSERT_NE(out_step(pf, sf), nullptr);
+    EXPECT_TRUE(out_step(pf, sf)->variant.has("BULK"));
+    EXPECT_EQ(gate(sf, "sample.fuse"), "gemv");
+    ASSERT_EQ(sf.decode_greedy.size() + 1, sf.decode.size());
+    EXPECT_TRUE(has_define(sf.decode_greedy.back().variant, "ARGMAX", "1"));
+    EXPECT_TRUE(has_define(sf.decode_greedy.back().variant, "BULK", "1"));
+    EXPECT_EQ(gate(sf, "sample.draw"), "device");  // sampled steps keep the draw kernel
+    EXPECT_EQ(sf.decode.back().symbol, "sample__draw");
+    // the head kept on the lanes loop: the pick kernel again
+    ScheduleOptions lanes;
+    lanes.gemv_lanes_for = {"output_norm"};  // (by the kernel's first task: the norm fused before the head)
+    const Schedule sl = schedule_build(pf, h200, lanes);
+    EXPECT_FALSE(out_step(pf, sl)->variant.has("BULK"));
+    EXPECT_EQ(gate(sl, "sample.fuse"), "kernel");
+    EXPECT_TRUE(sl.decode_greedy.empty());
+    // a split-layout head of 512 columns: lanes, so the pick kernel
+    auto q4 = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false);
+    const Plan pq = plan_build(*q4, PlanOptions{512, 16, 1});
+    const Schedule sq = schedule_build(pq, h200, {});
+    EXPECT_FALSE(out_step(pq, sq)->variant.has("BULK"));
+    EXPECT_EQ(gate(sq, "sample.fuse"), "kernel");
+    EXPECT_TRUE(sq.decode_greedy.empty());
+    // --no-fuse: the pick kernel whatever the head
+    ScheduleOptions nf;
+    nf.fuse = false;
+    const Schedule sn = schedule_build(pf, h200, nf);
+    EXPECT_EQ(gate(sn, "sample.fuse"), "kernel");
+    EXPECT_TRUE(sn.decode_greedy.empty());
+    // before sm_90 (sm_80 here) no bulk gemv, so no fused pick by default
+    const Schedule s86 = schedule_build(pf, DeviceInfo::for_target("sm_80"), {});
+    EXPECT_EQ(gate(s86, "sample.fuse"), "kernel");
+}
+
 TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
     auto m = tiny(GgmlType::F16, GgmlType::F16, false, 512, 352, 128);  // head dim 128: attn.kv=tma by default
     const Plan p = plan_build(*m, PlanOptions{4096, 16, 1});

@@ -612,7 +612,7 @@ public:
             // gemv: every thread keeps the best (value, row) it writes, each block's best goes to one
             // 64-bit atomicMax and the last block (ticket) writes the token (gemv.cu ARGMAX), instead
             // of an argmax kernel after it (one launch and a read of the logits less a token). The
-            // logits are still written (the host reads them when asked). Off: measured on the H200
+            // logits are still written (the host reads them when asked). In one list, measured on the H200
             // (session 15, tg128): 1B Q8_0 1751.50 -> 1690.97 tok/s, 8B Q8_0 454.35 -> 454.60, 8B
             // Q4_0 694.66 -> 694.92: the fused gemv's grid (<= 2 blocks an SM, bounded atomics)
             // streams the head slower than the argmax launch it saves.
@@ -622,14 +622,18 @@ public:
             // 790.94 against 788.14 / 788.35 (session 33: +0.3 %); 8B Q8_0 480.81 against 480.51. It took only
             // the argmax, so sample.draw fell back to the host. Since session 35 the fused pick is a second
             // decode list (Schedule::decode_greedy, its own graph) that greedy steps replay while sampled
-            // steps keep the draw kernel's list: both gates hold together. Still off until measured so.
+            // steps keep the draw kernel's list: both gates hold together.
+            // Session 36 (H100, tg128, one machine, the two lists alternated in one call): where the output
+            // head is a bulk gemv it gains, where it is a quantized lanes gemv it loses: 8B Q4_0 620.36 /
+            // 620.55 / 620.32 -> 621.33 / 621.36 / 621.38, 8B Q8_0 357.21 -> 357.41, 8B F16 193.26 ->
+            // 193.42, 1B F16 1061.97 -> 1072.37 (bulk heads); 1B Q4_0 2181.09 -> 2151.30, 1B Q8_0
+            // 1548.29 -> 1515.23 (lanes heads of 2048 columns). So on by default where decode's output
+            // gemv is lowered with the bulk rings: decided here as `gemv` when nothing is missing, and
+            // settled by lower_decode_greedy() from the lowered output step (sample_fuse_auto_).
             std::string why;
             if (!g_.gemv_warp) why = "gemv.reduce=tree: the pick reduces with warp shuffles";
-            g_.sample_fuse = forced_if("sample.fuse", "gemv", "kernel", false, why,
-                                       "decode's greedy pick in its own kernel after the output gemv, which also draws "
-                                       "sampled tokens (the fused pick, --force-variant sample.fuse=gemv: greedy steps "
-                                       "on a second graph whose output gemv picks; H200 in one graph: 8B Q4_0 791.1 "
-                                       "against 788.1 tok/s, 1B Q8_0 1691.0 against 1751.5)");
+            sample_fuse_auto_ = why.empty() && !o_.force.count("sample.fuse");
+            g_.sample_fuse = forced_if("sample.fuse", "gemv", "kernel", true, why, kFusePickBulk);
         }
         {
             // sample.draw=device: decode's pick kernel reads the sampling parameters from a device
@@ -737,6 +741,19 @@ public:
     // sample.fuse=gemv: decode_greedy (and decode_short_greedy beside decode_short), the same
     // lowering with the pick in the output gemv
     void lower_decode_greedy(const Plan& plan) {
+        if (sample_fuse_auto_) {  // the default: the fused pick where decode's output gemv is bulk
+            const KernelStep* head = nullptr;
+            for (const KernelStep& k : s_.decode)
+                for (int ti : k.tasks)
+                    if (plan.decode[size_t(ti)].kind == K::Output) head = &k;
+            g_.sample_fuse = o_.fuse && head && head->variant.has("BULK");
+            for (GateDecision& d : s_.gates)
+                if (d.gate == "sample.fuse" && !g_.sample_fuse) {
+                    d.chosen = "kernel";
+                    d.sibling = "gemv";
+                    d.reason = o_.fuse ? kFusePickLanes : "--no-fuse: the pick keeps its own kernel";
+                }
+        }
         if (!g_.sample_fuse || !o_.fuse) return;  // (--no-fuse: no fused pick, so no second list either)
         greedy_list_ = true;
         lower(plan.decode, s_.decode_greedy);
@@ -762,6 +779,15 @@ public:
     size_t rope_table_bytes() const { return size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8; }
     // gate gemv.grid=capped: split-layout gemvs of at least this many columns
     static constexpr int kCapCols = 4096;
+    // gate sample.fuse's reasons (its default is settled once decode's output step is lowered)
+    static constexpr const char* kFusePickBulk =
+        "greedy steps replay a second graph whose bulk output gemv picks the token (the argmax kernel's launch and "
+        "logits read saved); sampled steps keep decode's list and its draw kernel (H100: 8B Q4_0 621.4 against "
+        "620.4 tok/s, 1B F16 1072.4 against 1062.0)";
+    static constexpr const char* kFusePickLanes =
+        "decode's greedy pick in its own kernel after the output gemv, which also draws sampled tokens (the output "
+        "gemv is not a bulk one: the fused pick's lanes grid streams it slower; H100: 1B Q8_0 1515.2 against "
+        "1548.3 tok/s with --force-variant sample.fuse=gemv)";
 
     // gemv.load=bulk geometry (gemv.cu BULK): an item is `chunk` columns of a warp's `dr` rows
     // (quants, then scales; chunk: a multiple of 256 dividing the columns, at most 2048); each of
@@ -2568,6 +2594,7 @@ private:
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
     bool greedy_list_ = false;  // lowering decode_greedy (gate sample.fuse): the pick in the output gemv
+    bool sample_fuse_auto_ = false;  // gate sample.fuse at its default: settled by lower_decode_greedy()
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
