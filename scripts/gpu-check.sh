@@ -79,9 +79,10 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
+#   next37  : on an H200: the six shapes' table with the greedy list's default, `--gemv-ablate math` on 8B
+#             Q4_0 / Q8_0 (what the arithmetic still costs), 8B Q8_0 depth rows
 #   next36  : the six shapes (tg128 bench rows, default and greedy list alternated), 8B Q8_0 depth rows,
 #             attention merge alternatives and perplexity --gpu (after final34 / next35)
-#   next35b : the greedy list on 8B Q8_0 / 1B Q4_0 / 1B Q8_0, the register attention's merge alternatives (8B Q4_0)
 #   first33 : prepared: --gemv-xq-norm (the normed gemvs' x quantized by the kernel before them): kernels_vs_cpu,
 #             golden, greedy text, tg128 rounds, depth rows
 #   next33  : prepared: --gemv-xq-norm with its consumers' early ring slots 3 / 3, 4 / 4, 3 / 4 (+ output 4);
@@ -693,7 +694,23 @@ next35)
             2>/dev/null | md5sum | tee -a "$OUT/summary.txt"
     done
     tg_sets 8b:q4_0 "$q4" 3 " ;--force-variant sample.fuse=gemv"
-    run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8 --seed 7" "--temperature 0.8 --seed 7 --force-variant sample.fuse=gemv"
+    # (run_rates gives --seed 7 itself: a second --seed is refused)
+    run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8" "--temperature 0.8 --force-variant sample.fuse=gemv"
+    ;;
+next37)
+    # prepared in session 36 (which got only an H100): on an H200 the issue's table with the greedy list's
+    # default (six shapes, tg128, the copy bandwidth measured in each run), 8B Q8_0 at depth 0 / 4096, and
+    # the lead from the H100 / H200 comparison: what the split-layout gemvs' arithmetic still costs 8B Q4_0
+    # (`--gemv-ablate math`, timing only; session 19 on the H200: 6 % at 711 tok/s)
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    BENCH_P=0 OUT="$OUT" "$PWD/scripts/gpu-check.sh" bench
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math"
+    log "depth 8b:q8_0 [default]"
+    timeout 150 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 |
+        grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
     ;;
 next36)
     # session 36, after final34 / next35: the issue's six shapes as bench rows (tg128, copy bandwidth
@@ -717,26 +734,6 @@ next36)
         grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
     q4=$(synth llama3.1-8b q4_0)
     tg_sets 8b:q4_0 "$q4" 1 " ;--attn-warp-merge;--attn-heads-per-block 2;--attn-heads-per-block 4"
-    ids="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419"
-    for dev in --gpu " "; do
-        # shellcheck disable=SC2086
-        timeout 60 "$B/jitllm" perplexity $dev -m .gpu/shared/golden/synthetic/llama-q4_0.gguf --tokens "$ids" -c 24 \
-            --score all 2>&1 | tail -1 | tee -a "$OUT/summary.txt"
-    done
-    ;;
-next35b)
-    # after next35 (a call of its own: the other shapes' files are synthesized here): the greedy list's
-    # rate on the other quantized shapes, and the attention merge's alternatives on 8B Q4_0
-    q4=$(synth llama3.1-8b q4_0)
-    for spec in llama3.1-8b:q8_0 llama3.2-1b:q4_0 llama3.2-1b:q8_0; do
-        f=$(synth "${spec%%:*}" "${spec##*:}")
-        tg_sets "$spec" "$f" 1 " ;--force-variant sample.fuse=gemv"
-    done
-    # the register attention's block merge at short context (session 34's trace: 1.6 µs from its chunk
-    # loop's end to its warps' end, 16 groups through shared memory): warp shuffles first, or 2 / 4 query
-    # heads a block (fewer blocks, each group's K/V used by more heads); timing only, greedy md5 for any gain
-    tg_sets 8b:q4_0 "$q4" 1 " ;--attn-warp-merge;--attn-heads-per-block 2;--attn-heads-per-block 4"
-    # `jitllm perplexity` (session 35) on the GPU against the CPU on the golden input (llama.cpp's: 536.352 for llama-q4_0)
     ids="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419"
     for dev in --gpu " "; do
         # shellcheck disable=SC2086
