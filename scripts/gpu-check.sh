@@ -708,6 +708,11 @@ next37)
     q8=$(synth llama3.1-8b q8_0)
     tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math"
     tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math"
+    # four weight rows a warp item (x's shared-memory reads a row halved; last measured in session 7,
+    # before the bulk rings' current shape): the text first, then the rate
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-rows 4
+    tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-rows 4"
     log "depth 8b:q8_0 [default]"
     timeout 150 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 |
         grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"

@@ -23,9 +23,13 @@ namespace jitllm::cli {
 // Parses `args` (argv order). Returns false when --help was printed (exit 0).
 // Throws CLI::ParseError on bad flags (main prints it as an error: line).
 inline bool parse_args(CLI::App& app, Args args) {
-    // "-sp" is the original system's spelling of --system-prompt (CLI11 short flags are 1 char)
-    for (auto& a : args)
-        if (a == "-sp") a = "--system-prompt";
+    // multi-letter short spellings (CLI11 short flags are 1 char): "-sp" (the original system's) and
+    // llama.cpp's "-sys" for --system-prompt, "-ngl" for --n-gpu-layers, "-np" for --parallel
+    for (auto& a : args) {
+        if (a == "-sp" || a == "-sys") a = "--system-prompt";
+        else if (a == "-ngl") a = "--n-gpu-layers";
+        else if (a == "-np") a = "--parallel";
+    }
     std::vector<std::string> rev(args.rbegin(), args.rend());
     try {
         app.parse(rev);
@@ -34,6 +38,16 @@ inline bool parse_args(CLI::App& app, Args args) {
         return false;
     }
     return true;
+}
+
+// --gpu, and llama.cpp's -ngl/--n-gpu-layers N for it: jitllm runs every layer on one device, so any
+// N > 0 (llama.cpp clamps to the layer count: 99 is the usual "all") means --gpu and 0 the CPU
+inline void add_gpu_flags(CLI::App& app, bool& gpu, const std::string& help) {
+    app.add_flag("--gpu", gpu, help);
+    app.add_option_function<int>(
+           "--n-gpu-layers", [&gpu](const int& n) { gpu = n > 0; },
+           "llama.cpp's -ngl: any N > 0 runs every layer on the GPU (as --gpu), 0 on the CPU")
+        ->check(CLI::Range(0, 1 << 20));
 }
 
 // -f/--file: the whole of `path` ("-": standard input) as prompt text. A file that cannot be read, a

@@ -97,7 +97,7 @@ void add_bench_flags(CLI::App& app, BenchFlags& f) {
     app.add_option("-o,--output", f.output, "md | csv | json | jsonl | sql")->default_str("md");
     app.add_option("--output-err", f.output_err, "-oe FORMAT: also print this format to stderr (none)");
     app.add_option("--ctx-size", f.ctx_size, "context length (default: what the largest test needs)")->check(CLI::Range(0, 1 << 24));
-    app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    add_gpu_flags(app, f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     app.add_flag("--with-prefill-decode", f.with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");
     app.add_option("-b,--batch-prefill-size", f.batch_prefill_size,

@@ -48,7 +48,7 @@ int cmd_perplexity(const Args& args) {
     app.add_option("-o,--output", output, "human (running chunk values on stderr, the result on stdout) or json")
         ->check(CLI::IsMember({"human", "json"}));
     app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 1024));
-    app.add_flag("--gpu", gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    add_gpu_flags(app, gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     g.add(app);
     if (!parse_args(app, args)) return 0;
     if (file.empty() && tokens.empty()) fail_usage("jitllm perplexity: expected -f/--file FILE or --tokens IDS");

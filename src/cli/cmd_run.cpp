@@ -52,10 +52,12 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     auto* p = app.add_option("-p,--prompt", f.prompt, "prompt text");
     app.add_option("-f,--file", f.prompt_file, "read the prompt from this file ('-': standard input) instead of -p")
         ->excludes(p);
-    app.add_option("--system-prompt", f.system_prompt, "system prompt (-sp), with --instruct / -i");
-    app.add_option("-n,--max-tokens", f.max_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 24));
+    app.add_option("--system-prompt", f.system_prompt, "system prompt (-sp, -sys), with --instruct / -i");
+    app.add_option("-n,--max-tokens,--n-predict", f.max_tokens,
+                   "tokens to generate (-1: until an end token or the context is full)")
+        ->check(CLI::Range(-1, 1 << 24));
     app.add_option("-s,--seed", f.seed, "sampling seed (default: random)");
-    app.add_option("--temperature", f.sp.temperature, "0 = greedy")->default_val(0.8f);
+    app.add_option("--temp,--temperature", f.sp.temperature, "0 = greedy")->default_val(0.8f);
     app.add_option("--top-p", f.sp.top_p, "nucleus sampling threshold")->default_val(0.95f);
     app.add_option("--top-k", f.sp.top_k, "keep the k most likely tokens (0 = all)")->default_val(40);
     app.add_option("--min-p", f.sp.min_p, "drop tokens below min-p x the top probability")->default_val(0.05f);
@@ -67,7 +69,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
     app.add_option("-t,--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
-    app.add_flag("--gpu", f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    add_gpu_flags(app, f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
     app.add_flag("--with-prefill-decode", f.with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");
     app.add_option("--batch-prefill-size", f.batch_prefill_size,
@@ -207,6 +209,8 @@ int cmd_run(const Args& args) {
     f.g.check_ablate(f.gpu);
     eo.cuda = f.g.cuda(f.print_plan, &profiler);
     Engine e(eo);
+    const bool until_full = f.max_tokens < 0;  // -n -1: until an end token or the context is full
+    if (until_full) f.max_tokens = e.n_ctx();
     if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());
     Sampler sampler(f.sp);
     // greedy without penalties: the device's argmax picks the token, logits stay on the device
@@ -247,8 +251,9 @@ int cmd_run(const Args& args) {
     int budget = f.max_tokens;
     if (ids.size() + size_t(budget) > size_t(e.n_ctx())) {
         budget = e.n_ctx() - int(ids.size());
-        std::fprintf(stderr, "[jitllm] note: -n %d exceeds the context; generating at most %d tokens\n",
-                     f.max_tokens, budget);
+        if (!until_full)
+            std::fprintf(stderr, "[jitllm] note: -n %d exceeds the context; generating at most %d tokens\n",
+                         f.max_tokens, budget);
     }
     std::vector<int32_t> history = ids;
     std::string all;

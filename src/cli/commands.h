@@ -19,6 +19,8 @@ int cmd_synth(const Args& args);     // jitllm synth --shape S --type T --vocab 
 int cmd_serve(const Args& args);     // jitllm serve -m MODEL --port 8080 --parallel N
 int cmd_bench(const Args& args);     // jitllm bench -m MODEL -p 512 -n 128 -r 5 -o md
 int cmd_perplexity(const Args& args);  // jitllm perplexity -m MODEL -f TEXT -c 512
+int cmd_version(const Args& args);     // jitllm version (--version)
+int cmd_devices(const Args& args);     // jitllm devices (--list-devices)
 
 std::string default_model_path();
 // Parses args with a CLI11 app; handles --help (prints, returns true => caller exits 0).

@@ -25,6 +25,8 @@ const Command kCommands[] = {
     {"serve", jitllm::cli::cmd_serve, "OpenAI-compatible HTTP server (docs/server.md)"},
     {"bench", jitllm::cli::cmd_bench, "llama-bench-style pp/tg speed with GB/s and % of copy bandwidth"},
     {"perplexity", jitllm::cli::cmd_perplexity, "perplexity of a model over a text (chunks of --ctx-size)"},
+    {"devices", jitllm::cli::cmd_devices, "the NVRTC library and the CUDA devices --gpu can use (--list-devices)"},
+    {"version", jitllm::cli::cmd_version, "the release, build commit and compiler (--version)"},
 };
 
 void print_usage() {
@@ -40,6 +42,9 @@ int main(int argc, char** argv) {
     jitllm::cli::Args args(argv + 1, argv + argc);
     const Command* cmd = &kCommands[0];
     if (!args.empty()) {
+        // llama.cpp's spellings of two commands
+        if (args[0] == "--version") args[0] = "version";
+        else if (args[0] == "--list-devices") args[0] = "devices";
         for (const auto& c : kCommands)
             if (args[0] == c.name) {
                 cmd = &c;

@@ -51,7 +51,8 @@ void expect_refused(const std::string& args, const Refusal& c) {
 
 TEST(CliInput, bad_flags_exit_2_with_one_error_line) {
     const Refusal cases[] = {
-        {"-n -1", 2, "--max-tokens: Value -1 not in range 0 to 16777216"},
+        {"-n -2", 2, "--max-tokens: Value -2 not in range -1 to 16777216"},
+        {"-ngl -1", 2, "--n-gpu-layers: Value -1 not in range 0 to"},
         {"-n abc", 2, "--max-tokens: Value abc not in range"},
         {"-n 99999999999", 2, "--max-tokens: Value 99999999999 not in range"},
         {"--top-p 2", 2, "--top-p: expected a value in (0, 1], found 2"},
@@ -157,6 +158,47 @@ TEST(CliInput, n_over_the_context_generates_up_to_the_context_with_a_note) {
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(r.errors.empty()) << r.err;
     EXPECT_THAT(r.err, HasSubstr("note: -n 100 exceeds the context; generating at most"));
+}
+
+// llama.cpp's spellings people already type: --temp, --n-predict, -n -1, -sys, -ngl, -np, --version,
+// --list-devices; each gives what its jitllm spelling gives
+TEST(CliInput, llama_cpp_spellings) {
+    const std::string base = "-p 'the cat' --seed 1 --no-stream ";
+    const Result ref = run(base + "-n 6 --temperature 0");
+    ASSERT_EQ(ref.rc, 0) << ref.err;
+    ASSERT_GT(ref.out.size(), 1u);
+    EXPECT_EQ(run(base + "-n 6 --temp 0").out, ref.out);
+    EXPECT_EQ(run(base + "--n-predict 6 --temp 0").out, ref.out);
+    EXPECT_EQ(run(base + "-n 6 --temp 0 -ngl 0").out, ref.out);  // 0 layers on the GPU: the CPU
+    // -n -1: until an end token or the context is full, without -n 100's note
+    const Result full = run(base + "-n -1 --ctx-size 16 --temp 0");
+    EXPECT_EQ(full.rc, 0) << full.err;
+    EXPECT_EQ(full.out, run(base + "-n 100 --ctx-size 16 --temp 0").out);
+    EXPECT_THAT(full.err, ::testing::Not(HasSubstr("note:")));
+    // -sys: --system-prompt
+    const std::string chat = "--instruct -p hi -n 4 --temp 0 --seed 1 --no-stream ";
+    EXPECT_EQ(run(chat + "-sys 'Be brief.'").out, run(chat + "--system-prompt 'Be brief.'").out);
+    // -ngl 99: --gpu (runs where a GPU is, is refused naming the driver where none is)
+    const Result gpu = run(base + "-n 2 -ngl 99 --metrics json");
+    if (gpu.rc == 0) {
+        EXPECT_THAT(gpu.err, HasSubstr("\"backend\": \"cuda\""));
+    } else {
+        EXPECT_EQ(gpu.rc, 1) << gpu.err;
+        ASSERT_EQ(gpu.errors.size(), 1u) << gpu.err;
+        EXPECT_THAT(gpu.errors[0], HasSubstr("cuda"));
+    }
+    // -np: serve's --parallel
+    expect_refused("serve -np 0", {"", 2, "--parallel: Value 0 not in range 1 to 256"});
+    // --version and --list-devices (jitllm version / devices): exit 0 with or without a GPU
+    const Result v = run("--version");
+    EXPECT_EQ(v.rc, 0) << v.err;
+    EXPECT_THAT(v.out, HasSubstr("jitllm 0.1.0, build "));
+    EXPECT_THAT(v.out, HasSubstr("built with g++ "));
+    const Result d = run("--list-devices");
+    EXPECT_EQ(d.rc, 0) << d.err;
+    EXPECT_THAT(d.out, HasSubstr("NVRTC"));
+    EXPECT_THAT(d.out, HasSubstr("CUDA"));
+    EXPECT_EQ(run("devices").out, d.out);
 }
 
 TEST(CliInput, n_zero_generates_nothing) {
