@@ -24,10 +24,12 @@ namespace jitllm::cli {
 // Throws CLI::ParseError on bad flags (main prints it as an error: line).
 inline bool parse_args(CLI::App& app, Args args) {
     // multi-letter short spellings (CLI11 short flags are 1 char): "-sp" (the original system's) and
-    // llama.cpp's "-sys" for --system-prompt, "-ngl" for --n-gpu-layers, "-np" for --parallel
+    // llama.cpp's "-sys" for --system-prompt, "-ngl" for --n-gpu-layers, "-fa" for --flash-attn,
+    // "-np" for --parallel
     for (auto& a : args) {
         if (a == "-sp" || a == "-sys") a = "--system-prompt";
         else if (a == "-ngl") a = "--n-gpu-layers";
+        else if (a == "-fa") a = "--flash-attn";
         else if (a == "-np") a = "--parallel";
     }
     std::vector<std::string> rev(args.rbegin(), args.rend());
@@ -48,6 +50,32 @@ inline void add_gpu_flags(CLI::App& app, bool& gpu, const std::string& help) {
            "--n-gpu-layers", [&gpu](const int& n) { gpu = n > 0; },
            "llama.cpp's -ngl: any N > 0 runs every layer on the GPU (as --gpu), 0 on the CPU")
         ->check(CLI::Range(0, 1 << 20));
+    // llama.cpp's -fa: jitllm's attention is always the fused online-softmax kind, so on / auto are
+    // accepted as they are and off is refused (there is no unfused attention to turn on)
+    app.add_option_function<std::string>(
+           "--flash-attn",
+           [](const std::string& v) {
+               if (v == "off" || v == "0" || v == "false")
+                   fail_usage("--flash-attn {}: expected on or auto, found off (jitllm's attention is always fused, "
+                              "flash-attention style)", v);
+           },
+           "llama.cpp's -fa on|auto|off: on and auto accepted (attention is always fused), off refused")
+        ->check(CLI::IsMember({"on", "auto", "off", "1", "0", "true", "false"}));
+}
+
+// Environment twins of the options defined so far (llama.cpp's LLAMA_ARG_* convention, for
+// containers): --ctx-size also from $PREFIX_CTX_SIZE, and so on; the command line wins, an option
+// that already reads a variable keeps it, hidden options get none. Call before the options that
+// should not have one (serve: its own options, not the GPU tuning flags).
+inline void add_env_twins(CLI::App& app, const std::string& prefix) {
+    for (CLI::Option* o : app.get_options()) {
+        if (o->get_lnames().empty() || !o->get_envname().empty() || o->get_group().empty()) continue;
+        const std::string& name = o->get_lnames().front();
+        if (name == "help") continue;
+        std::string env = prefix;
+        for (char c : name) env += c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
+        o->envname(env);
+    }
 }
 
 // -f/--file: the whole of `path` ("-": standard input) as prompt text. A file that cannot be read, a

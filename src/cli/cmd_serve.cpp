@@ -54,6 +54,9 @@ int cmd_serve(const Args& args) {
     add_gpu_flags(app, o.model.gpu, "run on the GPU (the slots decode together: one batched step)");
     // test aid, not listed in --help: makes busy, queued and shutdown states observable
     app.add_option("--debug-step-delay-ms", o.step_delay_ms)->group("")->check(CLI::Range(0, 10000));
+    // every option above also from $JITLLM_ARG_<NAME> (--ctx-size: JITLLM_ARG_CTX_SIZE), as llama-server's
+    // LLAMA_ARG_*; --api-key keeps $JITLLM_API_KEY
+    add_env_twins(app, "JITLLM_ARG_");
     g.add(app);
     if (!parse_args(app, args)) return 0;
     Profiler profiler;  // --profiler: per-kernel table of the whole serving run, printed at shutdown

@@ -9,10 +9,10 @@ export const OpenAI = OpenAIModule.default || OpenAIModule;
 export const BIN = process.env.JITLLM_BIN;
 if (!BIN) throw new Error('JITLLM_BIN must name the jitllm binary');
 
-export async function startServer(args = [], { readyTimeoutMs = 60000 } = {}) {
+export async function startServer(args = [], { readyTimeoutMs = 60000, env = {} } = {}) {
   const proc = spawn(BIN, ['serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env },
+    env: { ...process.env, ...env },
   });
   let log = '';
   let port = 0;

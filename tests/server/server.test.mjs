@@ -380,6 +380,25 @@ describe('--api-key', () => {
   });
 });
 
+describe('options from JITLLM_ARG_* (llama-server\'s LLAMA_ARG_* convention)', () => {
+  it('takes --alias and --parallel from the environment, the command line first', async () => {
+    const env = { JITLLM_ARG_ALIAS: 'from-env', JITLLM_ARG_PARALLEL: '2' };
+    let srv = await startServer([], { env });
+    try {
+      assert.deepEqual((await srv.client().models.list()).data.map((m) => m.id), ['from-env']);
+      assert.match(srv.log(), /2 slot\(s\)/);
+    } finally {
+      assert.equal(await srv.stop(), 0);
+    }
+    srv = await startServer(['--alias', 'from-cli'], { env });
+    try {
+      assert.deepEqual((await srv.client().models.list()).data.map((m) => m.id), ['from-cli']);
+    } finally {
+      assert.equal(await srv.stop(), 0);
+    }
+  });
+});
+
 describe('queueing, 503, cancellation and shutdown (one slot, queue of one, slowed steps)', () => {
   let srv, client;
   before(async () => {

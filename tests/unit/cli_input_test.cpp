@@ -160,7 +160,7 @@ TEST(CliInput, n_over_the_context_generates_up_to_the_context_with_a_note) {
     EXPECT_THAT(r.err, HasSubstr("note: -n 100 exceeds the context; generating at most"));
 }
 
-// llama.cpp's spellings people already type: --temp, --n-predict, -n -1, -sys, -ngl, -np, --version,
+// llama.cpp's spellings people already type: --temp, --n-predict, -n -1, -sys, -ngl, -fa, -np, --version,
 // --list-devices; each gives what its jitllm spelling gives
 TEST(CliInput, llama_cpp_spellings) {
     const std::string base = "-p 'the cat' --seed 1 --no-stream ";
@@ -170,6 +170,10 @@ TEST(CliInput, llama_cpp_spellings) {
     EXPECT_EQ(run(base + "-n 6 --temp 0").out, ref.out);
     EXPECT_EQ(run(base + "--n-predict 6 --temp 0").out, ref.out);
     EXPECT_EQ(run(base + "-n 6 --temp 0 -ngl 0").out, ref.out);  // 0 layers on the GPU: the CPU
+    EXPECT_EQ(run(base + "-n 6 --temp 0 -fa on").out, ref.out);   // attention is always fused
+    EXPECT_EQ(run(base + "-n 6 --temp 0 -fa 1").out, ref.out);
+    expect_refused(base + "-n 6 -fa off", {"", 2, "--flash-attn off: expected on or auto, found off"});
+    expect_refused(base + "-n 6 -fa maybe", {"", 2, "--flash-attn: maybe not in {"});
     // -n -1: until an end token or the context is full, without -n 100's note
     const Result full = run(base + "-n -1 --ctx-size 16 --temp 0");
     EXPECT_EQ(full.rc, 0) << full.err;
