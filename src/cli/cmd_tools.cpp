@@ -224,10 +224,6 @@ int cmd_kernels(const Args& args) {
     return 0;
 }
 
-}  // namespace jitllm::cli
-
-namespace jitllm::cli {
-
 // jitllm --version: the release, the checkout it was built from and the compiler (llama.cpp's
 // `--version` gives the same facts); the GPU side is `jitllm devices`.
 int cmd_version(const Args& args) {
@@ -241,9 +237,14 @@ int cmd_version(const Args& args) {
     const int number = 0;
 #endif
     std::printf("jitllm %s, build %d (%s)\n", JITLLM_VERSION, number, commit.c_str());
-    std::printf("built with g++ %d.%d.%d (%s, C++%ld) for %s; CUDA headers %d.%d (driver dlopen'ed at run time)\n",
-                __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, JITLLM_BUILD_TYPE, __cplusplus / 100 % 100,
-                JITLLM_SYSTEM_PROCESSOR, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+#if defined(__clang__)
+    const char* compiler = "clang " __clang_version__;
+#else
+    const char* compiler = "g++ " __VERSION__;
+#endif
+    std::printf("built with %s (%s, C++%ld) for %s; CUDA headers %d.%d (driver dlopen'ed at run time)\n", compiler,
+                JITLLM_BUILD_TYPE, __cplusplus / 100 % 100, JITLLM_SYSTEM_PROCESSOR, CUDA_VERSION / 1000,
+                CUDA_VERSION % 1000 / 10);
     return 0;
 }
 
