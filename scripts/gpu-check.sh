@@ -713,9 +713,7 @@ next37)
     greedy_md5 "$q4"
     greedy_md5 "$q4" --gemv-rows 4
     tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-rows 4"
-    log "depth 8b:q8_0 [default]"
-    timeout 150 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 |
-        grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 next36)
     # session 36, after final34 / next35: the six shapes as bench rows (tg128, copy bandwidth
@@ -733,10 +731,7 @@ next36)
             done
         done
     done
-    q8=$(synth llama3.1-8b q8_0)
-    log "depth 8b:q8_0 [default]"
-    timeout 150 "$B/jitllm" bench --gpu -m "$q8" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 |
-        grep -E "^\| llama|rror" | tee -a "$OUT/summary.txt"
+    DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     q4=$(synth llama3.1-8b q4_0)
     tg_sets 8b:q4_0 "$q4" 1 " ;--attn-warp-merge;--attn-heads-per-block 2;--attn-heads-per-block 4"
     ids="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419"
