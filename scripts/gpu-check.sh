@@ -35,6 +35,7 @@
 #   splits18: the 3/4-fill split default against --attn-splits 8: golden, kernels, 8B depth rows
 #   next19  : the Q4_0 unit dot in two chains (default) against --gemv-q4-shift, --gemv-ablate math
 #             (the gemvs' arithmetic cost) on 8B Q4_0 / Q8_0, 8B Q4_0 split counts at depth 4096
+#   sync    : tools/sync_bench: a kernel boundary's cost with PDL against an arrival counter (session 37)
 #   kdot20  : tools/red_bench (split-K accumulation costs); attn.kdot=half2 (q . k in f16 pairs,
 #             session 20): golden (defaults and forced), kernels_vs_cpu, 8B Q8_0 / Q4_0 depth A/B
 #             (KDOT20_ROUNDS), depth rows at other split counts
@@ -79,6 +80,7 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
+#   ablate37: `--gemv-ablate math` on 8B Q4_0 / Q8_0 (the arithmetic's share of a token; next37's rows alone)
 #   next37  : on an H200: the six shapes' table with the greedy list's default, `--gemv-ablate math` on 8B
 #             Q4_0 / Q8_0 (what the arithmetic still costs), 8B Q8_0 depth rows
 #   next36  : the six shapes (tg128 bench rows, default and greedy list alternated), 8B Q8_0 depth rows,
@@ -417,6 +419,13 @@ gemm)
 modes)
     cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
     ;;
+sync)
+    # a kernel boundary's cost: PDL's grid completion against an arrival counter polled by the
+    # dependent (tools/sync_bench.cu; perf-notes session 37)
+    log "sync_bench"
+    timeout 120 "$B/sync_bench" > "$OUT/sync_bench.txt" 2>&1
+    tee -a "$OUT/summary.txt" < "$OUT/sync_bench.txt"
+    ;;
 red)
     # split-K accumulation costs (tools/red_bench.cu: atomics, fixed point, cluster pre-reduction)
     log "red_bench"
@@ -696,6 +705,14 @@ next35)
     tg_sets 8b:q4_0 "$q4" 3 " ;--force-variant sample.fuse=gemv"
     # (run_rates gives --seed 7 itself: a second --seed is refused)
     run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8" "--temperature 0.8 --force-variant sample.fuse=gemv"
+    ;;
+ablate37)
+    # the H100 / H200 lead (perf-notes session 36): what the split-layout gemvs' arithmetic costs 8B Q4_0 / Q8_0
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math"
     ;;
 next37)
     # prepared in session 36 (which got only an H100): on an H200 the issue's table with the greedy list's

@@ -18,6 +18,7 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
     "$NVCC" -O3 -arch=sm_90 -I src/kernels/cuda -o .gpu/bin/kv_stage_bench tools/kv_stage_bench.cu -L"$(dirname "$NVCC")/../lib64/stubs" -lcuda
     "$NVCC" -O3 -arch=sm_90 -o .gpu/bin/red_bench tools/red_bench.cu
+    "$NVCC" -O3 -arch=sm_90 -o .gpu/bin/sync_bench tools/sync_bench.cu
 fi
 strip .gpu/bin/* 2>/dev/null || true
 # the HTTP transport module of `jitllm serve` and the shared libraries it needs (not on the GPU host)
