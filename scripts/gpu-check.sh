@@ -80,6 +80,7 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
+#   xregs37 : --gemv-x-regs (x units in registers): kernels_vs_cpu, golden, 8B greedy md5, 8B tg128 A/B
 #   ablate37: `--gemv-ablate math` on 8B Q4_0 / Q8_0 (the arithmetic's share of a token; next37's rows alone)
 #   next37  : on an H200: the six shapes' table with the greedy list's default, `--gemv-ablate math` on 8B
 #             Q4_0 / Q8_0 (what the arithmetic still costs), 8B Q8_0 depth rows
@@ -705,6 +706,23 @@ next35)
     tg_sets 8b:q4_0 "$q4" 3 " ;--force-variant sample.fuse=gemv"
     # (run_rates gives --seed 7 itself: a second --seed is refused)
     run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8" "--temperature 0.8 --force-variant sample.fuse=gemv"
+    ;;
+xregs37)
+    # --gemv-x-regs (session 37): the bulk split-layout gemvs' x units in registers. kernels_vs_cpu on the
+    # Q4_0 / Q8_0 cases with the x-regs variants, golden with bulk forced and the flag, the 8B greedy md5
+    # (the same bits by construction) and tg128 alternated
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    cuda_test kvc-xregs kernels_vs_cpu_test "kernels_vs_cpu: x-regs variants" JITLLM_KVC_VARIANTS=x-regs \
+        "GTEST_FILTER=*llama_gqa8_hd64_q8_0*:*llama_gqa4_hd128_q4_0*:*llama_tail_hd64_q4_0*:*granite_tail_hd64_q8_0*"
+    cuda_test golden-xregs engine_golden_test "golden (cuda, bulk forced, --gemv-x-regs)" \
+        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk JITLLM_TEST_CUDA_GEMV_X_REGS=1
+    q4=$(synth llama3.1-8b q4_0)
+    q8=$(synth llama3.1-8b q8_0)
+    log "greedy md5 8b q4_0 default, then --gemv-x-regs"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-x-regs
+    tg_sets 8b:q4_0 "$q4" "${XREGS_ROUNDS:-2}" " ;--gemv-x-regs"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-x-regs"
     ;;
 ablate37)
     # the H100 / H200 lead (perf-notes session 36): what the split-layout gemvs' arithmetic costs 8B Q4_0 / Q8_0

@@ -1106,6 +1106,14 @@ private:
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate == 1 && wsplit && !batch_) v.set("GEMV_ABLATE", 1);
+            // --gemv-x-regs: each lane's x units of every chunk in registers (gemv.cu XREG) where they
+            // take at most ~40 registers: 4 units of Q4_0 (two int8 planes and (d, 8 * sum)), 8 of Q8_0
+            if (o_.gemv_x_regs && wsplit && !batch_ && !xr && o_.gemv_ablate != 1 && act_q8_type(w0->type)) {
+                const bool q4 = w0->type == GgmlType::Q4_0;
+                const int units = (q4 ? b.chunk / 2 : b.chunk) / 16;  // 16-byte units of a row chunk
+                const int nx = static_cast<int>(cols / b.chunk) * ((units + 31) / 32);
+                if (nx <= (q4 ? 4 : 8)) v.set("XREG", 1);
+            }
             // --gemv-ablate xpre* (timing only): the x prologue as one bulk copy of x's bytes, as if
             // the previous kernel had quantized x (gemv.cu XQ_IN without a producer), for every such
             // gemv or ffn_down / attn_output / both

@@ -76,6 +76,10 @@
 //                   is mostly idle, and gate/up's rows come first from L2. 1: after the warp's
 //                   early ring slots (before the PDL wait), 2: after its ring's first fill (once
 //                   x is in). 0 = off (default)
+//   XREG            BULK, split-layout Q4_0 / Q8_0, one activation row (--gemv-x-regs): each lane keeps
+//                   its x units of every chunk in registers (loaded once after the x prologue;
+//                   gemv_dot.cuh bulk_dot_xr), so an item reads only its weights from shared memory.
+//                   The same bits. 0 = off (default)
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
@@ -294,7 +298,10 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #if ATT_TAIL && !(EPI == 4 && BULK && XROWS == 1 && !XQ_OUT && !ARGMAX && REDUCE && defined(ATT_QPG) && defined(ATT_SCALE))
 #error "ATT_TAIL: the decode q/k/v bulk gemv with RoPE and the KV store (EPI=4), ATT_QPG and ATT_SCALE"
 #endif
-#if XQ_IN && !(GEMV_XQ8 && BULK && XROWS == 1)
+#if XREG && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1 && !GEMV_ABLATE)
+#error "XREG: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
+#endif
+#if XQ_IN && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1)
 #error "XQ_IN: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
 #endif
 #if XQ_OUT
@@ -803,6 +810,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     late_fill();  // now that x is in
 #endif
     TRACE_MARK(2);  // x ready
+#if BULK && XREG
+    XRegs xr;
+    xr.load(xs, lane);  // this lane's x units of every chunk, once for all passes
+#endif
 #if XQ_OUT && XQ_CL > 1
     cluster_wait();  // the leader's barriers initialized before any store to its slots
 #endif
@@ -857,10 +868,17 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         }
 #endif
 #if BULK
+#if XREG
+#pragma unroll
+#endif
         for (int c = 0; c < BULK_NCH; ++c, ++item) {
             const int slot = item % BULK_S;
             mbar_wait(bar0 + 8 * slot, (item / BULK_S) & 1);
+#if XREG
+            bulk_dot_xr<GEMV_DR>(bulk_dyn + BULK_XBYTES + (bulk_w * BULK_S + slot) * BULK_SLOT, xr, c, lane, acc);
+#else
             bulk_dot<GEMV_DR>(bulk_dyn + BULK_XBYTES + (bulk_w * BULK_S + slot) * BULK_SLOT, xs, c, lane, acc);
+#endif
             __syncwarp();  // every lane's reads of the slot are done before it is refilled
             const int next = item + BULK_S;
             if (next < n_items) {

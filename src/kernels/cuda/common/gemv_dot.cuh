@@ -34,6 +34,10 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
     return d;
 }
 
+#ifndef XREG  // --gemv-x-regs: the bulk split-layout loop's x units in registers (bulk_dot_xr)
+#define XREG 0
+#endif
+
 #ifndef GEMV_ABLATE  // --gemv-ablate math: bulk_dot without its arithmetic (split layout; timing only)
 #define GEMV_ABLATE 0
 #endif
@@ -534,7 +538,78 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
 #endif
     }
 }
+#if XREG
+// gemv.cu XREG (--gemv-x-regs): a lane's x units of every chunk in registers, loaded once after the x
+// prologue, so each item reads only its weights from shared memory (the x copy's reads were ~40 bytes
+// a unit against the weights' 16-18 a row). Lane t's units of chunk c are c * NU + t + 32 j, the
+// same for every pass; XREG_NX of them (BULK_NCH chunks x XREG_J units a chunk).
+#define XREG_NU (BULK_QB / 16)
+#define XREG_J ((XREG_NU + 31) / 32)
+#define XREG_NX (BULK_NCH * XREG_J)
+static_assert(XREG_NX <= 8, "XREG: at most 8 x units a lane in registers");
+struct XRegs {
+#if WTYPE == Q4_0
+    uint4 a[XREG_NX], b[XREG_NX];
+    float2 d[XREG_NX];
+#else
+    uint4 a[XREG_NX];
+    float d[XREG_NX];
 #endif
+    __device__ __forceinline__ void load(const XSrc& xs, int lane) {
+#pragma unroll
+        for (int i = 0; i < XREG_NX; ++i) {
+            const int u = lane + 32 * (i % XREG_J), v = (i / XREG_J) * XREG_NU + u;
+            const bool ok = XREG_NU % 32 == 0 || u < XREG_NU;
+#if WTYPE == Q4_0
+            a[i] = ok ? xs.q16(16 * v) : make_uint4(0, 0, 0, 0);
+            b[i] = ok ? xs.q16(COLS / 2 + 16 * v) : make_uint4(0, 0, 0, 0);
+            d[i] = ok ? xs.qd[v] : make_float2(0.0f, 0.0f);
+#else
+            a[i] = ok ? xs.q16(16 * v) : make_uint4(0, 0, 0, 0);
+            d[i] = ok ? xs.qd[v >> 1].x : 0.0f;
+#endif
+        }
+    }
+};
+
+// bulk_dot with x from registers: chunk c (the caller's chunk loop is unrolled, so the register
+// indices are compile-time constants: `kernels` reports a spill otherwise)
+template <int R>
+__device__ __forceinline__ void bulk_dot_xr(const uint8_t* sm, const XRegs& xr, int c, int lane, float* acc) {
+#pragma unroll
+    for (int j = 0; j < XREG_J; ++j) {
+        const int u = lane + 32 * j;
+        if (XREG_NU % 32 != 0 && u >= XREG_NU) break;
+        constexpr int EPU = WTYPE == Q4_0 ? 32 : 16;
+        const int i = c * XREG_J + j;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const uint4 w = *reinterpret_cast<const uint4*>(sm + r * BULK_RB + 16 * u);
+            const uint32_t d = *reinterpret_cast<const uint16_t*>(sm + r * BULK_RB + BULK_QB + 2 * ((u * EPU) >> 5));
+#if WTYPE == Q4_0
+            // as split_unit's two chains (the same integer t, the same float operations)
+            int lo = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xr.a[i].x), 0);
+            int hi = dp4a_us(w.x & 0xF0F0F0F0u, int(xr.b[i].x), 0);
+            lo = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xr.a[i].y), lo);
+            hi = dp4a_us(w.y & 0xF0F0F0F0u, int(xr.b[i].y), hi);
+            lo = __dp4a(int(w.z & 0x0F0F0F0Fu), int(xr.a[i].z), lo);
+            hi = dp4a_us(w.z & 0xF0F0F0F0u, int(xr.b[i].z), hi);
+            lo = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xr.a[i].w), lo);
+            hi = dp4a_us(w.w & 0xF0F0F0F0u, int(xr.b[i].w), hi);
+            const int t = lo + (hi >> 4);
+            acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i].x) * (float(t) - xr.d[i].y);
+#else
+            int t = __dp4a(int(w.x), int(xr.a[i].x), 0);
+            t = __dp4a(int(w.y), int(xr.a[i].y), t);
+            t = __dp4a(int(w.z), int(xr.a[i].z), t);
+            t = __dp4a(int(w.w), int(xr.a[i].w), t);
+            acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i]) * float(t);
+#endif
+        }
+    }
+}
+#endif  // XREG
+#endif  // BULK
 
 // EARLY_LOAD (gemv.cu rows_dot_pre) through the plain path's names: set, load and dot of a step
 #define GEMV_EARLY_OK (!GEMV_SPLIT_PIPE)
