@@ -547,6 +547,8 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
 #define XREG_J ((XREG_NU + 31) / 32)
 #define XREG_NX (BULK_NCH * XREG_J)
 static_assert(XREG_NX <= 8, "XREG: at most 8 x units a lane in registers");
+constexpr int kXregMagicI = 0x4B400000;      // the bits of 2^23 + 2^22 (12582912.0f)
+constexpr float kXregMagicF = 12582912.0f;
 struct XRegs {
 #if WTYPE == Q4_0
     uint4 a[XREG_NX], b[XREG_NX];
@@ -563,7 +565,8 @@ struct XRegs {
 #if WTYPE == Q4_0
             a[i] = ok ? xs.q16(16 * v) : make_uint4(0, 0, 0, 0);
             b[i] = ok ? xs.q16(COLS / 2 + 16 * v) : make_uint4(0, 0, 0, 0);
-            d[i] = ok ? xs.qd[v] : make_float2(0.0f, 0.0f);
+            // (d, 2^23 + 2^22 + 8 * sum): the offset as the magic float the dot's integer is read into
+            d[i] = ok ? make_float2(xs.qd[v].x, kXregMagicF + xs.qd[v].y) : make_float2(0.0f, kXregMagicF);
 #else
             a[i] = ok ? xs.q16(16 * v) : make_uint4(0, 0, 0, 0);
             d[i] = ok ? xs.qd[v >> 1].x : 0.0f;
@@ -596,8 +599,11 @@ __device__ __forceinline__ void bulk_dot_xr(const uint8_t* sm, const XRegs& xr, 
             hi = dp4a_us(w.z & 0xF0F0F0F0u, int(xr.b[i].z), hi);
             lo = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xr.a[i].w), lo);
             hi = dp4a_us(w.w & 0xF0F0F0F0u, int(xr.b[i].w), hi);
-            const int t = lo + (hi >> 4);
-            acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i].x) * (float(t) - xr.d[i].y);
+            // t = lo + (hi >> 4) read as a float by adding it to the magic's bits (|t| < 2^16, so
+            // 2^23 + 2^22 + t is exact) and taking the magic and the offset off in one exact
+            // subtraction: float(t) - 8 * sum without the int-to-float conversion, the same value
+            const float ft = __int_as_float(lo + (hi >> 4) + kXregMagicI) - xr.d[i].y;
+            acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i].x) * ft;
 #else
             int t = __dp4a(int(w.x), int(xr.a[i].x), 0);
             t = __dp4a(int(w.y), int(xr.a[i].y), t);
