@@ -712,17 +712,17 @@ xregs37)
     # Q4_0 / Q8_0 cases with the x-regs variants, golden with bulk forced and the flag, the 8B greedy md5
     # (the same bits by construction) and tg128 alternated
     nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
-    cuda_test kvc-xregs kernels_vs_cpu_test "kernels_vs_cpu: x-regs variants" JITLLM_KVC_VARIANTS=x-regs \
+    [ "${XREGS_KVC:-1}" = 1 ] && cuda_test kvc-xregs kernels_vs_cpu_test "kernels_vs_cpu: x-regs variants" JITLLM_KVC_VARIANTS=x-regs \
         "GTEST_FILTER=*Matches*llama_gqa4_hd128_q4_0:*Matches*granite_tail_hd64_q8_0"
     cuda_test golden-xregs engine_golden_test "golden (cuda, bulk forced, --gemv-x-regs)" \
         JITLLM_TEST_CUDA_FORCE=gemv.load=bulk JITLLM_TEST_CUDA_GEMV_X_REGS=1
     q4=$(synth llama3.1-8b q4_0)
-    q8=$(synth llama3.1-8b q8_0)
+    [ "${XREGS_Q8:-1}" = 1 ] && q8=$(synth llama3.1-8b q8_0)
     log "greedy md5 8b q4_0 default, then --gemv-x-regs"
     greedy_md5 "$q4"
     greedy_md5 "$q4" --gemv-x-regs
     tg_sets 8b:q4_0 "$q4" "${XREGS_ROUNDS:-2}" " ;--gemv-x-regs"
-    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-x-regs"
+    [ "${XREGS_Q8:-1}" = 1 ] && tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-x-regs"
     ;;
 ablate37)
     # the H100 / H200 lead (perf-notes session 36): what the split-layout gemvs' arithmetic costs 8B Q4_0 / Q8_0
