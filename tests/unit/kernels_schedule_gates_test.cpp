@@ -296,6 +296,48 @@ TEST(ScheduleGates, GemvBalancePicksTheWarpsOfTheShortestBusiestBlock) {
     }
 }
 
+// gemv.cu XREG (session 37): every bulk split-layout Q4_0 / Q8_0 decode gemv whose lane's x units fit
+// ~40 registers (Q4_0: 4 units, Q8_0: 8) keeps them in registers by default; a Q4_0 ffn_down of 8192
+// columns (at least 8 units a lane whatever its chunk) reads its x copy; --no-gemv-x-regs: none; the
+// lanes gemvs and `--gemv-ablate math` never
+TEST(ScheduleGates, BulkGemvsKeepXInRegistersWhereItFits) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+        auto m = tiny(t, t, /*tied=*/false, 512, 8192);
+        const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+        ScheduleOptions o;
+        o.force = {{"gemv.load", "bulk"}};
+        int xreg = 0, bulk = 0, wide_n = 0;
+        for (const KernelStep& k : schedule_build(p, h200, o).decode) {
+            if (!has_define(k.variant, "BULK", "1") || !has_define(k.variant, "WSPLIT", "1")) {
+                EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
+                continue;
+            }
+            ++bulk;
+            const bool wide = define_value(k.variant, "COLS") == "8192";
+            wide_n += wide ? 1 : 0;
+            if (t == GgmlType::Q4_0 && wide) {
+                EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
+            } else if (!wide) {
+                EXPECT_TRUE(has_define(k.variant, "XREG", "1")) << k.symbol;
+            }
+            xreg += defines(k.variant, "XREG") ? 1 : 0;
+        }
+        EXPECT_GT(bulk, 0);
+        EXPECT_GT(xreg, 0);
+        EXPECT_GT(wide_n, 0);  // ffn_down's 8192 columns are a bulk split-layout gemv too
+        ScheduleOptions off = o;
+        off.gemv_x_regs = false;
+        for (const KernelStep& k : schedule_build(p, h200, off).decode) EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
+        ScheduleOptions ablate = o;
+        ablate.gemv_ablate = 1;
+        for (const KernelStep& k : schedule_build(p, h200, ablate).decode) EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
+        ScheduleOptions lanes;
+        lanes.force = {{"gemv.load", "lanes"}};
+        for (const KernelStep& k : schedule_build(p, h200, lanes).decode) EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
+    }
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

@@ -399,9 +399,10 @@ const Variant kVariants[] = {
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
-    // (--gemv-x-regs: the lanes' x units in registers; with the producers' quantized x (xq-producer) too)
-    {"gated+fused+bulk+x-regs", {.force = gated({{"gemv.load", "bulk"}}), .gemv_x_regs = true}},
-    {"gated+fused+bulk+xq-producer+x-regs", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_x_regs = true}},
+    // (the bulk gemvs' x units in registers by default; --no-gemv-x-regs: from the shared-memory copy, with
+    // the producers' quantized x (xq-producer) too)
+    {"gated+fused+bulk+no-x-regs", {.force = gated({{"gemv.load", "bulk"}}), .gemv_x_regs = false}},
+    {"gated+fused+bulk+xq-producer+no-x-regs", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_x_regs = false}},
     {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
     // gemv.xq=producer (the bulk default): gate/up quantizes its output for ffn_down, each group of 32
     // rows by a cluster of 2 blocks (6 passes on 8 blocks of the 768-row *_tail_* shapes; with the 1

@@ -1106,8 +1106,10 @@ private:
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate == 1 && wsplit && !batch_) v.set("GEMV_ABLATE", 1);
-            // --gemv-x-regs: each lane's x units of every chunk in registers (gemv.cu XREG) where they
-            // take at most ~40 registers: 4 units of Q4_0 (two int8 planes and (d, 8 * sum)), 8 of Q8_0
+            // each lane's x units of every chunk in registers (gemv.cu XREG; --no-gemv-x-regs: off) where
+            // they take at most ~40 registers: 4 units of Q4_0 (two int8 planes and (d, 8 * sum)), 8 of
+            // Q8_0. The same bits. H100, tg128, session 37: 8B Q4_0 627.80 / 627.76 against 622.18 /
+            // 622.28 tok/s (+0.9 %), 8B Q8_0 358.94 against 358.10
             if (o_.gemv_x_regs && wsplit && !batch_ && !xr && o_.gemv_ablate != 1 && act_q8_type(w0->type)) {
                 const bool q4 = w0->type == GgmlType::Q4_0;
                 const int units = (q4 ? b.chunk / 2 : b.chunk) / 16;  // 16-byte units of a row chunk

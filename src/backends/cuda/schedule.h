@@ -114,7 +114,7 @@ struct ScheduleOptions {
     bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (session 18's one-chain Q4_0 unit dot)
     bool gemv_xq_groups = false;                 // --gemv-xq-groups: gemv.xq=producer's groups of 32 rows whole in one block (XQ_NGB, on fewer blocks) instead of clusters of 2 blocks
     bool gemv_xq_norm = false;                   // --gemv-xq-norm: gemv.xq=producer for the normed gemvs too (the embedding and the residual gemvs quantize x * norm weight, XQ_NORM)
-    bool gemv_x_regs = false;                    // --gemv-x-regs: the bulk split-layout Q4_0 / Q8_0 decode gemvs keep each lane's x units in registers (gemv.cu XREG) where they fit
+    bool gemv_x_regs = true;                     // the bulk split-layout Q4_0 / Q8_0 decode gemvs keep each lane's x units in registers (gemv.cu XREG) where they fit; --no-gemv-x-regs: off
     bool no_attn_xq = false;                     // --no-attn-xq: gemv.xq=producer without the decode attention as a producer (attn_output quantizes x)
     int gemv_xq_lag = 1;                         // --gemv-xq-lag N: gemv.xq=producer's group quantized after the leader's pass N groups later (XQ_LAG)
     int gemv_ablate = 0;                         // --gemv-ablate math (1): bulk split-layout gemvs without their dot products; xpre (2), xpre-down (3), xpre-out (4), xpre-nonorm (5): their x prologue as one bulk copy (XQ_IN); xq-nosync (6): XQ_OUT without its arrivals (XQ_ABLATE 1), xq-waitonly (7) / xq-notail (8): its waits without the quantization (2), its last groups' (3); timing only

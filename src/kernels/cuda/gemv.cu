@@ -76,10 +76,11 @@
 //                   is mostly idle, and gate/up's rows come first from L2. 1: after the warp's
 //                   early ring slots (before the PDL wait), 2: after its ring's first fill (once
 //                   x is in). 0 = off (default)
-//   XREG            BULK, split-layout Q4_0 / Q8_0, one activation row (--gemv-x-regs): each lane keeps
-//                   its x units of every chunk in registers (loaded once after the x prologue;
-//                   gemv_dot.cuh bulk_dot_xr), so an item reads only its weights from shared memory.
-//                   The same bits. 0 = off (default)
+//   XREG            BULK, split-layout Q4_0 / Q8_0, one activation row: each lane keeps its x units of
+//                   every chunk in registers (loaded once after the x prologue; gemv_dot.cuh
+//                   bulk_dot_xr), so an item reads only its weights from shared memory. The same
+//                   bits. Set by the schedule where a lane's units take <= ~40 registers
+//                   (--no-gemv-x-regs: never); 0 = off
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0

@@ -34,7 +34,7 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
     return d;
 }
 
-#ifndef XREG  // --gemv-x-regs: the bulk split-layout loop's x units in registers (bulk_dot_xr)
+#ifndef XREG  // (default where it fits; --no-gemv-x-regs: 0) the bulk split-layout loop's x units in registers (bulk_dot_xr)
 #define XREG 0
 #endif
 
@@ -539,7 +539,7 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
     }
 }
 #if XREG
-// gemv.cu XREG (--gemv-x-regs): a lane's x units of every chunk in registers, loaded once after the x
+// gemv.cu XREG (default where it fits; --no-gemv-x-regs: off): a lane's x units of every chunk in registers, loaded once after the x
 // prologue, so each item reads only its weights from shared memory (the x copy's reads were ~40 bytes
 // a unit against the weights' 16-18 a row). Lane t's units of chunk c are c * NU + t + 32 j, the
 // same for every pass; XREG_NX of them (BULK_NCH chunks x XREG_J units a chunk).
