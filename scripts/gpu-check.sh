@@ -80,9 +80,10 @@
 #             of the default and deeper tensor-map rings, 8B F16 depth rows default against ld
 #   final28 : the session's defaults: prompt modes, 8B Q8_0 depth rows (default twice, splits 10 / 14), 8B Q4_0
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
-#   xregs37 : --gemv-x-regs (x units in registers): kernels_vs_cpu, golden, 8B greedy md5, 8B tg128 A/B
+#   xregs37 : x units in registers (default) against --no-gemv-x-regs: kernels_vs_cpu, golden, 8B md5, 8B tg128 A/B
 #   ablate37: `--gemv-ablate math` on 8B Q4_0 / Q8_0 (the arithmetic's share of a token; next37's rows alone)
-#   next37  : on an H200: the six shapes' table with the greedy list's default, `--gemv-ablate math` on 8B
+#   next37  : on an H200: the six shapes' table with the greedy list's and x registers' defaults, `--gemv-ablate math`
+#             and --no-gemv-x-regs on 8B
 #             Q4_0 / Q8_0 (what the arithmetic still costs), 8B Q8_0 depth rows
 #   next36  : the six shapes (tg128 bench rows, default and greedy list alternated), 8B Q8_0 depth rows,
 #             attention merge alternatives and perplexity --gpu (after final34 / next35)
@@ -708,21 +709,22 @@ next35)
     run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8" "--temperature 0.8 --force-variant sample.fuse=gemv"
     ;;
 xregs37)
-    # --gemv-x-regs (session 37): the bulk split-layout gemvs' x units in registers. kernels_vs_cpu on the
-    # Q4_0 / Q8_0 cases with the x-regs variants, golden with bulk forced and the flag, the 8B greedy md5
-    # (the same bits by construction) and tg128 alternated
+    # the bulk split-layout gemvs' x units in registers (session 37; default since 43f5afb, --no-gemv-x-regs
+    # the sibling). kernels_vs_cpu on a Q4_0 and a Q8_0 case with the bulk variants (XREG) and the no-x-regs
+    # ones, golden with bulk forced (XREG where it fits), the 8B greedy md5 (the same bits by construction)
+    # and tg128 alternated
     nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
-    [ "${XREGS_KVC:-1}" = 1 ] && cuda_test kvc-xregs kernels_vs_cpu_test "kernels_vs_cpu: x-regs variants" JITLLM_KVC_VARIANTS=x-regs \
+    [ "${XREGS_KVC:-1}" = 1 ] && cuda_test kvc-xregs kernels_vs_cpu_test "kernels_vs_cpu: bulk and no-x-regs variants" \
+        JITLLM_KVC_VARIANTS=gated+fused+bulk,x-regs \
         "GTEST_FILTER=*Matches*llama_gqa4_hd128_q4_0:*Matches*granite_tail_hd64_q8_0"
-    cuda_test golden-xregs engine_golden_test "golden (cuda, bulk forced, --gemv-x-regs)" \
-        JITLLM_TEST_CUDA_FORCE=gemv.load=bulk JITLLM_TEST_CUDA_GEMV_X_REGS=1
+    cuda_test golden-xregs engine_golden_test "golden (cuda, bulk forced: XREG)" JITLLM_TEST_CUDA_FORCE=gemv.load=bulk
     q4=$(synth llama3.1-8b q4_0)
     [ "${XREGS_Q8:-1}" = 1 ] && q8=$(synth llama3.1-8b q8_0)
-    log "greedy md5 8b q4_0 default, then --gemv-x-regs"
+    log "greedy md5 8b q4_0 default (x in registers), then --no-gemv-x-regs"
     greedy_md5 "$q4"
-    greedy_md5 "$q4" --gemv-x-regs
-    tg_sets 8b:q4_0 "$q4" "${XREGS_ROUNDS:-2}" " ;--gemv-x-regs"
-    [ "${XREGS_Q8:-1}" = 1 ] && tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-x-regs"
+    greedy_md5 "$q4" --no-gemv-x-regs
+    tg_sets 8b:q4_0 "$q4" "${XREGS_ROUNDS:-2}" " ;--no-gemv-x-regs"
+    [ "${XREGS_Q8:-1}" = 1 ] && tg_sets 8b:q8_0 "$q8" 1 " ;--no-gemv-x-regs"
     ;;
 ablate37)
     # the H100 / H200 lead (perf-notes session 36): what the split-layout gemvs' arithmetic costs 8B Q4_0 / Q8_0
@@ -741,8 +743,8 @@ next37)
     BENCH_P=0 OUT="$OUT" "$PWD/scripts/gpu-check.sh" bench
     q4=$(synth llama3.1-8b q4_0)
     q8=$(synth llama3.1-8b q8_0)
-    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math"
-    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math"
+    tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math;--no-gemv-x-regs"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math;--no-gemv-x-regs"
     # four weight rows a warp item (x's shared-memory reads a row halved; last measured in session 7,
     # before the bulk rings' current shape): the text first, then the rate
     greedy_md5 "$q4"
