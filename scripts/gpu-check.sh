@@ -749,7 +749,9 @@ next37)
     # before the bulk rings' current shape): the text first, then the rate
     greedy_md5 "$q4"
     greedy_md5 "$q4" --gemv-rows 4
-    tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-rows 4"
+    greedy_md5 "$q4" --gemv-rows-for ffn_down=4
+    tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-rows 4;--gemv-rows-for ffn_down=4"
+    tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-rows-for ffn_down=4"
     DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 next36)

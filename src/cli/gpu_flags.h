@@ -25,6 +25,7 @@ struct GpuFlags {
     std::vector<std::string> gemv_grid_for;         // KIND=N
     std::vector<std::string> gemv_cluster_for;      // KIND=N
     std::vector<std::string> gemv_block_for;        // KIND=N
+    std::vector<std::string> gemv_rows_for;         // KIND=N
     bool no_fuse = false, attn_merge_two_trips = false;
     bool norm_early = false, no_norm_early = false;  // --gemv-norm-early / --no-gemv-norm-early
     std::string kernel_cache;
@@ -128,6 +129,10 @@ private:
                        "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "
                        "first task is KIND (e.g. ffn_norm=384: a 12-warp gate/up whose rings fit beside "
                        "attn_output's; repeatable; H200 8B Q4_0 attn_norm=384: 769.0 against 785.2 tok/s)");
+        app.add_option("--gemv-rows-for", gemv_rows_for,
+                       "tuning: KIND=N, --gemv-rows for the gemv kernel whose first task is KIND (1 to 8; e.g. "
+                       "ffn_down=4: each slot's x units read once for 4 weight rows, where x does not stay in registers; "
+                       "repeatable)");
         app.add_flag("--no-gemv-norm-early", no_norm_early, "tuning: no gemv loads its norm weight before the PDL wait");
         app.add_flag("--gemv-norm-early", norm_early,
                      "tuning: every normed Q4_0 / Q8_0 gemv (q/k/v, gate/up, the output head) loads its norm weight before "
@@ -371,7 +376,7 @@ private:
 
 public:
 
-    // KIND=N options (--gemv-early-slots-for, --gemv-bulk-kb-for, --gemv-grid-for, --gemv-block-for):
+    // KIND=N options (--gemv-early-slots-for, --gemv-bulk-kb-for, --gemv-grid-for, --gemv-block-for, --gemv-rows-for):
     // KIND a task kind, N in 1..max
     static std::map<std::string, int> kind_counts(const char* flag, const char* what, const std::vector<std::string>& list,
                                                   int max) {
@@ -421,6 +426,7 @@ public:
         s.gemv_grid_for = kind_counts("--gemv-grid-for", "a block count", gemv_grid_for, 999);
         s.gemv_cluster_for = kind_counts("--gemv-cluster-for", "a cluster size", gemv_cluster_for, 8);
         s.gemv_block_for = kind_counts("--gemv-block-for", "a thread count", gemv_block_for, 1024);
+        s.gemv_rows_for = kind_counts("--gemv-rows-for", "a row count", gemv_rows_for, 8);
         for (const auto& [kind, n] : s.gemv_block_for)
             if (n % 32 != 0 || n < 128)
                 fail_usage("--gemv-block-for: expected whole warps, 128 to 1024 threads, for '{}', found {}", kind, n);

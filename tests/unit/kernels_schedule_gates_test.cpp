@@ -338,6 +338,28 @@ TEST(ScheduleGates, BulkGemvsKeepXInRegistersWhereItFits) {
     }
 }
 
+// --gemv-rows-for KIND=N: only the gemv whose first task is KIND takes N rows a warp and pass (bulk
+// ffn_down here: 16 warps x 4 rows a block pass, the others keep 2)
+TEST(ScheduleGates, GemvRowsForSetsOneKernelsRows) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, /*tied=*/false, 512, 512);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    o.force = {{"gemv.load", "bulk"}};
+    o.gemv_rows_for = {{"ffn_down", 4}};
+    int down = 0;
+    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        const bool is_down = p.decode[size_t(k.tasks.front())].kind == TaskKind::FfnDown;
+        down += is_down ? 1 : 0;
+        if (is_down) {
+            EXPECT_EQ(define_value(k.variant, "ROWS_PER_BLOCK"), "64") << k.symbol;
+        } else if (!defines(k.variant, "EPI") || define_value(k.variant, "EPI") != "2") {
+            EXPECT_EQ(define_value(k.variant, "ROWS_PER_BLOCK"), "32") << k.symbol;
+        }
+    }
+    EXPECT_EQ(down, m->config.n_layers);
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

@@ -450,6 +450,7 @@ const Variant kVariants[] = {
     // one weight row per warp item (--gemv-rows 1; gate/up keep their pair): for row counts that
     // 2-row sets spread unevenly over the warps (8B q/k/v: 3072 sets on 2112 warps)
     {"gated+fused+bulk+rows1", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows = 1}},
+    {"gated+fused+bulk+rows4-down", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows_for = {{"ffn_down", 4}}}},
     // --gemv-warp-major: row sets assigned warp-major over 3 blocks (several passes, a partial last
     // one), with the bulk rings and with the default loops (split types: the early first load)
     {"gated+fused+bulk+warp-major+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_warp_major = true}},

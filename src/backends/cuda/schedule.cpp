@@ -1022,6 +1022,8 @@ private:
         // (RoPE in the epilogue: an even count, the rotation pairs (2i, 2i + 1) within a pass;
         // --gemv-rows 1 and 3 become 2 and 4 there)
         int r = o_.gemv_rows > 0 ? o_.gemv_rows : bulk && g.epi == 2 ? 1 : 2;
+        // --gemv-rows-for KIND=N: this kernel's own count (e.g. ffn_down=4: x's shared-memory reads a row halved)
+        if (const auto rf = o_.gemv_rows_for.find(first_kind); rf != o_.gemv_rows_for.end()) r = rf->second;
         if (g.rope && r % 2 != 0) ++r;
         // --gemv-balance: a bulk gemv takes 12-16 warps a block, the count whose last pass leaves
         // the fewest row sets on the busiest block (8B q/k/v: 3072 sets of 2 rows on 132 blocks

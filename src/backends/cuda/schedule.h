@@ -131,6 +131,7 @@ struct ScheduleOptions {
     std::set<std::string> gemv_lanes_for = {};            // --gemv-lanes-for KIND: the gemv whose first task is KIND keeps gemv.load=lanes (registers, no ring: its block can sit beside the next bulk gemv's)
     std::map<std::string, int> gemv_cluster_for = {};     // --gemv-cluster-for KIND=N: that gemv launched in clusters of N blocks (unused by it)
     std::map<std::string, int> gemv_grid_for = {};        // --gemv-grid-for KIND=N: the gemv whose first task is KIND on at most N blocks
+    std::map<std::string, int> gemv_rows_for = {};        // --gemv-rows-for KIND=N: --gemv-rows of the gemv whose first task is KIND
     std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     int gemv_norm_early = -1;                    // --gemv-norm-early / --no-gemv-norm-early: every normed Q4_0 / Q8_0 gemv loads its norm weight before the PDL wait (1), none (0); -1: the lanes gemvs under gemv.early=load (NW_EARLY)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)

@@ -302,7 +302,7 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #if XREG && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1 && !GEMV_ABLATE)
 #error "XREG: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
 #endif
-#if XQ_IN && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1)
+#if XQ_IN && !(GEMV_XQ8 && BULK && XROWS == 1)
 #error "XQ_IN: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
 #endif
 #if XQ_OUT

@@ -34,7 +34,7 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
     return d;
 }
 
-#ifndef XREG  // (default where it fits; --no-gemv-x-regs: 0) the bulk split-layout loop's x units in registers (bulk_dot_xr)
+#ifndef XREG  // the bulk split-layout loop's x units in registers (bulk_dot_xr; --no-gemv-x-regs: 0)
 #define XREG 0
 #endif
 
@@ -539,10 +539,12 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
     }
 }
 #if XREG
-// gemv.cu XREG (default where it fits; --no-gemv-x-regs: off): a lane's x units of every chunk in registers, loaded once after the x
-// prologue, so each item reads only its weights from shared memory (the x copy's reads were ~40 bytes
-// a unit against the weights' 16-18 a row). Lane t's units of chunk c are c * NU + t + 32 j, the
-// same for every pass; XREG_NX of them (BULK_NCH chunks x XREG_J units a chunk).
+// gemv.cu XREG (the schedule's default where it fits; --no-gemv-x-regs: off): a lane's x units of
+// every chunk in registers, loaded once after the x prologue, so each item reads only its weights
+// from shared memory (the x copy's reads were ~40 bytes a unit against the weights' 16-18 a row).
+// Lane t's units of chunk c are c * NU + t + 32 j, the same for every pass; XREG_NX of them
+// (BULK_NCH chunks x XREG_J units a chunk). Every producer of the copy (xq8_store, xq8_group_store)
+// writes (d, 8 * sum) with an integer 8 * sum, which the Q4_0 form's magic offset needs.
 #define XREG_NU (BULK_QB / 16)
 #define XREG_J ((XREG_NU + 31) / 32)
 #define XREG_NX (BULK_NCH * XREG_J)
