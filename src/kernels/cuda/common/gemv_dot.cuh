@@ -438,54 +438,63 @@ __device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const*
     }
 }
 
+// One 16-byte unit's integer dot product (split_unit and bulk_dot_xr).
+#if WTYPE == Q4_0
+// Q4_0: word i holds elements 4i..4i+3 (low nibbles, x plane A word i) and 16+4i.. (high nibbles,
+// x plane B word i); nibbles 0..15, the -8 via the block's 8 * sum
+__device__ __forceinline__ int split_unit_int(uint4 w, uint4 xa, uint4 xb) {
+#if GEMV_Q4_SHIFT  // --gemv-q4-shift: session 18's form, one chain, each high nibble shifted down
+    int t = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xa.x), 0);
+    t = __dp4a(int((w.x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
+    t = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xa.y), t);
+    t = __dp4a(int((w.y >> 4) & 0x0F0F0F0Fu), int(xb.y), t);
+    t = __dp4a(int(w.z & 0x0F0F0F0Fu), int(xa.z), t);
+    t = __dp4a(int((w.z >> 4) & 0x0F0F0F0Fu), int(xb.z), t);
+    t = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xa.w), t);
+    t = __dp4a(int((w.w >> 4) & 0x0F0F0F0Fu), int(xb.w), t);
+    return t;
+#else
+    // two independent chains: the low nibbles, and the high nibbles left in place (16 x the
+    // value, unsigned bytes times signed x: dp4a.u32.s32) with one shift at the end; integer
+    // sums, so t is the same integer as the one-chain form
+    int lo = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xa.x), 0);
+    int hi = dp4a_us(w.x & 0xF0F0F0F0u, int(xb.x), 0);
+    lo = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xa.y), lo);
+    hi = dp4a_us(w.y & 0xF0F0F0F0u, int(xb.y), hi);
+    lo = __dp4a(int(w.z & 0x0F0F0F0Fu), int(xa.z), lo);
+    hi = dp4a_us(w.z & 0xF0F0F0F0u, int(xb.z), hi);
+    lo = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xa.w), lo);
+    hi = dp4a_us(w.w & 0xF0F0F0F0u, int(xb.w), hi);
+    return lo + (hi >> 4);  // hi is a multiple of 16: the shift is exact
+#endif
+}
+#else
+// Q8_0: elements 16v..16v+15, int8 x int8
+__device__ __forceinline__ int split_unit_int(uint4 w, uint4 xv) {
+    int t = __dp4a(int(w.x), int(xv.x), 0);
+    t = __dp4a(int(w.y), int(xv.y), t);
+    t = __dp4a(int(w.z), int(xv.z), t);
+    return __dp4a(int(w.w), int(xv.w), t);
+}
+#endif
+
 // 16-byte unit v (Q4_0: block v; Q8_0: half block v) of R rows, w[r] with its f16 scale d[r],
 // times x: acc[r] += the unit's dot product (C: the length of x)
 template <int R, int C = COLS>
 __device__ __forceinline__ void split_unit(const uint4* w, const uint32_t* d, const XSrc& xs, int v, float* acc) {
 #if WTYPE == Q4_0
-    // word i: elements 4i..4i+3 (low nibbles, plane A word i) and 16+4i.. (high nibbles, plane
-    // B word i); nibbles 0..15, the -8 via the block's 8 * sum
     const uint4 xa = xs.q16(16 * v), xb = xs.q16(C / 2 + 16 * v);
     const float2 xd = xs.qd[v];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-#if GEMV_Q4_SHIFT  // --gemv-q4-shift: session 18's form, one chain, each high nibble shifted down
-        int t = __dp4a(int(w[r].x & 0x0F0F0F0Fu), int(xa.x), 0);
-        t = __dp4a(int((w[r].x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
-        t = __dp4a(int(w[r].y & 0x0F0F0F0Fu), int(xa.y), t);
-        t = __dp4a(int((w[r].y >> 4) & 0x0F0F0F0Fu), int(xb.y), t);
-        t = __dp4a(int(w[r].z & 0x0F0F0F0Fu), int(xa.z), t);
-        t = __dp4a(int((w[r].z >> 4) & 0x0F0F0F0Fu), int(xb.z), t);
-        t = __dp4a(int(w[r].w & 0x0F0F0F0Fu), int(xa.w), t);
-        t = __dp4a(int((w[r].w >> 4) & 0x0F0F0F0Fu), int(xb.w), t);
-#else
-        // two independent chains: the low nibbles, and the high nibbles left in place (16 x the
-        // value, unsigned bytes times signed x: dp4a.u32.s32) with one shift at the end; integer
-        // sums, so t is the same integer as the one-chain form
-        int lo = __dp4a(int(w[r].x & 0x0F0F0F0Fu), int(xa.x), 0);
-        int hi = dp4a_us(w[r].x & 0xF0F0F0F0u, int(xb.x), 0);
-        lo = __dp4a(int(w[r].y & 0x0F0F0F0Fu), int(xa.y), lo);
-        hi = dp4a_us(w[r].y & 0xF0F0F0F0u, int(xb.y), hi);
-        lo = __dp4a(int(w[r].z & 0x0F0F0F0Fu), int(xa.z), lo);
-        hi = dp4a_us(w[r].z & 0xF0F0F0F0u, int(xb.z), hi);
-        lo = __dp4a(int(w[r].w & 0x0F0F0F0Fu), int(xa.w), lo);
-        hi = dp4a_us(w[r].w & 0xF0F0F0F0u, int(xb.w), hi);
-        const int t = lo + (hi >> 4);  // hi is a multiple of 16: the shift is exact
-#endif
+        const int t = split_unit_int(w[r], xa, xb);
         acc[r] += (f16_to_f32(uint16_t(d[r])) * xd.x) * (float(t) - xd.y);
     }
 #else
-    // elements 16v..16v+15, int8 x int8
     const uint4 xv = xs.q16(16 * v);
     const float xd = xs.qd[v >> 1].x;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        int t = __dp4a(int(w[r].x), int(xv.x), 0);
-        t = __dp4a(int(w[r].y), int(xv.y), t);
-        t = __dp4a(int(w[r].z), int(xv.z), t);
-        t = __dp4a(int(w[r].w), int(xv.w), t);
-        acc[r] += (f16_to_f32(uint16_t(d[r])) * xd) * float(t);
-    }
+    for (int r = 0; r < R; ++r) acc[r] += (f16_to_f32(uint16_t(d[r])) * xd) * float(split_unit_int(w[r], xv));
 #endif
 }
 
@@ -592,26 +601,14 @@ __device__ __forceinline__ void bulk_dot_xr(const uint8_t* sm, const XRegs& xr, 
             const uint4 w = *reinterpret_cast<const uint4*>(sm + r * BULK_RB + 16 * u);
             const uint32_t d = *reinterpret_cast<const uint16_t*>(sm + r * BULK_RB + BULK_QB + 2 * ((u * EPU) >> 5));
 #if WTYPE == Q4_0
-            // as split_unit's two chains (the same integer t, the same float operations)
-            int lo = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xr.a[i].x), 0);
-            int hi = dp4a_us(w.x & 0xF0F0F0F0u, int(xr.b[i].x), 0);
-            lo = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xr.a[i].y), lo);
-            hi = dp4a_us(w.y & 0xF0F0F0F0u, int(xr.b[i].y), hi);
-            lo = __dp4a(int(w.z & 0x0F0F0F0Fu), int(xr.a[i].z), lo);
-            hi = dp4a_us(w.z & 0xF0F0F0F0u, int(xr.b[i].z), hi);
-            lo = __dp4a(int(w.w & 0x0F0F0F0Fu), int(xr.a[i].w), lo);
-            hi = dp4a_us(w.w & 0xF0F0F0F0u, int(xr.b[i].w), hi);
-            // t = lo + (hi >> 4) read as a float by adding it to the magic's bits (|t| < 2^16, so
+            // split_unit's integer read as a float by adding it to the magic's bits (|t| < 2^16, so
             // 2^23 + 2^22 + t is exact) and taking the magic and the offset off in one exact
             // subtraction: float(t) - 8 * sum without the int-to-float conversion, the same value
-            const float ft = __int_as_float(lo + (hi >> 4) + kXregMagicI) - xr.d[i].y;
+            const int t = split_unit_int(w, xr.a[i], xr.b[i]);
+            const float ft = __int_as_float(t + kXregMagicI) - xr.d[i].y;
             acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i].x) * ft;
 #else
-            int t = __dp4a(int(w.x), int(xr.a[i].x), 0);
-            t = __dp4a(int(w.y), int(xr.a[i].y), t);
-            t = __dp4a(int(w.z), int(xr.a[i].z), t);
-            t = __dp4a(int(w.w), int(xr.a[i].w), t);
-            acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i]) * float(t);
+            acc[r] += (f16_to_f32(uint16_t(d)) * xr.d[i]) * float(split_unit_int(w, xr.a[i]));
 #endif
         }
     }
