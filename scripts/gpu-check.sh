@@ -82,6 +82,9 @@
 #   next35  : prepared: sample.fuse=gemv as a second decode list for greedy steps (run after final34): tests, md5s, rates
 #   xregs37 : x units in registers (default) against --no-gemv-x-regs: kernels_vs_cpu, golden, 8B md5, 8B tg128 A/B
 #   ablate37: `--gemv-ablate math` on 8B Q4_0 / Q8_0 (the arithmetic's share of a token; next37's rows alone)
+#   next38  : on an H200: 8B Q4_0 tg128 first, the other five shapes, golden, 8B Q4_0's block trace, the
+#             arithmetic's / x registers' rows, 8B Q8_0 depth rows (session 38)
+#   trace38 : 8B Q4_0's block trace with the defaults (the H100 side of the comparison), tg128
 #   next37  : on an H200: the six shapes' table with the greedy list's and x registers' defaults, `--gemv-ablate math`
 #             and --no-gemv-x-regs on 8B
 #             Q4_0 / Q8_0 (what the arithmetic still costs), 8B Q8_0 depth rows
@@ -733,6 +736,31 @@ ablate37)
     q8=$(synth llama3.1-8b q8_0)
     tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math"
     tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math"
+    ;;
+next38)
+    # session 38, for an H200 call: the issue's last number first (8B Q4_0 tg128, two rounds), then the
+    # other five shapes of the table, golden with the defaults, 8B Q4_0's block trace (per-kernel spans,
+    # to set beside the H100's from trace38), the arithmetic's and x registers' rows, 8B Q8_0 depth rows
+    nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee -a "$OUT/summary.txt"
+    BENCH_P=0 BENCH_SHAPES=llama3.1-8b:q4_0 OUT="$OUT" "$PWD/scripts/gpu-check.sh" bench
+    BENCH_P=0 BENCH_SHAPES="llama3.1-8b:q8_0 llama3.1-8b:f16 llama3.2-1b:q4_0 llama3.2-1b:q8_0 llama3.2-1b:f16 llama3.1-8b:q4_0" \
+        OUT="$OUT" "$PWD/scripts/gpu-check.sh" bench
+    TEST_TIMEOUT=${TEST_TIMEOUT:-150} OUT="$OUT" "$PWD/scripts/gpu-check.sh" golden1
+    q4=$(synth llama3.1-8b q4_0)
+    greedy_md5 "$q4"
+    log "block trace 8B Q4_0 depth 0"
+    trace_row trace38-8b-q4_0 "$q4"
+    tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-ablate math;--no-gemv-x-regs"
+    DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
+    ;;
+trace38)
+    # session 38: 8B Q4_0's block trace with today's defaults (the H100 side of an H100 / H200
+    # comparison of each kernel's span), then tg128 without the trace
+    nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee -a "$OUT/summary.txt"
+    q4=$(synth llama3.1-8b q4_0)
+    log "block trace 8B Q4_0 depth 0"
+    trace_row trace38-8b-q4_0 "$q4"
+    tg_sets 8b:q4_0 "$q4" 1 " "
     ;;
 next37)
     # prepared in session 36 (which got only an H100): on an H200 the issue's table with the greedy list's
