@@ -84,6 +84,8 @@
 #   ablate37: `--gemv-ablate math` on 8B Q4_0 / Q8_0 (the arithmetic's share of a token; next37's rows alone)
 #   next38  : on an H200: 8B Q4_0 tg128 first, the other five shapes, golden, 8B Q4_0's block trace, the
 #             arithmetic's / x registers' rows, 8B Q8_0 depth rows (session 38)
+#   early38 : --gemv-early-blocks-for (a bulk gemv's first blocks fill the whole ring early): kernels_vs_cpu, md5, tg128 sets
+#   early38b: the early-blocks default: kernels_vs_cpu bulk variants, golden, md5, tg128 against --no-gemv-early-blocks
 #   trace38 : 8B Q4_0's block trace with the defaults (the H100 side of the comparison), tg128
 #   next37  : on an H200: the six shapes' table with the greedy list's and x registers' defaults, `--gemv-ablate math`
 #             and --no-gemv-x-regs on 8B
@@ -711,6 +713,33 @@ next35)
     # (run_rates gives --seed 7 itself: a second --seed is refused)
     run_rates 8b:q4_0-sampled "$q4" 1 "--temperature 0.8" "--temperature 0.8 --force-variant sample.fuse=gemv"
     ;;
+early38)
+    # --gemv-early-blocks-for (session 38): the first blocks of a bulk gemv (those landing while the kernel
+    # before runs) fill their whole ring before the PDL wait. kernels_vs_cpu's early-blocks variants on a
+    # Q4_0 and a Q8_0 case, the 8B Q4_0 greedy md5 with and without, tg128 sets alternated
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    [ "${EARLY_KVC:-1}" = 1 ] && cuda_test kvc-early kernels_vs_cpu_test "kernels_vs_cpu: early-blocks variants" \
+        JITLLM_KVC_VARIANTS=early-blocks "GTEST_FILTER=*Matches*llama_gqa4_hd128_q4_0:*Matches*granite_tail_hd64_q8_0"
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default, then --gemv-early-blocks-for ffn_norm=32 ffn_down=96 attn_norm=110"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-early-blocks-for ffn_norm=32 ffn_down=96 attn_norm=110
+    tg_sets 8b:q4_0 "$q4" "${EARLY_ROUNDS:-2}" "${EARLY_SETS:- ;--gemv-early-blocks-for ffn_norm=32;--gemv-early-blocks-for ffn_down=96;--gemv-early-blocks-for attn_norm=110;--gemv-early-blocks-for ffn_norm=32 ffn_down=96 attn_norm=110}"
+    ;;
+early38b)
+    # session 38's default (a bulk gemv after one on fewer blocks than SMs: its first blocks fill the whole
+    # ring early; 8B Q4_0: gate/up 32, q/k/v and the head 4): kernels_vs_cpu's bulk variants on a Q4_0 and a
+    # Q8_0 case, golden, the 8B Q4_0 md5 with and without, tg128 against the sibling and other counts
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    [ "${EARLY_KVC:-1}" = 1 ] && cuda_test kvc-early kernels_vs_cpu_test "kernels_vs_cpu: bulk variants (early blocks by default)" \
+        JITLLM_KVC_VARIANTS=gated+fused+bulk "GTEST_FILTER=*Matches*llama_gqa4_hd128_q4_0:*Matches*granite_tail_hd64_q8_0"
+    TEST_TIMEOUT=${TEST_TIMEOUT:-150} OUT="$OUT" "$PWD/scripts/gpu-check.sh" golden1
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default, then --no-gemv-early-blocks"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --no-gemv-early-blocks
+    tg_sets 8b:q4_0 "$q4" "${EARLY_ROUNDS:-2}" "${EARLY_SETS:- ;--no-gemv-early-blocks;--gemv-early-blocks-for ffn_norm=24;--gemv-early-blocks-for ffn_norm=40}"
+    ;;
 xregs37)
     # the bulk split-layout gemvs' x units in registers (session 37; default since 43f5afb, --no-gemv-x-regs
     # the sibling). kernels_vs_cpu on a Q4_0 and a Q8_0 case with the bulk variants (XREG) and the no-x-regs
@@ -750,7 +779,7 @@ next38)
     greedy_md5 "$q4"
     log "block trace 8B Q4_0 depth 0"
     trace_row trace38-8b-q4_0 "$q4"
-    tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-ablate math;--no-gemv-x-regs"
+    tg_sets 8b:q4_0 "$q4" 1 " ;--no-gemv-early-blocks;--gemv-ablate math;--no-gemv-x-regs"
     DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 trace38)

@@ -360,6 +360,58 @@ TEST(ScheduleGates, GemvRowsForSetsOneKernelsRows) {
     EXPECT_EQ(down, m->config.n_layers);
 }
 
+// --gemv-early-blocks-for KIND=B: only that bulk gemv gets BULK_PRE_B (its first B blocks fill the whole
+// ring before the PDL wait); the others keep their early slot count alone
+TEST(ScheduleGates, GemvEarlyBlocksForSetsOneKernelsBlocks) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, /*tied=*/false, 512, 512);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    ScheduleOptions o;
+    o.force = {{"gemv.load", "bulk"}};
+    o.gemv_early_blocks_for = {{"ffn_norm", 3}};
+    o.gemv_early_blocks = false;  // (the default's counts aside)
+    int gate_up = 0;
+    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        if (p.decode[size_t(k.tasks.front())].kind == TaskKind::FfnNorm) {
+            ++gate_up;
+            EXPECT_EQ(define_value(k.variant, "BULK_PRE_B"), "3") << k.symbol;
+        } else {
+            EXPECT_FALSE(defines(k.variant, "BULK_PRE_B")) << k.symbol;
+        }
+    }
+    EXPECT_EQ(gate_up, m->config.n_layers);
+}
+
+// By default a bulk gemv right after a bulk gemv on fewer blocks than SMs gets BULK_PRE_B = the SMs
+// that one leaves free (its first blocks land there early); --no-gemv-early-blocks: none
+TEST(ScheduleGates, EarlyBlocksByDefaultAfterAGemvOnFewerBlocks) {
+    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, /*tied=*/false, 512, 512);
+    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
+    const DeviceInfo d = DeviceInfo::for_target("sm_90");
+    for (const bool on : {true, false}) {
+        SCOPED_TRACE(on ? "default" : "--no-gemv-early-blocks");
+        ScheduleOptions o;
+        o.force = {{"gemv.load", "bulk"}};
+        o.gemv_early_blocks = on;
+        const auto steps = schedule_build(p, d, o).decode;
+        int set = 0;
+        for (size_t i = 1; i < steps.size(); ++i) {
+            const KernelStep& k = steps[i];
+            const KernelStep& b = steps[i - 1];
+            const bool after_small = has_define(b.variant, "BULK", "1") && int(b.grid.x) < d.sm_count;
+            if (on && after_small && defines(k.variant, "BULK_PRE")) {
+                EXPECT_EQ(define_value(k.variant, "BULK_PRE_B"), std::to_string(d.sm_count - int(b.grid.x))) << k.symbol;
+                ++set;
+            } else {
+                EXPECT_FALSE(defines(k.variant, "BULK_PRE_B")) << k.symbol;
+            }
+        }
+        if (on) {
+            EXPECT_GE(set, m->config.n_layers);  // (gate/up after attn_output at least)
+        }
+    }
+}
+
 TEST(ScheduleGates, SplitLayoutTakesWholeRowsOf256AndNeverTheEmbedding) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
         SCOPED_TRACE(type_name(t));

@@ -403,6 +403,13 @@ const Variant kVariants[] = {
     // the producers' quantized x (xq-producer) too)
     {"gated+fused+bulk+no-x-regs", {.force = gated({{"gemv.load", "bulk"}}), .gemv_x_regs = false}},
     {"gated+fused+bulk+xq-producer+no-x-regs", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_x_regs = false}},
+    // --gemv-early-blocks-for: the first blocks of gate/up, ffn_down and attn_output fill their whole ring
+    // before the PDL wait (with the 1 KiB ring: several items a pass, refilled from the slot after the ring)
+    {"gated+fused+bulk+early-blocks",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_early_blocks_for = {{"ffn_norm", 2}, {"ffn_down", 2}, {"attn_output", 1}}}},
+    {"gated+fused+bulk+early-blocks+ring1k+grid3",
+     {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1,
+      .gemv_early_blocks_for = {{"ffn_norm", 2}, {"ffn_down", 2}, {"attn_output", 1}}}},
     {"gated+fused+bulk+ring1k+grid3", {.force = gated({{"gemv.load", "bulk"}}), .gemv_grid_max = 3, .gemv_bulk_kb = 1}},
     // gemv.xq=producer (the bulk default): gate/up quantizes its output for ffn_down, each group of 32
     // rows by a cluster of 2 blocks (6 passes on 8 blocks of the 768-row *_tail_* shapes; with the 1

@@ -708,6 +708,29 @@ public:
         xq_prev_.reset();  // (indices into the previous list)
         norm_prev_.reset();
         for (size_t i = 0; i < tasks.size();) i += lower_at(i);
+        early_blocks(out);
+    }
+
+    // A bulk gemv right after one on fewer blocks than SMs (8B Q4_0: gate/up after attn_output on 100
+    // of 132): its first blocks land on the SMs that one leaves free, microseconds before its end, and
+    // fill their whole ring before the PDL wait (gemv.cu BULK_PRE_B: the free SMs' count); the others
+    // keep their early slots, so that x is not queued behind more copies where a block lands late.
+    // H100, 8B Q4_0 tg128, session 38, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
+    // 625.87 / 625.44; ffn_down's first 96 of 128 617.9, q/k/v's 110 618.9 (slower: those land
+    // progressively, not on idle SMs). --gemv-early-blocks-for KIND=B sets one kernel's count,
+    // --no-gemv-early-blocks none
+    void early_blocks(std::vector<KernelStep>& steps) const {
+        if (batch_) return;
+        for (size_t i = 1; i < steps.size(); ++i) {
+            KernelStep& k = steps[i];
+            const KernelStep& before = steps[i - 1];
+            const std::string kind(task_kind_name(t(size_t(k.tasks[0])).kind));
+            if (!o_.gemv_early_blocks || o_.gemv_early_blocks_for.count(kind) || !k.variant.has("BULK_PRE") ||
+                before.variant.source != "cuda/gemv.cu" || !before.variant.has("BULK") ||
+                int(before.grid.x) >= d_.sm_count)
+                continue;
+            k.variant.set("BULK_PRE_B", d_.sm_count - int(before.grid.x));
+        }
     }
 
     // --attn-tma-from N: decode's list again with the register kernel's attention, for the positions
@@ -1105,6 +1128,10 @@ private:
                 v.set("BULK_PRE", pre);
                 if (o_.gemv_fill_at_loads) v.set("BULK_FILL_AT_LOADS", 1);
             }
+            // --gemv-early-blocks-for KIND=B: blocks 0 .. B-1 (the first to land, while the kernel
+            // before still runs) fill their whole ring before the PDL wait, the others BULK_PRE slots
+            if (const auto eb = o_.gemv_early_blocks_for.find(first_kind); eb != o_.gemv_early_blocks_for.end() && eb->second > 0)
+                v.set("BULK_PRE_B", eb->second);
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate == 1 && wsplit && !batch_) v.set("GEMV_ABLATE", 1);

@@ -127,6 +127,8 @@ struct ScheduleOptions {
     int kv_l2_prefetch = 0;                      // --kv-l2-prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
     int gemv_early_slots = 0;                    // --gemv-early-slots: bulk gemv ring slots a warp fills before the PDL wait (0: auto, decode Q4_0 2, Q8_0 3, else all; BULK_PRE)
     std::map<std::string, int> gemv_early_slots_for = {};  // --gemv-early-slots-for KIND=N: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
+    bool gemv_early_blocks = true;               // a bulk gemv after one on fewer blocks than SMs: its first (SMs - that grid) blocks fill their whole ring early (BULK_PRE_B); --no-gemv-early-blocks: off
+    std::map<std::string, int> gemv_early_blocks_for = {};  // --gemv-early-blocks-for KIND=B: that bulk gemv's blocks 0 .. B-1 fill their whole ring before the PDL wait (BULK_PRE_B)
     std::map<std::string, int> gemv_bulk_kb_for = {};     // --gemv-bulk-kb-for KIND=KB: --gemv-bulk-kb for the bulk gemv whose first task is KIND, and the full carveout for it (rings small enough for the next kernel's block to land beside)
     std::set<std::string> gemv_lanes_for = {};            // --gemv-lanes-for KIND: the gemv whose first task is KIND keeps gemv.load=lanes (registers, no ring: its block can sit beside the next bulk gemv's)
     std::map<std::string, int> gemv_cluster_for = {};     // --gemv-cluster-for KIND=N: that gemv launched in clusters of N blocks (unused by it)

@@ -45,6 +45,12 @@
 //   BULK_PRE        BULK: ring slots each warp fills before the PDL wait (default BULK_S; the
 //                   schedule's 4 of 5 for Q4_0, --gemv-early-slots): fewer copies queued ahead of
 //                   the prologue's x loads in the memory system
+//   BULK_PRE_B      BULK: blocks 0 .. BULK_PRE_B - 1 fill their whole ring before the PDL wait, the others
+//                   BULK_PRE slots (--gemv-early-blocks-for). Blocks land in index order: the first ones
+//                   on the SMs that the kernel before leaves first (8B gate/up: the 32 SMs beside
+//                   attn_output's 100), microseconds before its end, when their x prologue does not wait
+//                   behind those copies; the late ones keep x close to the front of their SM's queue.
+//                   0 = off (default)
 //   NW_EARLY        1 (--gemv-norm-early; NORM_IN, Q4_0 / Q8_0, x in one chunk of the prologue): the norm
 //                   weight's loads before the PDL wait (a weight), only x's after it. Default 0
 //   GEMV_LATE       1: the latency cuts of session 11 undone, for A/B runs (--gemv-late-loads):
@@ -199,6 +205,9 @@
 #endif
 #ifndef BULK_PRE  // BULK: ring slots each warp fills before the PDL wait (--gemv-early-slots); the rest
 #define BULK_PRE BULK_S  // after the x prologue
+#endif
+#ifndef BULK_PRE_B  // BULK: blocks below this fill every ring slot before the PDL wait (--gemv-early-blocks-for)
+#define BULK_PRE_B 0
 #endif
 #ifndef BULK_FILL_AT_LOADS  // 1 (--gemv-fill-at-loads): the late slots as soon as the x prologue's loads are
 #define BULK_FILL_AT_LOADS 0  // issued (split-layout Q4_0 / Q8_0, one activation row), not after the prologue
@@ -578,10 +587,15 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         if (i >= BULK_S) bulk_prefetch(i + BULK_PF);  // the ring's first fill prefetched its own
 #endif
     };
+#if BULK_PRE_B
+    const int bulk_pre = int(GEMV_BX) < BULK_PRE_B ? BULK_S : BULK_PRE;  // slots before the PDL wait
+#else
+    constexpr int bulk_pre = BULK_PRE;
+#endif
     if (lane == 0) {
         for (int s = 0; s < BULK_S; ++s) mbar_init(bar0 + 8 * s, 1);
         mbar_init_fence();
-        for (int i = 0; i < min(BULK_PRE, n_items); ++i) bulk_issue(i);
+        for (int i = 0; i < min(bulk_pre, n_items); ++i) bulk_issue(i);
 #if BULK_PF
         for (int i = BULK_S; i < BULK_S + BULK_PF; ++i) bulk_prefetch(i);
 #endif
@@ -600,7 +614,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // in, or with BULK_FILL_AT_LOADS as soon as x's loads are issued
     auto late_fill = [&] {
         if (lane == 0) {
-            for (int i = BULK_PRE; i < min(BULK_S, n_items); ++i) bulk_issue(i);
+            for (int i = bulk_pre; i < min(BULK_S, n_items); ++i) bulk_issue(i);
 #if NEXT_L2 == 2
             next_l2();
 #endif
