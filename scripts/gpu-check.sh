@@ -86,6 +86,7 @@
 #             arithmetic's / x registers' rows, 8B Q8_0 depth rows (session 38)
 #   early38 : --gemv-early-blocks-for (a bulk gemv's first blocks fill the whole ring early): kernels_vs_cpu, md5, tg128 sets
 #   early38b: the early-blocks default: kernels_vs_cpu bulk variants, golden, md5, tg128 against --no-gemv-early-blocks
+#   grid38  : attn_output on 76 SMs (default): golden, md5 and tg128 against 100 / 72
 #   trace38 : 8B Q4_0's block trace with the defaults (the H100 side of the comparison), tg128
 #   next37  : on an H200: the six shapes' table with the greedy list's and x registers' defaults, `--gemv-ablate math`
 #             and --no-gemv-x-regs on 8B
@@ -740,6 +741,17 @@ early38b)
     greedy_md5 "$q4" --no-gemv-early-blocks
     tg_sets 8b:q4_0 "$q4" "${EARLY_ROUNDS:-2}" "${EARLY_SETS:- ;--no-gemv-early-blocks;--gemv-early-blocks-for ffn_norm=24;--gemv-early-blocks-for ffn_norm=40}"
     ;;
+grid38)
+    # attn_output on 76 of 132 SMs (session 38's default, with the early blocks): golden, the 8B Q4_0 md5
+    # against 100 SMs (the same bits), tg128 against 100 and 72
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    TEST_TIMEOUT=${TEST_TIMEOUT:-150} OUT="$OUT" "$PWD/scripts/gpu-check.sh" golden1
+    q4=$(synth llama3.1-8b q4_0)
+    log "greedy md5 8b q4_0 default, then --gemv-grid-for attn_output=100"
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-grid-for attn_output=100
+    tg_sets 8b:q4_0 "$q4" "${GRID_ROUNDS:-2}" "${GRID_SETS:- ;--gemv-grid-for attn_output=100;--gemv-grid-for attn_output=72}"
+    ;;
 xregs37)
     # the bulk split-layout gemvs' x units in registers (session 37; default since 43f5afb, --no-gemv-x-regs
     # the sibling). kernels_vs_cpu on a Q4_0 and a Q8_0 case with the bulk variants (XREG) and the no-x-regs
@@ -779,7 +791,7 @@ next38)
     greedy_md5 "$q4"
     log "block trace 8B Q4_0 depth 0"
     trace_row trace38-8b-q4_0 "$q4"
-    tg_sets 8b:q4_0 "$q4" 1 " ;--no-gemv-early-blocks;--gemv-ablate math;--no-gemv-x-regs"
+    tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-grid-for attn_output=100;--no-gemv-early-blocks;--gemv-ablate math;--no-gemv-x-regs"
     DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 trace38)

@@ -108,8 +108,8 @@ private:
                        "tuning: KIND=B, the bulk gemv kernel whose first task is KIND: its blocks 0 .. B-1 fill their whole "
                        "ring before the PDL wait, the others their --gemv-early-slots (blocks land in index order, the first "
                        "on the SMs the kernel before leaves first; repeatable; default: a bulk gemv after one on fewer "
-                       "blocks than SMs, those it leaves free: 8B Q4_0 gate/up's 32 beside attn_output's 100, H100 tg128 "
-                       "631.0 against 625.9 tok/s without; ffn_down=96 617.9, attn_norm=110 618.9)");
+                       "blocks than SMs, those it leaves free: 8B Q4_0 gate/up's 56 beside attn_output's 76; H100 tg128 with "
+                       "attn_output on 100: gate/up's 32 631.0 against 625.9 tok/s without; ffn_down=96 617.9, attn_norm=110 618.9)");
         app.add_flag("--no-gemv-early-blocks{false}", so.gemv_early_blocks,
                      "tuning: no bulk gemv's first blocks fill their whole ring before the PDL wait unless "
                      "--gemv-early-blocks-for names it (the default's sibling)");
@@ -133,7 +133,7 @@ private:
         app.add_option("--gemv-grid-for", gemv_grid_for,
                        "tuning: KIND=N, the gemv kernel whose first task is KIND on at most N blocks (e.g. "
                        "attn_output=66: half the SMs, the next kernel's blocks land on the others while it runs; "
-                       "repeatable; default: a Q4_0 attn_output on 100 of 132 SMs, H200 8B Q4_0 752.2 against 745.2 "
+                       "repeatable; default: a Q4_0 attn_output on 76 of 132 SMs (H100 8B Q4_0, session 38: 649.0 against 635.5 on 100); before session 38's early blocks, H200 100 SMs 752.2 against 745.2 "
                        "tok/s on all, 66: 732.8, 116: 744.5; attn_output=999 for every SM)");
         app.add_option("--gemv-block-for", gemv_block_for,
                        "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "

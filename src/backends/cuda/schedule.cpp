@@ -711,14 +711,14 @@ public:
         early_blocks(out);
     }
 
-    // A bulk gemv right after one on fewer blocks than SMs (8B Q4_0: gate/up after attn_output on 100
+    // A bulk gemv right after one on fewer blocks than SMs (8B Q4_0: gate/up after attn_output on 76
     // of 132): its first blocks land on the SMs that one leaves free, microseconds before its end, and
     // fill their whole ring before the PDL wait (gemv.cu BULK_PRE_B: the free SMs' count); the others
     // keep their early slots, so that x is not queued behind more copies where a block lands late.
     // H100, 8B Q4_0 tg128, session 38, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
     // 625.87 / 625.44; ffn_down's first 96 of 128 617.9, q/k/v's 110 618.9 (slower: those land
-    // progressively, not on idle SMs). --gemv-early-blocks-for KIND=B sets one kernel's count,
-    // --no-gemv-early-blocks none
+    // progressively, not on idle SMs); with attn_output on 76 SMs (gate/up's 56) 649.0 / 649.1.
+    // --gemv-early-blocks-for KIND=B sets one kernel's count, --no-gemv-early-blocks none
     void early_blocks(std::vector<KernelStep>& steps) const {
         if (batch_) return;
         for (size_t i = 1; i < steps.size(); ++i) {
@@ -1227,14 +1227,17 @@ private:
         // --gemv-grid-for KIND=N: this kernel on at most N blocks (e.g. attn_output on half the SMs,
         // the next kernel's blocks landing on the other half while it runs). Default: a Q4_0 bulk
         // gemv right after decode attention (attn_output: one partial pass, its rows prefetched
-        // beside attention) on 100 of every 132 SMs, so gate/up's blocks land on the others at
-        // attention's end with their full rings. H200, 8B Q4_0 tg128, one machine (session 26):
-        // 752.2 against 745.2 / 745.3 on all 132 (92: 747.3, 96: 748.3, 104: 751.1, 108: 746.0,
-        // 116: 744.5, 124: 743.5, 66: 732.8); 8B Q8_0 478.9 against 479.6 / 480.2: not applied
+        // beside attention) on 76 of every 132 SMs, so gate/up's blocks land on the others at
+        // attention's end and (early_blocks) fill their whole rings there. H200, 8B Q4_0 tg128, one
+        // machine (session 26, before early_blocks): 100 SMs 752.2 against 745.2 / 745.3 on all 132
+        // (92: 747.3, 96: 748.3, 104: 751.1, 108: 746.0, 116: 744.5, 124: 743.5, 66: 732.8); 8B Q8_0
+        // 478.9 against 479.6 / 480.2: not applied. H100, session 38, with early_blocks, one machine,
+        // two rounds: 76 SMs 648.97 / 649.07 against 635.69 / 635.28 on 100 (84: 644.9 / 644.8, 92:
+        // 639.4 / 639.4, 66: 646.3 / 646.0)
         if (const auto gf = o_.gemv_grid_for.find(first_kind); gf != o_.gemv_grid_for.end())
             k.grid.x = std::min(k.grid.x, unsigned(gf->second));
         else if (bulk && after_attn && w0->type == GgmlType::Q4_0)
-            k.grid.x = std::min(k.grid.x, unsigned(std::max(1, d_.sm_count * 100 / 132)));
+            k.grid.x = std::min(k.grid.x, unsigned(std::max(1, d_.sm_count * 76 / 132)));
         // --gemv-cluster-for KIND=N: clusters of N blocks the kernel does not use, so its blocks hold
         // whole TPCs and leave whole ones to the next kernel's clusters (gemv.xq's pairs)
         if (const auto cf = o_.gemv_cluster_for.find(first_kind); cf != o_.gemv_cluster_for.end() && cf->second > 1) {
@@ -1381,7 +1384,7 @@ private:
         }
         if (cl > 1) {
             p.cluster = Dim3(unsigned(cl), 1, 1);
-            // the kernel before it (8B Q4_0: attn_output on 100 of 132 SMs) in clusters of 2 as well,
+            // the kernel before it (8B Q4_0: attn_output on 76 of 132 SMs) in clusters of 2 as well,
             // which it does not use: its blocks then hold whole TPCs and the pairs land on the free
             // ones (H200 8B Q4_0 tg128, session 30: 770.1 / 770.3 against 758.7 / 758.6); not where
             // --gemv-cluster-for names that kernel's kind
