@@ -47,8 +47,8 @@
 //                   the prologue's x loads in the memory system
 //   BULK_PRE_B      BULK: blocks 0 .. BULK_PRE_B - 1 fill their whole ring before the PDL wait, the others
 //                   BULK_PRE slots (--gemv-early-blocks-for). Blocks land in index order: the first ones
-//                   on the SMs that the kernel before leaves first (8B gate/up: the 32 SMs beside
-//                   attn_output's 100), microseconds before its end, when their x prologue does not wait
+//                   on the SMs that the kernel before leaves first (8B Q4_0 gate/up: the 56 SMs beside
+//                   attn_output's 76), microseconds before its end, when their x prologue does not wait
 //                   behind those copies; the late ones keep x close to the front of their SM's queue.
 //                   0 = off (default)
 //   NW_EARLY        1 (--gemv-norm-early; NORM_IN, Q4_0 / Q8_0, x in one chunk of the prologue): the norm
