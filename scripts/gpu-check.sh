@@ -792,6 +792,7 @@ next38)
     log "block trace 8B Q4_0 depth 0"
     trace_row trace38-8b-q4_0 "$q4"
     tg_sets 8b:q4_0 "$q4" 1 " ;--gemv-grid-for attn_output=100;--no-gemv-early-blocks;--gemv-ablate math;--no-gemv-x-regs"
+    tg_sets 8b:q8_0 "$(synth llama3.1-8b q8_0)" 1 " ;--no-gemv-early-blocks"
     DEPTH_ARGS=" " OUT="$OUT" "$PWD/scripts/gpu-check.sh" depth
     ;;
 trace38)
