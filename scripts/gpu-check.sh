@@ -87,6 +87,7 @@
 #   early38 : --gemv-early-blocks-for (a bulk gemv's first blocks fill the whole ring early): kernels_vs_cpu, md5, tg128 sets
 #   early38b: the early-blocks default: kernels_vs_cpu bulk variants, golden, md5, tg128 against --no-gemv-early-blocks
 #   grid38  : attn_output on 76 SMs (default): golden, md5 and tg128 against 100 / 72
+#   grid39  : prepared: ffn_down / gate/up / q/k/v on fewer blocks (the next gemv's early blocks on the SMs left), md5, tg128
 #   trace38 : 8B Q4_0's block trace with the defaults (the H100 side of the comparison), tg128
 #   next37  : on an H200: the six shapes' table with the greedy list's and x registers' defaults, `--gemv-ablate math`
 #             and --no-gemv-x-regs on 8B
@@ -751,6 +752,18 @@ grid38)
     greedy_md5 "$q4"
     greedy_md5 "$q4" --gemv-grid-for attn_output=100
     tg_sets 8b:q4_0 "$q4" "${GRID_ROUNDS:-2}" "${GRID_SETS:- ;--gemv-grid-for attn_output=100;--gemv-grid-for attn_output=72}"
+    ;;
+grid39)
+    # prepared in session 38 (no device time left): the other bulk gemvs on fewer blocks, each leaving SMs
+    # free for the next one's early blocks (early_blocks follows any grid), with the second pass of a
+    # smaller grid going to its first (earliest-landing) blocks, block-major: ffn_down (one pass on 128
+    # blocks now; on 96 its blocks 0-31 take two), gate/up, q/k/v. 8B Q4_0 md5 first (the same bits
+    # expected), then tg128 sets alternated
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    q4=$(synth llama3.1-8b q4_0)
+    greedy_md5 "$q4"
+    greedy_md5 "$q4" --gemv-grid-for ffn_down=96
+    tg_sets 8b:q4_0 "$q4" "${GRID_ROUNDS:-2}" "${GRID_SETS:- ;--gemv-grid-for ffn_down=112;--gemv-grid-for ffn_down=96;--gemv-grid-for ffn_down=80;--gemv-grid-for ffn_norm=120;--gemv-grid-for attn_norm=112}"
     ;;
 xregs37)
     # the bulk split-layout gemvs' x units in registers (session 37; default since 43f5afb, --no-gemv-x-regs
