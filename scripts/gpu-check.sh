@@ -757,13 +757,13 @@ grid39)
     # prepared in session 38 (no device time left): the other bulk gemvs on fewer blocks, each leaving SMs
     # free for the next one's early blocks (early_blocks follows any grid), with the second pass of a
     # smaller grid going to its first (earliest-landing) blocks, block-major: ffn_down (one pass on 128
-    # blocks now; on 96 its blocks 0-31 take two), gate/up, q/k/v. 8B Q4_0 md5 first (the same bits
-    # expected), then tg128 sets alternated
+    # blocks now; on 96 its blocks 0-31 take two; with one row a warp item, 1.94 passes on 132), gate/up,
+    # q/k/v. 8B Q4_0 md5 first (the same bits expected), then tg128 sets alternated
     nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
     q4=$(synth llama3.1-8b q4_0)
     greedy_md5 "$q4"
     greedy_md5 "$q4" --gemv-grid-for ffn_down=96
-    tg_sets 8b:q4_0 "$q4" "${GRID_ROUNDS:-2}" "${GRID_SETS:- ;--gemv-grid-for ffn_down=112;--gemv-grid-for ffn_down=96;--gemv-grid-for ffn_down=80;--gemv-grid-for ffn_norm=120;--gemv-grid-for attn_norm=112}"
+    tg_sets 8b:q4_0 "$q4" "${GRID_ROUNDS:-2}" "${GRID_SETS:- ;--gemv-grid-for ffn_down=112;--gemv-grid-for ffn_down=96;--gemv-grid-for ffn_down=80;--gemv-grid-for ffn_norm=120;--gemv-grid-for attn_norm=112;--gemv-rows-for ffn_down=1;--gemv-rows-for ffn_down=1 --gemv-grid-for ffn_down=112}"
     ;;
 xregs37)
     # the bulk split-layout gemvs' x units in registers (session 37; default since 43f5afb, --no-gemv-x-regs
