@@ -718,18 +718,22 @@ public:
     // H100, 8B Q4_0 tg128, session 38, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
     // 625.87 / 625.44; ffn_down's first 96 of 128 617.9, q/k/v's 110 618.9 (slower: those land
     // progressively, not on idle SMs); with attn_output on 76 SMs (gate/up's 56) 649.0 / 649.1.
-    // --gemv-early-blocks-for KIND=B sets one kernel's count, --no-gemv-early-blocks none
+    // --gemv-early-blocks-for KIND=B sets one bulk gemv's count (blocks 0 .. B-1), --no-gemv-early-blocks
+    // leaves the others at none
     void early_blocks(std::vector<KernelStep>& steps) const {
         if (batch_) return;
-        for (size_t i = 1; i < steps.size(); ++i) {
+        for (size_t i = 0; i < steps.size(); ++i) {
             KernelStep& k = steps[i];
-            const KernelStep& before = steps[i - 1];
+            if (k.variant.source != "cuda/gemv.cu" || !k.variant.has("BULK")) continue;
             const std::string kind(task_kind_name(t(size_t(k.tasks[0])).kind));
-            if (!o_.gemv_early_blocks || o_.gemv_early_blocks_for.count(kind) || !k.variant.has("BULK_PRE") ||
-                before.variant.source != "cuda/gemv.cu" || !before.variant.has("BULK") ||
-                int(before.grid.x) >= d_.sm_count)
+            if (const auto eb = o_.gemv_early_blocks_for.find(kind); eb != o_.gemv_early_blocks_for.end()) {
+                if (eb->second > 0) k.variant.set("BULK_PRE_B", eb->second);
                 continue;
-            k.variant.set("BULK_PRE_B", d_.sm_count - int(before.grid.x));
+            }
+            if (i == 0 || !o_.gemv_early_blocks || !k.variant.has("BULK_PRE")) continue;
+            const KernelStep& before = steps[i - 1];
+            if (before.variant.source == "cuda/gemv.cu" && before.variant.has("BULK") && int(before.grid.x) < d_.sm_count)
+                k.variant.set("BULK_PRE_B", d_.sm_count - int(before.grid.x));
         }
     }
 
@@ -1128,10 +1132,6 @@ private:
                 v.set("BULK_PRE", pre);
                 if (o_.gemv_fill_at_loads) v.set("BULK_FILL_AT_LOADS", 1);
             }
-            // --gemv-early-blocks-for KIND=B: blocks 0 .. B-1 (the first to land, while the kernel
-            // before still runs) fill their whole ring before the PDL wait, the others BULK_PRE slots
-            if (const auto eb = o_.gemv_early_blocks_for.find(first_kind); eb != o_.gemv_early_blocks_for.end() && eb->second > 0)
-                v.set("BULK_PRE_B", eb->second);
             // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
             // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
             if (o_.gemv_ablate == 1 && wsplit && !batch_) v.set("GEMV_ABLATE", 1);
