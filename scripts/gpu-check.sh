@@ -84,6 +84,8 @@
 #   ablate37: `--gemv-ablate math` on 8B Q4_0 / Q8_0 (the arithmetic's share of a token; next37's rows alone)
 #   next38  : on an H200: 8B Q4_0 tg128 first, the other five shapes, golden, 8B Q4_0's block trace, the
 #             arithmetic's / x registers' rows, 8B Q8_0 depth rows (session 38)
+#   check39 : prompt modes, the whole kernels_vs_cpu suite, 8B Q8_0 against --no-gemv-early-blocks (two rounds), 8B Q4_0
+#             at depth 0 and 4096 (session 39)
 #   early38 : --gemv-early-blocks-for (a bulk gemv's first blocks fill the whole ring early): kernels_vs_cpu, md5, tg128 sets
 #   early38b: the early-blocks default: kernels_vs_cpu bulk variants, golden, md5, tg128 against --no-gemv-early-blocks
 #   grid38  : attn_output on 76 SMs (default): golden, md5 and tg128 against 100 / 72
@@ -790,6 +792,19 @@ ablate37)
     q8=$(synth llama3.1-8b q8_0)
     tg_sets 8b:q4_0 "$q4" 2 " ;--gemv-ablate math"
     tg_sets 8b:q8_0 "$q8" 1 " ;--gemv-ablate math"
+    ;;
+check39)
+    # session 39, after next38 met the table on an H200: session 38's defaults under the prompt modes and the
+    # whole kernels_vs_cpu suite (neither run since), 8B Q8_0 with and without the early blocks alternated
+    # (next38's one round was power-capped), 8B Q4_0 at depth 0 and 4096 with the defaults
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$OUT/summary.txt"
+    cuda_test modes prefill_modes_test "prompt modes on the GPU (cuda)"
+    tg_sets 8b:q8_0 "$(synth llama3.1-8b q8_0)" "${CHECK_ROUNDS:-2}" " ;--no-gemv-early-blocks"
+    q4=$(synth llama3.1-8b q4_0)
+    log "tg128 at depth 0 and 4096, 8B Q4_0"
+    timeout 300 "$B/jitllm" bench --gpu -m "$q4" -p 0 -n 128 -d 0,4096 -r 3 --no-warmup --with-prefill-decode -o md 2>&1 |
+        tee -a "$OUT/summary.txt"
+    TEST_TIMEOUT=${TEST_TIMEOUT:-300} OUT="$OUT" "$PWD/scripts/gpu-check.sh" kernels
     ;;
 next38)
     # session 38, for an H200 call: the issue's last number first (8B Q4_0 tg128, two rounds), then the
