@@ -133,8 +133,9 @@ private:
         app.add_option("--gemv-grid-for", gemv_grid_for,
                        "tuning: KIND=N, the gemv kernel whose first task is KIND on at most N blocks (e.g. "
                        "attn_output=66: half the SMs, the next kernel's blocks land on the others while it runs; "
-                       "repeatable; default: a Q4_0 attn_output on 76 of 132 SMs (H100 8B Q4_0, session 38: 649.0 against 635.5 on 100); before session 38's early blocks, H200 100 SMs 752.2 against 745.2 "
-                       "tok/s on all, 66: 732.8, 116: 744.5; attn_output=999 for every SM)");
+                       "repeatable; default: a Q4_0 attn_output on 76 of 132 SMs (8B Q4_0 with the early blocks: H200 "
+                       "820.4 against 809.3 tok/s on 100, H100 649.0 against 635.5; before them, H200 100 SMs 752.2 "
+                       "against 745.2 on all, 66: 732.8, 116: 744.5); attn_output=999 for every SM)");
         app.add_option("--gemv-block-for", gemv_block_for,
                        "tuning: KIND=N, threads per block (a multiple of 32, 128 to 1024) of the gemv kernel whose "
                        "first task is KIND (e.g. ffn_norm=384: a 12-warp gate/up whose rings fit beside "

@@ -718,6 +718,7 @@ public:
     // H100, 8B Q4_0 tg128, session 38, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
     // 625.87 / 625.44; ffn_down's first 96 of 128 617.9, q/k/v's 110 618.9 (slower: those land
     // progressively, not on idle SMs); with attn_output on 76 SMs (gate/up's 56) 649.0 / 649.1.
+    // H200, session 39, one machine: 820.4 against 801.8 with --no-gemv-early-blocks.
     // --gemv-early-blocks-for KIND=B sets one bulk gemv's count (blocks 0 .. B-1), --no-gemv-early-blocks
     // leaves the others at none
     void early_blocks(std::vector<KernelStep>& steps) const {
@@ -1233,7 +1234,7 @@ private:
         // (92: 747.3, 96: 748.3, 104: 751.1, 108: 746.0, 116: 744.5, 124: 743.5, 66: 732.8); 8B Q8_0
         // 478.9 against 479.6 / 480.2: not applied. H100, session 38, with early_blocks, one machine,
         // two rounds: 76 SMs 648.97 / 649.07 against 635.69 / 635.28 on 100 (84: 644.9 / 644.8, 92:
-        // 639.4 / 639.4, 66: 646.3 / 646.0)
+        // 639.4 / 639.4, 66: 646.3 / 646.0); H200, session 39, one machine: 820.4 against 809.3 on 100
         if (const auto gf = o_.gemv_grid_for.find(first_kind); gf != o_.gemv_grid_for.end())
             k.grid.x = std::min(k.grid.x, unsigned(gf->second));
         else if (bulk && after_attn && w0->type == GgmlType::Q4_0)
