@@ -70,7 +70,7 @@ fuzz_run() {
         chat_format_fuzz) seeds=$BUILD/fuzz-seeds/chat; args=(-max_len=4096) ;;
         *) echo "fuzz: unknown target $t" >&2; return 2 ;;
     esac
-    # FUZZ_RESUME=1 keeps the corpus of an earlier run (a campaign continued across sessions)
+    # FUZZ_RESUME=1 keeps the corpus of an earlier run (a campaign continued across runs)
     # and writes this run's log next to the earlier ones.
     local log=$out/log.txt
     if [[ ${FUZZ_RESUME:-0} == 1 && -d $out/corpus ]]; then

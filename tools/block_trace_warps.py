@@ -5,11 +5,11 @@ usage: tools/block_trace_warps.py TRACE.csv[.gz] [LAYER] [--by-landing]
 
 For each kernel of the layer: the warps' start, PDL wait, x ready, last weight copy and end
 (min / p10 / median / p90 / max, µs after the previous kernel's last warp end) and ready - wait
-(the prologue). docs/perf-notes.md session 24 reads layer 5 of 8B Q4_0 this way.
+(the prologue).
 
 --by-landing: the warps grouped by when their block landed (start rounded to the µs): per group its
 blocks, start -> PDL wait passed (the early ring copies' issue), and the medians of wait, x ready,
-last copy and end; a PDL grid's blocks land in index order (docs/perf-notes.md session 38).
+last copy and end; a PDL grid's blocks land in index order (H100, 2026-12-05).
 """
 import collections
 import csv

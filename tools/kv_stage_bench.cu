@@ -7,7 +7,7 @@
 //   bulk row   one cp.async.bulk of 256 bytes a thread (128 K rows, 128 V rows), an mbarrier
 //   tensor map one cp.async.bulk.tensor.2d box of 128 rows x 128 halves for K and one for V,
 //              issued by one thread (cuTensorMapEncodeTiled, the map a __grid_constant__)
-// and a plain read of the same rows into registers for reference. Question (session 16): the
+// and a plain read of the same rows into registers for reference. Question (2026-12-02): the
 // staged kernel's copies land at ~1 TB/s (17.8 us a launch under ncu against ~4 us of bytes): is
 // that the copy method, and which one keeps 128 KiB an SM in flight at the copy rate?
 // Build: nvcc -O3 -arch=sm_90 -I src/kernels/cuda -o kv_stage_bench tools/kv_stage_bench.cu -lcuda (scripts/gpu-prepare.sh)

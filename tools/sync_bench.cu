@@ -1,6 +1,6 @@
 // What a kernel boundary costs in a decode-like chain, and whether a counter in global memory hands
 // over faster than programmatic dependent launch's grid completion (the question behind replacing
-// `griddepcontrol.wait` by a per-kernel arrival counter; perf-notes session 37).
+// `griddepcontrol.wait` by a per-kernel arrival counter: 0.4-0.8 µs slower than PDL, 2f2c35d).
 // A chain of K kernels (captured once as a CUDA graph, replayed), each 132 blocks (one an SM; the
 // dynamic shared memory keeps a dependent block off an SM until the block before it there exits, as
 // the bulk gemvs' rings do), every block streaming BYTES of a large buffer (ld.global.cs, like the
