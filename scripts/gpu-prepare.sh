@@ -7,19 +7,14 @@ BUILD=${JITLLM_BUILD_DIR:-build}
 SH=${JITLLM_SHARED_DIR:-../shared}
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/shared/golden/synthetic .gpu/shared/testdata/vocab
 cp "$BUILD/jitllm" .gpu/bin/
-# GPU_TESTS: the test binaries to carry (default all); GPU_BASE: a jitllm binary carried as
-# .gpu/bin/jitllm-base for A/B runs in one device call (gpu-check's `ab` stage)
-for t in ${GPU_TESTS:-engine_golden_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test prefill_modes_test runtime_generate_test}; do
-    [ -f "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .gpu/bin/
+# GPU_TESTS: the test binaries to carry (from the build's tests/ or tests/gpu/ folder); GPU_BASE: a
+# jitllm binary carried as .gpu/bin/jitllm-base for gpu-check's `ab` stage (two builds, one call)
+for t in ${GPU_TESTS:-engine_golden_test prefill_modes_test runtime_generate_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test kernels_draw_test kernels_attn_prefill_test}; do
+    for d in "$BUILD/tests/gpu" "$BUILD/tests"; do
+        if [ -f "$d/$t" ]; then cp "$d/$t" .gpu/bin/; break; fi
+    done
 done
 [ -n "${GPU_BASE:-}" ] && cp "$GPU_BASE" .gpu/bin/jitllm-base
-# standalone microbenchmarks (tools/*.cu; the CUDA runtime linked statically, the driver from the host)
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-if [ -x "$NVCC" ]; then
-    "$NVCC" -O3 -arch=sm_90 -I src/kernels/cuda -o .gpu/bin/kv_stage_bench tools/kv_stage_bench.cu -L"$(dirname "$NVCC")/../lib64/stubs" -lcuda
-    "$NVCC" -O3 -arch=sm_90 -o .gpu/bin/red_bench tools/red_bench.cu
-    "$NVCC" -O3 -arch=sm_90 -o .gpu/bin/sync_bench tools/sync_bench.cu
-fi
 strip .gpu/bin/* 2>/dev/null || true
 # the HTTP transport module of `jitllm serve` and the shared libraries it needs (not on the GPU host)
 if [ -f "$BUILD/jitllm-httplib.so" ]; then
