@@ -149,7 +149,7 @@ int cmd_bench(const Args& args_in) {
     o.with_prefill_decode = f.with_prefill_decode;
     o.batch_prefill_size = f.batch_prefill_size;
     Profiler profiler;  // --profiler: per-kernel table of every timed and warm-up run (no graphs)
-    f.g.check_ablate(f.gpu);
+    f.g.check();
     o.cuda = f.g.cuda(false, &profiler);
     o.seed = f.seed;
 

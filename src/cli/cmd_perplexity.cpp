@@ -58,7 +58,7 @@ int cmd_perplexity(const Args& args) {
     eo.n_threads = threads;
     eo.n_ctx = ctx;
     eo.gpu = gpu;
-    g.check_ablate(gpu);
+    g.check();
     eo.cuda = g.cuda(false, nullptr);
     Engine e(eo);  // (refuses a --ctx-size beyond the model's context)
     const Tokenizer& tok = e.tokenizer();

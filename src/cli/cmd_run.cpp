@@ -206,7 +206,7 @@ int cmd_run(const Args& args) {
     eo.batch_prefill_size = f.batch_prefill_size;
     eo.gpu = f.gpu;
     Profiler profiler;
-    f.g.check_ablate(f.gpu);
+    f.g.check();
     eo.cuda = f.g.cuda(f.print_plan, &profiler);
     Engine e(eo);
     const bool until_full = f.max_tokens < 0;  // -n -1: until an end token or the context is full

@@ -60,7 +60,7 @@ int cmd_serve(const Args& args) {
     g.add(app);
     if (!parse_args(app, args)) return 0;
     Profiler profiler;  // --profiler: per-kernel table of the whole serving run, printed at shutdown
-    g.check_ablate(o.model.gpu, false);
+    g.check();
     o.model.cuda = g.cuda(false, &profiler);
     if (!is_loopback(o.host))
         std::fprintf(stderr, "[jitllm] serve: warning: binding %s, not loopback; the server has no TLS and only "

@@ -129,9 +129,16 @@ int cmd_plan(const Args& args) {
     int batch = 0;
     app.add_option("--batch-prefill-size", batch, "also plan the batch phase for chunks of this many rows")
         ->check(CLI::Range(0, 1 << 16));
+    bool list_tunables = false;
+    app.add_flag("--list-tunables", list_tunables, "print the keys --tune accepts, with their defaults, and exit");
     g.add(app);
     if (!parse_args(app, args)) return 0;
-    g.check_ablate(true, false, true);
+    if (list_tunables) {
+        const std::string t = tunables_list();
+        std::fwrite(t.data(), 1, t.size(), stdout);
+        return 0;
+    }
+    g.check();
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
@@ -165,7 +172,7 @@ int cmd_kernels(const Args& args) {
         ->check(CLI::Range(0, 1 << 16));
     g.add(app);
     if (!parse_args(app, args)) return 0;
-    g.check_ablate(true, false, true);
+    g.check();
     auto m = load_model(model);
     const int n_ctx = ctx > 0 ? ctx : std::min(m->config.n_ctx_train, 4096);
     const Plan p = plan_build(*m, PlanOptions{n_ctx, std::min(batch, n_ctx), 1});
@@ -180,14 +187,12 @@ int cmd_kernels(const Args& args) {
                 so.force = {{"gemv.reduce", "tree"}, {"norm.reduce", "tree"}, {"attn.algo", "onepass"},
                             {"sample.reduce", "tree"}, {"gemm.mma", "simt"}, {"gemm.wgmma", "mma"},
                             {"attn.prefill", "rows"}, {"weights.layout", "blocks"}, {"launch.pdl", "serial"}};
-                so.attn_ablate = 0;  // (the siblings' one-pass attention has no ablation)
             } else if (so.force.empty()) {
                 so.force = {{"attn.algo", "split"}};
             }
             for (bool fuse : {true, false}) {
                 ScheduleOptions sf = so;
                 sf.fuse = fuse;
-                if (!fuse) sf.force.erase("attn.fuse");  // (a fusion: --no-fuse has none to force)
                 for (const auto& v : schedule_variants(cuda_schedule_for_target(p, target, sf)))
                     if (seen.insert(v.display_name()).second) all.push_back(v);
             }

@@ -89,11 +89,6 @@ const KernelStep& at(const std::vector<KernelStep>& ks, const std::string& group
     throw std::runtime_error("no kernel for task group " + group);
 }
 
-// The decode attention kernel's variant of plan p for a target (a copy: the schedule is a temporary)
-Variant decode_attn(const Plan& p, const char* target, const ScheduleOptions& o) {
-    return at(schedule_build(p, DeviceInfo::for_target(target), o).decode, "attn").variant;
-}
-
 // Decode attention's step (a copy: the schedule is a temporary) with split-KV forced unless o says
 // otherwise, on the tiny F16 model (8 query heads over 2 kv heads, head dim 64) with n_ctx positions.
 // (the register kernel unless the options force attn.kv: the tensor-map kernel is the sm_90 default
@@ -136,16 +131,9 @@ TEST(ScheduleGates, EarlyKvOnlyOnTheSplitSimtKernelWithPipe2) {
     ScheduleOptions pipe1 = o;
     pipe1.attn_pipe = 1;
     EXPECT_FALSE(defines(split_attn(4096, pipe1).variant, "EARLY_KV"));
-    ScheduleOptions mma = o;
-    mma.force = {{"attn.decode", "mma"}};
-    EXPECT_FALSE(defines(split_attn(4096, mma).variant, "EARLY_KV"));
-    ScheduleOptions cl = o;
-    cl.force = {{"attn.merge", "cluster"}};
-    EXPECT_FALSE(defines(split_attn(4096, cl).variant, "EARLY_KV"));
-    // forcing kv where the kernel cannot take it is refused with the reason
-    ScheduleOptions bad = o;
-    bad.force = {{"attn.decode", "mma"}, {"attn.early", "kv"}};
-    EXPECT_THROW(split_attn(4096, bad), Error);
+    ScheduleOptions ring = o;
+    ring.attn_kv_stages = 2;
+    EXPECT_FALSE(defines(split_attn(4096, ring).variant, "EARLY_KV"));
 }
 
 // --kv-l2-prefetch: KV_PF on the q/k/v gemv with the RoPE / KV-store epilogue and bulk rings only
@@ -171,128 +159,6 @@ TEST(ScheduleGates, KvPrefetchOnlyOnTheBulkRopeGemv) {
         o.force.clear();  // lanes gemvs (the tiny shapes' default): no rings, no prefetch
         for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode)
             EXPECT_FALSE(defines(k.variant, "KV_PF"));
-    }
-}
-
-// --attn-prefetch-next N: NEXT_PF = the layer's attn_output bytes on decode attention, its matrix
-// as the last argument; from sm_90 only
-TEST(ScheduleGates, AttnPrefetchNextNamesTheLayersOutputMatrix) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
-    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
-    ScheduleOptions o;
-    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "NEXT_PF"));
-    o.attn_prefetch_next = 1024;
-    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
-    int n = 0;
-    for (const KernelStep& k : s.decode) {
-        if (k.group != "attn") continue;
-        ++n;
-        ASSERT_EQ(k.args.size(), 10u);  // ..., next_w, xq
-        ASSERT_EQ(k.args[8].kind, KArg::Kind::Weight);
-        const WeightTensor* w = k.args[8].w;
-        EXPECT_NE(w->name.find("attn_output"), std::string::npos) << w->name;
-        EXPECT_NE(w->name.find("blk." + std::to_string(k.layer) + "."), std::string::npos) << w->name;
-        EXPECT_TRUE(has_define(k.variant, "NEXT_PF", std::to_string(w->rows * w->row_bytes) + "ull"));
-        EXPECT_TRUE(has_define(k.variant, "NEXT_PF_MIN", "1024"));
-    }
-    EXPECT_EQ(n, m->config.n_layers);
-    EXPECT_FALSE(defines(decode_attn(p, "sm_80", o), "NEXT_PF"));
-}
-
-// --attn-kv-prefetch: KV_PF on the EARLY_KV split SIMT attention from sm_90 only; not without
-// attn.early=kv (the position is read before the wait there)
-TEST(ScheduleGates, AttnKvPrefetchNeedsTheEarlyKernelOnSm90) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
-    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
-    ScheduleOptions o;
-    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "KV_PF"));
-    o.attn_kv_prefetch = true;
-    const Variant a = decode_attn(p, "sm_90", o);
-    EXPECT_TRUE(has_define(a, "KV_PF", "1"));
-    EXPECT_TRUE(has_define(a, "EARLY_KV", "1"));
-    EXPECT_FALSE(defines(decode_attn(p, "sm_80", o), "KV_PF"));
-    o.force["attn.early"] = "wait";
-    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "KV_PF"));
-}
-
-// --attn-ablate loads|math|merge (timing only): ABLATE 1 / 2 / 3 on the decode attention only (the batch
-// list keeps its kernel); refused where the decode attention is not the split SIMT PIPE 2 kernel
-TEST(ScheduleGates, AttnAblateOnlyOnTheSplitSimtDecodeKernel) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
-    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
-    ScheduleOptions o;
-    EXPECT_FALSE(defines(decode_attn(p, "sm_90", o), "ABLATE"));
-    for (int a : {1, 2, 3}) {
-        o.attn_ablate = a;
-        const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
-        EXPECT_TRUE(has_define(at(s.decode, "attn").variant, "ABLATE", std::to_string(a)));
-        for (const KernelStep& k : s.batch) EXPECT_FALSE(defines(k.variant, "ABLATE")) << k.symbol;
-    }
-    o.force["attn.decode"] = "mma";
-    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_90"), o), Error);
-    o.force.clear();
-    o.attn_pipe = 0;
-    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_90"), o), Error);
-}
-
-// --attn-overlap: the split SIMT attention capped at 96 registers with the full carveout, and the
-// bulk gemv right after it at 256 threads with at most 64 registers (4 blocks' bound); the other
-// gemvs keep 512 threads; nothing without bulk gemvs or below sm_90
-TEST(ScheduleGates, AttnOverlapCapsAttentionAndTheGemvAfterIt) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
-    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
-    ScheduleOptions o;
-    o.attn_overlap = true;
-    o.force = {{"gemv.load", "bulk"}};
-    const Schedule s = schedule_build(p, DeviceInfo::for_target("sm_90"), o);
-    int attn = 0, after = 0;
-    for (size_t i = 0; i < s.decode.size(); ++i) {
-        const KernelStep& k = s.decode[i];
-        if (k.group == "attn") {
-            ++attn;
-            EXPECT_TRUE(has_define(k.variant, "MAX_REGS", "96"));
-            EXPECT_EQ(k.carveout, 100);
-            ASSERT_LT(i + 1, s.decode.size());
-            const KernelStep& g = s.decode[i + 1];
-            EXPECT_EQ(g.block.x, 256u) << g.symbol;
-            EXPECT_TRUE(has_define(g.variant, "MIN_BLOCKS", "4")) << g.symbol;
-            EXPECT_TRUE(has_define(g.variant, "BULK", "1")) << g.symbol;
-            ++after;
-        } else if (has_define(k.variant, "BULK", "1") && (i == 0 || s.decode[i - 1].group != "attn")) {
-            EXPECT_EQ(k.block.x, 512u) << k.symbol;
-        }
-    }
-    EXPECT_EQ(attn, m->config.n_layers);
-    EXPECT_EQ(after, attn);
-    o.force.clear();  // lanes gemvs: attention keeps its registers (nothing would sit beside it)
-    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode)
-        EXPECT_FALSE(defines(k.variant, "MAX_REGS")) << k.symbol;
-    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_80"), o).decode)
-        EXPECT_FALSE(defines(k.variant, "MAX_REGS")) << k.symbol;
-}
-
-// --gemv-balance: bulk gemvs take the warp count (12-16) that leaves the fewest row sets on the
-// busiest block; the tiny shapes' gemvs (under one pass on 132 SMs) spread over more blocks with
-// 12 warps; without the flag, 16 warps
-TEST(ScheduleGates, GemvBalancePicksTheWarpsOfTheShortestBusiestBlock) {
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, /*tied=*/false);
-    const Plan p = plan_build(*m, PlanOptions{512, 16, 1});
-    ScheduleOptions o;
-    o.force = {{"gemv.load", "bulk"}};
-    int bulk = 0;
-    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode)
-        if (has_define(k.variant, "BULK", "1")) {
-            ++bulk;
-            EXPECT_EQ(k.block.x, 512u) << k.symbol;
-        }
-    EXPECT_GT(bulk, 0);
-    o.gemv_balance = true;
-    for (const KernelStep& k : schedule_build(p, DeviceInfo::for_target("sm_90"), o).decode) {
-        if (!has_define(k.variant, "BULK", "1")) continue;
-        EXPECT_EQ(k.block.x, 384u) << k.symbol;
-        const auto b = gemv_balance(k);
-        ASSERT_TRUE(b.has_value()) << k.symbol;
-        EXPECT_LE(b->max_per_block, 12) << k.symbol;
     }
 }
 
@@ -329,9 +195,6 @@ TEST(ScheduleGates, BulkGemvsKeepXInRegistersWhereItFits) {
         ScheduleOptions off = o;
         off.gemv_x_regs = false;
         for (const KernelStep& k : schedule_build(p, h200, off).decode) EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
-        ScheduleOptions ablate = o;
-        ablate.gemv_ablate = 1;
-        for (const KernelStep& k : schedule_build(p, h200, ablate).decode) EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
         ScheduleOptions lanes;
         lanes.force = {{"gemv.load", "lanes"}};
         for (const KernelStep& k : schedule_build(p, h200, lanes).decode) EXPECT_FALSE(defines(k.variant, "XREG")) << k.symbol;
@@ -611,9 +474,6 @@ TEST(ScheduleGates, EarlyLoadAndGridCapForSplitLayoutGemvs) {
     ScheduleOptions full;
     full.force = {{"gemv.grid", "full"}, {"gemv.load", "lanes"}};
     EXPECT_EQ(at(schedule_build(pw, h200, full).decode, "attn_norm_qkv_rope_kv_store").grid.x, 272u);
-    ScheduleOptions per_sm = lanes;
-    per_sm.gemv_grid_per_sm = 1;  // the tuning knob overrides the gate, for every gemv
-    EXPECT_EQ(at(schedule_build(pw, h200, per_sm).decode, "attn_norm_qkv_rope_kv_store").grid.x, 132u);
 }
 
 // gemv.load=bulk (gemv.cu BULK): sm_90 only, decode's split-layout gemvs of >= 4096 columns by
@@ -696,47 +556,18 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     }
     EXPECT_EQ(seen, 4);  // 2 layers
     early.gemv_early_slots_for.clear();
-    // --gemv-bulk-kb-for attn_output=72: that kernel's rings within 72 KiB (here smaller than the
-    // default's) and the full carveout; the other bulk gemvs keep theirs and the driver's carveout
-    ScheduleOptions ring72;
-    ring72.gemv_bulk_kb_for = {{"attn_output", 72}};
-    unsigned default_ring = 0;
-    for (const KernelStep& k : schedule_build(p, h200, ScheduleOptions{}).decode)
-        if (has_define(k.variant, "BULK", "1") && first_kind(p, k) == "attn_output")
-            default_ring = k.smem;
-    int ring72_n = 0;
-    for (const KernelStep& k : schedule_build(p, h200, ring72).decode) {
+    // gemv.bulk_min_slots 6: the bulk gemvs' items shrink until 6 slots fit their 200 KiB
+    ScheduleOptions six;
+    six.gemv_bulk_min_slots = 6;
+    int six_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, six).decode) {
         if (!has_define(k.variant, "BULK", "1")) continue;
-        if (first_kind(p, k) == "attn_output") {
-            EXPECT_LE(k.smem, 72u * 1024u + 8192u) << k.symbol;  // rings + x
-            EXPECT_LT(k.smem, default_ring) << k.symbol;
-            EXPECT_EQ(k.carveout, 100) << k.symbol;
-            ++ring72_n;
-        } else {
-            EXPECT_EQ(k.carveout, -1) << k.symbol;
-        }
+        int slots = 0;
+        for (const auto& [name, val] : k.variant.defines)
+            if (name == "BULK_S") slots = std::stoi(val);
+        EXPECT_GE(slots, 6) << k.symbol;
+        ++six_n;
     }
-    EXPECT_EQ(ring72_n, 2);  // 2 layers
-    // --gemv-lanes-for attn_output: that kernel without rings; --gemv-bulk-min-slots 6: the other
-    // bulk gemvs' items shrink until 6 slots fit their 200 KiB
-    ScheduleOptions lanes;
-    lanes.gemv_lanes_for = {"attn_output"};
-    lanes.gemv_bulk_min_slots = 6;
-    int lanes_n = 0, six_n = 0;
-    for (const KernelStep& k : schedule_build(p, h200, lanes).decode) {
-        if (k.symbol.find("__gemv_") == std::string::npos) continue;
-        if (first_kind(p, k) == "attn_output") {
-            EXPECT_FALSE(defines(k.variant, "BULK")) << k.symbol;
-            ++lanes_n;
-        } else if (has_define(k.variant, "BULK", "1")) {
-            int slots = 0;
-            for (const auto& [name, val] : k.variant.defines)
-                if (name == "BULK_S") slots = std::stoi(val);
-            EXPECT_GE(slots, 6) << k.symbol;
-            ++six_n;
-        }
-    }
-    EXPECT_EQ(lanes_n, 2);
     EXPECT_GT(six_n, 0);
     // --gemv-grid-for attn_output=66: that kernel on 66 blocks, the others on every SM
     ScheduleOptions half;
@@ -751,20 +582,6 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         half_n += ao;
     }
     EXPECT_EQ(half_n, 2);
-    // --gemv-block-for attn_output=384: that gemv on 12 warps (24 rows a pass), the others on 16
-    ScheduleOptions b384;
-    b384.gemv_block_for = {{"attn_output", 384}};
-    int b384_n = 0;
-    for (const KernelStep& k : schedule_build(p, h200, b384).decode) {
-        if (!has_define(k.variant, "BULK", "1")) continue;
-        const bool ao = first_kind(p, k) == "attn_output";
-        EXPECT_EQ(k.block.x, ao ? 384u : 512u) << k.symbol;
-        if (ao) {
-            EXPECT_TRUE(has_define(k.variant, "ROWS_PER_BLOCK", "24")) << k.symbol;
-        }
-        b384_n += ao;
-    }
-    EXPECT_EQ(b384_n, 2);
     // by default a Q4_0 attn_output (the bulk gemv after attention) takes 76 of the 132 SMs;
     // attn_output=999 gives it every SM again (4096 rows, 32 a block: 128 blocks)
     ScheduleOptions all;
@@ -782,54 +599,6 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         }
         EXPECT_EQ(n, 2);
     }
-    // --gemv-l2-next KB: the attn_output gemv takes the layer's gate and up matrices as w1 / w2 and
-    // prefetches KB of each (at most the matrix) into L2 (NEXT_L2: 1 start, 2 after the first fill);
-    // no other kernel, and none by default
-    for (const int at : {1, 2}) {
-        ScheduleOptions l2;
-        l2.gemv_l2_next_kb = 64;
-        l2.gemv_l2_next_at = at;
-        int l2_n = 0;
-        for (const KernelStep& k : schedule_build(p, h200, l2).decode) {
-            const bool ao = has_define(k.variant, "BULK", "1") && first_kind(p, k) == "attn_output";
-            EXPECT_EQ(defines(k.variant, "NEXT_L2"), ao) << k.symbol;
-            if (!ao) continue;
-            EXPECT_TRUE(has_define(k.variant, "NEXT_L2", std::to_string(at))) << k.symbol;
-            EXPECT_TRUE(has_define(k.variant, "NEXT_L2_B1", "65536ull")) << k.symbol;
-            EXPECT_TRUE(has_define(k.variant, "NEXT_L2_B2", "65536ull")) << k.symbol;
-            ASSERT_GE(k.args.size(), 3u);
-            EXPECT_EQ(k.args[1].kind, KArg::Kind::Weight);
-            EXPECT_EQ(k.args[2].kind, KArg::Kind::Weight);
-            EXPECT_NE(k.args[1].w, k.args[2].w);
-            EXPECT_NE(k.args[1].w, k.args[0].w);
-            ++l2_n;
-        }
-        EXPECT_EQ(l2_n, 2);  // 2 layers
-    }
-    ScheduleOptions l2big;
-    l2big.gemv_l2_next_kb = 1 << 20;  // more than a matrix: the whole matrix
-    for (const KernelStep& k : schedule_build(p, h200, l2big).decode)
-        if (defines(k.variant, "NEXT_L2")) {
-            EXPECT_TRUE(has_define(k.variant, "NEXT_L2_B1", std::to_string(k.args[1].w->rows * k.args[1].w->row_bytes) + "ull"));
-        }
-    for (const KernelStep& k : schedule_build(p, h200, {}).decode) EXPECT_FALSE(defines(k.variant, "NEXT_L2")) << k.symbol;
-    // --gemv-last-spread: the split-layout gemvs (block-major) spread their last pass; never with WARP_MAJOR
-    ScheduleOptions spread;
-    spread.gemv_last_spread = true;
-    int spread_n = 0;
-    for (const KernelStep& k : schedule_build(p, h200, spread).decode) {
-        if (k.symbol.find("__gemv_") == std::string::npos) continue;
-        EXPECT_FALSE(defines(k.variant, "LAST_SPREAD") && defines(k.variant, "WARP_MAJOR")) << k.symbol;
-        spread_n += has_define(k.variant, "LAST_SPREAD", "1");
-    }
-    EXPECT_GE(spread_n, 4);
-    for (const KernelStep& k : schedule_build(p, h200, {}).decode) EXPECT_FALSE(defines(k.variant, "LAST_SPREAD")) << k.symbol;
-    ScheduleOptions spread_qkv;  // --gemv-last-spread-for attn_norm: the q/k/v gemv's only
-    spread_qkv.gemv_last_spread_for = {"attn_norm"};
-    for (const KernelStep& k : schedule_build(p, h200, spread_qkv).decode) {
-        if (k.symbol.find("__gemv_") == std::string::npos) continue;
-        EXPECT_EQ(defines(k.variant, "LAST_SPREAD"), k.group == "attn_norm_qkv_rope_kv_store") << k.symbol;
-    }
     early.gemv_early_slots = 5;  // all before the wait: nothing late, no BULK_FILL_AT_LOADS either
     for (const KernelStep& k : schedule_build(p, h200, early).decode) {
         EXPECT_FALSE(defines(k.variant, "BULK_PRE")) << k.symbol;
@@ -844,27 +613,6 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
     }
     EXPECT_GT(bulk8, 0);
-    // --gemv-grid-per-sm 2 --gemv-block 256 --gemv-bulk-kb 100: two bulk blocks an SM, half the ring
-    // each (8 warps x 5 slots of 2 x 1152 bytes); q/k/v's 272 row sets of 16 capped at 2 x 132
-    ScheduleOptions two;
-    two.gemv_grid_per_sm = 2;
-    two.gemv_block = 256;
-    two.gemv_bulk_kb = 100;
-    const KernelStep& q2 = at(schedule_build(p, h200, two).decode, "attn_norm_qkv_rope_kv_store");
-    EXPECT_TRUE(has_define(q2.variant, "BULK", "1"));
-    EXPECT_TRUE(has_define(q2.variant, "BLOCK", "256"));
-    EXPECT_TRUE(has_define(q2.variant, "BULK_S", "5"));
-    EXPECT_EQ(q2.grid.x, 264u);
-    EXPECT_LE(2 * q2.smem, 227u * 1024);
-    ScheduleOptions l2;
-    l2.l2_prefetch = 4;
-    int l2_bulk = 0;
-    for (const KernelStep& k : schedule_build(p, h200, l2).decode) {
-        if (!has_define(k.variant, "BULK", "1")) continue;
-        ++l2_bulk;
-        EXPECT_TRUE(has_define(k.variant, "BULK_PF", "4")) << k.symbol;
-    }
-    EXPECT_EQ(l2_bulk, 4);
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
     // F16 (session 11): bulk by default for every plain-type gemv with x in shared memory and
@@ -1119,36 +867,6 @@ TEST(ScheduleGates, BatchXrowsReadsEachSplitWeightOnceForTheStepsRows) {
     EXPECT_EQ(down, wide->config.n_layers);
 }
 
-// gemv.prefetch=attn: only the gemv right after decode attention prefetches its rows (whole rows:
-// PREFETCH = row bytes), in decode and prefill, never in the batch phase; needs PDL
-TEST(ScheduleGates, PrefetchAfterAttentionOnlyInTheNextGemv) {
-    auto m = tiny(GgmlType::F16, GgmlType::F16, false);
-    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    const Schedule d = schedule_build(p, h200, {});
-    EXPECT_EQ(gate(d, "gemv.prefetch"), "none");
-    ScheduleOptions o;
-    o.force = {{"gemv.prefetch", "attn"}};
-    const Schedule s = schedule_build(p, h200, o);
-    for (const auto* ph : {&s.decode, &s.prefill, &s.batch}) {
-        int n = 0;
-        for (size_t i = 0; i < ph->size(); ++i) {
-            const KernelStep& k = (*ph)[i];
-            const bool after = i > 0 && (*ph)[i - 1].group == "attn" && k.symbol.find("__gemv_") != std::string::npos;
-            bool any = false;
-            for (const auto& [name, val] : k.variant.defines) any = any || name == "PREFETCH";
-            EXPECT_EQ(any, after && ph != &s.batch) << k.symbol;
-            if (any) {
-                EXPECT_TRUE(has_define(k.variant, "PREFETCH", std::to_string(512 * 2))) << k.symbol;  // F16 rows of 512
-                ++n;
-            }
-        }
-        EXPECT_EQ(n, ph == &s.batch ? 0 : m->config.n_layers);
-    }
-    o.force["launch.pdl"] = "serial";
-    EXPECT_THROW(schedule_build(p, h200, o), std::exception);
-}
-
 // --attn-heads-per-block: decode attention blocks serve fewer query heads of a kv head (grid.x and
 // the ticket counters grow by the factor, the kernel gets HPB); a non-divisor is refused. Split
 // attention takes one head per block by default, one-pass all of a kv head's heads.
@@ -1210,70 +928,6 @@ TEST(ScheduleGates, AttentionSplitsFillTheSms) {
     EXPECT_EQ(split_attn(16384, o, "sm_90", GgmlType::Q8_0).grid.y, 24u);
 }
 
-// attn.decode=mma (off by default until measured): split-KV decode attention on tensor cores, every
-// query head of a kv head per block (no HPB), 16 positions per warp (--attn-chunk 64: 4 warps),
-// about 3 blocks per SM; refused below sm_80, with a float cache, with one-pass attention and with
-// the SIMT kernel's options.
-TEST(ScheduleGates, AttentionDecodeOnTensorCores) {
-    ScheduleOptions o;
-    EXPECT_EQ(split_attn(16384, o).symbol, "attn__split_kv_f16");  // default: simt
-    o.force["attn.decode"] = "mma";
-    const KernelStep a = split_attn(16384, o);
-    EXPECT_EQ(a.symbol, "attn__split_kv_mma_f16");
-    EXPECT_TRUE(has_define(a.variant, "MMA", "1"));
-    EXPECT_TRUE(has_define(a.variant, "KV_LOAD", "16"));
-    for (const auto& [name, val] : a.variant.defines) EXPECT_NE(name, "HPB");
-    EXPECT_EQ(a.block.x, 128u);
-    EXPECT_EQ(a.grid.x, 2u);
-    EXPECT_EQ(a.grid.y, 3u * 132 / 2);  // 198 of the 256 chunks of 64 positions
-    o.attn_chunk = 32;
-    EXPECT_EQ(split_attn(16384, o).block.x, 64u);
-    o.attn_chunk = 40;
-    EXPECT_THROW(split_attn(16384, o), std::exception);
-    o.attn_chunk = 0;
-    EXPECT_THROW(split_attn(16384, o, "sm_75"), std::exception);
-    ScheduleOptions f = o;
-    f.kv_f32 = true;
-    EXPECT_THROW(split_attn(16384, f), std::exception);
-    f = o;
-    f.attn_pipe = 1;
-    EXPECT_THROW(split_attn(16384, f), std::exception);
-    f.attn_pipe = 2;  // the next chunk into the current one's registers: ~192 registers, 2 blocks per SM
-    const KernelStep p2 = split_attn(16384, f);
-    EXPECT_TRUE(has_define(p2.variant, "PIPE", "2"));
-    EXPECT_EQ(p2.grid.y, 2u * 132 / 2);
-    f = o;
-    f.force["attn.algo"] = "onepass";
-    EXPECT_THROW(split_attn(16384, f), std::exception);
-}
-
-// attn.merge=cluster (off by default until measured): the split-KV blocks of a query-head set are
-// launched as one cluster (1 x splits, at most 8) and merge through distributed shared memory;
-// refused below sm_90 and with --attn-splits above 8. The default (ticket) has no cluster.
-TEST(ScheduleGates, AttentionMergeInAThreadBlockCluster) {
-    ScheduleOptions o;
-    const KernelStep t = split_attn(16384, o);
-    EXPECT_FALSE(has_define(t.variant, "CLUSTER", "1"));
-    EXPECT_EQ(t.cluster.x * t.cluster.y * t.cluster.z, 1u);
-    o.force["attn.merge"] = "cluster";
-    const KernelStep c = split_attn(16384, o);
-    EXPECT_TRUE(has_define(c.variant, "CLUSTER", "1"));
-    EXPECT_EQ(c.grid.y, 8u);  // 2 x 132 / 32 = 8: one portable cluster
-    EXPECT_EQ(c.cluster.x, 1u);
-    EXPECT_EQ(c.cluster.y, c.grid.y);
-    o.attn_splits = 3;
-    EXPECT_EQ(split_attn(16384, o).cluster.y, 3u);
-    o.attn_splits = 16;
-    EXPECT_THROW(split_attn(16384, o), std::exception);
-    o.attn_splits = 0;
-    o.force["attn.decode"] = "mma";  // with the tensor-core kernel: 3 x 132 / 2 would be 198, capped
-    const KernelStep m = split_attn(16384, o);
-    EXPECT_EQ(m.grid.y, 8u);
-    EXPECT_EQ(m.cluster.y, 8u);
-    o.force.erase("attn.decode");
-    EXPECT_THROW(split_attn(16384, o, "sm_80"), std::exception);
-}
-
 // attn.vsum=half2 (the default from sm_80, measured in session 10): the SIMT decode kernel's V sums
 // in f16 pairs per tile (VH2) where its transposed reduction runs; float below sm_80 (forcing half2
 // there is refused), with a float cache and with the tensor-core kernel.
@@ -1288,9 +942,6 @@ TEST(ScheduleGates, AttentionVSumInHalfPairs) {
     f = o;
     f.kv_f32 = true;  // the default steps aside
     EXPECT_FALSE(has_define(split_attn(16384, f).variant, "VH2", "1"));
-    f = o;
-    f.force["attn.decode"] = "mma";
-    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "VH2", "1"));
     o.force["attn.vsum"] = "half2";
     EXPECT_TRUE(has_define(split_attn(16384, o).variant, "VH2", "1"));
     o.attn_chunk = 48;  // TILE 3: the plain reduction, no VH2
@@ -1300,37 +951,11 @@ TEST(ScheduleGates, AttentionVSumInHalfPairs) {
     f = o;
     f.kv_f32 = true;
     EXPECT_THROW(split_attn(16384, f), std::exception);
-    f = o;
-    f.force["attn.decode"] = "mma";
-    EXPECT_THROW(split_attn(16384, f), std::exception);
 }
 
-// attn.kdot=half2 (off by default: +0.3 % at depth 4096 on the H200, session 20): the SIMT decode kernel's q . k in f16 pairs
-// (KH2) wherever it runs with a half cache; refused below sm_80, with a float cache and with the
-// tensor-core kernel (which steps aside by itself).
-TEST(ScheduleGates, AttentionKDotInHalfPairsWhenForced) {
-    ScheduleOptions o;
-    EXPECT_FALSE(has_define(split_attn(16384, o).variant, "KH2", "1"));
-    o.force["attn.kdot"] = "half2";
-    EXPECT_TRUE(has_define(split_attn(16384, o).variant, "KH2", "1"));
-    EXPECT_TRUE(has_define(split_attn(16384, o, "sm_80").variant, "KH2", "1"));
-    o.attn_chunk = 48;  // TILE 3 (the plain reduction): the dot products are the same code
-    EXPECT_TRUE(has_define(split_attn(16384, o).variant, "KH2", "1"));
-    o.attn_chunk = 0;
-    EXPECT_THROW(split_attn(16384, o, "sm_75"), std::exception);
-    ScheduleOptions f = o;
-    f.kv_f32 = true;
-    EXPECT_THROW(split_attn(16384, f), std::exception);
-    f = o;
-    f.force["attn.decode"] = "mma";
-    EXPECT_THROW(split_attn(16384, f), std::exception);
-    f.force["attn.kdot"] = "float";
-    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "KH2", "1"));
-}
-
-// The split-KV kernel's measured defaults (session 10): the next chunk loaded during this one's
-// work (PIPE 2) and the ticketed merge in one round trip (MERGE1, at most 16 splits); --attn-pipe 0
-// and --attn-merge-two-trips turn them off; no PIPE for the mma kernel or beside the cp.async ring.
+// The split-KV kernel's defaults: the next chunk loaded during this one's work (PIPE 2) and the
+// ticketed merge in one round trip (MERGE1, at most 16 splits); attn.pipe 0 turns the first off; no
+// PIPE beside the cp.async ring.
 TEST(ScheduleGates, SplitAttentionPipelinesAndMergesInOneTripByDefault) {
     ScheduleOptions o;
     o.attn_splits = 8;  // (this small model's own count is above 16)
@@ -1339,113 +964,17 @@ TEST(ScheduleGates, SplitAttentionPipelinesAndMergesInOneTripByDefault) {
     EXPECT_TRUE(has_define(a.variant, "MERGE1", "1"));
     ScheduleOptions f = o;
     f.attn_pipe = 0;
-    f.attn_merge_one_trip = false;
     a = split_attn(16384, f);
     EXPECT_FALSE(has_define(a.variant, "PIPE", "2"));
-    EXPECT_FALSE(has_define(a.variant, "MERGE1", "1"));
+    EXPECT_TRUE(has_define(a.variant, "MERGE1", "1"));
     f = o;
     f.attn_kv_stages = 3;
     a = split_attn(16384, f);
     EXPECT_FALSE(has_define(a.variant, "PIPE", "2"));
     EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
     f = o;
-    f.force["attn.decode"] = "mma";
-    EXPECT_FALSE(has_define(split_attn(16384, f).variant, "PIPE", "2"));
-    f = o;
     f.attn_splits = 17;  // more splits than one round trip's loads hold
     EXPECT_FALSE(has_define(split_attn(16384, f).variant, "MERGE1", "1"));
-}
-
-// layer.tail=persistent (off by default until measured): on sm_90 the seven decode tasks from
-// attn_output to ffn_residual of a layer become one launch of one block per SM (layer_tail.cu)
-// when its four matrices are split-layout Q4_0 / Q8_0 of one type; other layers, --no-fuse and
-// the batch phase keep the kernels; refused below sm_90. Geometry worked out by hand for dim
-// 512, ff 768, Q8_0 (a row chunk of c columns: c + c / 16 bytes): gate/up items of 4 rows x 512
-// columns (the whole row) = 2176-byte slots; attn_output 2 rows x 512, ffn_down 2 rows x 768
-// (1632 bytes) fit them; x copy 768 + 192 -> 1024 bytes; slots (232448 - 1024 - 2048) / (16 x
-// 2176) = 6; shared memory 1024 + 16 x 6 x 2176 = 209920.
-TEST(ScheduleGates, PersistentLayerTail) {
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    auto m = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false, 512, 768);
-    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
-    auto tails = [](const Schedule& s) {
-        std::vector<const KernelStep*> r;
-        for (const KernelStep& k : s.decode)
-            if (k.symbol.find("__persistent_") != std::string::npos) r.push_back(&k);
-        return r;
-    };
-    ScheduleOptions o;
-    EXPECT_EQ(gate(schedule_build(p, h200, o), "layer.tail"), "kernels");
-    EXPECT_TRUE(tails(schedule_build(p, h200, o)).empty());
-    EXPECT_NE(step(schedule_build(p, h200, o).decode, "attn_output_residual"), nullptr);
-    o.force["layer.tail"] = "persistent";
-    const Schedule s = schedule_build(p, h200, o);
-    EXPECT_EQ(gate(s, "layer.tail"), "persistent");
-    const auto ts = tails(s);
-    ASSERT_EQ(int(ts.size()), m->config.n_layers);
-    for (const KernelStep* k : ts) {
-        EXPECT_EQ(k->tasks.size(), 7u);
-        EXPECT_EQ(k->grid.x, unsigned(h200.sm_count));
-        EXPECT_EQ(k->block.x, 512u);
-        EXPECT_EQ(k->smem, 209920u);
-        EXPECT_TRUE(has_define(k->variant, "WTYPE", "Q8_0"));
-        EXPECT_TRUE(has_define(k->variant, "DIM", "512"));
-        EXPECT_TRUE(has_define(k->variant, "HID", "768"));
-        EXPECT_TRUE(has_define(k->variant, "CH_A", "512"));
-        EXPECT_TRUE(has_define(k->variant, "CH_B", "512"));
-        EXPECT_TRUE(has_define(k->variant, "CH_C", "768"));
-        EXPECT_TRUE(has_define(k->variant, "SLOT", "2176"));
-        EXPECT_TRUE(has_define(k->variant, "SLOTS", "6"));
-        EXPECT_TRUE(has_define(k->variant, "XB", "1024"));
-        EXPECT_EQ(k->symbol.rfind("attn_output_", 0), 0u);
-    }
-    EXPECT_EQ(s.scratch.count("layer_tail_bar"), 1u);
-    EXPECT_EQ(step(s.decode, "attn_output_residual"), nullptr);  // the gemv is gone
-    // the batch phase keeps its kernels
-    for (const KernelStep& k : s.batch) EXPECT_EQ(k.symbol.find("__persistent_"), std::string::npos);
-    // --l2-prefetch N: the tail's PF (off by default)
-    for (const KernelStep* k : ts) EXPECT_FALSE(defines(k->variant, "PF"));
-    ScheduleOptions pf = o;
-    pf.l2_prefetch = 6;
-    for (const KernelStep* k : tails(schedule_build(p, h200, pf))) EXPECT_TRUE(has_define(k->variant, "PF", "6"));
-    ScheduleOptions pfb = o;
-    pfb.tail_barrier_prefetch = 3;  // --tail-barrier-prefetch N: PFB
-    for (const KernelStep* k : ts) EXPECT_FALSE(defines(k->variant, "PFB"));
-    for (const KernelStep* k : tails(schedule_build(p, h200, pfb))) EXPECT_TRUE(has_define(k->variant, "PFB", "3"));
-    ScheduleOptions f = o;
-    f.fuse = false;
-    EXPECT_TRUE(tails(schedule_build(p, h200, f)).empty());
-    // ffn_down rows of 352 (blocks layout) and F16 weights: no layer qualifies, the kernels stay
-    auto blocks = tiny(GgmlType::Q8_0, GgmlType::Q8_0, false);
-    EXPECT_TRUE(tails(schedule_build(plan_build(*blocks, PlanOptions{256, 16, 1}), h200, o)).empty());
-    auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 512, 768);
-    EXPECT_TRUE(tails(schedule_build(plan_build(*f16, PlanOptions{256, 16, 1}), h200, o)).empty());
-    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), o), std::exception);
-}
-
-// layer_tail_balance (--print-threads): the layer tail's three phases' row sets per block, warp-
-// major as layer_tail.cu takes them. 8B shape on 132 blocks of 16 warps (2112 warps), 2 rows per
-// set: attn_output / ffn_down 2048 sets = 15 x 132 + 68: 16 on blocks 0-67, 15 elsewhere;
-// gate/up 7168 sets = 3 passes of 2112 (48 per block) + 832 = 6 x 132 + 40: 55 on blocks 0-39,
-// 54 elsewhere (block by block it would be 64 on 52 blocks).
-TEST(ScheduleGates, LayerTailBalanceCountsRowSetsPerPhase) {
-    KernelStep k;
-    k.variant = Variant("cuda/layer_tail.cu", "");
-    k.variant.set("DIM", 4096).set("HID", 14336).set("NW", 16);
-    k.grid = Dim3(132);
-    const auto ph = layer_tail_balance(k);
-    ASSERT_EQ(ph.size(), 3u);
-    EXPECT_EQ(ph[0].sets, 2048);
-    EXPECT_EQ(ph[0].passes, 1);
-    EXPECT_EQ(ph[0].max_per_block, 16);
-    EXPECT_EQ(ph[1].sets, 7168);
-    EXPECT_EQ(ph[1].passes, 4);
-    EXPECT_EQ(ph[1].max_per_block, 55);
-    EXPECT_NEAR(ph[1].mean_per_block, 54.30, 0.01);
-    EXPECT_EQ(ph[2].max_per_block, 16);
-    KernelStep g;
-    g.variant = Variant("cuda/gemv.cu", "");
-    EXPECT_TRUE(layer_tail_balance(g).empty());
 }
 
 // gemv_balance (--print-threads): row sets per block as gemv.cu assigns them. The 8B q/k/v gemv
@@ -1464,8 +993,6 @@ TEST(ScheduleGates, GemvBalanceCountsRowSetsPerBlock) {
     EXPECT_EQ(b->passes, 2);
     EXPECT_EQ(b->max_per_block, 32);
     EXPECT_NEAR(b->mean_per_block, 23.27, 0.01);
-    k.variant.set("LAST_SPREAD", 1);  // the full pass block-major, the second group-major: 16 + 8
-    EXPECT_EQ(gemv_balance(k)->max_per_block, 24);
     k.variant = Variant("cuda/gemv.cu", "");
     k.variant.set("N_MAT", 3).set("ROWS0", 4096).set("ROWS1", 1024).set("ROWS2", 1024).set("BLOCK", 512)
         .set("ROWS_PER_BLOCK", 32).set("REDUCE", 1).set("EPI", 4).set("WARP_MAJOR", 1);
@@ -1479,8 +1006,6 @@ TEST(ScheduleGates, GemvBalanceCountsRowSetsPerBlock) {
     EXPECT_EQ(b->passes, 7);
     EXPECT_EQ(b->max_per_block, 112);
     k.variant.set("WARP_MAJOR", 1);
-    EXPECT_EQ(gemv_balance(k)->max_per_block, 109);
-    k.variant.set("WARP_MAJOR", 0).set("LAST_SPREAD", 1);  // 6 x 16 block-major, then 12-13
     EXPECT_EQ(gemv_balance(k)->max_per_block, 109);
     // not a gemv: nothing
     k.variant = Variant("cuda/attention_decode.cu", "");
@@ -1508,95 +1033,6 @@ TEST(ScheduleGates, AttentionKvStagesRing) {
     EXPECT_THROW(split_attn(1024, big), std::exception);
     o.force = {{"attn.algo", "onepass"}};  // one-pass: no ring
     EXPECT_EQ(split_attn(1024, o).smem, 0u);
-}
-
-// attn.decode=mma with --attn-kv-stages N: each lane's fragment pieces through the ring (head_dim / 8
-// entries of 16 bytes a lane and slot), the first chunks copied before the PDL wait (EARLY_KV) unless
-// attn.early=wait; --attn-kv-rows bulk|cp-async: whole rows of 2 x head_dim + 16 bytes, CH = block / 2
-// rows of K and of V a slot, after 16 bytes of barriers a slot pair (sm_90); refused without the mma
-// kernel, without the ring and below sm_90. (head dim 64 here)
-TEST(ScheduleGates, MmaAttentionRingPerLaneOrAsRows) {
-    ScheduleOptions o;
-    o.force["attn.decode"] = "mma";
-    o.attn_kv_stages = 3;
-    KernelStep a = split_attn(4096, o);
-    const unsigned block = a.block.x;
-    EXPECT_TRUE(has_define(a.variant, "MMA", "1"));
-    EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
-    EXPECT_TRUE(has_define(a.variant, "EARLY_KV", "1"));
-    EXPECT_FALSE(a.variant.has("KV_ROWS"));
-    EXPECT_EQ(a.smem, 3u * (64 / 8) * block * 16);
-    ScheduleOptions w = o;
-    w.force["attn.early"] = "wait";
-    EXPECT_FALSE(split_attn(4096, w).variant.has("EARLY_KV"));
-    for (int rows : {1, 2}) {
-        SCOPED_TRACE(rows);
-        ScheduleOptions r = o;
-        r.attn_kv_rows = rows;
-        a = split_attn(4096, r);
-        EXPECT_TRUE(has_define(a.variant, "KV_ROWS", std::to_string(rows)));
-        EXPECT_EQ(a.smem, 16u * 2 + 3u * 2 * (block / 2) * (2 * 64 + 16));
-        EXPECT_THROW(split_attn(4096, r, "sm_80"), std::exception);
-        ScheduleOptions simt = r;
-        simt.force.erase("attn.decode");
-        EXPECT_THROW(split_attn(4096, simt), std::exception);
-        ScheduleOptions no_ring = r;
-        no_ring.attn_kv_stages = 0;
-        EXPECT_THROW(split_attn(4096, no_ring), std::exception);
-    }
-}
-
-// attn.stage=smem (off by default until measured): the staged kernel, a block per (kv head, split)
-// with every query head of the group, CH = BLOCK / 2 positions a chunk, the splits filling the SMs
-// with the blocks shared memory allows (at most one a chunk); refused without cp.async, with a f32
-// cache, beside the tensor-core kernel and with the register kernel's knobs.
-TEST(ScheduleGates, StagedAttentionServesAKvHeadPerBlock) {
-    ScheduleOptions o;
-    o.force["attn.stage"] = "smem";
-    KernelStep a = split_attn(4096, o);  // 8 query heads, 2 kv heads, head dim 64
-    EXPECT_EQ(a.variant.source, "cuda/attention_decode_staged.cu");
-    EXPECT_EQ(a.symbol, "attn__split_kv_staged_f16");
-    EXPECT_EQ(a.block.x, 256u);
-    EXPECT_EQ(a.grid.x, 2u);
-    // 128 positions a chunk: 128 x (160 + 128) bytes of rows, 3 blocks an SM (228 KiB), 132 SMs
-    EXPECT_EQ(a.smem, 128u * (2 * 64 + 32 + 2 * 64));
-    EXPECT_EQ(a.grid.y, 32u);  // min(3 * 132 / 2, 4096 / 128)
-    EXPECT_TRUE(has_define(a.variant, "N_SPLITS", "32"));
-    EXPECT_TRUE(has_define(a.variant, "EARLY_KV", "1"));
-    EXPECT_EQ(a.carveout, 100);  // the gemvs' full shared memory (--attn-carveout: another)
-    EXPECT_EQ(split_attn(300, o).grid.y, 4u);  // a split a chunk (3), at least a block a query head (4)
-    EXPECT_EQ(split_attn(128, o).grid.y, 4u);
-    ScheduleOptions cv = o;
-    cv.attn_carveout = -1;
-    EXPECT_EQ(split_attn(4096, cv).carveout, -1);
-    cv.force.erase("attn.stage");
-    cv.attn_carveout = 50;
-    EXPECT_EQ(split_attn(4096, cv).carveout, 50);  // the register kernel's too
-    EXPECT_EQ(split_attn(4096, ScheduleOptions{}).carveout, -1);
-    ScheduleOptions w = o;
-    w.force["attn.early"] = "wait";
-    w.attn_chunk = 64;
-    w.attn_splits = 5;
-    a = split_attn(4096, w);
-    EXPECT_FALSE(a.variant.has("EARLY_KV"));
-    EXPECT_EQ(a.block.x, 128u);
-    EXPECT_EQ(a.grid.y, 5u);
-    EXPECT_EQ(a.smem, 64u * (2 * 64 + 32 + 2 * 64));
-    ScheduleOptions bad = o;
-    bad.attn_chunk = 96;
-    EXPECT_THROW(split_attn(4096, bad), std::exception);
-    EXPECT_THROW(split_attn(4096, o, "sm_75"), std::exception);
-    ScheduleOptions f32 = o;
-    f32.kv_f32 = true;
-    EXPECT_THROW(split_attn(4096, f32), std::exception);
-    ScheduleOptions mma = o;
-    mma.force["attn.decode"] = "mma";
-    EXPECT_THROW(split_attn(4096, mma), std::exception);
-    ScheduleOptions pipe = o;
-    pipe.attn_pipe = 2;
-    EXPECT_THROW(split_attn(4096, pipe), std::exception);
-    // the default: the register kernel
-    EXPECT_EQ(split_attn(4096, ScheduleOptions{}).variant.source, "cuda/attention_decode.cu");
 }
 
 // attn.kv=tma (the default on sm_90 for contexts beyond 256 positions): the tensor-map kernel, a block per (kv head, split)
@@ -1632,9 +1068,6 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     EXPECT_EQ(a.args[3].layer, 0);
     EXPECT_EQ(s.kv_map_rows, 128);
     EXPECT_FALSE(a.variant.has("MERGE1"));
-    ScheduleOptions m1 = o;
-    m1.attn_tma_merge1 = true;  // --attn-tma-merge1
-    EXPECT_TRUE(has_define(split_attn(4096, m1).variant, "MERGE1", "1"));
     EXPECT_EQ(a.cluster.y, 1u);  // no cluster by default
     ScheduleOptions cl = o;
     cl.attn_tma_cluster = 1;  // --attn-tma-cluster 1: a kv head's splits as one cluster
@@ -1647,9 +1080,6 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     EXPECT_FALSE(split_attn(100, cl).variant.has("CLUSTER"));  // one tile: one split, nothing to merge
     cl.attn_splits = 17;
     EXPECT_THROW(split_attn(4096, cl), std::exception);  // at most 16 blocks a cluster
-    cl.attn_splits = 12;
-    cl.attn_tma_merge1 = true;
-    EXPECT_THROW(split_attn(4096, cl), std::exception);
     EXPECT_EQ(s.scratch.at("attn_kv_maps"), size_t(m->config.n_layers) * 256);
     ScheduleOptions small = o;
     small.attn_chunk = 64;
@@ -1678,9 +1108,6 @@ TEST(ScheduleGates, TmaAttentionCopiesTilesByTensorMaps) {
     ScheduleOptions f32 = o;
     f32.kv_f32 = true;
     EXPECT_THROW(split_attn(4096, f32), std::exception);
-    ScheduleOptions mma = o;
-    mma.force["attn.decode"] = "mma";
-    EXPECT_THROW(split_attn(4096, mma), std::exception);
     ScheduleOptions pipe = o;
     pipe.attn_pipe = 2;
     EXPECT_THROW(split_attn(4096, pipe), std::exception);
@@ -1752,10 +1179,6 @@ TEST(ScheduleGates, AttnTmaClusterWhereTheDevicesClustersFit) {
     off.attn_tma_cluster = 0;  // --attn-tma-cluster 0: the ticket, the splits as wanted
     EXPECT_FALSE(attn(d16, off).variant.has("CLUSTER"));
     EXPECT_EQ(attn(d16, off).grid.y, 32u);
-    ScheduleOptions m1 = o;
-    m1.attn_tma_merge1 = true;  // --attn-tma-merge1 keeps the ticket
-    EXPECT_FALSE(attn(d16, m1).variant.has("CLUSTER"));
-    EXPECT_TRUE(has_define(attn(d16, m1).variant, "MERGE1", "1"));
 }
 
 // sample.fuse=gemv: a second decode list (and graph) for greedy steps whose output gemv picks; the
@@ -1835,7 +1258,7 @@ TEST(ScheduleGates, FusedPickByDefaultWhereTheOutputGemvIsBulk) {
     EXPECT_EQ(sf.decode.back().symbol, "sample__draw");
     // the head kept on the lanes loop: the pick kernel again
     ScheduleOptions lanes;
-    lanes.gemv_lanes_for = {"output_norm"};  // (by the kernel's first task: the norm fused before the head)
+    lanes.force = {{"gemv.load", "lanes"}};
     const Schedule sl = schedule_build(pf, h200, lanes);
     EXPECT_FALSE(out_step(pf, sl)->variant.has("BULK"));
     EXPECT_EQ(gate(sl, "sample.fuse"), "kernel");
@@ -1905,17 +1328,11 @@ TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
     ScheduleOptions off;
     off.attn_tma_from = 0;
     EXPECT_TRUE(schedule_build(p, h200, off).decode_short.empty());
-    ScheduleOptions traced;
-    traced.trace = true;  // --block-trace: the automatic switch gives way (one traced list)
-    EXPECT_TRUE(schedule_build(p, h200, traced).decode_short.empty());
     ScheduleOptions ld = o;
     ld.force["attn.kv"] = "ld";
     const Schedule l = schedule_build(p, h200, ld);
     EXPECT_TRUE(l.decode_short.empty());
     EXPECT_EQ(l.decode_short_below, 0);
-    ScheduleOptions tr = o;
-    tr.trace = true;
-    EXPECT_THROW(schedule_build(p, h200, tr), std::exception);
 }
 
 // sample.draw=device (the default where a warp is 32 lanes): decode's pick kernel is `sample__draw`
@@ -2091,12 +1508,11 @@ TEST(ScheduleFusion, RopeTableFeedsEveryRopeKernel) {
 // gemv.xq=producer (sm_90 with the bulk gemvs): the SwiGLU gate/up gemv quantizes its output for the
 // split-layout ffn_down after it (XQ_OUT on gate/up: the consumer's columns, Q4_0 planes; XQ_IN on
 // ffn_down), both on the "gemv_xq" scratch buffer. Gate/up's blocks of 16 rows a pass complete each
-// group of 32 in clusters of 2 (XQ_NP passes, an even grid, the device's pairs all resident); with
-// --gemv-xq-groups each block takes whole groups in consecutive passes (XQ_NGB a block, on as many
-// blocks as the busiest needs). The sibling, and shapes it cannot take, keep each block's prologue.
+// group of 32 in clusters of 2 (XQ_NP passes, an even grid, the device's pairs all resident). The
+// sibling, and shapes it cannot take, keep each block's prologue.
 // gemv.xq=producer, the other producer: the decode attention quantizes its output for attn_output
 // (attention_decode.cu / attention_decode_tma.cu XQ_OUT, the xq argument last), which copies it
-// (XQ_IN); not the mma sibling, not with gemv.xq=block, not where attn_output is no bulk Q4_0 gemv
+// (XQ_IN); not with gemv.xq=block, not where attn_output is no bulk Q4_0 gemv
 TEST(ScheduleGates, GemvXqAttentionQuantizesForAttnOutput) {
     auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);  // 8 heads of 64: 16 groups
     const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
@@ -2130,9 +1546,6 @@ TEST(ScheduleGates, GemvXqAttentionQuantizesForAttnOutput) {
         EXPECT_FALSE(at(s.decode, "attn_output_residual").variant.has("XQ_IN"));
         EXPECT_EQ(at(s.decode, "attn").args.back().kind, KArg::Kind::Null);  // xq unused
     };
-    ScheduleOptions mma = o;
-    mma.force["attn.decode"] = "mma";
-    none(mma);
     ScheduleOptions sib = o;
     sib.force["gemv.xq"] = "block";
     none(sib);
@@ -2258,7 +1671,6 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     EXPECT_TRUE(has_define(gu.variant, "XQ_PLANES", "1"));
     EXPECT_TRUE(has_define(gu.variant, "XQ_CL", "2"));
     EXPECT_TRUE(has_define(gu.variant, "XQ_NP", "1"));  // 768 rows on 48 blocks of 16
-    EXPECT_FALSE(gu.variant.has("XQ_NGB"));
     EXPECT_EQ(gu.grid.x, 48u);
     EXPECT_EQ(gu.cluster.x, 2u);
     EXPECT_EQ(gu.args[7].kind, KArg::Kind::Scratch);
@@ -2273,41 +1685,18 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     none.gemv_cluster_for = {{"attn_output", 1}};
     EXPECT_EQ(at(schedule_build(p, h200, none).decode, "attn_output_residual").cluster.x, 1u);
     auto gate_up = [&](const DeviceInfo& d, const ScheduleOptions& so) { return at(schedule_build(p, d, so).decode, "ffn_norm_gate_up_act"); };
-    for (int ab = 6; ab <= 8; ++ab) {  // --gemv-ablate xq-nosync / xq-waitonly / xq-notail (timing only)
-        ScheduleOptions abl = o;
-        abl.gemv_ablate = ab;
-        EXPECT_TRUE(has_define(gate_up(h200, abl).variant, "XQ_ABLATE", std::to_string(ab - 5)));
-    }
-    EXPECT_FALSE(gu.variant.has("XQ_ABLATE"));
     ScheduleOptions g8 = o;
-    g8.gemv_grid_max = 8;  // 6 passes of 128 rows
+    g8.gemv_grid_for = {{"ffn_norm", 8}};  // 6 passes of 128 rows
     EXPECT_TRUE(has_define(gate_up(h200, g8).variant, "XQ_NP", "6"));
     ScheduleOptions g3 = o;
-    g3.gemv_grid_max = 3;  // an odd grid: no pairs
+    g3.gemv_grid_for = {{"ffn_norm", 3}};  // an odd grid: no pairs
     EXPECT_FALSE(at(schedule_build(p, h200, g3).decode, "ffn_down_residual").variant.has("XQ_IN"));
     ScheduleOptions g4 = o;
-    g4.gemv_grid_max = 4;  // 12 passes: more than the leader's 8 slots
+    g4.gemv_grid_for = {{"ffn_norm", 4}};  // 12 passes: more than the leader's 8 slots
     EXPECT_FALSE(gate_up(h200, g4).variant.has("XQ_OUT"));
     DeviceInfo few = h200;  // a device whose GPCs hold fewer pairs than half its SMs: the sibling
     for (int k = 1; k <= 16; ++k) few.clusters_1pm[size_t(k)] = k == 1 ? 132 : 60;
     EXPECT_FALSE(gate_up(few, o).variant.has("XQ_OUT"));
-    ScheduleOptions groups = o;
-    groups.gemv_xq_groups = true;  // whole groups a block: 48 blocks of 16 rows wanted, a group each on 24
-    EXPECT_TRUE(has_define(gate_up(h200, groups).variant, "XQ_CL", "1"));
-    EXPECT_TRUE(has_define(gate_up(h200, groups).variant, "XQ_NGB", "1"));
-    EXPECT_EQ(gate_up(h200, groups).grid.x, 24u);
-    EXPECT_EQ(gate_up(h200, groups).cluster.x, 1u);
-    EXPECT_TRUE(gate_up(few, groups).variant.has("XQ_OUT"));  // no clusters
-    ScheduleOptions gr3 = groups;
-    gr3.gemv_grid_max = 3;  // 8 groups a block
-    EXPECT_TRUE(has_define(gate_up(h200, gr3).variant, "XQ_NGB", "8"));
-    EXPECT_EQ(gate_up(h200, gr3).grid.x, 3u);
-    ScheduleOptions gr2 = groups;
-    gr2.gemv_grid_max = 2;  // 12 groups a block: more than the 8 slots
-    EXPECT_FALSE(gate_up(h200, gr2).variant.has("XQ_OUT"));
-    ScheduleOptions wm = o;
-    wm.gemv_warp_major = true;  // a block's rows of a pass not adjacent
-    EXPECT_FALSE(at(schedule_build(p, h200, wm).decode, "ffn_down_residual").variant.has("XQ_IN"));
     ScheduleOptions sib = o;
     sib.force["gemv.xq"] = "block";
     const Schedule sb = schedule_build(p, h200, sib);
@@ -2323,56 +1712,6 @@ TEST(ScheduleGates, GemvXqGateUpQuantizesForFfnDown) {
     o.force["gemv.load"] = "lanes";
     o.force["gemv.xq"] = "producer";
     EXPECT_THROW(schedule_build(p, h200, o), std::exception);
-}
-
-// attn.fuse=qkv: the decode attention task goes into the bulk q/k/v gemv (gemv.cu ATT_TAIL): no attention
-// kernel in the decode (and prefill) list, the gemv's group names the attention, its three extra arguments (the output,
-// attn_output's quantized x, the layer's tickets), the K/V rows prefetched into L2 at its start; the batch
-// phase and the sibling keep the kernel; sm_80 refuses it; a model whose shape does not fit keeps the kernel
-TEST(ScheduleGates, AttnFuseTakesTheAttentionIntoTheQkvGemv) {
-    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);
-    const Plan p = plan_build(*m, PlanOptions{256, 16, 1});
-    ScheduleOptions o;
-    o.force["gemv.load"] = "bulk";
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    EXPECT_EQ(gate(schedule_build(p, h200, o), "attn.fuse"), "kernel");  // the default until measured
-    EXPECT_NE(step(schedule_build(p, h200, o).decode, "attn"), nullptr);
-    ScheduleOptions f = o;
-    f.force["attn.fuse"] = "qkv";
-    const Schedule s = schedule_build(p, h200, f);
-    EXPECT_EQ(gate(s, "attn.fuse"), "qkv");
-    EXPECT_EQ(step(s.decode, "attn"), nullptr);
-    int fused = 0;
-    for (size_t i = 0; i < s.decode.size(); ++i) {
-        const KernelStep& k = s.decode[i];
-        if (!k.variant.has("ATT_TAIL")) continue;
-        SCOPED_TRACE(k.symbol + " of layer " + std::to_string(k.layer));
-        ++fused;
-        EXPECT_EQ(k.group, "attn_norm_qkv_rope_kv_store_attn");
-        EXPECT_EQ(k.symbol, "attn_norm_qkv_rope_kv_store_attn__gemv_warp_q4_0_split_bulk");
-        EXPECT_TRUE(has_define(k.variant, "EPI", "4"));
-        EXPECT_TRUE(has_define(k.variant, "ATT_QPG", "4"));
-        EXPECT_TRUE(has_define(k.variant, "KV_PF", "1"));
-        EXPECT_TRUE(has_define(k.variant, "ATT_XQ", "1"));  // gemv.xq=producer (Q4_0): attn_output copies x
-        EXPECT_TRUE(has_define(k.variant, "ATT_XQ_PLANES", "1"));
-        ASSERT_EQ(k.args.size(), 21u);
-        EXPECT_EQ(k.args[18].kind, KArg::Kind::Slot);
-        EXPECT_EQ(k.args[18].slot, Slot::Att);
-        EXPECT_EQ(k.args[19].scratch, "attn_xq");
-        EXPECT_EQ(k.args[20].scratch, "attn_tail_tickets");
-        EXPECT_EQ(k.args[20].offset, uint64_t(k.layer) * 2 * 4);  // 2 kv heads a layer
-        ASSERT_LT(i + 1, s.decode.size());
-        EXPECT_EQ(s.decode[i + 1].group, "attn_output_residual");
-        EXPECT_TRUE(has_define(s.decode[i + 1].variant, "XQ_IN", "1"));
-    }
-    EXPECT_EQ(fused, p.config->n_layers);
-    EXPECT_EQ(s.scratch.at("attn_tail_tickets"), size_t(p.config->n_layers) * 2 * 4);
-    EXPECT_EQ(step(s.prefill, "attn"), nullptr);  // the prompt's token-at-a-time list too
-    EXPECT_THROW(schedule_build(p, DeviceInfo::for_target("sm_80"), f), Error);
-    // 8 query heads a kv head: q does not fit the tail's registers, the kernel stays (forced or not)
-    auto g8 = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 1024, 768, 64);  // 16 heads, 2 kv heads
-    const Plan p8 = plan_build(*g8, PlanOptions{256, 16, 1});
-    EXPECT_NE(step(schedule_build(p8, h200, f).decode, "attn"), nullptr);
 }
 
 // The norm weight of a normed Q4_0 / Q8_0 gemv before the PDL wait (gemv.cu NW_EARLY): by default the lanes

@@ -60,11 +60,7 @@ struct Gates {
     bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
-    bool attn_decode_mma = false;   // attn.decode=mma: split-KV decode attention's dot products on tensor cores
-    bool attn_cluster = false;      // attn.merge=cluster: split-KV blocks merge through distributed shared memory
-    bool attn_stage = false;        // attn.stage=smem: split-KV chunks staged in shared memory, every query head of a kv head per block
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
-    bool attn_kh2 = false;          // attn.kdot=half2: decode attention's q . k in f16 pairs
     bool attn_tma = false;          // attn.kv=tma: split-KV decode attention fed by tensor-map copies, on tensor cores
     bool batch_small = false;  // batch steps of few rows through the gemv kernels
     bool batch_pdl = false;    // ... launched with PDL (gate batch.pdl)
@@ -77,7 +73,6 @@ struct Gates {
     // gemv.grid=capped: at most 2 blocks per SM, each looping over its row groups; by default for
     // split-layout gemvs of >= 4096 columns only (forced: every gemv)
     bool gemv_cap = false, gemv_cap_all = false;
-    bool gemv_prefetch_attn = false;  // gemv.prefetch=attn: the gemv after decode attention prefetches its rows
     // gemv.load=bulk: decode's split-layout gemvs stream rows by cp.async.bulk into smem rings; by
     // default for those of >= 4096 columns and rows (forced: every split-layout decode gemv and the
     // plain-type ones with x in shared memory)
@@ -88,11 +83,8 @@ struct Gates {
     // gemv.xq=producer: a SwiGLU bulk gemv quantizes its output for the split-layout bulk gemv
     // after it (gemv.cu XQ_OUT / XQ_IN; a pair of blocks a cluster completes each group of 32)
     bool gemv_xq = false, gemv_xq_all = false;  // (by default where the consumer is Q4_0; forced: Q8_0 too)
-    // layer.tail=persistent: attn_output .. ffn_residual of a layer in one launch (layer_tail.cu)
-    bool layer_tail = false;
     // attn.early=kv: the split SIMT decode kernel loads its first chunk before the PDL wait
     bool attn_early = false;
-    bool attn_fuse = false;  // attn.fuse=qkv: decode attention at the end of the q/k/v gemv (gemv.cu ATT_TAIL)
     // sample.fuse=gemv: decode's greedy pick inside the output gemv (gemv.cu ARGMAX)
     bool sample_fuse = false;
     // step.advance=device: decode's pick kernel advances the token and position slots itself
@@ -182,77 +174,6 @@ public:
                                                         d_.cc_major, d_.cc_minor));
         }
         {
-            // Decode attention's dot products on tensor cores (attention_decode.cu MMA): a block per
-            // kv head and split, every query head of the group as a row of m16n8k16 tiles, K and V
-            // used as B fragments as loaded (no f16 -> f32 conversions); q and the weights rounded to
-            // f16 as in attention_prefill. H200, 8B Q8_0 tg128 (session 9): depth 0 411.89 against
-            // 426.97 for simt, depth 4096 346.58 against 379.76; with --attn-pipe 2 and chunks of 128
-            // at 16 splits 421.38 / 379.22 against 425.58 / 379.09: simt.
-            const int cc = d_.cc();
-            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
-            std::string why;
-            if (!g_.attn_split) why = "attn.algo=onepass: the tensor-core kernel is split-KV";
-            else if (cc < 80) why = fmt::format("compute capability {}.{}: no mma.sync f16", d_.cc_major, d_.cc_minor);
-            else if (o_.kv_f32) why = "--kv-f32: the mma kernel reads a half KV cache";
-            else if (!g_.norm_warp) why = "norm.reduce=tree: the mma kernel's softmax uses warp shuffles";
-            else if (c_.head_dim != 64 && c_.head_dim != 128)  // 256: 255 registers and spills (sm_80, offline)
-                why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
-            else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the tiles' rows)", qpg);
-            else if (o_.attn_pipe == 1 || o_.attn_warp_merge || o_.attn_heads_per_block > 0)
-                why = "--attn-pipe 1, --attn-warp-merge and --attn-heads-per-block are the SIMT kernel's";
-            g_.attn_decode_mma = forced_if("attn.decode", "mma", "simt", false, why,
-                                           "tensor-core split-KV decode attention measured slower on the H200 (8B Q8_0: "
-                                           "-3.5 % at depth 0, -8.7 % at depth 4096; with --attn-pipe 2 --attn-chunk 128 "
-                                           "-1.0 % / +0.0 %)");
-        }
-        {
-            // attn.stage=smem (attention_decode_staged.cu, sm_80+): each split-KV block copies its
-            // chunk of K and V rows into shared memory with cp.async and serves every query head
-            // of its kv head from there (scores two threads a position, V sums 16 threads a row),
-            // so a K/V byte crosses L2 once per token instead of once per query head (the register
-            // kernel runs one query head per block: 4 reads for Llama-3's groups of 4). H200, 8B
-            // Q8_0 tg128, n_ctx 4224, same machine (session 16): 450.66 / 387.41 at depth 0 / 4096
-            // against 453.15 / 400.64; 17.8 us a launch at depth 4096 under Nsight Compute, SMs
-            // active 62 % of it; with the full carveout (its default since) the same, session 17:
-            // 387.77 against 387.90 with the driver's at depth 4096.
-            const int cc = d_.cc();
-            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
-            std::string why;
-            if (!g_.attn_split) why = "attn.algo=onepass: the staged kernel is split-KV";
-            else if (cc < 80) why = fmt::format("compute capability {}.{}: no cp.async", d_.cc_major, d_.cc_minor);
-            else if (o_.kv_f32) why = "--kv-f32: the staged kernel reads a half KV cache";
-            else if (!g_.norm_warp) why = "norm.reduce=tree: the staged kernel's softmax uses warp shuffles";
-            else if (c_.head_dim != 64 && c_.head_dim != 128) why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
-            else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (a softmax warp each)", qpg);
-            else if (g_.attn_decode_mma) why = "attn.decode=mma: the tensor-core kernel reads its own K/V";
-            else if (o_.attn_pipe > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0 || o_.attn_kv_stages > 0 ||
-                     o_.attn_overlap)
-                why = "--attn-pipe, --attn-warp-merge, --attn-heads-per-block, --attn-kv-stages and --attn-overlap are "
-                      "the register kernel's";
-            g_.attn_stage = forced_if("attn.stage", "smem", "regs", false, why,
-                                      "split-KV decode attention with K/V in registers, one query head per block (the "
-                                      "staged kernel measured slower on the H200, 8B Q8_0: -0.5 % at depth 0, -3.3 % at "
-                                      "depth 4096)");
-        }
-        {
-            // attn.merge=cluster (sm_90): the split-KV blocks of a query-head set form one thread-block
-            // cluster (1 x splits, at most 8: the portable size) and combine their partial states
-            // through distributed shared memory (barrier.cluster, ld.shared::cluster), instead of
-            // scratch in global memory, a fence, an atomic ticket and the last block's loads (`ticket`:
-            // about three dependent L2 round trips after the last block's loop). H200, 8B Q8_0 tg128
-            // (session 10): depth 4096 379.55 -> 344.50, depth 0 426.48 -> 419.72: only 30 of the 32
-            // clusters of 8 are resident at once (cuOccupancyMaxActiveClusters; two blocks per SM, 8
-            // per cluster within a GPC), so two clusters wait for a second wave: ticket.
-            const int cc = d_.cc();
-            std::string why;
-            if (!g_.attn_split) why = "attn.algo=onepass: nothing to merge";
-            else if (cc < 90) why = fmt::format("compute capability {}.{}: no thread-block clusters (sm_90+)", d_.cc_major, d_.cc_minor);
-            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel's blocks merge through the ticket";
-            g_.attn_cluster = forced_if("attn.merge", "cluster", "ticket", false, why,
-                                        "split-KV partial states through global scratch and an atomic ticket (the "
-                                        "cluster merge measured -9.2 % at depth 4096 on the H200: 30 of 32 clusters resident)");
-        }
-        {
             // attn.vsum=half2 (sm_80+): the SIMT decode kernel sums a tile's weighted V rows in f16
             // pairs (fma.rn.f16x2, the weights rounded to f16) and adds them to its f32 output once
             // per tile, instead of converting every V element and FMA-ing in f32: 4 instructions per
@@ -265,30 +186,9 @@ public:
             if (cc < 80) why = fmt::format("compute capability {}.{}: no cvt.rn.f16x2.f32", d_.cc_major, d_.cc_minor);
             else if (o_.kv_f32) why = "--kv-f32: V is read as floats";
             else if (!g_.norm_warp) why = "norm.reduce=tree: the half2 sum sits in the shuffle-reduction loop";
-            else if (g_.attn_decode_mma) why = "attn.decode=mma: V products on tensor cores";
-            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel sums V in f32 from shared memory";
             g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", true, why,
                                     "a tile's weighted V rows summed in f16 pairs, once per tile into the f32 output "
                                     "(H200, 8B Q8_0 at depth 4096: +0.8 % tok/s)");
-        }
-        {
-            // attn.kdot=half2 (sm_80+): the SIMT decode kernel's q . k over a thread's 8 dims as four
-            // fma.rn.f16x2 on q * scale * log2(e) rounded to f16 and the K row as stored, one f32 add
-            // of the pair, instead of 8 conversions and 8 f32 FMAs a position (the loop is issue-bound
-            // at depth: without its K/V loads attention still costs 8.1 us a layer at depth 4096,
-            // session 18). Accuracy: each partial sum of 4 products rounded to f16 (~1e-3 relative).
-            // H200, 8B Q8_0 at depth 4096 (session 20, one machine, two rounds): 405.93 / 405.19
-            // against 403.59 / 404.04 (+0.3 %), depth 0 unchanged; Q4_0 583.82 against 582.70:
-            // within about two spreads, for f16 rounding in every score: off.
-            const int cc = d_.cc();
-            std::string why;
-            if (cc < 80) why = fmt::format("compute capability {}.{}: no cvt.rn.f16x2.f32", d_.cc_major, d_.cc_minor);
-            else if (o_.kv_f32) why = "--kv-f32: K is read as floats";
-            else if (g_.attn_decode_mma) why = "attn.decode=mma: q . k on tensor cores";
-            else if (g_.attn_stage) why = "attn.stage=smem: the staged kernel's dot products read K from shared memory";
-            g_.attn_kh2 = forced_if("attn.kdot", "half2", "float", false, why,
-                                    "q . k with f32 products and sums (half2 measured +0.3 % at depth 4096 on the H200, 8B Q8_0: "
-                                    "not worth f16 rounding in every score)");
         }
         {
             // attn.early=kv (attention_decode.cu EARLY_KV): each split-KV block reads the position
@@ -300,9 +200,6 @@ public:
             // 399.60 -> 399.96 (depth 0 445.38 -> 456.16 in that run).
             std::string why;
             if (!g_.attn_split) why = "attn.algo=onepass: one block per kv head reads the position first";
-            else if (g_.attn_decode_mma && o_.attn_kv_stages <= 0)
-                why = "attn.decode=mma without --attn-kv-stages: its chunk loads follow the position";
-            else if (g_.attn_cluster) why = "attn.merge=cluster: the cluster barriers need every block in step";
             g_.attn_early = forced_if("attn.early", "kv", "wait", true, why,
                                       "split-KV blocks load their first chunk of K/V before waiting for the q/k/v gemv "
                                       "(H200: 8B Q8_0 +1.2 %, Q4_0 +2.7 % tok/s; the SIMT kernel with --attn-pipe 2, "
@@ -327,12 +224,8 @@ public:
             else if (!g_.norm_warp) why = "norm.reduce=tree: the tensor-map kernel's softmax uses warp shuffles";
             else if (c_.head_dim != 64 && c_.head_dim != 128) why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
             else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the mma rows)", qpg);
-            else if (g_.attn_decode_mma || g_.attn_stage || g_.attn_cluster)
-                why = "attn.decode=mma, attn.stage=smem and attn.merge=cluster are the other kernels'";
-            else if (o_.attn_pipe > 0 || o_.attn_warp_merge || o_.attn_heads_per_block > 0 || o_.attn_overlap ||
-                     o_.attn_kv_rows > 0 || o_.attn_ablate > 0 || o_.attn_kv_prefetch || o_.attn_prefetch_next >= 0)
-                why = "--attn-pipe, --attn-warp-merge, --attn-heads-per-block, --attn-overlap, --attn-kv-rows, --attn-ablate, "
-                      "--attn-kv-prefetch and --attn-prefetch-next are the register kernel's";
+            else if (o_.attn_pipe > 0 || o_.attn_heads_per_block > 0)
+                why = "attn.pipe and attn.heads_per_block are the register kernel's";
             else if (const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128; tp != 64 && tp != 128 && tp != 256)
                 why = fmt::format("--attn-chunk {}: the tensor-map kernel's tiles are 64, 128 or 256 positions", tp);
             else if (const int st = tma_stages();
@@ -543,7 +436,7 @@ public:
             std::string why_xq;
             if (!sm90) why_xq = fmt::format("compute capability {}.{}: no thread-block clusters", d_.cc_major, d_.cc_minor);
             else if (!g_.gemv_bulk) why_xq = "gemv.load=lanes: the producer's pairs are the bulk gemvs' blocks";
-            else if (!o_.gemv_xq_groups && d_.clusters_1pm[2] > 0 && 2 * d_.clusters_1pm[2] < d_.sm_count)
+            else if (d_.clusters_1pm[2] > 0 && 2 * d_.clusters_1pm[2] < d_.sm_count)
                 why_xq = fmt::format("only {} clusters of 2 blocks fit at once on {} SMs", d_.clusters_1pm[2], d_.sm_count);
             g_.gemv_xq = forced_if("gemv.xq", "producer", "block", q4, why_xq,
                                    q4 ? "sm_90: the SwiGLU gemv quantizes its output for the Q4_0 split-layout gemv after it "
@@ -557,55 +450,6 @@ public:
                                       : "no Q4_0 split-layout matrix: each block quantizes x (the producer measured -0.4 % on "
                                         "8B Q8_0)");
             g_.gemv_xq_all = g_.gemv_xq && o_.force.count("gemv.xq");
-        }
-        {
-            // attn.fuse=qkv (gemv.cu ATT_TAIL, common/attn_tail.cuh): the decode q/k/v gemv (a bulk gemv
-            // with RoPE and the KV store in its epilogue) also attends: each block counts the rows of each
-            // kv head's group it stored, adds them to the group's ticket at its end, and the block that
-            // completes a group runs that group's attention over the whole context: one launch and one
-            // PDL hand-over a layer fewer. Measured slower on the H200 (session 34, one machine, 8B tg128):
-            // Q4_0 664.86 / 664.84 tok/s against 787.46 / 787.43, Q8_0 428.75 against 480.31; at depth
-            // 256 / 512 / 1024 (Q4_0) 539.4 / 458.9 / 352.8 against 757.0 / 750.6 / 731.5. The block
-            // trace: the q/k/v gemv's span 16.59 us against 6.47 + 3.94 for the gemv and the attention
-            // kernel; the winning blocks end 5-9 us after the others, their ticket, K/V and q round trips
-            // queued behind the next gemvs' ring fills (attn_output and gate/up land on the SMs the
-            // attention blocks held). Off: kept as the sibling, correct (kernels_vs_cpu, golden).
-            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
-            const int hd = c_.head_dim;
-            std::string why;
-            if (d_.cc_major < 9) why = fmt::format("compute capability {}.{}: the q/k/v gemv is not a bulk gemv", d_.cc_major, d_.cc_minor);
-            else if (!g_.gemv_bulk) why = "gemv.load=lanes: the tail runs in the bulk q/k/v gemv";
-            else if (!g_.rope_fuse) why = "rope.fuse=kernel: the q/k/v gemv does not store the K/V rows";
-            else if (o_.kv_f32) why = "--kv-f32: the tail reads a half KV cache";
-            else if (o_.attn_ablate > 0) why = "--attn-ablate: the separate attention kernel's";
-            // (the model's shape: forced, the layers where it does not fit keep the kernel: attn_tail)
-            std::string shape = attn_tail_shape(qpg, hd);
-            g_.attn_fuse = forced_if("attn.fuse", "qkv", "kernel", false, why,
-                                     !shape.empty() ? shape
-                                                    : "decode attention in its own kernel after the q/k/v gemv (the tail in "
-                                                      "that gemv, --force-variant attn.fuse=qkv, measured slower on the H200: "
-                                                      "8B Q4_0 664.9 against 787.4 tok/s, Q8_0 428.8 against 480.3)");
-        }
-        {
-            // layer.tail=persistent (sm_90; docs/persistent-decode.md, step 2): a decode layer's
-            // attn_output + residual, ffn_norm + gate/up + SwiGLU and ffn_down + residual as one
-            // launch of one block per SM: each warp keeps its ring of cp.async.bulk weight rows
-            // filled across the phase boundaries, grid barriers between the phases
-            // (layer_tail.cu), instead of three kernels whose rings
-            // start empty (8B Q8_0 / Q4_0 lose ~3.5-4 us per layer at each kernel boundary,
-            // session 9). Layers whose four matrices are not split-layout Q4_0 / Q8_0 of one type
-            // (SwiGLU with separate gate and up) keep the kernels. Measured slower (session 11,
-            // H200, same machine): 8B Q8_0 406.6 -> 370.5 tok/s, Q4_0 612.0 -> 551.4; with
-            // --l2-prefetch 4 / 12 lower still. The ring holds about the bytes in flight that
-            // DRAM latency needs, so at each grid barrier the stream stops as at a kernel
-            // boundary, and the barrier costs more than PDL's hand-over: off.
-            std::string why;
-            // (with --no-fuse every task keeps its own kernel, this one included)
-            if (d_.cc_major < 9) why = fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor);
-            g_.layer_tail = forced_if("layer.tail", "persistent", "kernels", false, why,
-                                      "attn_output, the FFN's gate/up and ffn_down as three kernels (the persistent layer "
-                                      "tail, --force-variant layer.tail=persistent, measured slower on the H200: 8B Q8_0 "
-                                      "370.5 against 406.6 tok/s, Q4_0 551.4 against 612.0)");
         }
         {
             // sample.fuse=gemv: decode's greedy pick (argmax over the vocabulary) inside the output
@@ -671,18 +515,6 @@ public:
                                      "a queued greedy step is the graph launch alone (H200 tg128: 8B Q4_0 700.8 "
                                      "against 694.7 tok/s, 1B Q8_0 1791.3 against 1751.5)");
             s_.decode_advance = g_.step_advance;
-        }
-        {
-            // Decode attention at short context runs a few blocks (one per kv head) and lets the
-            // next kernel launch at its start (PDL): the attn_output gemv's blocks sit on the idle
-            // SMs, waiting. With `attn` they first prefetch their whole first pass of rows into L2
-            // (gemv.cu PREFETCH), so the matrix streams in while attention runs. Measured on the
-            // H200 (session 6): slower on every shape (8B F16 -1.5 %, 1B F16 -2.0 %, 8B Q4_0
-            // -1.3 %, 8B Q8_0 -0.5 %), so `none`.
-            g_.gemv_prefetch_attn = forced("gemv.prefetch", "attn", "none", false,
-                                           "the gemv after decode attention reads its rows after the PDL wait "
-                                           "(`attn`, prefetching them into L2 during attention, measured 0.5-2 % slower)");
-            if (g_.gemv_prefetch_attn && !pdl_) fail_usage("--force-variant gemv.prefetch=attn: needs launch.pdl=pdl");
         }
         s_.kv_type = o_.kv_f32 ? "float" : "half";
         s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
@@ -753,10 +585,6 @@ public:
     }
     void lower_decode_short(const Plan& plan) {
         if (tma_from() <= 0 || !g_.attn_tma) return;
-        if (o_.trace) {
-            if (o_.attn_tma_from < 0) return;  // the automatic switch: one list, traced
-            fail_usage("--attn-tma-from {} and --block-trace: one decode list traced; drop one", o_.attn_tma_from);
-        }
         g_.attn_tma = false;
         lower(plan.decode, s_.decode_short);
         g_.attn_tma = true;
@@ -1022,7 +850,7 @@ private:
                                bulk_shape(w0->type, cols, 2, 16, bulk_x).fits;
         // --gemv-lanes-for KIND: this kernel keeps the lanes loop (by its first task's kind)
         const std::string first_kind(task_kind_name(t(idx[0]).kind));
-        const bool bulk = g_.gemv_bulk && bulk_able && !o_.gemv_lanes_for.count(first_kind) &&
+        const bool bulk = g_.gemv_bulk && bulk_able &&
                           (g_.gemv_bulk_all || plain_type || (wsplit && cols >= kCapCols && out_rows >= kCapCols));
         // --batch-xrows: a block reads each weight row once for up to xrows activation rows, their
         // int8 copies side by side in shared memory
@@ -1035,16 +863,9 @@ private:
         // --gemv-block: threads per block for the plain-type and split loops (the staged
         // quantized loops size their staging by it: they keep 256); bulk: 16 warps (H200: 8B
         // Q4_0 618 tok/s with 512 threads, 509 with 256, 569 with 1024)
-        // --attn-overlap: the bulk gemv right after decode attention takes 256 threads, so that one
-        // block of it fits an SM's registers beside two attention blocks (capped there) and its
-        // rings fill while attention runs (attention triggers its dependents at its start)
         const bool after_attn = !batch_ && !out_->empty() && !out_->back().tasks.empty() &&
                                 t(size_t(out_->back().tasks.back())).kind == K::Attn;
-        const bool overlap = o_.attn_overlap && bulk && after_attn && out_->back().variant.has("MAX_REGS");
-        int block = o_.gemv_block > 0 && plain ? o_.gemv_block : overlap || (!bulk && !xr) ? 256 : 512;
-        // --gemv-block-for KIND=N: this kernel's own threads per block (e.g. a 12-warp gate/up whose
-        // 5-slot rings fit beside attn_output's 72 KiB)
-        if (const auto bf = o_.gemv_block_for.find(first_kind); bf != o_.gemv_block_for.end() && plain) block = bf->second;
+        const int block = o_.gemv_block > 0 && plain ? o_.gemv_block : !bulk && !xr ? 256 : 512;
         // rows per block pass: each warp takes R rows (REDUCE=1) or the block takes R (REDUCE=0);
         // bulk: 2 weight rows per warp item (gate/up: one output row)
         // (RoPE in the epilogue: an even count, the rotation pairs (2i, 2i + 1) within a pass;
@@ -1053,22 +874,6 @@ private:
         // --gemv-rows-for KIND=N: this kernel's own count (e.g. ffn_down=4: x's shared-memory reads a row halved)
         if (const auto rf = o_.gemv_rows_for.find(first_kind); rf != o_.gemv_rows_for.end()) r = rf->second;
         if (g.rope && r % 2 != 0) ++r;
-        // --gemv-balance: a bulk gemv takes 12-16 warps a block, the count whose last pass leaves
-        // the fewest row sets on the busiest block (8B q/k/v: 3072 sets of 2 rows on 132 blocks
-        // of 16 warps = 1.45 passes, the busiest blocks 32 sets against a mean of 23.3; with 12
-        // warps 2 passes of 12, 24 sets); only for a gain of 5 % or more (the output head's 64128
-        // sets: 494 on 13 warps against 496 on 16 stays at 16)
-        if (o_.gemv_balance && bulk && !overlap && o_.gemv_block == 0 && warp) {
-            const int sets = (out_rows + r - 1) / r;
-            auto busiest = [&](int w) {
-                const int grid = std::min((sets + w - 1) / w, d_.sm_count);
-                return (sets + grid * w - 1) / (grid * w) * w;
-            };
-            int best_w = 16;
-            for (int w = 15; w >= 12; --w)
-                if (busiest(w) < busiest(best_w)) best_w = w;
-            if (20 * busiest(best_w) <= 19 * busiest(16)) block = 32 * best_w;
-        }
         const int rpb = warp ? (block / 32) * r : r;
         const bool bias = !g.bias.empty() && g.bias[0];
         Variant v("cuda/gemv.cu", "");
@@ -1094,24 +899,17 @@ private:
         // loops (measured on the H200: 1B F16 723 -> 1085 tok/s, 8B F16 179 -> 235 tok/s); the
         // staged quantized loops lose a little with it, so they keep the compiler's choice.
         // (512 resident threads per SM: 2 blocks of 256, 1 of 512, 4 of 128)
-        // (--attn-overlap: <= 64 registers, 16 K for the block beside attention's two)
-        const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : overlap ? 4 : (plain ? std::max(1, 512 / block) : 0);
+        const int min_blocks = o_.gemv_min_blocks > 0 ? o_.gemv_min_blocks : (plain ? std::max(1, 512 / block) : 0);
         if (min_blocks > 0) v.set("MIN_BLOCKS", min_blocks);
-        // gemv.prefetch=attn: the first gemv after decode attention prefetches whole rows
         if (o_.gemv_prefetch > 0) v.set("PREFETCH", o_.gemv_prefetch);
-        else if (g_.gemv_prefetch_attn && after_attn) v.set("PREFETCH", int(w0->row_bytes));
         int bulk_ring = 0;
-        // --gemv-bulk-kb-for KIND=KB: this kernel's own ring budget (by its first task's kind)
-        const auto kb_for = o_.gemv_bulk_kb_for.find(first_kind);
-        const int kind_kb = kb_for != o_.gemv_bulk_kb_for.end() ? kb_for->second : 0;
         if (bulk) {
-            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32, bulk_x, kind_kb);
+            const Bulk b = bulk_shape(w0->type, cols, g.epi == 2 ? 2 * r : r, block / 32, bulk_x);
             if (!b.fits)
                 fail_usage("gemv.load=bulk with {} threads and {} rows per warp: {} bytes of rings beside x do not fit "
                            "the {} bytes of shared memory per block (lower --gemv-block or --gemv-rows)",
                            block, r, b.ring_bytes, d_.max_shared_block());
             v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
-            if (o_.l2_prefetch > 0) v.set("BULK_PF", o_.l2_prefetch);
             // slots a warp fills before its PDL wait (--gemv-early-slots; the rest after the x
             // prologue). The block trace (session 24) showed the prologue's x loads queued 2-3 µs
             // behind the ring's first fill. H200, 8B Q4_0 tg128, two rounds: 4 of 5 slots first
@@ -1133,27 +931,16 @@ private:
                 v.set("BULK_PRE", pre);
                 if (o_.gemv_fill_at_loads) v.set("BULK_FILL_AT_LOADS", 1);
             }
-            // --gemv-ablate math (timing only): the split-layout ring's words XORed instead of
-            // the dot products (gemv_dot.cuh GEMV_ABLATE), to split the arithmetic's cost
-            if (o_.gemv_ablate == 1 && wsplit && !batch_) v.set("GEMV_ABLATE", 1);
             // each lane's x units of every chunk in registers (gemv.cu XREG; --no-gemv-x-regs: off) where
             // they take at most ~40 registers: 4 units of Q4_0 (two int8 planes and (d, 8 * sum)), 8 of
             // Q8_0. The same bits. H100, tg128, session 37: 8B Q4_0 627.80 / 627.76 against 622.18 /
             // 622.28 tok/s (+0.9 %), 8B Q8_0 358.94 against 358.10
-            if (o_.gemv_x_regs && wsplit && !batch_ && !xr && o_.gemv_ablate != 1 && act_q8_type(w0->type)) {
+            if (o_.gemv_x_regs && wsplit && !batch_ && !xr && act_q8_type(w0->type)) {
                 const bool q4 = w0->type == GgmlType::Q4_0;
                 const int units = (q4 ? b.chunk / 2 : b.chunk) / 16;  // 16-byte units of a row chunk
                 const int nx = static_cast<int>(cols / b.chunk) * ((units + 31) / 32);
                 if (nx <= (q4 ? 4 : 8)) v.set("XREG", 1);
             }
-            // --gemv-ablate xpre* (timing only): the x prologue as one bulk copy of x's bytes, as if
-            // the previous kernel had quantized x (gemv.cu XQ_IN without a producer), for every such
-            // gemv or ffn_down / attn_output / both
-            const bool down = t(idx[0]).kind == K::FfnDown, out = t(idx[0]).kind == K::AttnOutput;
-            if (wsplit && !batch_ && !xr && act_q8_type(w0->type) &&
-                (o_.gemv_ablate == 2 || (o_.gemv_ablate == 3 && down) || (o_.gemv_ablate == 4 && out) ||
-                 (o_.gemv_ablate == 5 && (down || out))))
-                v.set("XQ_IN", 1);
             bulk_ring = b.ring_bytes;
         } else if (!xr && (g_.gemv_early_all || (g_.gemv_early && wsplit))) {
             v.set("EARLY_LOAD", 1);
@@ -1170,12 +957,7 @@ private:
         // gemvs (session 11, 8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;
         // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
         // (--batch-xrows: too; its blocks are one an SM)
-        if (o_.gemv_warp_major || (bulk && plain_type) || xr) v.set("WARP_MAJOR", 1);
-        // --gemv-last-spread: block-major full passes, the partial last one round the blocks
-        // (session 25's trace: 8B gate/up's warps end over 5.9 µs, its 7th pass on 104 of 132 blocks)
-        // (--gemv-last-spread-for KIND: that kernel's only; e.g. the 8B q/k/v gemv, whose 2nd pass is on 60 of 132 blocks)
-        else if (o_.gemv_last_spread || o_.gemv_last_spread_for.count(first_kind)) v.set("LAST_SPREAD", 1);
-        if (o_.gemv_late_loads) v.set("GEMV_LATE", 1);
+        if ((bulk && plain_type) || xr) v.set("WARP_MAJOR", 1);
         if (o_.gemv_q4_shift && wsplit && w0->type == GgmlType::Q4_0) v.set("GEMV_Q4_SHIFT", 1);
         if (g.argmax) {
             JITLLM_CHECK(n_mat == 1 && (g.epi == 0 || g.epi == 3) && warp && !batch_, "the fused pick needs the decode output gemv");
@@ -1190,41 +972,17 @@ private:
         // 8B Q8_0 at depth 4096 (session 13): 396.70 -> 396.91 (last) / 392.74 (start): off
         if (o_.kv_l2_prefetch > 0 && g.rope && bulk && !batch_ && !windowed())
             v.set("KV_PF", o_.kv_l2_prefetch);
-        // --gemv-l2-next KB: the attn_output gemv (bulk, decode) prefetches the first KB of each of the
-        // layer's gate/up matrices into L2 (gemv.cu NEXT_L2; w1 / w2 carry them): its blocks land
-        // beside decode attention while DRAM is mostly idle, and gate/up's first passes come from L2
-        const WeightTensor* l2_next[2] = {nullptr, nullptr};
-        if (o_.gemv_l2_next_kb > 0 && bulk && !batch_ && n_mat == 1 && t(idx[0]).kind == K::AttnOutput) {
-            for (size_t j = idx.back() + 1; j < tasks_->size() && t(j).layer == t(idx[0]).layer; ++j)
-                if (t(j).kind == K::FfnGateUp) {
-                    for (size_t m = 0; m < 2 && m < t(j).w.size(); ++m) l2_next[m] = t(j).w[m];
-                    break;
-                }
-            for (int m = 0; m < 2; ++m)
-                if (l2_next[m]) {
-                    const uint64_t all = l2_next[m]->rows * l2_next[m]->row_bytes;
-                    const uint64_t want = std::min<uint64_t>(all, uint64_t(o_.gemv_l2_next_kb) * 1024) / 16 * 16;
-                    v.set(m == 0 ? "NEXT_L2_B1" : "NEXT_L2_B2", std::to_string(want) + "ull");
-                }
-            if (l2_next[0]) v.set("NEXT_L2", o_.gemv_l2_next_at);
-        }
         if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
         const std::string algo = std::string("gemv_") + (warp ? "warp_" : "tree_") + lowercase(type_name(w0->type)) +
                                  (wsplit ? "_split" : "") + (bulk ? "_bulk" : "");
         auto& k = add(idx, algo, v);
         k.grid = Dim3(unsigned((out_rows + rpb - 1) / rpb));
-        // (bulk: one block per SM; --gemv-grid-per-sm N: N, e.g. 256-thread blocks with half the
-        // ring each, two an SM, so the next kernel's block lands as the first of the two leaves)
-        if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count * std::max(1, o_.gemv_grid_per_sm)));
-        // --gemv-warp-major: a bulk gemv takes every SM (its sets spread group-major: 8B attn_output
-        // and ffn_down, 2048 sets, 15-16 per block on 132 instead of 16 on 128)
-        if (bulk && o_.gemv_warp_major) k.grid.x = unsigned(d_.sm_count);
-        // gemv.grid=capped (or --gemv-grid-per-sm N): at most N blocks per SM, each looping over
-        // its passes (one x prologue per block instead of one per ROWS_PER_BLOCK rows)
-        const int per_sm = o_.gemv_grid_per_sm > 0 ? o_.gemv_grid_per_sm
-                           : g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= kCapCols) ? 2 : 0;
-        if (per_sm > 0) k.grid.x = std::min(k.grid.x, unsigned(per_sm * d_.sm_count));
-        if (o_.gemv_grid_max > 0) k.grid.x = std::min(k.grid.x, unsigned(o_.gemv_grid_max));
+        // bulk: one block per SM
+        if (bulk) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
+        // gemv.grid=capped: at most 2 blocks per SM, each looping over its passes (one x prologue per
+        // block instead of one per ROWS_PER_BLOCK rows)
+        if (g_.gemv_cap_all || (g_.gemv_cap && wsplit && cols >= kCapCols))
+            k.grid.x = std::min(k.grid.x, unsigned(2 * d_.sm_count));
         // --gemv-grid-for KIND=N: this kernel on at most N blocks (e.g. attn_output on half the SMs,
         // the next kernel's blocks landing on the other half while it runs). Default: a Q4_0 bulk
         // gemv right after decode attention (attn_output: one partial pass, its rows prefetched
@@ -1251,16 +1009,13 @@ private:
         // every row in registers), each looping over its passes
         if (xr) k.grid.x = std::min(k.grid.x, unsigned(d_.sm_count));
         k.block = Dim3(unsigned(block));
-        // a ring sized by --gemv-bulk-kb-for: the full carveout, so that the SM is already
-        // configured for the neighbour's block (a carveout change waits for the SM to drain)
-        if (bulk && kind_kb > 0) k.carveout = 100;
         // Q4_0 / Q8_0: x quantized to Q8_0 blocks in shared memory (gemv.cu GEMV_XQ8; XROWS: a copy a row)
         k.smem = act_q8_type(w0->type) ? unsigned(cols) + unsigned(cols / 32) * 8 : x_smem ? unsigned(cols) * 4 : 0;
         if (xr) k.smem *= unsigned(xrows);
         if (bulk) k.smem = unsigned((k.smem + 127) / 128 * 128) + unsigned(bulk_ring);  // gemv.cu BULK_XBYTES + rings
         k.args.clear();
         for (int m = 0; m < 3; ++m)
-            k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : m >= 1 ? weight(l2_next[m - 1]) : null());
+            k.args.push_back(m < n_mat ? weight(g.w[size_t(m)], g.w_off[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < n_mat && bias ? weight(g.bias[size_t(m)]) : null());
         for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? slot(g.y[size_t(m)]) : null());
         k.args.push_back(slot(g.x));
@@ -1357,32 +1112,17 @@ private:
     };
     void xq_link(KernelStep& p, KernelStep& c, const XqProducer& x, GgmlType ctype) {
         if (x.rpb <= 0 || 32 % x.rpb != 0 || x.rows % 32 != 0) return;
-        // a block's pass of 32 rows: a group a pass; 16 (gate/up): by default a cluster of 2 blocks a
-        // group of each pass (16 + 16 rows, the other block's by asynchronous stores into the
-        // leader's shared memory); --gemv-xq-groups: each block takes whole groups in consecutive
-        // passes (XQ_NGB), on as many blocks as the busiest needs (8B: 448 groups, 4 a block on 112
-        // of 132 SMs). H200, 8B Q4_0 tg128, two rounds (session 30): pairs 757.9 / 758.0, groups
-        // 725.1 / 725.0, the sibling (gemv.xq=block) 752.5 / 752.2 (on 112 SMs: 734.2 / 734.6)
-        const bool groups = x.rpb < 32 && o_.gemv_xq_groups;
-        const int cl = groups ? 1 : 32 / x.rpb;
+        // a block's pass of 32 rows: a group a pass; 16 (gate/up): a cluster of 2 blocks a group of
+        // each pass (16 + 16 rows, the other block's by asynchronous stores into the leader's shared
+        // memory)
+        const int cl = 32 / x.rpb;
         if (cl > 2 || int(p.grid.x) % cl != 0) return;
-        const int n_groups = x.rows / 32;
-        int np = 0, ngb = 0;
-        if (groups) {
-            ngb = (n_groups + int(p.grid.x) - 1) / int(p.grid.x);
-            np = ngb;
-        } else {
-            const int per_pass = int(p.grid.x) * x.rpb;
-            np = (x.rows + per_pass - 1) / per_pass;
-        }
+        const int per_pass = int(p.grid.x) * x.rpb;
+        const int np = (x.rows + per_pass - 1) / per_pass;
         if (np > 8) return;
         if (cl > 1 && d_.clusters_1pm[size_t(cl)] > 0 && d_.clusters_1pm[size_t(cl)] * cl < int(p.grid.x)) return;
         p.variant.set("XQ_OUT", 1).set("XQ_CL", cl).set("XQ_NP", np).set("XQ_C", x.rows)
             .set("XQ_PLANES", int(ctype == GgmlType::Q4_0));
-        if (groups) {
-            p.variant.set("XQ_NGB", ngb);
-            p.grid.x = unsigned((n_groups + ngb - 1) / ngb);
-        }
         if (cl > 1) {
             p.cluster = Dim3(unsigned(cl), 1, 1);
             // the kernel before it (8B Q4_0: attn_output on 76 of 132 SMs) in clusters of 2 as well,
@@ -1399,8 +1139,6 @@ private:
             }
         }
         if (o_.gemv_xq_lag != 1) p.variant.set("XQ_LAG", o_.gemv_xq_lag);  // --gemv-xq-lag
-        // --gemv-ablate xq-nosync / xq-waitonly / xq-notail (timing only)
-        if (o_.gemv_ablate >= 6 && o_.gemv_ablate <= 8) p.variant.set("XQ_ABLATE", o_.gemv_ablate - 5);
         p.args[7] = xq_consume(c, "gemv_xq", x.rows, ctype, 4);  // y1
     }
 
@@ -1440,171 +1178,14 @@ private:
     // tensor-map kernel; not the mma or staged siblings, nor a timing ablation
     void attn_xq_link(KernelStep& a, KernelStep& c, int cols, GgmlType ctype) {
         if (a.tasks.empty() || t(size_t(a.tasks.back())).kind != K::Attn) return;
-        if (a.variant.has("ATT_TAIL")) {  // attn.fuse=qkv: the q/k/v gemv's attention tail (gemv.cu ATT_XQ)
-            a.variant.set("ATT_XQ", 1).set("ATT_XQ_PLANES", int(ctype == GgmlType::Q4_0));
-            a.args[kAttTailArg + 1] = xq_consume(c, "attn_xq", cols, ctype, 3);
-            return;
-        }
         if (t(size_t(a.tasks[0])).kind != K::Attn) return;
-        const bool regs = a.variant.source == "cuda/attention_decode.cu" && g_.attn_split &&
-                          !a.variant.has("MMA") && !a.variant.has("BATCH") && !a.variant.has("ABLATE");
+        const bool regs = a.variant.source == "cuda/attention_decode.cu" && g_.attn_split && !a.variant.has("BATCH");
         const bool tma = a.variant.source == "cuda/attention_decode_tma.cu";
         if (!regs && !tma) return;
         a.variant.set("XQ_OUT", 1).set("XQ_PLANES", int(ctype == GgmlType::Q4_0));
         a.args.back() = xq_consume(c, "attn_xq", cols, ctype, 3);  // xq (the kernels' last parameter)
     }
 
-    // attn.fuse=qkv: the decode attention task i goes into the q/k/v gemv just lowered (gemv.cu ATT_TAIL)
-    // where that is a bulk gemv with RoPE and the KV store (EPI=4) of the same layer, and the tail's
-    // shared memory (common/attn_tail.cuh: partial sums, q, the scores of the plan's context) fits the
-    // gemv's rings. Its arguments after the gemv's 18: att_out, att_xq (gemv.xq=producer: attn_xq_link),
-    // att_tickets (a zeroed counter a kv head and layer). False: the attention kernel as usual.
-    static constexpr size_t kAttTailArg = 18;
-    // why the model's attention cannot be the q/k/v gemv's tail (empty: it can)
-    std::string attn_tail_shape(int qpg, int hd) const {
-        if (windowed()) return fmt::format("sliding window {}: the tail attends to the whole context", c_.sliding_window);
-        if (qpg > 4) return fmt::format("{} query heads per kv head > 4 (the tail keeps q in registers)", qpg);
-        if (hd != 64 && hd != 128 && hd != 256) return fmt::format("head_dim {}: 64, 128 or 256", hd);
-        return {};
-    }
-    bool attn_tail(size_t i, const Task& a) {
-        if (batch_ || out_->empty() || !attn_tail_shape(c_.n_heads / c_.n_kv_heads, c_.head_dim).empty()) return false;
-        KernelStep& k = out_->back();
-        if (k.variant.source != "cuda/gemv.cu" || define_int(k, "EPI", 0) != 4 || !k.variant.has("BULK") ||
-            k.tasks.empty() || size_t(k.tasks.back()) + 1 != i || k.layer != a.layer || k.args.size() != kAttTailArg)
-            return false;
-        const int qpg = c_.n_heads / c_.n_kv_heads, hd = c_.head_dim, block = int(k.block.x);
-        if (block % (hd / 2) != 0) return false;
-        const int64_t floats = int64_t(block / (hd / 2)) * qpg * hd + qpg * hd + 4 + int64_t(p_.n_ctx) * qpg;
-        if (floats * 4 > int64_t(k.smem)) {
-            if (o_.force.count("attn.fuse"))
-                fail_usage("--force-variant attn.fuse=qkv: the scores of {} positions need {} bytes of shared memory, the "
-                           "q/k/v gemv has {} (lower --ctx-size)", p_.n_ctx, floats * 4, k.smem);
-            return false;
-        }
-        k.variant.set("ATT_TAIL", 1).set("ATT_QPG", qpg).set("ATT_SCALE", fstr(a.scale));
-        // the earlier steps' K/V rows into L2 at the gemv's start (gemv.cu KV_PF 1), so the tail's loads hit
-        // L2 (--kv-l2-prefetch N: its own choice)
-        if (!k.variant.has("KV_PF")) k.variant.set("KV_PF", 1);
-        k.tasks.push_back(int(i));
-        k.flops += a.flops;
-        std::vector<const Task*> ts;
-        for (int ti : k.tasks) ts.push_back(&t(size_t(ti)));
-        const std::string algo = k.symbol.substr(k.symbol.find("__") + 2);
-        k.group = group_name(ts);
-        k.symbol = k.group + "__" + algo;
-        k.variant.symbol = k.symbol;
-        const size_t tickets = size_t(c_.n_layers) * size_t(c_.n_kv_heads) * 4;
-        s_.scratch["attn_tail_tickets"] = std::max(s_.scratch["attn_tail_tickets"], tickets);
-        KArg tk = scratch("attn_tail_tickets");
-        tk.offset = uint64_t(std::max(0, a.layer)) * uint64_t(c_.n_kv_heads) * 4;
-        k.args.push_back(slot(Slot::Att));
-        k.args.push_back(null());  // att_xq
-        k.args.push_back(tk);
-        k.bytes += 2 * uint64_t(c_.n_heads) * hd * 4;  // q again, the output
-        k.bytes_per_pos += uint64_t(c_.n_kv_heads) * hd * 2 * 2;
-        return true;
-    }
-
-    // --- layer.tail=persistent (layer_tail.cu) ---
-    struct Tail {
-        const WeightTensor *wo = nullptr, *wg = nullptr, *wu = nullptr, *wd = nullptr, *nw = nullptr;
-        float eps = 0, res_a = 1, res_c = 1;
-        int ch_a = 0, ch_b = 0, ch_c = 0, slots = 0, slot = 0, xb = 0;
-    };
-    static constexpr int kTailWarps = 16;  // warps per block (gemv.cu's bulk blocks: 16)
-    // The decode tasks i .. i + 6 as one layer tail, when they are attn_output, attn_residual,
-    // ffn_norm, ffn_gate_up (separate gate and up), ffn_act, ffn_down, ffn_residual of one layer,
-    // the four matrices split-layout Q4_0 / Q8_0 of one type, and the rings fit: an item is 2
-    // output rows (gate/up: 4 weight rows) x a chunk of columns; one slot size for the three
-    // phases (gate/up's chunk of 1024 columns sets it; the others take the widest chunk that fits).
-    std::optional<Tail> tail_at(size_t i) const {
-        static const K seq[] = {K::AttnOutput, K::AttnResidual, K::FfnNorm, K::FfnGateUp, K::FfnAct, K::FfnDown, K::FfnResidual};
-        for (size_t j = 0; j < std::size(seq); ++j)
-            if (!is(i + j, seq[j]) || t(i + j).layer != t(i).layer) return std::nullopt;
-        Tail tl;
-        tl.wo = t(i).w[0];
-        tl.wg = t(i + 3).w[0];
-        tl.wu = t(i + 3).w.size() > 1 ? t(i + 3).w[1] : nullptr;
-        tl.wd = t(i + 5).w[0];
-        tl.nw = t(i + 2).w[0];
-        if (!tl.wo || !tl.wg || !tl.wu || !tl.wd || !tl.nw) return std::nullopt;
-        const GgmlType ty = tl.wo->type;
-        for (const WeightTensor* w : {tl.wo, tl.wg, tl.wu, tl.wd})
-            if (w->type != ty || !s_.split_weights.count(w)) return std::nullopt;
-        if (ty != GgmlType::Q4_0 && ty != GgmlType::Q8_0) return std::nullopt;
-        const int dim = int(tl.wo->rows), a_cols = int(tl.wo->cols), hid = int(tl.wg->rows);
-        if (int(tl.wd->rows) != dim || int(tl.wg->cols) != dim || int(tl.wu->cols) != dim || int(tl.wu->rows) != hid ||
-            int(tl.wd->cols) != hid)
-            return std::nullopt;
-        auto rb = [&](int c) { return chunk_bytes(ty, c); };
-        auto widest = [&](int cols, int rows, int bytes) {  // widest 256-multiple chunk of `rows` rows in `bytes`
-            int best = 0;
-            for (int c = 256; c <= std::min(cols, 4096); c += 256)
-                if (cols % c == 0 && rows * rb(c) <= bytes) best = c;
-            return best;
-        };
-        tl.ch_b = widest(dim, 4, 4 * rb(1024));
-        if (tl.ch_b == 0) return std::nullopt;  // columns not a multiple of 256
-        tl.slot = 4 * rb(tl.ch_b);
-        tl.ch_a = widest(a_cols, 2, tl.slot);
-        tl.ch_c = widest(hid, 2, tl.slot);
-        if (tl.ch_a == 0 || tl.ch_c == 0) return std::nullopt;
-        const int xmax = std::max({a_cols, dim, hid});
-        tl.xb = (xmax + xmax / 32 * 8 + 127) / 128 * 128;
-        const int64_t room = int64_t(d_.max_shared_block()) - tl.xb - 2048;  // static: mbarriers, partial sums
-        tl.slots = int(std::min<int64_t>(8, room / (int64_t(kTailWarps) * tl.slot)));
-        if (tl.slots < 2) return std::nullopt;
-        tl.eps = t(i + 2).eps;
-        tl.res_a = t(i + 1).scale;
-        tl.res_c = t(i + 6).scale;
-        return tl;
-    }
-    // Decode attention with attn.stage=smem (attention_decode_staged.cu): a block per (kv head,
-    // split), CH = BLOCK / 2 positions a chunk (--attn-chunk 64 | 128 | 256, default 128), the
-    // splits filling the SMs once with the blocks the shared memory allows (--attn-splits: fixed),
-    // at most one a chunk of the context.
-    void staged_attention(size_t i, const Task& a) {
-        const int hd = c_.head_dim, qpg = c_.n_heads / c_.n_kv_heads;
-        const int ch = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
-        if (ch != 64 && ch != 128 && ch != 256)
-            fail_usage("--attn-chunk {} with attn.stage=smem: expected 64, 128 or 256", ch);
-        const int block = 2 * ch;
-        if (qpg > block / 32)
-            fail_usage("--attn-chunk {} with attn.stage=smem: {} query heads per kv head need a chunk of at least {}", ch,
-                       qpg, 16 * qpg);
-        // attention_decode_staged.cu SMEM_BYTES: padded K rows and V rows, or the V sums' reduction
-        const int np = hd / 8, pl = block / np;
-        const int smem = std::max(ch * (2 * hd + 32 + 2 * hd), pl * qpg * hd * 4);
-        const int stat = 4 * (qpg * hd + ch * ((qpg + 3) / 4 * 4)) + 2048;  // q, weights, merge (estimate)
-        const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + stat + 1024));
-        const int fill = std::max(1, per_sm * d_.sm_count / c_.n_kv_heads);
-        int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + ch - 1) / ch));
-        // at least a block per query head of a group: a context within one chunk runs that way
-        // (attention_decode_staged.cu per_head), also when the cache holds fewer chunks than heads
-        if (o_.attn_splits <= 0) n_splits = std::max(n_splits, std::min(qpg, fill));
-        Variant v("cuda/attention_decode_staged.cu", "");
-        v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
-            .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("BLOCK", block);
-        if (windowed()) v.set("WINDOW", c_.sliding_window);
-        // attn.early=kv: the first chunk's copies (all rows but the current one) before the PDL wait
-        if (g_.attn_early) v.set("EARLY_KV", 1);
-        auto& k = add({i}, "split_kv_staged_f16", v);
-        k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
-        k.block = Dim3(unsigned(block));
-        k.smem = unsigned(smem);
-        // the full carveout (--attn-carveout: another): the q/k/v gemv before it and the attn_output
-        // gemv after it hold ~200 KiB of rings an SM, and an SM changes its L1 / shared split only
-        // once its blocks have drained; with the driver's choice the launch measured 17.7 us under
-        // Nsight Compute with the SMs active 62 % of it (session 16), with this one the same
-        // (session 17: 387.77 against 387.90 tok/s at depth 4096, 8B Q8_0)
-        k.carveout = o_.attn_carveout >= -1 ? o_.attn_carveout : 100;
-        k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), scratch("attn_split"),
-                  null(), scratch("attn_tickets"), null()};
-        k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
-        k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
-        split_scratch(n_splits, c_.n_kv_heads);
-    }
     // Decode attention with attn.kv=tma (attention_decode_tma.cu): a block per (kv head, split) of
     // --attn-chunk / 16 warps (64: 4; 128: 8, default; 256: 16), tiles of that many positions through a
     // ring of --attn-kv-stages slots (default 2: a block's whole work at depth 4096 with 16 splits),
@@ -1639,7 +1220,7 @@ private:
         // 426.49 -> 429.09; 8B Q4_0 16 by ticket 634.60 -> 9 in a cluster 647.48 (+2.0 %); clusters of
         // 10-16 (7 of 8 resident) 406.86 (12) / 399.01 (16)
         bool cluster = o_.attn_tma_cluster == 1 && n_splits > 1;
-        if (o_.attn_tma_cluster < 0 && !o_.attn_tma_merge1 && n_splits > 1) {
+        if (o_.attn_tma_cluster < 0 && n_splits > 1) {
             int best = 0;
             for (int k = 2; k <= std::min(n_splits, 16); ++k)
                 if (d_.clusters_1pm[size_t(k)] >= c_.n_kv_heads) best = k;
@@ -1654,8 +1235,6 @@ private:
         if (windowed()) v.set("WINDOW", c_.sliding_window);
         if (cluster && n_splits > 16)
             fail_usage("--attn-tma-cluster with {} splits: a cluster holds at most 16 blocks (--attn-splits)", n_splits);
-        if (cluster && o_.attn_tma_merge1) fail_usage("--attn-tma-cluster and --attn-tma-merge1: two ways to merge the splits, pick one");
-        if (o_.attn_tma_merge1) v.set("MERGE1", 1);  // --attn-tma-merge1 (measured slower, session 28)
         if (cluster) v.set("CLUSTER", 1);
         auto& k = add({i}, "split_kv_tma_f16", v);
         if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
@@ -1675,27 +1254,6 @@ private:
         k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
         k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * 2;
         split_scratch(n_splits, c_.n_kv_heads);
-    }
-    void layer_tail(size_t i, const Tail& tl) {
-        const GgmlType ty = tl.wo->type;
-        const int dim = int(tl.wo->rows), a_cols = int(tl.wo->cols), hid = int(tl.wg->rows);
-        Variant v("cuda/layer_tail.cu", "");
-        v.set("WTYPE", wtype_define(ty)).set("DIM", dim).set("A_COLS", a_cols).set("HID", hid)
-            .set("RES_A", fstr(tl.res_a)).set("RES_C", fstr(tl.res_c)).set("EPS", fstr(tl.eps)).set("NW", kTailWarps)
-            .set("CH_A", tl.ch_a).set("CH_B", tl.ch_b).set("CH_C", tl.ch_c).set("SLOTS", tl.slots).set("SLOT", tl.slot)
-            .set("XB", tl.xb);
-        if (o_.l2_prefetch > 0) v.set("PF", o_.l2_prefetch);
-        if (o_.tail_barrier_prefetch > 0) v.set("PFB", o_.tail_barrier_prefetch);
-        auto& k = add({i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6}, "persistent_" + lowercase(type_name(ty)), v);
-        // one block per SM, every one resident: the grid barriers wait for all of them
-        k.grid = Dim3(unsigned(d_.sm_count));
-        k.block = Dim3(unsigned(32 * kTailWarps));
-        k.smem = unsigned(tl.xb + kTailWarps * tl.slots * tl.slot);
-        k.args = {weight(tl.wo), weight(tl.wg), weight(tl.wu), weight(tl.wd), slot(Slot::Att), slot(Slot::X),
-                  weight(tl.nw), slot(Slot::Hb), scratch("layer_tail_bar")};
-        s_.scratch["layer_tail_bar"] = std::max<size_t>(s_.scratch["layer_tail_bar"], 16);  // 3 counters, zeroed at allocation
-        k.bytes = uint64_t(dim) * tl.wo->row_bytes + 2 * uint64_t(hid) * tl.wg->row_bytes + uint64_t(dim) * tl.wd->row_bytes +
-                  uint64_t(a_cols + 4 * dim + 2 * hid) * 4;
     }
 
     static KArg rows_arg() { KArg a; a.kind = KArg::Kind::Rows; return a; }
@@ -2142,6 +1700,104 @@ private:
         }
         JITLLM_CHECK(false, "task {} has no CUDA batch lowering", a.name);
     }
+    // Decode attention: the tensor-map kernel (gate attn.kv=tma) or the register kernel
+    // (attention_decode.cu), split-KV (gate attn.algo=split) or one block per kv head.
+    void decode_attention(size_t i, const Task& a) {
+        if (g_.attn_tma) {
+            tma_attention(i, a);
+            return;
+        }
+        const int hd = c_.head_dim;
+        const int group = c_.n_heads / c_.n_kv_heads;
+        // split: 256 threads, chunks of up to 128 positions (TILE loads of K and of V in flight per
+        // thread), so a context of <= 128 positions is one block's single round trip and needs no
+        // combine; the N_SPLITS blocks per query-head set fill the SMs once for long contexts.
+        // Query heads per block (attn.heads_per_block): one for split, so a kv head's QPG blocks read
+        // its positions, the later ones from L2; onepass: all of them.
+        const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block : g_.attn_split ? 1 : group;
+        if (group % hpb != 0)
+            fail_usage("tune attn.heads_per_block: expected a divisor of the {} query heads per kv head, found {}",
+                       group, hpb);
+        const int hsplit = group / hpb;
+        // KV_LOAD: bytes of K (and of V) per thread and position; 8 with a half cache and more than 4
+        // heads per block (halves the registers holding q and the output)
+        const int kv_bytes = o_.kv_f32 ? 4 : 2;
+        const int kv_load = hpb > 4 && kv_bytes == 2 ? 8 : 16;
+        // the next chunk loaded before this one is used (attn.pipe; auto: 2 for the split kernel, none
+        // beside the cp.async ring)
+        const int pipe = !g_.attn_split ? 0 : o_.attn_pipe >= 0 ? o_.attn_pipe : o_.attn_kv_stages > 0 ? 0 : 2;
+        int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
+        int ch = 0, per_sm = 1;  // split: positions per chunk, resident blocks per SM
+        if (g_.attn_split) {
+            block = 256;
+            const int vec = kv_load / kv_bytes;
+            const int ng = block / (hd / vec);
+            // attn.chunk: positions per chunk (TILE = chunk / NG, at most 8)
+            const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
+            tile = std::max(1, std::min(8, chunk / ng));
+            if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (hpb * block)));  // tree: smem
+            ch = ng * tile;
+            // about two resident blocks per SM for 1-2 heads per block (<= 128 registers), one for more
+            per_sm = hpb <= 2 ? 2 : 1;
+            // attn.splits: blocks per query-head set along the context, at most one per chunk. Default:
+            // the resident blocks fill the SMs once when the attn_output gemv after it has weights
+            // narrower than 8 bits, else three quarters of them (~1.5 blocks an SM, so the gemvs before
+            // and after it keep SMs to drain and to start their weight streams on)
+            const int fill = per_sm * d_.sm_count * (!wide_attn_output_after(i) ? 4 : 3) / 4;
+            const int splits = std::max(1, fill / (c_.n_kv_heads * hsplit));
+            n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
+        }
+        Variant v("cuda/attention_decode.cu", "");
+        v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+            .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", g_.attn_split ? 2 : 1)
+            .set("N_SPLITS", n_splits).set("BLOCK", block)
+            .set("REDUCE", int(g_.norm_warp)).set("TILE", tile).set("KV_LOAD", kv_load);
+        if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
+        // attn.vsum=half2: where the transposed reduction runs (TILE a power of two <= lanes per position)
+        const int gs = hd / (kv_load / kv_bytes);
+        if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
+        // the ticket merge reads every split's state in one round trip
+        if (g_.attn_split && n_splits <= 16) v.set("MERGE1", 1);
+        if (windowed()) v.set("WINDOW", c_.sliding_window);
+        if (hsplit > 1) v.set("HPB", hpb);
+        if (pipe > 0) v.set("PIPE", pipe);
+        // attn.kv_stages N: K/V chunks through an N-deep cp.async ring in shared memory
+        int kv_stages = 0;
+        if (o_.attn_kv_stages > 0 && g_.attn_split) {
+            if (o_.attn_kv_stages < 2 || o_.attn_kv_stages > 4)
+                fail_usage("tune attn.kv_stages: expected 2 to 4 for the register kernel, found {}", o_.attn_kv_stages);
+            if (d_.cc() < 80)
+                fail_usage("tune attn.kv_stages: expected compute capability 8.0+ (cp.async), found {}.{}", d_.cc_major,
+                           d_.cc_minor);
+            if (o_.attn_pipe > 0) fail_usage("tune attn.kv_stages and attn.pipe: expected one of them, found both");
+            if (kv_load != 16)
+                fail_usage("tune attn.kv_stages: expected 16-byte K/V loads (at most 4 query heads per block with a "
+                           "half cache), found {} heads per block", hpb);
+            kv_stages = o_.attn_kv_stages;
+            v.set("KV_STAGES", kv_stages);
+        }
+        // attn.early=kv: each block's first chunk of K/V rows goes out before the PDL wait
+        // (attention_decode.cu EARLY_KV), where the kernel is the split one with attn.pipe 2 and no
+        // sliding window (others keep their loads)
+        if (g_.attn_early && g_.attn_split && !windowed() && pipe == 2 && kv_stages == 0) v.set("EARLY_KV", 1);
+        const std::string kvt = o_.kv_f32 ? "f32" : "f16";
+        auto& k = add({i}, (g_.attn_split ? "split_kv_" : "onepass_") + kvt, v);
+        k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
+        k.block = Dim3(unsigned(block));
+        // attention_decode.cu KV_STAGES: 2 x TILE 16-byte entries a thread and slot
+        if (kv_stages > 0) k.smem = unsigned(kv_stages * 2 * tile * block * 16);
+        if (o_.attn_carveout >= -1) k.carveout = o_.attn_carveout;
+        k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att),
+                  g_.attn_split ? scratch("attn_split") : null(), null(),
+                  g_.attn_split ? scratch("attn_tickets") : null(), null(),
+                  null()};  // xq: gemv.xq=producer (attn_xq_link)
+        const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+        k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
+        k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
+        // partial states per split; the last block of each head set combines them (a ticket counter
+        // per block x, zeroed at allocation); their traffic is left out of the byte count
+        if (g_.attn_split) split_scratch(n_splits, c_.n_kv_heads * hsplit);
+    }
 
     // Emits the kernels starting at task i; returns the number of tasks consumed.
     size_t lower_at(size_t i) {
@@ -2197,230 +1853,11 @@ private:
                 k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
                 return 2;
             }
-            case K::Attn: {
-                if (g_.attn_fuse && attn_tail(i, a)) return 1;
-                if (g_.attn_tma) {
-                    tma_attention(i, a);
-                    return 1;
-                }
-                if (g_.attn_stage) {
-                    staged_attention(i, a);
-                    return 1;
-                }
-                const int hd = c_.head_dim;
-                const int group = c_.n_heads / c_.n_kv_heads;
-                // split: 256 threads, chunks of up to 128 positions (TILE loads of K and of V
-                // in flight per thread), so a context of <= 128 positions is one block's single
-                // round trip and needs no combine; the N_SPLITS blocks per query-head set fill the
-                // SMs once for long contexts (n_splits below)
-                // --attn-heads-per-block: query heads per block (QPG / hpb blocks per kv head)
-                // (default: one per block for split, so QPG blocks per kv head read its positions,
-                // the later ones from L2; H200 tg128, session 7: 8B F16 249.4 -> 253.1, 1B F16
-                // 1202.7 -> 1218.2, 8B Q4_0 530.3 -> 544.1, 1B Q8_0 1578.8 -> 1598.0; onepass: all)
-                // attn.decode=mma: all heads of a kv head per block (the tiles' rows)
-                const int hpb = o_.attn_heads_per_block > 0 ? o_.attn_heads_per_block
-                                : g_.attn_split && !g_.attn_decode_mma ? 1 : group;
-                if (group % hpb != 0)
-                    fail_usage("--attn-heads-per-block {}: expected a divisor of the {} query heads per kv head",
-                               hpb, group);
-                const int hsplit = group / hpb;
-                // KV_LOAD: bytes of K (and of V) per thread and position; 8 with a half cache and
-                // more than 4 heads per block (halves the registers holding q and the output)
-                const int kv_bytes = o_.kv_f32 ? 4 : 2;
-                const int kv_load = hpb > 4 && kv_bytes == 2 && !g_.attn_decode_mma ? 8 : 16;
-                // --attn-pipe (auto: 2 for the SIMT split kernel; H200, 8B Q8_0 tg128 with the V sums in
-                // half pairs and the one-trip merge, session 10: depth 0 420.34 against 421.70 without, depth
-                // 4096 381.54 against 379.91: -9.2 % against -9.9 %; 115 registers against 111, still two
-                // 256-thread blocks per SM; off for mma, whose best setting needs more splits, and beside
-                // the cp.async ring)
-                const int pipe = !g_.attn_split ? 0
-                                 : o_.attn_pipe >= 0 ? o_.attn_pipe
-                                 : g_.attn_decode_mma || o_.attn_kv_stages > 0 ? 0 : 2;
-                int block = 128, tile = hpb > 2 ? 2 : 4, n_splits = 1;
-                int ch = 0, per_sm = 1;  // split: positions per chunk, resident blocks per SM
-                if (g_.attn_decode_mma) {
-                    // 16 positions per warp and chunk (--attn-chunk: 16 x warps, default 64: 4 warps);
-                    // resident blocks per SM estimated at 160 registers a thread (159 on the 8B shape,
-                    // 88 at head dim 64): 3 of 128 threads; --attn-pipe 2 (the next chunk's K and V
-                    // held during this one's work): 192 (191 on the 8B shape), 2 of 128 threads
-                    const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 64;
-                    if (chunk % 16 != 0 || chunk < 32 || chunk > 512)
-                        fail_usage("--attn-chunk {} with attn.decode=mma: expected a multiple of 16 in 32..512", chunk);
-                    block = 2 * chunk;
-                    tile = 1;
-                    ch = chunk;
-                    per_sm = std::max(1, 65536 / ((pipe == 2 ? 192 : 160) * block));
-                    // --attn-kv-stages: the ring (2 x head_dim bytes a thread and slot) bounds it too
-                    if (o_.attn_kv_stages > 0)
-                        per_sm = std::max(1, std::min(per_sm, std::max(1, d_.max_shared_per_sm) / (o_.attn_kv_stages * 2 * hd * block + 10240)));
-                } else if (g_.attn_split) {
-                    block = 256;
-                    const int vec = kv_load / kv_bytes;
-                    const int ng = block / (hd / vec);
-                    // --attn-chunk: positions per chunk (TILE = chunk / NG, at most 8)
-                    const int chunk = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
-                    tile = std::max(1, std::min(8, chunk / ng));
-                    if (!g_.norm_warp) tile = std::max(1, std::min(tile, 8192 / (hpb * block)));  // tree: smem
-                    ch = ng * tile;
-                    // about two resident blocks per SM for 1-2 heads per block (<= 128 registers), one
-                    // for more; H200, 8B Q8_0, one head per block, tg128 at depth 4096, session 8: 16
-                    // splits (512 blocks, two waves) 361.05, 8 splits (256) 375.90, 6: 363.96, 4: 350.01
-                    per_sm = hpb <= 2 ? 2 : 1;
-                }
-                // --attn-splits: blocks per query-head set along the context, at most one per chunk.
-                // Default: the resident blocks fill the SMs once (mma, and the SIMT kernel when the
-                // attn_output gemv after it has weights narrower than 8 bits), or three quarters of
-                // them (the SIMT kernel before an 8-bit or wider attn_output: ~1.5 blocks an SM, so
-                // the gemvs before and after it keep SMs to drain and to start their weight streams
-                // on; slower alone, faster in the graph). H200 tg128 at depth 4096: 8B Q8_0 (session
-                // 18, one machine) 8 splits 402.50, 7: 401.43, 6: 405.25, 5: 404.08 (attention alone
-                // under ncu: 8 splits 11.84 us, 6: 13.02); session 19, one machine: Q8_0 6 splits
-                // 403.82 / 402.75 against 8: 400.55 / 399.61; Q4_0 6: 564.02 / 563.94 / 569.06
-                // against 8: 578.51 / 578.18 / 583.03, 12: 544.92, 16: 550.00
-                if (g_.attn_split) {
-                    const int fill = per_sm * d_.sm_count * (g_.attn_decode_mma || !wide_attn_output_after(i) ? 4 : 3) / 4;
-                    const int splits = std::max(1, fill / (c_.n_kv_heads * hsplit));
-                    n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : splits, (p_.n_ctx + ch - 1) / ch));
-                    // attn.merge=cluster: a cluster holds a query-head set's splits (portable size <= 8)
-                    if (g_.attn_cluster) {
-                        if (o_.attn_splits > 8)
-                            fail_usage("--attn-splits {} with attn.merge=cluster: at most 8 (one cluster)", o_.attn_splits);
-                        n_splits = std::min(n_splits, 8);
-                    }
-                }
-                Variant v("cuda/attention_decode.cu", "");
-                v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
-                    .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", g_.attn_split ? 2 : 1)
-                    .set("N_SPLITS", n_splits).set("BLOCK", block)
-                    .set("REDUCE", int(g_.norm_warp)).set("TILE", tile).set("KV_LOAD", kv_load);
-                if (g_.attn_split) v.set("N_CTX", p_.n_ctx);  // bounds the chunk-0 preload
-                if (o_.attn_warp_merge && g_.norm_warp) v.set("MERGE_WARP", 1);
-                if (g_.attn_decode_mma) v.set("MMA", 1);
-                // attn.vsum=half2: where the transposed reduction runs (TILE a power of two <= lanes per position)
-                const int gs = hd / (kv_load / kv_bytes);
-                if (g_.attn_vh2 && kv_load == 16 && tile >= 2 && tile <= gs && (tile & (tile - 1)) == 0) v.set("VH2", 1);
-                // attn.kdot=half2 (the gate already excludes a float cache and the mma kernel)
-                if (g_.attn_kh2 && kv_load == 16) v.set("KH2", 1);
-                const bool cluster = g_.attn_cluster && n_splits > 1;
-                if (cluster) v.set("CLUSTER", 1);
-                if (o_.attn_merge_one_trip && g_.attn_split && !cluster && n_splits <= 16) v.set("MERGE1", 1);
-                if (windowed()) v.set("WINDOW", c_.sliding_window);
-                if (hsplit > 1) v.set("HPB", hpb);
-                if (pipe > 0) v.set("PIPE", pipe);
-                // --attn-kv-stages N: K/V chunks through an N-deep cp.async ring in shared memory
-                int kv_stages = 0;
-                if (o_.attn_kv_stages > 0 && g_.attn_split) {
-                    const int cc = d_.cc();
-                    if (o_.attn_kv_stages < 2 || o_.attn_kv_stages > 4)
-                        fail_usage("--attn-kv-stages {}: expected 2 to 4 for the register kernel (1 to 8 with attn.kv=tma forced; "
-                                   "the tensor-map kernel's slots alone: --attn-tma-stages)", o_.attn_kv_stages);
-                    if (cc < 80) fail_usage("--attn-kv-stages {}: needs cp.async (compute capability 8.0+)", o_.attn_kv_stages);
-                    if (o_.attn_pipe > 0) fail_usage("--attn-kv-stages and --attn-pipe: one or the other");
-                    if (kv_load != 16)
-                        fail_usage("--attn-kv-stages {}: needs 16-byte K/V loads (at most 4 query heads per block with a "
-                                   "half cache; found {})", o_.attn_kv_stages, hpb);
-                    kv_stages = o_.attn_kv_stages;
-                    v.set("KV_STAGES", kv_stages);
-                }
-                // --attn-kv-rows bulk|cp-async: the mma kernel's ring holds whole rows, copied by one
-                // cp.async.bulk a row (sm_90) or by the block's 16-byte cp.async (two rows a warp instruction)
-                const int kv_rows = o_.attn_kv_rows > 0 && kv_stages > 0 && g_.attn_decode_mma ? o_.attn_kv_rows : 0;
-                const char* rows_name = o_.attn_kv_rows == 1 ? "bulk" : "cp-async";
-                if (o_.attn_kv_rows > 0 && (o_.attn_kv_stages <= 0 || (kv_stages > 0 && !g_.attn_decode_mma)))
-                    fail_usage("--attn-kv-rows {}: needs --force-variant attn.decode=mma and --attn-kv-stages (found {}{})",
-                               rows_name, g_.attn_decode_mma ? "attn.decode=mma" : "attn.decode=simt",
-                               o_.attn_kv_stages > 0 ? "" : ", no --attn-kv-stages");
-                if (kv_rows > 0 && d_.cc() < 90)
-                    fail_usage("--attn-kv-rows {}: needs the sm_90 barriers (compute capability 9.0+), found {}.{}", rows_name,
-                               d_.cc_major, d_.cc_minor);
-                if (kv_rows > 0) v.set("KV_ROWS", kv_rows);
-                // attn.early=kv: each block's first chunk of K/V rows goes out before the PDL wait
-                // (attention_decode.cu EARLY_KV), where the kernel is the split SIMT one with
-                // --attn-pipe 2, the ticket merge and no sliding window (others keep their loads)
-                // (or the mma kernel with the ring: its first KV_STAGES - 1 chunks' copies)
-                if (g_.attn_early && g_.attn_split && !cluster && !windowed() &&
-                    (g_.attn_decode_mma ? kv_stages > 0 && pipe == 0 : pipe == 2 && kv_stages == 0))
-                    v.set("EARLY_KV", 1);
-                // --attn-kv-prefetch: with EARLY_KV (its position read before the wait), the SIMT
-                // kernel's blocks also ask L2 for their later chunks' rows at the start (KV_PF;
-                // cp.async.bulk.prefetch, sm_90), so each trip's loads, one chunk ahead, hit L2
-                if (o_.attn_kv_prefetch && v.has("EARLY_KV") && !g_.attn_decode_mma && d_.cc() >= 90) v.set("KV_PF", 1);
-                // --attn-ablate loads|math|merge (timing only): the decode kernel without its K/V
-                // loads, its arithmetic or its split merge (attention_decode.cu ABLATE), to split its
-                // cost in the graph
-                if (o_.attn_ablate > 0 && !batch_) {
-                    std::string found;
-                    if (!g_.attn_split) found = "attn.algo=onepass";
-                    else if (g_.attn_decode_mma) found = "attn.decode=mma";
-                    else if (pipe != 2) found = fmt::format("--attn-pipe {}", pipe);
-                    else if (!g_.norm_warp) found = "norm.reduce=tree";
-                    else if (kv_stages > 0) found = "--attn-kv-stages";
-                    else if (cluster) found = "attn.merge=cluster";
-                    if (!found.empty())
-                        fail_usage("--attn-ablate: expected the split SIMT decode attention with --attn-pipe 2 (the "
-                                   "default), found {}", found);
-                    v.set("ABLATE", o_.attn_ablate);
-                }
-                // --attn-overlap: the split SIMT kernel capped at 96 registers (2 blocks of 256 threads:
-                // 48 K) so one 256-thread block of the next gemv (<= 64 registers: 16 K) fits beside
-                // them; that gemv's ring fill then runs during attention. Shared memory already fits
-                // (8.4 KiB a block here, ~206 KiB the gemv's x and rings, 228 KiB an SM)
-                if (o_.attn_overlap && g_.gemv_bulk && g_.attn_split && !g_.attn_decode_mma && kv_stages == 0 && !cluster &&
-                    block == 256 && d_.cc() >= 90)
-                    v.set("MAX_REGS", 96);
-                // --attn-prefetch-next N: the blocks prefetch this layer's attn_output matrix into L2
-                // (attention_decode.cu NEXT_PF) when at least N positions are cached. H200, 8B Q8_0
-                // (session 13, one machine): N=0 446.65 / 393.82 tok/s at depth 0 / 4096 against
-                // 455.82 / 398.36, N=1024 456.13 / 397.98: off
-                const WeightTensor* next_w = nullptr;
-                if (o_.attn_prefetch_next >= 0 && d_.cc() >= 90) {
-                    next_w = attn_output_after(i);
-                    const uint64_t bytes = next_w ? next_w->rows * next_w->row_bytes : 0;
-                    if (bytes > 0 && bytes % 16 == 0 && bytes < (1ull << 40)) {  // (each block's share fits 32 bits)
-                        v.set("NEXT_PF", std::to_string(bytes) + "ull");
-                        if (o_.attn_prefetch_next > 0) v.set("NEXT_PF_MIN", o_.attn_prefetch_next);
-                    } else {
-                        next_w = nullptr;
-                    }
-                }
-                const std::string kvt = o_.kv_f32 ? "f32" : "f16";
-                auto& k = add({i}, (g_.attn_split ? g_.attn_decode_mma ? "split_kv_mma_" : "split_kv_" : "onepass_") + kvt, v);
-                k.grid = Dim3(unsigned(c_.n_kv_heads * hsplit), unsigned(n_splits));
-                k.block = Dim3(unsigned(block));
-                if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
-                // attention_decode.cu KV_STAGES: SIMT 2 x TILE 16-byte entries a thread and slot, mma MRE (head_dim / 8)
-                // KV_ROWS: 16 * ceil(N / 2) bytes of barriers, then N slots of CH K and CH V rows of 2 * hd + 16 bytes
-                if (kv_rows > 0)
-                    k.smem = unsigned(16 * ((kv_stages + 1) / 2) + kv_stages * 2 * ch * (hd * int(kv_bytes) + 16));
-                else if (kv_stages > 0)
-                    k.smem = unsigned(kv_stages * (g_.attn_decode_mma ? hd / 8 : 2 * tile) * block * 16);
-                // --attn-overlap: the full shared-memory carveout, so an SM running attention blocks
-                // is already configured for the next gemv's rings (a carveout change waits for the
-                // SM to drain, which would undo the overlap)
-                if (k.variant.has("MAX_REGS")) k.carveout = 100;
-                if (o_.attn_carveout >= -1) k.carveout = o_.attn_carveout;
-                k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Pos), slot(Slot::Att), g_.attn_split ? scratch("attn_split") : null(),
-                          null(), g_.attn_split ? scratch("attn_tickets") : null(), weight(next_w),
-                          null()};  // xq: gemv.xq=producer (attn_xq_link)
-                const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
-                k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
-                k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
-                if (g_.attn_split) {
-                    // partial states per split; the last block of each head set combines them
-                    // (a ticket counter per block x, zeroed at allocation)
-                    split_scratch(n_splits, c_.n_kv_heads * hsplit);
-                    // (scratch traffic, twice the states at most, only when more than one block is
-                    // active: left out of the byte count, which is what a short context moves)
-                }
+            case K::Attn:
+                decode_attention(i, a);
                 return 1;
-            }
             case K::AttnOutput:
             case K::FfnDown: {
-                if (a.kind == K::AttnOutput && g_.layer_tail && fuse)
-                    if (auto tl = tail_at(i)) {
-                        layer_tail(i, *tl);
-                        return 7;
-                    }
                 const K res = a.kind == K::AttnOutput ? K::AttnResidual : K::FfnResidual;
                 const Slot x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
                 Gemv g;
@@ -2478,14 +1915,6 @@ private:
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
                 if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);        // sample.draw=device
-                if (o_.draw_rank) {  // --draw-merge rank (slower than the rounds: perf-notes session 22)
-                    if (!g_.sample_draw) fail_usage("--draw-merge rank: expected sample.draw=device, found host");
-                    v.set("DRAW_RANK", 1);
-                }
-                if (o_.draw_ablate > 0) {  // --draw-ablate (timing only)
-                    if (!g_.sample_draw) fail_usage("--draw-ablate: expected sample.draw=device, found host");
-                    v.set("DRAW_ABLATE", o_.draw_ablate);
-                }
                 auto& k = add({i}, g_.sample_draw ? "draw" : "argmax", v);
                 k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
                 k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
@@ -2653,10 +2082,10 @@ std::vector<std::string> schedule_gate_choices() {
             "gemm.mma=mma|simt", "gemm.wgmma=wgmma|mma", "attn.prefill=mma|rows", "weights.layout=split|blocks",
             "launch.pdl=pdl|serial", "batch.small=gemv|gemm", "batch.pdl=pdl|serial", "batch.xrows=shared|per-row",
             "rope.angles=table|computed", "rope.fuse=gemv|kernel", "gemv.early=load|wait", "gemv.grid=capped|full",
-            "gemv.prefetch=attn|none", "gemv.load=bulk|lanes", "gemv.trigger=start|loads", "attn.decode=mma|simt",
-            "attn.stage=smem|regs", "attn.merge=cluster|ticket", "attn.vsum=half2|float", "attn.kdot=half2|float",
-            "attn.early=kv|wait", "attn.kv=tma|ld", "layer.tail=persistent|kernels", "sample.fuse=gemv|kernel",
-            "sample.draw=device|host", "step.advance=device|host", "gemv.xq=producer|block", "attn.fuse=qkv|kernel",
+            "gemv.load=bulk|lanes", "gemv.trigger=start|loads", 
+            "attn.vsum=half2|float", 
+            "attn.early=kv|wait", "attn.kv=tma|ld", "sample.fuse=gemv|kernel",
+            "sample.draw=device|host", "step.advance=device|host", "gemv.xq=producer|block", 
             "kv.type=half|float"};
 }
 
@@ -2690,19 +2119,6 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.mark_pdl(s.prefill);
     l.lower_decode_short(plan);
     l.lower_decode_greedy(plan);
-    if (opt.trace) {  // --block-trace: every decode variant writes warp records, ids from 1 in launch order
-        std::map<std::string, int> ids;
-        for (auto* list : {&s.decode, &s.decode_greedy, &s.decode_short, &s.decode_short_greedy})
-            for (KernelStep& k : *list) {
-                const int id = ids.try_emplace(k.variant.display_name(), int(ids.size()) + 1).first->second;
-                k.variant.set("TRACE", 1);
-                k.variant.set("TRACE_ID", id);
-            }
-    }
-    if (opt.smem_carveout >= 0) {
-        for (auto* list : {&s.decode, &s.decode_short, &s.decode_greedy, &s.decode_short_greedy})
-            for (KernelStep& k : *list) k.carveout = opt.smem_carveout;
-    }
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
@@ -2826,18 +2242,16 @@ std::vector<Variant> schedule_variants(const Schedule& s) {
 namespace {
 // Row sets of `rows` output rows, `opg` per set, over `nbx` blocks of `gpb` groups (warps): gemv.cu
 // GEMV_O_FIRST's assignment (group g of block bx starts at set bx * gpb + g, or g * nbx + bx
-// warp-major), passes of nbx * gpb sets; layer_tail.cu assigns each phase's sets the same way.
-// last_spread (gemv.cu LAST_SPREAD): the partial last pass's sets warp-major.
-GemvBalance balance(int rows, int opg, int nbx, int gpb, bool warp_major, bool last_spread = false) {
+// warp-major), passes of nbx * gpb sets.
+GemvBalance balance(int rows, int opg, int nbx, int gpb, bool warp_major) {
     const int groups = nbx * gpb;
     GemvBalance b;
     b.sets = (rows + opg - 1) / opg;
     b.passes = (b.sets + groups - 1) / groups;
     std::vector<int> per(size_t(nbx), 0);
-    const int full = b.sets / groups;  // whole passes
     for (int s = 0; s < b.sets; ++s) {
         const int slot = s % groups;
-        ++per[size_t(warp_major || (last_spread && s / groups == full) ? slot % nbx : slot / gpb)];
+        ++per[size_t(warp_major ? slot % nbx : slot / gpb)];
     }
     b.max_per_block = *std::max_element(per.begin(), per.end());
     b.mean_per_block = double(b.sets) / double(nbx);
@@ -2854,23 +2268,7 @@ std::optional<GemvBalance> gemv_balance(const KernelStep& k) {
     const int opg = rpb / gpb;  // gemv.cu GEMV_OPG
     const int rows = epi == 2 ? def("ROWS0", 0)
                               : def("ROWS0", 0) + (n_mat > 1 ? def("ROWS1", 0) : 0) + (n_mat > 2 ? def("ROWS2", 0) : 0);
-    if (const int ngb = def("XQ_NGB", 0); ngb > 0) {  // gemv.xq=producer's whole groups of 32 rows a block
-        GemvBalance b = balance(rows, opg, int(k.grid.x), gpb, false);
-        b.passes = ngb * 32 / rpb;
-        b.max_per_block = std::min(ngb * 32, rows) / opg;
-        return b;
-    }
-    return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0, def("LAST_SPREAD", 0) != 0);
-}
-
-std::vector<GemvBalance> layer_tail_balance(const KernelStep& k) {
-    if (k.variant.source != "cuda/layer_tail.cu" || k.grid.x == 0) return {};
-    const int nw = define_int(k, "NW", 0), dim = define_int(k, "DIM", 0), hid = define_int(k, "HID", 0);
-    if (nw <= 0 || dim <= 0 || hid <= 0) return {};
-    // phases A (attn_output: DIM rows), B (gate/up: HID output rows), C (ffn_down: DIM rows); 2 per
-    // set, a pass's sets round the blocks first
-    return {balance(dim, 2, int(k.grid.x), nw, true), balance(hid, 2, int(k.grid.x), nw, true),
-            balance(dim, 2, int(k.grid.x), nw, true)};
+    return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0);
 }
 
 std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads) {
@@ -2915,12 +2313,6 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
                 b && (b->passes > 1 || b->max_per_block > int(std::ceil(b->mean_per_block))))
                 out += fmt::format(" row sets {} in {} passes, per block max {} mean {:.1f}", b->sets, b->passes,
                                    b->max_per_block, b->mean_per_block);
-            if (const auto ph = threads ? layer_tail_balance(k) : std::vector<GemvBalance>{}; ph.size() == 3)
-                out += fmt::format(" phases attn_output / gate_up / down: row sets {} / {} / {}, per block max {} / {} / {} "
-                                   "mean {:.1f} / {:.1f} / {:.1f}; rings {} x {} B per warp",
-                                   ph[0].sets, ph[1].sets, ph[2].sets, ph[0].max_per_block, ph[1].max_per_block,
-                                   ph[2].max_per_block, ph[0].mean_per_block, ph[1].mean_per_block, ph[2].mean_per_block,
-                                   define_int(k, "SLOTS", 0), define_int(k, "SLOT", 0));
             out += "\n";
         }
         if (plan.config->n_layers > 1)

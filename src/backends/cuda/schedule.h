@@ -62,8 +62,7 @@ struct KernelStep {
     // (1, 1, 1) = no cluster.
     Dim3 cluster;
     // Preferred shared-memory carveout, percent of the unified L1 / shared memory (-1: the
-    // driver's choice). --smem-carveout sets it on every decode kernel (100: blocks of consecutive
-    // kernels need no reconfiguration of an SM to share it).
+    // driver's choice).
     int carveout = -1;
 };
 
@@ -76,70 +75,42 @@ struct GateDecision {
 
 struct ScheduleOptions {
     bool fuse = true;                            // --no-fuse: one kernel per task
-    bool attn_warp_merge = false;                // --attn-warp-merge: decode attention's groups merge by shuffles first
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // --gemm-bm: MMA tile rows (0: auto 64 | 128)
     int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
     int gemv_block = 0;                          // --gemv-block: threads per gemv block (0: auto 256)
-    int gemv_grid_per_sm = 0;                    // --gemv-grid-per-sm: every gemv grid at most N blocks per SM (0: gate gemv.grid)
-    int gemv_grid_max = 0;                       // --gemv-grid-max: cap the gemv grid at N blocks (blocks loop over passes)
     int batch_small_rows = 8;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
     int batch_xrows = 4;                         // --batch-xrows: gate batch.xrows, N rows a block (0: off)
     bool batch_bulk = false;                     // --batch-bulk: the batch phase's gemv list through the bulk rings (gemv.load=bulk)
     int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128; mma 64)
     int attn_splits = 0;                         // --attn-splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1; mma 3)
     int attn_heads_per_block = 0;                // --attn-heads-per-block: decode attention query heads per block (0: 1 split, all onepass)
-    bool attn_merge_one_trip = true;             // ticket merge reads the splits' states at once (false: --attn-merge-two-trips)
     int attn_pipe = -1;                          // --attn-pipe: split-KV blocks load their next chunk before using this one (-1: auto, 2 for the SIMT kernel)
     int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
-    int attn_kv_rows = 0;                        // --attn-kv-rows: attn.decode=mma's ring as whole rows, 1 by cp.async.bulk (sm_90), 2 by the block's cp.async (0: each lane's pieces)
     int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
-    bool gemv_warp_major = false;                // --gemv-warp-major: a pass's row sets round the blocks first
-    bool gemv_last_spread = false;               // --gemv-last-spread: only the last, partial pass's row sets round the blocks (LAST_SPREAD)
-    std::set<std::string> gemv_last_spread_for = {};  // --gemv-last-spread-for KIND: LAST_SPREAD for the gemv whose first task is KIND only
     int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
     int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
     int gemv_bulk_min_slots = 0;                 // --gemv-bulk-min-slots: the ring's chunk is the largest leaving this many slots (0: 4)
-    int l2_prefetch = 0;                         // --l2-prefetch: items per warp prefetched into L2 beyond the bulk rings (gemv BULK_PF, layer tail PF)
-    int smem_carveout = -1;                      // --smem-carveout: preferred carveout (percent) of every decode kernel (-1: driver's)
     int attn_carveout = -2;                      // --attn-carveout: the decode attention kernel's (-1: driver's; -2: its default)
-    bool gemv_late_loads = false;                // --gemv-late-loads: GEMV_LATE=1 (session 11's prologue / epilogue load order undone)
-    int tail_barrier_prefetch = 0;               // --tail-barrier-prefetch: layer tail items per warp into L2 at each barrier (PFB)
-    bool gemv_balance = false;                   // --gemv-balance: bulk gemvs take 12-16 warps, whichever balances their last pass
-    bool attn_overlap = false;                   // --attn-overlap: attention capped in registers, the gemv after it at 256 threads (co-resident)
-    bool attn_kv_prefetch = false;               // --attn-kv-prefetch: attention blocks prefetch their later K/V chunks into L2 (EARLY_KV kernel)
     bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (session 18's one-chain Q4_0 unit dot)
-    bool gemv_xq_groups = false;                 // --gemv-xq-groups: gemv.xq=producer's groups of 32 rows whole in one block (XQ_NGB, on fewer blocks) instead of clusters of 2 blocks
     bool gemv_xq_norm = false;                   // --gemv-xq-norm: gemv.xq=producer for the normed gemvs too (the embedding and the residual gemvs quantize x * norm weight, XQ_NORM)
     bool gemv_x_regs = true;                     // the bulk split-layout Q4_0 / Q8_0 decode gemvs keep each lane's x units in registers (gemv.cu XREG) where they fit; --no-gemv-x-regs: off
     bool no_attn_xq = false;                     // --no-attn-xq: gemv.xq=producer without the decode attention as a producer (attn_output quantizes x)
     int gemv_xq_lag = 1;                         // --gemv-xq-lag N: gemv.xq=producer's group quantized after the leader's pass N groups later (XQ_LAG)
-    int gemv_ablate = 0;                         // --gemv-ablate math (1): bulk split-layout gemvs without their dot products; xpre (2), xpre-down (3), xpre-out (4), xpre-nonorm (5): their x prologue as one bulk copy (XQ_IN); xq-nosync (6): XQ_OUT without its arrivals (XQ_ABLATE 1), xq-waitonly (7) / xq-notail (8): its waits without the quantization (2), its last groups' (3); timing only
-    bool draw_rank = false;                      // --draw-merge rank: sample__draw's last block ranks the keys above the blocks' largest k-th key (DRAW_RANK) instead of k merge rounds
-    int draw_ablate = 0;                         // --draw-ablate: sample__draw without its sort (1), list copy (2), merge (3) or filters and draw (4); timing only
-    int attn_ablate = 0;                         // --attn-ablate: decode attention without K/V loads (1), arithmetic (2) or split merge (3); timing only
-    int attn_prefetch_next = -1;                 // --attn-prefetch-next: decode attention prefetches attn_output into L2 from N positions (-1: off)
-    int gemv_l2_next_kb = 0;                     // --gemv-l2-next KB: attn_output's bulk gemv prefetches the first KB of each gate/up matrix into L2 (gemv NEXT_L2)
-    int gemv_l2_next_at = 1;                     // --gemv-l2-next-at: 1 after the early ring slots (start), 2 after the ring's first fill (fill)
     int kv_l2_prefetch = 0;                      // --kv-l2-prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
     int gemv_early_slots = 0;                    // --gemv-early-slots: bulk gemv ring slots a warp fills before the PDL wait (0: auto, decode Q4_0 2, Q8_0 3, else all; BULK_PRE)
     std::map<std::string, int> gemv_early_slots_for = {};  // --gemv-early-slots-for KIND=N: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
     bool gemv_early_blocks = true;               // a bulk gemv after one on fewer blocks than SMs: its first (SMs - that grid) blocks fill their whole ring early (BULK_PRE_B); --no-gemv-early-blocks: off
     std::map<std::string, int> gemv_early_blocks_for = {};  // --gemv-early-blocks-for KIND=B: that bulk gemv's blocks 0 .. B-1 fill their whole ring before the PDL wait (BULK_PRE_B)
-    std::map<std::string, int> gemv_bulk_kb_for = {};     // --gemv-bulk-kb-for KIND=KB: --gemv-bulk-kb for the bulk gemv whose first task is KIND, and the full carveout for it (rings small enough for the next kernel's block to land beside)
-    std::set<std::string> gemv_lanes_for = {};            // --gemv-lanes-for KIND: the gemv whose first task is KIND keeps gemv.load=lanes (registers, no ring: its block can sit beside the next bulk gemv's)
     std::map<std::string, int> gemv_cluster_for = {};     // --gemv-cluster-for KIND=N: that gemv launched in clusters of N blocks (unused by it)
     std::map<std::string, int> gemv_grid_for = {};        // --gemv-grid-for KIND=N: the gemv whose first task is KIND on at most N blocks
     std::map<std::string, int> gemv_rows_for = {};        // --gemv-rows-for KIND=N: --gemv-rows of the gemv whose first task is KIND
-    std::map<std::string, int> gemv_block_for = {};       // --gemv-block-for KIND=N: threads per block of the gemv whose first task is KIND (a multiple of 32)
     int gemv_norm_early = -1;                    // --gemv-norm-early / --no-gemv-norm-early: every normed Q4_0 / Q8_0 gemv loads its norm weight before the PDL wait (1), none (0); -1: the lanes gemvs under gemv.early=load (NW_EARLY)
     bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
-    bool trace = false;                          // --block-trace: decode kernels compiled with TRACE=1 and a TRACE_ID per variant (common.cuh)
     int attn_tma_from = -1;                      // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
-    bool attn_tma_merge1 = false;                // --attn-tma-merge1: attn.kv=tma's last block merges the splits in one round trip (MERGE1)
     int attn_tma_stages = 0;                     // --attn-tma-stages: attn.kv=tma's ring slots only (0: --attn-kv-stages, else 2)
     int attn_tma_cluster = -1;                   // --attn-tma-cluster: attn.kv=tma's splits of a kv head as one cluster, merged through DSMEM (CLUSTER): 1 on, 0 off, -1 where the device's clusters fit
 };
@@ -214,9 +185,6 @@ struct GemvBalance {
     double mean_per_block = 0;
 };
 std::optional<GemvBalance> gemv_balance(const KernelStep& k);
-// layer_tail.cu (gate layer.tail): the row sets of its three phases (attn_output, gate/up, ffn_down)
-// as its warps take them; empty for other kernels
-std::vector<GemvBalance> layer_tail_balance(const KernelStep& k);
 // Launch accounting for ncu: per kernel symbol, launches per decode token, per prefill step and
 // in warm-up, and the --launch-skip that reaches the steady state of decode (after the prompt and
 // `warmup_tokens` generated tokens) and of prefill (after `warmup_tokens` prefill steps).

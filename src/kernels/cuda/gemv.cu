@@ -66,15 +66,6 @@
 //                   (before the PDL wait: PRECOND the position is final before the step's first
 //                   kernel, as attention_decode.cu EARLY_KV); 2: once the warp's last weight copy is
 //                   out (the stream's tail, when DRAM has room). 0 = off (default)
-//   ATT_TAIL        EPI=4, BULK, decode (gate attn.fuse=qkv): the decode attention too. Each warp counts
-//                   the rows of each kv head's group (its ATT_QPG query heads, its k and v rows) it
-//                   stored; at the kernel's end each block adds its counts to the group's ticket
-//                   (att_tickets, zeroed at allocation and by the winner), and the block that completes
-//                   a group attends with it (common/attn_tail.cuh: positions 0 .. *pos_ptr, its K / V from
-//                   the cache, q from y0) into att_out, and with ATT_XQ also quantized into att_xq for the
-//                   attn_output gemv (XQ_IN; ATT_XQ_PLANES: Q4_0's layout). ATT_SCALE: the score scale.
-//                   PRECOND: half cache, no window, dynamic smem >= attn_tail_smem_floats(*pos_ptr + 1)
-//                   floats. Extra args (att_out, att_xq, att_tickets)
 //   NEXT_L2         BULK, N_MAT 1, decode (--gemv-l2-next): the first NEXT_L2_B1 / NEXT_L2_B2 bytes
 //                   of the next gemv's matrices, passed as w1 / w2 (unused by one matrix), are
 //                   prefetched into L2 (each warp an equal share, one cp.async.bulk.prefetch per
@@ -258,26 +249,9 @@
 #ifndef NW_EARLY  // --gemv-norm-early: NORM_IN's norm weight loaded before the PDL wait (the x prologue's one-chunk path)
 #define NW_EARLY 0
 #endif
-#ifndef ATT_TAIL  // gate attn.fuse=qkv: the decode attention at the q/k/v gemv's end (common/attn_tail.cuh)
-#define ATT_TAIL 0
-#endif
-#ifndef ATT_XQ  // ATT_TAIL: its output also quantized for the attn_output gemv (gemv.xq=producer)
-#define ATT_XQ 0
-#endif
-#ifndef ATT_XQ_PLANES
-#define ATT_XQ_PLANES 0
-#endif
-#if ATT_TAIL
-#define GEMV_ATT_PARAM , float* att_out, uint8_t* att_xq, unsigned* att_tickets
-#define ATT_NKV (ROWS1 / HEAD_DIM)                 // kv heads
-#define ATT_ROWS_G ((ATT_QPG + 2) * HEAD_DIM)      // q, k and v rows of a kv head's group
-#else
-#define GEMV_ATT_PARAM
-#endif
 #include "common/async_copy.cuh"  // unconditional: the build's include expansion takes each file once
 #include "common/cluster.cuh"
 #include "common/xq8_group.cuh"  // XQ_OUT
-#include "common/attn_tail.cuh"  // ATT_TAIL
 #if BULK
 // a warp item: BULK_CH columns of each of its GEMV_DR rows (split layout: the quants, then the
 // chunk's scales; plain types: the elements)
@@ -304,9 +278,6 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #define GEMV_XROWS_PARAM , int n_rows
 #else
 #define GEMV_XROWS_PARAM
-#endif
-#if ATT_TAIL && !(EPI == 4 && BULK && XROWS == 1 && !XQ_OUT && !ARGMAX && REDUCE && defined(ATT_QPG) && defined(ATT_SCALE))
-#error "ATT_TAIL: the decode q/k/v bulk gemv with RoPE and the KV store (EPI=4), ATT_QPG and ATT_SCALE"
 #endif
 #if XREG && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1 && !GEMV_ABLATE)
 #error "XREG: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
@@ -413,7 +384,7 @@ extern "C" __global__ void GEMV_LAUNCH_BOUNDS
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
             const float* norm_w, const float* resid, float eps, const int* pos_ptr, void* k_cache,
-            void* v_cache, const float* freq_factors, float freq_base GEMV_XROWS_PARAM GEMV_ATT_PARAM) {
+            void* v_cache, const float* freq_factors, float freq_base GEMV_XROWS_PARAM) {
     TRACE_BEGIN();
 #if REDUCE
     __shared__ float red[XROWS > 1 ? XROWS * 33 : 32];
@@ -675,12 +646,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         if (quant) xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
 #endif
     };
-#endif
-#if ATT_TAIL
-    // the rows of each kv head's group this block stored (its ticket at the end)
-    __shared__ unsigned att_cnt[ATT_NKV];
-    for (int i = tid; i < ATT_NKV; i += BLOCK) att_cnt[i] = 0u;
-    __syncthreads();
 #endif
 #if NW_EARLY && NORM_IN && GEMV_XQ8 && !XQ_IN && XROWS == 1 && !GEMV_LATE
     // the norm weight is a weight: its loads go out now, with the early ring slots, so that only x's are
@@ -1030,13 +995,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
             }
         }
-#if ATT_TAIL
-        // rows o0 .. o0 + OPG - 1: one head of one matrix (HEAD_DIM % OPG == 0), stored above
-        if (gt == 0) {
-            const int grp = o0 < ROWS0 ? o0 / (ATT_QPG * HEAD_DIM) : o0 < ROWS0 + ROWS1 ? (o0 - ROWS0) / HEAD_DIM : (o0 - ROWS0 - ROWS1) / HEAD_DIM;
-            atomicAdd(att_cnt + grp, unsigned(min(GEMV_OPG, GEMV_OUT_ROWS - o0)));
-        }
-#endif
 #if XQ_OUT
         {
             // this warp's rows into its unit's slots in the cluster leader. Rows o0 .. o0 + OPG - 1
@@ -1098,36 +1056,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 *ticket = 0u;  // ready for the next replay
             }
         }
-    }
-#endif
-#if ATT_TAIL
-    {
-        static_assert(sizeof(KV_T) == 2 && HEAD_DIM % GEMV_OPG == 0 && ROWS0 == ATT_NKV * ATT_QPG * HEAD_DIM && ROWS1 == ROWS2, "ATT_TAIL: q/k/v of whole heads");
-        __shared__ int att_won[ATT_NKV];
-        __syncthreads();  // the block's q rows and cache rows stored
-        for (int i = tid; i < ATT_NKV; i += BLOCK) {
-            const unsigned c = att_cnt[i];
-            bool won = false;
-            if (c) {
-                fence_acq_rel_gpu();  // (release: the block's stores before the barrier, cumulative)
-                won = atomicAdd(att_tickets + i, c) + c == unsigned(ATT_ROWS_G);
-                if (won) {
-                    fence_acq_rel_gpu();  // (acquire: the other blocks' rows, read through L2 below)
-                    att_tickets[i] = 0u;  // every row is in: ready for the next launch
-                }
-            }
-            att_won[i] = won;
-        }
-        __syncthreads();
-        fence_proxy_async();  // the rings' last bulk copies (async proxy) before the plain use of their memory
-        const int n_att = *pos_ptr + 1;
-        for (int i = 0; i < ATT_NKV; ++i)
-            if (att_won[i]) {
-                attn_tail_group<ATT_QPG, HEAD_DIM, ATT_NKV, BLOCK, ATT_XQ != 0, ATT_XQ_PLANES != 0, ROWS0>(
-                    i, n_att, ATT_SCALE, y0, static_cast<const uint16_t*>(k_cache), static_cast<const uint16_t*>(v_cache),
-                    att_out, att_xq, reinterpret_cast<float*>(bulk_dyn));
-                __syncthreads();  // its shared memory reused by the next group
-            }
     }
 #endif
     (void)b0; (void)b1; (void)b2; (void)y1; (void)y2; (void)resid; (void)W1; (void)W2;
