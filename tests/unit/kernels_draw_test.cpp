@@ -49,7 +49,6 @@ std::vector<float> trial_logits(int n, int kind, std::mt19937_64& g) {
 
 struct DrawCase {
     int n_vocab;
-    bool rank;  // --draw-merge rank
 };
 
 class DeviceDraw : public ::testing::TestWithParam<DrawCase> {};
@@ -61,21 +60,18 @@ std::unique_ptr<Model> vocab_model(int n_vocab) {
     return load_model(GgufReader::from_bytes(tiny_model(spec).to_bytes(), "draw.gguf"));
 }
 
-// Without a GPU: the draw kernel of each case compiles for sm_75 (shuffles) and sm_90 (redux),
-// DRAW_RANK set by --draw-merge rank only.
+// Without a GPU: the draw kernel of each case compiles for sm_75 (shuffles) and sm_90 (redux).
 TEST_P(DeviceDraw, CompilesWithoutAGpu) {
     const DrawCase c = GetParam();
     auto model = vocab_model(c.n_vocab);
     const Plan plan = plan_build(*model, 64);
     ScheduleOptions so;
-    so.draw_rank = c.rank;
     for (const char* target : {"sm_75", "sm_90"}) {
         const Schedule s = schedule_build(plan, DeviceInfo::for_target(target), so);
         const KernelStep* k = nullptr;
         for (const KernelStep& st : s.decode)
             if (st.symbol == "sample__draw") k = &st;
         ASSERT_NE(k, nullptr) << target;
-        EXPECT_EQ(k->variant.has("DRAW_RANK"), c.rank);
         JitOptions jo;
         jo.cache.disk = false;
         JitCompiler jit(target, jo);
@@ -92,7 +88,6 @@ TEST_P(DeviceDraw, PicksTheHostSamplersToken) {
     CudaOptions o;
     o.cache.disk = false;
     o.graphs = false;
-    o.schedule.draw_rank = GetParam().rank;
     CudaBackend gpu(plan, o);
     ASSERT_EQ(gpu.draw_max_k(), 64) << "sample.draw=device with KMAX 64 on this device";
     size_t pick = SIZE_MAX;
@@ -148,15 +143,11 @@ TEST_P(DeviceDraw, PicksTheHostSamplersToken) {
     EXPECT_FALSE(gpu.set_draw(&bad));
     bad.top_k = 0;
     EXPECT_FALSE(gpu.set_draw(&bad));
-    std::printf("[draw] vocab %d%s: %d device picks equal to the host's\n", n_vocab,
-                GetParam().rank ? " (merge by rank)" : "", compared);
+    std::printf("[draw] vocab %d: %d device picks equal to the host's\n", n_vocab, compared);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocab, DeviceDraw,
-                         ::testing::Values(DrawCase{1003, false}, DrawCase{32000, false}, DrawCase{128256, false},
-                                           DrawCase{1003, true}, DrawCase{32000, true}, DrawCase{128256, true}),
-                         [](const auto& info) {
-                             return "vocab" + std::to_string(info.param.n_vocab) + (info.param.rank ? "_rank" : "");
-                         });
+                         ::testing::Values(DrawCase{1003}, DrawCase{32000}, DrawCase{128256}),
+                         [](const auto& info) { return "vocab" + std::to_string(info.param.n_vocab); });
 
 }  // namespace
