@@ -345,8 +345,6 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
                 }
                 on_result(r);
             }
-            // --block-trace: the warp records of the engine's last decode step (its last test)
-            if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend())) cb->write_block_trace();
         }
     }
 }

@@ -175,7 +175,6 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
         if (fed.size() > size_t(e.pos())) fed.resize(size_t(e.pos()));
     }
     print_metrics(e, f.metrics);
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend())) cuda->write_block_trace();
     return 0;
 }
 
@@ -268,7 +267,6 @@ int cmd_run(const Args& args) {
     std::printf("\n");
     std::fflush(stdout);
     print_metrics(e, f.metrics);
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend())) cuda->write_block_trace();
     if (!profiler.records().empty()) {
         std::fprintf(stderr, "%s", profiler.table().c_str());
         if (!f.g.profiler_dump_dir.empty()) {

@@ -35,9 +35,6 @@ struct CudaOptions {
     // greedy decode queued one step ahead (Backend::decode_queue) when graphs replay and neither
     // logits nor profiling are wanted; --no-run-ahead: every step waits for its pick
     bool run_ahead = true;
-    // --block-trace FILE: decode kernels compiled with TRACE=1 (schedule.trace must be set too);
-    // every decode step's warps write records, write_block_trace() reads the last step's
-    std::string block_trace;
 };
 
 struct CudaInitStats {
@@ -85,9 +82,6 @@ public:
     int32_t device_token_out();  // what the `sample` kernel wrote
     // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
     uint64_t device_bytes() const;
-    // --block-trace: the last decode step's warp records as CSV into the option's file and a table
-    // per kernel on stderr (profile/block_trace.h); nothing without the option
-    void write_block_trace();
 
 private:
     struct Launch {
@@ -171,17 +165,6 @@ private:
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
     std::vector<bool> ablated_[kDecodeLists];  // per launch of each decode list: left out (--ablate)
-    // --block-trace (common.cuh TRACE): [capacity per SM slot, kTraceSlots, 6 x 0, a count per SM
-    // slot] (trace_head() words), then a region of trace_cap_ 64-byte records per SM slot; the
-    // position of the last decode step run
-    static constexpr uint64_t kTraceSlots = 256;
-    static constexpr uint64_t trace_head() { return 8 + kTraceSlots; }
-    CUdeviceptr trace_buf_ = 0;
-    uint64_t trace_cap_ = 0;
-    int trace_pos_ = -1;
-    int trace_list_ = 0;  // the decode list of that step
-    static uint64_t trace_warps(const KernelStep& k);  // the records a launch of k writes: its warps
-    void trace_step(int pos, int list);  // before a decode step's launches (of that list): its records replace the last step's
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies
