@@ -2,8 +2,11 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace jitllm {
@@ -273,6 +276,41 @@ void CpuBackend::run_task(const Task& t) {
                 JITLLM_CHECK(false, "task kind Count");
         }
     }
+}
+
+DecodeBytes CpuBackend::decode_bytes() const {
+    DecodeBytes b;
+    for (const auto& t : plan_.decode) b.fixed += t.weight_bytes;
+    b.per_pos = uint64_t(c_.n_layers) * uint64_t(c_.kv_dim() + c_.v_dim()) * sizeof(float);
+    return b;
+}
+
+double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes) {
+    constexpr size_t kDefaultBytes = size_t(256) << 20;
+    constexpr int kReps = 5;
+    if (bytes == 0) bytes = kDefaultBytes;
+    n_threads = std::max(n_threads, 1);
+    bytes = std::max<size_t>(bytes, size_t(n_threads) * 4096);
+    std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);  // every page touched before timing
+    ThreadPool pool(n_threads);
+    const size_t chunk = (bytes + size_t(n_threads) - 1) / size_t(n_threads);
+    std::vector<double> gb_s;
+    volatile uint8_t sink = 0;
+    for (int i = 0; i <= kReps; ++i) {  // i == 0: warm-up
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.parallel_for(n_threads, [&](int k) {
+            const size_t off = size_t(k) * chunk;
+            if (off < bytes) std::memcpy(dst.data() + off, src.data() + off, std::min(chunk, bytes - off));
+        });
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sink = sink + dst[size_t(i) % bytes];
+        if (i > 0 && s > 0) gb_s.push_back(2.0 * double(bytes) / s / 1e9);
+    }
+    (void)sink;
+    if (gb_s.empty()) return 0.0;
+    std::sort(gb_s.begin(), gb_s.end());
+    const size_t n = gb_s.size();
+    return n % 2 ? gb_s[n / 2] : 0.5 * (gb_s[n / 2 - 1] + gb_s[n / 2]);
 }
 
 }  // namespace jitllm

@@ -19,8 +19,6 @@
 #include "profile/nvtx.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sys/stat.h>
 
 namespace jitllm {
 namespace {
@@ -671,48 +669,42 @@ int32_t CudaBackend::device_token_out() {
     return t;
 }
 
+BackendInfo CudaBackend::info() const {
+    BackendInfo i;
+    const DeviceInfo& dev = ctx_->device();
+    i.backends = "CUDA";
+    i.kv_type = sched_.kv_type == "half" ? "f16" : "f32";
+    i.gpu = true;
+    i.gpu_name = dev.name;
+    i.gpu_arch = dev.arch;
+    i.pci_bus_id = dev.pci_bus_id;
+    i.jit = true;
+    i.jit_wall_ms = init_.jit_wall_ms;
+    i.jit_compiled = init_.jit_compiled;
+    i.jit_cached = init_.jit_cached;
+    return i;
+}
+
+std::string CudaBackend::describe_launches(const RunShape& r, int warmup_tokens) const {
+    return schedule_describe_launches(sched_, r, warmup_tokens);
+}
+
+DecodeBytes CudaBackend::decode_bytes() const {
+    DecodeBytes b;
+    for (const auto& k : sched_.decode) {
+        b.fixed += k.bytes;
+        b.per_pos += k.bytes_per_pos;
+    }
+    return b;
+}
+
+double CudaBackend::copy_bandwidth_gb_s(size_t bytes) {
+    return cuda_copy_bandwidth_gb_s(*ctx_, bytes > 0 ? bytes : size_t(2) << 30, 9);
+}
+
 uint64_t CudaBackend::device_bytes() const {
     return ctx_->allocated(MemCategory::Weights) + ctx_->allocated(MemCategory::Kv) +
            ctx_->allocated(MemCategory::Scratch) + ctx_->allocated(MemCategory::Other);
-}
-
-double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_dir) {
-    std::string name = ctx.device().name;
-    for (auto& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    const std::string path = cache_dir + "/copy_bw_" + name + ".txt";
-    {
-        std::ifstream f(path);
-        double v = 0;
-        if (f >> v && v > 0) return v;
-    }
-    const CudaDriver& d = ctx.driver();
-    const size_t bytes = size_t(1) << 30;
-    CUdeviceptr a = ctx.alloc(bytes, MemCategory::Other, "bandwidth probe");
-    CUdeviceptr b = ctx.alloc(bytes, MemCategory::Other, "bandwidth probe");
-    ctx.memset_async(a, 1, bytes);
-    CUevent e0, e1;
-    JITLLM_CUDA_TRY(d, cuEventCreate(&e0, CU_EVENT_DEFAULT));
-    JITLLM_CUDA_TRY(d, cuEventCreate(&e1, CU_EVENT_DEFAULT));
-    std::vector<double> gbs;
-    for (int i = 0; i < 6; ++i) {
-        JITLLM_CUDA_TRY(d, cuEventRecord(e0, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(b, a, bytes, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuEventRecord(e1, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuEventSynchronize(e1));
-        float ms = 0;
-        JITLLM_CUDA_TRY(d, cuEventElapsedTime(&ms, e0, e1));
-        if (i > 0) gbs.push_back(2.0 * double(bytes) / (double(ms) * 1e6));  // first is warm-up
-    }
-    d.cuEventDestroy(e0);
-    d.cuEventDestroy(e1);
-    ctx.free(a);
-    ctx.free(b);
-    std::sort(gbs.begin(), gbs.end());
-    const double v = gbs[gbs.size() / 2];
-    ::mkdir(cache_dir.c_str(), 0755);
-    std::ofstream(path) << v << "\n";
-    return v;
 }
 
 const float* CudaBackend::decode(int32_t token, int pos) {

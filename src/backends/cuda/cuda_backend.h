@@ -63,6 +63,13 @@ public:
     int batch_draw_max_k() const override { return host_draw_ ? sched_.draw_max_k : 0; }
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
+    BackendInfo info() const override;
+    // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
+    uint64_t device_bytes() const override;
+    std::string describe_launches(const RunShape& r, int warmup_tokens) const override;
+    DecodeBytes decode_bytes() const override;
+    // cuMemcpyDtoDAsync of `bytes` (0: 2 GiB, far beyond the L2) on the backend's stream, 9 timed copies
+    double copy_bandwidth_gb_s(size_t bytes) override;
 
     CudaContext& context() { return *ctx_; }
     const Schedule& schedule() const { return sched_; }
@@ -80,8 +87,6 @@ public:
     // (greedy_list: decode's step `index` of schedule().decode_greedy, the sample.fuse=gemv list)
     void run_step(Phase ph, size_t index, int32_t token, int pos, bool greedy_list = false);
     int32_t device_token_out();  // what the `sample` kernel wrote
-    // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
-    uint64_t device_bytes() const;
 
 private:
     struct Launch {
@@ -167,8 +172,10 @@ private:
     std::vector<bool> ablated_[kDecodeLists];  // per launch of each decode list: left out (--ablate)
 };
 
-// Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies
-// of 1 GiB), measured once per device and cached in the JIT cache directory.
+// Device-to-device copy bandwidth in GB/s (bytes read + written over time): the median of `reps`
+// copies of `bytes` (at most a quarter of the free memory) after a warm-up, timed with events.
+double cuda_copy_bandwidth_gb_s(CudaContext& ctx, size_t bytes, int reps);
+// The same over 5 copies of 1 GiB, measured once per device and cached in the JIT cache directory.
 double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_dir);
 
 // Offline: the schedule a device of `arch` would get (no GPU needed), for `jitllm plan --target`.
