@@ -68,12 +68,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
     app.add_option("-t,--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
-    add_gpu_flags(app, f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
-    app.add_flag("--with-prefill-decode", f.with_prefill_decode,
-                 "prompt tokens skip the output projection until the last one");
-    app.add_option("--batch-prefill-size", f.batch_prefill_size,
-                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
-        ->check(CLI::Range(0, 1 << 16));
+    add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "--batch-prefill-size");
     app.add_flag("--print-plan", f.print_plan, "print the execution plan (tasks, kernels, launches per token)");
     f.g.add(app);
     app.add_option("--launch-skip-warmup", f.launch_skip_warmup,

@@ -39,12 +39,7 @@ float* CpuBackend::slot(Slot s, int layer) {
 void CpuBackend::run_phase(const std::vector<Task>& tasks, int32_t token, int pos) {
     JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
     JITLLM_CHECK(token >= 0 && token < c_.n_vocab, "token {} outside vocab {}", token, c_.n_vocab);
-    token_ = token;
-    pos_ = pos;
-    n_rows_ = 1;
-    row_tok_ = &token_;
-    row_pos_ = &pos_;
-    row_seq_ = nullptr;
+    set_single_row(token, pos);
     auto& ptrs = &tasks == &plan_.decode ? count_ptrs_decode_ : count_ptrs_prefill_;
     for (size_t i = 0; i < tasks.size(); ++i) {
         run_task(tasks[i]);
@@ -52,14 +47,18 @@ void CpuBackend::run_phase(const std::vector<Task>& tasks, int32_t token, int po
     }
 }
 
-void CpuBackend::run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token,
-                              int pos) {
+void CpuBackend::set_single_row(int32_t token, int pos) {
     token_ = token;
     pos_ = pos;
     n_rows_ = 1;
     row_tok_ = &token_;
     row_pos_ = &pos_;
     row_seq_ = nullptr;
+}
+
+void CpuBackend::run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token,
+                              int pos) {
+    set_single_row(token, pos);
     for (int i : indices) run_task(tasks[size_t(i)]);
 }
 

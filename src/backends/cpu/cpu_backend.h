@@ -43,6 +43,7 @@ public:
 private:
     void run_phase(const std::vector<Task>& tasks, int32_t token, int pos);
     void set_rows(const BatchStep& step);
+    void set_single_row(int32_t token, int pos);  // decode / prefill: one row, sequence 0
     // The matrix products of t (q/k/v, attn_output, gate/up, down, output) over every current row at
     // once, with their biases and scale; false for any other task kind.
     bool run_products(const Task& t);
