@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <regex>
 #include <set>
 
 #include "core/error.h"
@@ -61,24 +60,6 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     bind(sched_.batch, batch_launches_);
     bind(sched_.batch_small, batch_small_launches_);
     bind(sched_.batch_xrows, batch_xrows_launches_);
-    if (!opt.ablate.empty()) {
-        std::regex re;
-        try {
-            re = std::regex(opt.ablate);
-        } catch (const std::regex_error& e) {
-            fail_usage("--ablate: expected a regular expression over kernel symbols, found '{}' ({})", opt.ablate, e.what());
-        }
-        std::map<std::string, int> hit;
-        for (int li = 0; li < kDecodeLists; ++li)
-            for (const auto& l : decode_lists_[li]) {
-                ablated_[li].push_back(std::regex_search(l.step->symbol, re));
-                if (ablated_[li].back() && li == 0) hit[l.step->symbol]++;
-            }
-        std::string left;
-        for (const auto& [k, n] : hit) left += fmt::format(" {} (x{})", k, n);
-        if (left.empty()) fail_usage("--ablate: no decode kernel symbol matches '{}'", opt.ablate);
-        std::fprintf(stderr, "[jitllm] --ablate: decode leaves out%s (output is wrong; timing only)\n", left.c_str());
-    }
     for (int ph = 0; ph < 3; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
@@ -518,12 +499,10 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         else
             JITLLM_CUDA_TRY(d, cuEventRecord(e, st));
     };
-    const std::vector<bool>& abl = ablated_[li];  // (--ablate)
     auto launch_all = [&] {
         for (size_t i = 0; i < launches.size(); ++i) {
             const Launch& l = launches[i];
             if (prof) record(events_[i]);
-            if (ph == Phase::Decode && !abl.empty() && abl[i]) continue;
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
                 ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,

@@ -29,9 +29,6 @@ struct CudaOptions {
     bool verbose_init = false;   // --verbose-init: memory plan, JIT statistics
     Profiler* profiler = nullptr;  // --profiler: time every launch with events (no graph replay)
     bool nvtx_tasks = false;       // --nvtx-tasks: one NVTX range per kernel launch
-    // --ablate REGEX: decode launches whose kernel symbol matches are left out (wrong output;
-    // a benchmark's tok/s difference is what those kernels cost inside the replayed graph)
-    std::string ablate;
     // greedy decode queued one step ahead (Backend::decode_queue) when graphs replay and neither
     // logits nor profiling are wanted; --no-run-ahead: every step waits for its pick
     bool run_ahead = true;
@@ -154,8 +151,8 @@ private:
     // the token slot) after the last decode step, or -1 when unknown (another phase ran since)
     int dev_pos_ = -1;
     // the position the device holds after a decode step at pos: pos + 1 when its pick kernel advanced
-    // it (step.advance=device; not with --ablate: the pick may be one of the launches left out), else -1
-    int advanced_pos(int pos) const { return sched_.decode_advance && opt_.ablate.empty() ? pos + 1 : -1; }
+    // it (step.advance=device), else -1
+    int advanced_pos(int pos) const { return sched_.decode_advance ? pos + 1 : -1; }
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
@@ -169,7 +166,6 @@ private:
     std::vector<CUevent> events_;
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
-    std::vector<bool> ablated_[kDecodeLists];  // per launch of each decode list: left out (--ablate)
 };
 
 // Device-to-device copy bandwidth in GB/s (bytes read + written over time): the median of `reps`
