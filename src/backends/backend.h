@@ -47,6 +47,27 @@ struct BatchStep {
     const DrawParams* draw = nullptr;
 };
 
+// What a backend says about itself to the faces (run's metrics, bench's fields).
+struct BackendInfo {
+    std::string backends = "CPU";  // llama-bench's `backends` field: "CPU", "CUDA"
+    std::string kv_type = "f32";   // the K/V cache's elements: "f32", "f16"
+    // a GPU backend: its device's name, arch ("sm_90") and PCI bus id (NVML's key)
+    bool gpu = false;
+    std::string gpu_name, gpu_arch, pci_bus_id;
+    // kernels JIT-compiled at start (jit): the wall time, variants compiled and taken from the disk cache
+    bool jit = false;
+    double jit_wall_ms = 0;
+    int jit_compiled = 0, jit_cached = 0;
+};
+
+// The bytes one decode step moves at n cached positions: fixed + per_pos * n. CPU: the plan's
+// Task::weight_bytes plus the float32 K and V rows read by attention; a GPU backend: its kernels'
+// bytes (weights and activations) and bytes per position.
+struct DecodeBytes {
+    uint64_t fixed = 0;
+    uint64_t per_pos = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -94,6 +115,19 @@ public:
     virtual void reset() = 0;
     // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).
     virtual const std::map<std::string, uint64_t>& task_counts() const = 0;
+
+    // The device, cache type and start-up figures (the CPU's: "CPU", f32, no JIT).
+    virtual BackendInfo info() const { return {}; }
+    // Bytes of device memory our allocations hold now (weights + KV + scratch); 0 on the host.
+    virtual uint64_t device_bytes() const { return 0; }
+    // The kernel launches a run of shape r makes, per phase and per token (--print-plan), the
+    // first warmup_tokens generated tokens apart; empty where each task is one call (the CPU:
+    // the plan's task list says it all).
+    virtual std::string describe_launches(const RunShape& r, int warmup_tokens) const { return {}; }
+    virtual DecodeBytes decode_bytes() const = 0;
+    // Copy bandwidth of the memory the weights live in, in GB/s counting read + write bytes: the
+    // median of several copies of `bytes` after a warm-up (0: a default far beyond the caches).
+    virtual double copy_bandwidth_gb_s(size_t bytes) = 0;
 
 protected:
     std::deque<int32_t> picks_;  // the default decode_queue's picks, oldest first

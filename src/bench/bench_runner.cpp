@@ -5,17 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <random>
 
-#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/nvml_power.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "gguf/gguf_reader.h"
 #include "quant/quant.h"
 #if __has_include("git_version.h")
@@ -25,18 +22,6 @@
 namespace jitllm {
 
 namespace {
-
-constexpr size_t kGpuCopyBytes = size_t(2) << 30;   // 2 GiB: far beyond the 60 MB L2
-constexpr size_t kCpuCopyBytes = size_t(256) << 20;  // 256 MiB: far beyond any LLC
-constexpr int kGpuCopyReps = 9;
-constexpr int kCpuCopyReps = 5;
-
-double median_of(std::vector<double> v) {
-    JITLLM_CHECK(!v.empty(), "median of no samples");
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The one place bench turns its options into an Engine's (the prefill batch size also goes into
 // BenchResult::n_batch / n_ubatch below).
@@ -107,21 +92,19 @@ BenchResult describe(Engine& e, const BenchOptions& o, const std::string& model,
     }
     r.model_type = model_type_of(e.model(), r.model_n_params);
     r.n_threads = threads;
-    if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend())) {
-        const DeviceInfo& dev = cb->context().device();
-        r.backends = "CUDA";
-        r.gpu_info = dev.name;
-        r.gpu_arch = dev.arch;
+    const BackendInfo info = e.backend().info();
+    r.backends = info.backends;
+    r.type_k = r.type_v = info.kv_type;
+    if (info.gpu) {
+        r.gpu_info = info.gpu_name;
+        r.gpu_arch = info.gpu_arch;
         r.n_gpu_layers = 99;  // llama-bench's "all layers"
-        const std::string kv = cb->schedule().kv_type == "half" ? "f16" : "f32";
-        r.type_k = r.type_v = kv;
-        const CudaInitStats& s = cb->init_stats();
-        r.jit_compile_ms = s.jit_wall_ms;
-        r.kernel_cache = s.jit_compiled == 0 ? "hit" : s.jit_cached > 0 ? "partial" : "miss";
-    } else {
-        r.backends = "CPU";
     }
-    r.copy_bw_gb_s = copy_bandwidth_gb_s(e, threads, o.copy_bytes);
+    if (info.jit) {
+        r.jit_compile_ms = info.jit_wall_ms;
+        r.kernel_cache = info.jit_compiled == 0 ? "hit" : info.jit_cached > 0 ? "partial" : "miss";
+    }
+    r.copy_bw_gb_s = e.backend().copy_bandwidth_gb_s(o.copy_bytes);
     return r;
 }
 
@@ -171,49 +154,6 @@ uint64_t run_once(Engine& e, const BenchTest& t, std::mt19937_64& rng, const Nvm
     return uint64_t(std::max<int64_t>(ns, 1));
 }
 
-double cuda_copy_bandwidth_gb_s(CudaContext& ctx, size_t bytes) {
-    size_t free_b = 0, total_b = 0;
-    ctx.mem_info(&free_b, &total_b);
-    bytes = std::min(bytes, free_b / 4) & ~((size_t(1) << 20) - 1);  // two buffers, room to spare
-    if (bytes == 0)
-        fail_device("bench: no room for the copy-bandwidth buffers: {} of {} free",
-                    format_bytes(free_b), format_bytes(total_b));
-    // buffers and events released on every path (a failed launch throws)
-    struct Buffers {
-        CudaContext& ctx;
-        CUdeviceptr a = 0, b = 0;
-        CUevent ev[2] = {nullptr, nullptr};
-        ~Buffers() {
-            for (CUevent e : ev)
-                if (e) ctx.driver().cuEventDestroy(e);
-            try {
-                ctx.free(a);
-                ctx.free(b);
-            } catch (const Error&) {
-            }
-        }
-    } buf{ctx};
-    const CudaDriver& d = ctx.driver();
-    buf.a = ctx.alloc(bytes, MemCategory::Other, "bench copy source");
-    buf.b = ctx.alloc(bytes, MemCategory::Other, "bench copy destination");
-    ctx.memset_async(buf.a, 1, bytes);
-    ctx.memset_async(buf.b, 0, bytes);
-    ctx.make_current();
-    for (auto& e : buf.ev) JITLLM_CUDA_TRY(d, cuEventCreate(&e, CU_EVENT_DEFAULT));
-    std::vector<double> gb_s;
-    for (int i = 0; i <= kGpuCopyReps; ++i) {  // i == 0: warm-up
-        JITLLM_CUDA_TRY(d, cuEventRecord(buf.ev[0], ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(buf.b, buf.a, bytes, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuEventRecord(buf.ev[1], ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuEventSynchronize(buf.ev[1]));
-        float ms = 0;
-        JITLLM_CUDA_TRY(d, cuEventElapsedTime(&ms, buf.ev[0], buf.ev[1]));
-        if (i > 0 && ms > 0) gb_s.push_back(2.0 * double(bytes) / (double(ms) * 1e6));
-    }
-    if (gb_s.empty()) fail_device("bench: the copy-bandwidth copies reported no elapsed time");
-    return median_of(gb_s);
-}
-
 }  // namespace
 
 std::vector<BenchTest> bench_tests(const BenchOptions& o) {
@@ -231,52 +171,9 @@ std::vector<BenchTest> bench_tests(const BenchOptions& o) {
     return tests;
 }
 
-DecodeBytes decode_bytes(Engine& e) {
-    DecodeBytes b;
-    if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend())) {
-        for (const auto& k : cb->schedule().decode) {
-            b.fixed += k.bytes;
-            b.per_pos += k.bytes_per_pos;
-        }
-        return b;
-    }
-    for (const auto& t : e.plan().decode) b.fixed += t.weight_bytes;
-    const ModelConfig& c = e.model().config;
-    b.per_pos = uint64_t(c.n_layers) * uint64_t(c.kv_dim() + c.v_dim()) * sizeof(float);
-    return b;
-}
-
 uint64_t decode_bytes_per_token(const DecodeBytes& b, int n_depth, int n_gen) {
     const double attended = double(n_depth) + double(n_gen + 1) / 2.0;
     return b.fixed + uint64_t(std::llround(double(b.per_pos) * attended));
-}
-
-double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes) {
-    n_threads = std::max(n_threads, 1);
-    bytes = std::max<size_t>(bytes, size_t(n_threads) * 4096);
-    std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);  // every page touched before timing
-    ThreadPool pool(n_threads);
-    const size_t chunk = (bytes + size_t(n_threads) - 1) / size_t(n_threads);
-    std::vector<double> gb_s;
-    volatile uint8_t sink = 0;
-    for (int i = 0; i <= kCpuCopyReps; ++i) {  // i == 0: warm-up
-        const auto t0 = std::chrono::steady_clock::now();
-        pool.parallel_for(n_threads, [&](int k) {
-            const size_t off = size_t(k) * chunk;
-            if (off < bytes) std::memcpy(dst.data() + off, src.data() + off, std::min(chunk, bytes - off));
-        });
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        sink = sink + dst[size_t(i) % bytes];
-        if (i > 0 && s > 0) gb_s.push_back(2.0 * double(bytes) / s / 1e9);
-    }
-    (void)sink;
-    return gb_s.empty() ? 0.0 : median_of(gb_s);
-}
-
-double copy_bandwidth_gb_s(Engine& e, int n_threads, size_t bytes) {
-    if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend()))
-        return cuda_copy_bandwidth_gb_s(cb->context(), bytes > 0 ? bytes : kGpuCopyBytes);
-    return cpu_copy_bandwidth_gb_s(n_threads, bytes > 0 ? bytes : kCpuCopyBytes);
 }
 
 void bench_run(const BenchOptions& o, const std::function<void(const BenchResult&)>& on_result,
@@ -307,12 +204,12 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
             e.backend().set_logits_needed(false);
             BenchResult base = describe(e, o, model, threads);
             base.n_batch = base.n_ubatch = std::max(1, e.plan().batch_rows);
-            const DecodeBytes db = decode_bytes(e);
-            // the board's power over each test's repetitions (CUDA with NVML; else no figures)
+            const DecodeBytes db = e.backend().decode_bytes();
+            // the board's power over each test's repetitions (a GPU with NVML; else no figures)
             std::unique_ptr<NvmlPower> power;
-            if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend())) {
+            if (const BackendInfo info = e.backend().info(); info.gpu) {
                 std::string why;
-                power = NvmlPower::open(cb->context().device().pci_bus_id, &why);
+                power = NvmlPower::open(info.pci_bus_id, &why);
                 if (!power) say(0, fmt::format("no power figures: {}", why));
             }
             say(0, fmt::format("{}: {} backend, {} thread{}, n_ctx {}, load {:.0f} ms{}, copy bandwidth {:.1f} GB/s",
@@ -345,8 +242,6 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
                 }
                 on_result(r);
             }
-            // --block-trace: the warp records of the engine's last decode step (its last test)
-            if (auto* cb = dynamic_cast<CudaBackend*>(&e.backend())) cb->write_block_trace();
         }
     }
 }

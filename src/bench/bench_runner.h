@@ -42,22 +42,9 @@ std::vector<BenchTest> bench_tests(const BenchOptions& o);
 void bench_run(const BenchOptions& o, const std::function<void(const BenchResult&)>& on_result,
                const std::function<void(int, const std::string&)>& log = {});
 
-// The bytes one decode step moves at a given number of cached positions: fixed + per_pos * n.
-// CPU: the plan's Task::weight_bytes plus the float32 K and V rows read by attention. CUDA: the
-// schedule's KernelStep::bytes (weights and activations) plus KernelStep::bytes_per_pos.
-struct DecodeBytes {
-    uint64_t fixed = 0;
-    uint64_t per_pos = 0;
-};
-DecodeBytes decode_bytes(Engine& e);
-// Mean over the n_gen decode steps of a tg test at depth n_depth (the step at position p attends
-// p + 1 positions, so the mean is n_depth + (n_gen + 1) / 2).
+// The bytes one decode step moves (Backend::decode_bytes), the mean over the n_gen decode steps
+// of a tg test at depth n_depth (the step at position p attends p + 1 positions, so the mean is
+// n_depth + (n_gen + 1) / 2).
 uint64_t decode_bytes_per_token(const DecodeBytes& b, int n_depth, int n_gen);
-
-// Copy bandwidth in GB/s counting read + write bytes, median of several copies after a warm-up.
-// CUDA: cuMemcpyDtoDAsync of `bytes` on the backend's stream, timed with events. CPU: memcpy of
-// `bytes` split over n_threads of the global thread pool.
-double copy_bandwidth_gb_s(Engine& e, int n_threads, size_t bytes);
-double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes);
 
 }  // namespace jitllm

@@ -63,6 +63,18 @@ inline void add_gpu_flags(CLI::App& app, bool& gpu, const std::string& help) {
         ->check(CLI::IsMember({"on", "auto", "off", "1", "0", "true", "false"}));
 }
 
+// run's and bench's device and prompt feeding: --gpu (above), --with-prefill-decode, and
+// `batch_name` for the prompt chunk size (run: --batch-prefill-size; bench: also -b, llama-bench's)
+inline void add_gpu_and_prompt_flags(CLI::App& app, bool& gpu, bool& with_prefill_decode, int& batch_prefill_size,
+                                     const std::string& batch_name) {
+    add_gpu_flags(app, gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    app.add_flag("--with-prefill-decode", with_prefill_decode,
+                 "prompt tokens skip the output projection until the last one");
+    app.add_option(batch_name, batch_prefill_size,
+                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
+        ->check(CLI::Range(0, 1 << 16));
+}
+
 // Environment twins of the options defined so far (llama.cpp's LLAMA_ARG_* convention, for
 // containers): --ctx-size also from $PREFIX_CTX_SIZE, and so on; the command line wins, an option
 // that already reads a variable keeps it, hidden options get none. Call before the options that

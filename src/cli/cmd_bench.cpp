@@ -97,12 +97,7 @@ void add_bench_flags(CLI::App& app, BenchFlags& f) {
     app.add_option("-o,--output", f.output, "md | csv | json | jsonl | sql")->default_str("md");
     app.add_option("--output-err", f.output_err, "-oe FORMAT: also print this format to stderr (none)");
     app.add_option("--ctx-size", f.ctx_size, "context length (default: what the largest test needs)")->check(CLI::Range(0, 1 << 24));
-    add_gpu_flags(app, f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
-    app.add_flag("--with-prefill-decode", f.with_prefill_decode,
-                 "prompt tokens skip the output projection until the last one");
-    app.add_option("-b,--batch-prefill-size", f.batch_prefill_size,
-                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
-        ->check(CLI::Range(0, 1 << 16));
+    add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "-b,--batch-prefill-size");
     app.add_flag("--no-warmup", f.no_warmup, "skip the unreported warm-up run of each test");
     app.add_flag("--progress", f.progress, "print each test on stderr as it starts");
     app.add_option("--seed", f.seed, "seed of the synthetic token ids")->default_str("1234");

@@ -12,7 +12,6 @@
 #include "runtime/chat_format.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
-#include "backends/cuda/cuda_backend.h"
 #include "profile/profiler.h"
 
 namespace jitllm::cli {
@@ -69,12 +68,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
     app.add_option("-t,--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
-    add_gpu_flags(app, f.gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
-    app.add_flag("--with-prefill-decode", f.with_prefill_decode,
-                 "prompt tokens skip the output projection until the last one");
-    app.add_option("--batch-prefill-size", f.batch_prefill_size,
-                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
-        ->check(CLI::Range(0, 1 << 16));
+    add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "--batch-prefill-size");
     app.add_flag("--print-plan", f.print_plan, "print the execution plan (tasks, kernels, launches per token)");
     f.g.add(app);
     app.add_option("--launch-skip-warmup", f.launch_skip_warmup,
@@ -87,30 +81,29 @@ void print_metrics(Engine& e, const std::string& format) {
     const auto& t = e.times();
     const double prompt_tps = t.prompt_ms > 0 ? 1000.0 * t.n_prompt / t.prompt_ms : 0.0;
     const double decode_tps = t.decode_ms > 0 ? 1000.0 * t.n_decode / t.decode_ms : 0.0;
-    auto* cuda = dynamic_cast<CudaBackend*>(&e.backend());
-    const double peak_gib = cuda ? double(cuda->device_bytes()) / double(1ull << 30) : 0.0;
+    const BackendInfo info = e.backend().info();
+    const uint64_t device_bytes = e.backend().device_bytes();
+    const double peak_gib = double(device_bytes) / double(1ull << 30);
     if (format == "json") {
         std::string j = fmt::format(
             "{{\"backend\": \"{}\", \"load_ms\": {:.3f}, \"ttft_ms\": {:.3f}, \"n_prompt\": {}, "
             "\"prefill_tok_s\": {:.3f}, \"n_decode\": {}, \"decode_tok_s\": {:.3f}, \"decode_ms_per_tok\": {:.4f}",
             e.backend().name(), t.load_ms, t.prompt_ms, t.n_prompt, prompt_tps, t.n_decode, decode_tps,
             t.n_decode ? t.decode_ms / t.n_decode : 0.0);
-        if (cuda) {
-            const auto& is = cuda->init_stats();
+        if (info.gpu) {
             j += fmt::format(", \"jit_ms\": {:.3f}, \"jit_compiled\": {}, \"jit_cached\": {}, \"jit_cache\": \"{}\", "
                              "\"peak_gpu_mem_bytes\": {}",
-                             is.jit_wall_ms, is.jit_compiled, is.jit_cached,
-                             is.jit_compiled == 0 ? "warm" : "cold", cuda->device_bytes());
+                             info.jit_wall_ms, info.jit_compiled, info.jit_cached,
+                             info.jit_compiled == 0 ? "warm" : "cold", device_bytes);
         }
         std::fprintf(stderr, "%s}\n", j.c_str());
         return;
     }
     std::fprintf(stderr, "\n[jitllm] backend %s | load %.1f ms | ttft %.1f ms | prompt %d tok, %.1f tok/s | decode %d tok, %.1f tok/s",
                  e.backend().name().c_str(), t.load_ms, t.prompt_ms, t.n_prompt, prompt_tps, t.n_decode, decode_tps);
-    if (cuda) {
-        const auto& is = cuda->init_stats();
-        std::fprintf(stderr, " | jit %.1f ms (%s: %d compiled, %d cached) | gpu mem %.2f GiB", is.jit_wall_ms,
-                     is.jit_compiled == 0 ? "warm" : "cold", is.jit_compiled, is.jit_cached, peak_gib);
+    if (info.gpu) {
+        std::fprintf(stderr, " | jit %.1f ms (%s: %d compiled, %d cached) | gpu mem %.2f GiB", info.jit_wall_ms,
+                     info.jit_compiled == 0 ? "warm" : "cold", info.jit_compiled, info.jit_cached, peak_gib);
     } else {
         std::fprintf(stderr, " | products %s", cpu_isa_name(cpu_isa()));
     }
@@ -175,7 +168,6 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
         if (fed.size() > size_t(e.pos())) fed.resize(size_t(e.pos()));
     }
     print_metrics(e, f.metrics);
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend())) cuda->write_block_trace();
     return 0;
 }
 
@@ -239,8 +231,7 @@ int cmd_run(const Args& args) {
     if (f.print_plan) {
         RunShape rs{int(ids.size()), f.max_tokens, f.with_prefill_decode, e.plan().batch_rows,
                     sampler.device_drawable(e.plan().config->n_vocab, e.backend().draw_max_k())};
-        if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend()))
-            std::fprintf(stderr, "%s", schedule_describe_launches(cuda->schedule(), rs, f.launch_skip_warmup).c_str());
+        std::fprintf(stderr, "%s", e.backend().describe_launches(rs, f.launch_skip_warmup).c_str());
         const PhaseRuns pr = plan_phase_runs(rs);
         std::fprintf(stderr, "task executions: decode phase %lld runs x %zu tasks, prefill phase %lld runs x %zu tasks, "
                      "batch phase %lld chunks x %zu tasks\n",
@@ -268,7 +259,6 @@ int cmd_run(const Args& args) {
     std::printf("\n");
     std::fflush(stdout);
     print_metrics(e, f.metrics);
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&e.backend())) cuda->write_block_trace();
     if (!profiler.records().empty()) {
         std::fprintf(stderr, "%s", profiler.table().c_str());
         if (!f.g.profiler_dump_dir.empty()) {

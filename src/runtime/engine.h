@@ -7,23 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
-#include "backends/cuda/cuda_backend.h"
-#include "model/model.h"
-#include "plan/plan.h"
-#include "tokenizer/tokenizer.h"
+#include "runtime/loaded_model.h"
 
 namespace jitllm {
 
-struct EngineOptions {
-    std::string model_path;
-    int n_ctx = 0;                     // 0: min(model context, 4096)
-    int n_threads = 1;
-    bool gpu = false;
+// The model, context, threads and backend (LoadOptions), and how a prompt is fed.
+struct EngineOptions : LoadOptions {
     bool with_prefill_decode = false;  // prompt tokens but the last through the prefill phase
     int batch_prefill_size = 0;        // > 0: prompt tokens but the last in chunks of this many
                                        // rows through the batch phase (wins over the above)
-    CudaOptions cuda;                  // with gpu: schedule, JIT cache, printing options
 };
 
 struct EngineTimes {
@@ -39,11 +31,11 @@ public:
     explicit Engine(EngineOptions opt);
     ~Engine();
 
-    Model& model() { return *model_; }
-    const Tokenizer& tokenizer() const { return *tok_; }
-    const Plan& plan() const { return plan_; }
-    Backend& backend() { return *backend_; }
-    int n_ctx() const { return plan_.n_ctx; }
+    Model& model() { return lm_.model(); }
+    const Tokenizer& tokenizer() const { return lm_.tokenizer(); }
+    const Plan& plan() const { return lm_.plan(); }
+    Backend& backend() { return lm_.backend(); }
+    int n_ctx() const { return lm_.plan().n_ctx; }
     int pos() const { return pos_; }
     EngineTimes& times() { return times_; }
 
@@ -66,10 +58,7 @@ public:
 
 private:
     EngineOptions opt_;
-    std::unique_ptr<Model> model_;
-    std::unique_ptr<Tokenizer> tok_;
-    Plan plan_;
-    std::unique_ptr<Backend> backend_;
+    LoadedModel lm_;
     int pos_ = 0;
     int queued_ = 0;  // decode steps queued and not collected
     EngineTimes times_;

@@ -1,48 +1,31 @@
-// SequenceBatch (see slots.h): load once, one backend per sequence, a step is a loop.
+// SequenceBatch (see slots.h): one LoadedModel, a step is its rows packed into batch steps.
 #include "runtime/slots.h"
 
 #include <algorithm>
-#include <chrono>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
-#include "gguf/gguf_reader.h"
 
 namespace jitllm {
 
-SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt) {
-    const auto t0 = std::chrono::steady_clock::now();
+namespace {
+// (checked before the model loads)
+const SequenceBatchOptions& with_sequences(const SequenceBatchOptions& opt) {
     if (opt.n_seq < 1) fail_usage("--parallel: expected at least 1 sequence, found {}", opt.n_seq);
-    model_ = load_model(opt.model_path);
-    tok_ = Tokenizer::from_gguf(*model_->gguf);
-    if (tok_->n_vocab() != model_->config.n_vocab)
-        fail("{}: tokenizer has {} tokens but token_embd.weight has {} rows", opt.model_path,
-             tok_->n_vocab(), model_->config.n_vocab);
-    const int model_ctx = model_->config.n_ctx_train;
-    const int n_ctx = opt.n_ctx > 0 ? opt.n_ctx : std::min(model_ctx, 4096);
-    if (n_ctx > model_ctx)
-        fail_usage("--ctx-size {} exceeds the model's context length {} ({}.context_length); "
-                   "hint: lower --ctx-size", n_ctx, model_ctx, model_->config.arch);
-    PlanOptions po;
-    po.n_ctx = n_ctx;
-    po.n_seq = opt.n_seq;
-    po.batch_rows = opt.batch_rows > 0 ? opt.batch_rows : std::max(opt.n_seq, std::min(n_ctx, 512));
-    if (po.batch_rows < opt.n_seq)
-        fail_usage("batch rows {} must be at least the number of sequences {}", po.batch_rows, opt.n_seq);
-    plan_ = plan_build(*model_, po);
-    if (opt.gpu) {
-        backend_ = std::make_unique<CudaBackend>(plan_, opt.cuda);
-    } else {
-        ThreadPool::set_global_threads(opt.n_threads);
-        backend_ = std::make_unique<CpuBackend>(plan_, opt.n_threads);
-    }
-    load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return opt;
 }
+}  // namespace
+
+SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
+    : lm_(with_sequences(opt), [&opt](PlanOptions& po) {
+          po.n_seq = opt.n_seq;
+          po.batch_rows = opt.batch_rows > 0 ? opt.batch_rows : std::max(opt.n_seq, std::min(po.n_ctx, 512));
+          if (po.batch_rows < opt.n_seq)
+              fail_usage("batch rows {} must be at least the number of sequences {}", po.batch_rows, opt.n_seq);
+      }) {}
 
 SequenceBatch::~SequenceBatch() = default;
 
-std::string SequenceBatch::backend_name() const { return backend_->name(); }
+std::string SequenceBatch::backend_name() const { return lm_.backend().name(); }
 
 void SequenceBatch::run(std::vector<SeqStep>& steps) {
     std::vector<bool> seen(size_t(n_seq()), false);
@@ -58,7 +41,7 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         s.argmax = -1;
         s.drawn = false;
     }
-    const int R = plan_.batch_rows;
+    const int R = plan().batch_rows;
     // the rows so far as one step (with logits: each row's pick drawn with draw[row] or not)
     auto flush = [&](bool logits = false, const DrawParams* draw = nullptr) {
         if (tok_buf_.empty()) return;
@@ -69,7 +52,7 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         b.n = int(tok_buf_.size());
         b.logits = logits;
         b.draw = draw;
-        backend_->batch(b);
+        lm_.backend().batch(b);
         tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
     };
     auto push = [&](int32_t tok, int pos, int seq) {
@@ -103,16 +86,16 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
             host_logits = host_logits || s.host_logits || (s.draw.temperature > 0.0f && !s.drawn);
         }
     if (rows.empty()) return;
-    backend_->set_logits_needed(host_logits);
+    lm_.backend().set_logits_needed(host_logits);
     flush(true, any_draw ? draw_buf_.data() : nullptr);
     for (size_t r = 0; r < rows.size(); ++r) {
-        rows[r]->logits = host_logits ? backend_->batch_logits(int(r)) : nullptr;
-        rows[r]->argmax = backend_->batch_sampled(int(r));
+        rows[r]->logits = host_logits ? lm_.backend().batch_logits(int(r)) : nullptr;
+        rows[r]->argmax = lm_.backend().batch_sampled(int(r));
     }
 }
 
 bool SequenceBatch::device_draws(const DrawParams& p) const {
-    return draw_in_bounds(p, n_vocab(), backend_->batch_draw_max_k());
+    return draw_in_bounds(p, n_vocab(), lm_.backend().batch_draw_max_k());
 }
 
 void SequenceBatch::reset(int seq) {

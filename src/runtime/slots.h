@@ -11,22 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
-#include "backends/cuda/cuda_backend.h"
-#include "model/model.h"
-#include "plan/plan.h"
-#include "tokenizer/tokenizer.h"
+#include "runtime/loaded_model.h"
 
 namespace jitllm {
 
-struct SequenceBatchOptions {
-    std::string model_path;
+// The model, per-sequence context, threads (shared by the sequences, which run one after
+// another) and backend (LoadOptions), and the batch shape.
+struct SequenceBatchOptions : LoadOptions {
     int n_seq = 1;        // sequences (server slots)
-    int n_ctx = 0;        // per sequence; 0: min(model context, 4096)
-    int n_threads = 1;    // CPU threads (shared by the sequences, which run one after another)
-    bool gpu = false;
     int batch_rows = 0;   // rows of a batch step; 0: max(n_seq, min(n_ctx, 512))
-    CudaOptions cuda;
 };
 
 // One sequence's share of a step.
@@ -50,14 +43,14 @@ public:
     explicit SequenceBatch(const SequenceBatchOptions& opt);
     ~SequenceBatch();
 
-    const Model& model() const { return *model_; }
-    const Tokenizer& tokenizer() const { return *tok_; }
-    const Plan& plan() const { return plan_; }
-    int n_ctx() const { return plan_.n_ctx; }
-    int n_seq() const { return plan_.n_seq; }
-    int n_vocab() const { return model_->config.n_vocab; }
+    const Model& model() const { return lm_.model(); }
+    const Tokenizer& tokenizer() const { return lm_.tokenizer(); }
+    const Plan& plan() const { return lm_.plan(); }
+    int n_ctx() const { return plan().n_ctx; }
+    int n_seq() const { return plan().n_seq; }
+    int n_vocab() const { return model().config.n_vocab; }
     std::string backend_name() const;
-    double load_ms() const { return load_ms_; }
+    double load_ms() const { return lm_.load_ms(); }
 
     // Runs one step. Every sequence appears at most once; tokens are in [0, n_vocab) and
     // pos + tokens.size() <= n_ctx (checked: these are our invariants, not user input).
@@ -65,18 +58,14 @@ public:
     // Whether a step's draw parameters can be drawn on the device (SeqStep::draw), and the
     // largest top-k such a draw takes (0: none; the picks are then the argmax or the host's).
     bool device_draws(const DrawParams& p) const;
-    int batch_draw_max_k() const { return backend_->batch_draw_max_k(); }
+    int batch_draw_max_k() const { return lm_.backend().batch_draw_max_k(); }
     // Forgets a sequence's KV cache (its next step starts at position 0).
     void reset(int seq);
 
 private:
-    std::unique_ptr<Model> model_;
-    std::unique_ptr<Tokenizer> tok_;
-    Plan plan_;
-    std::unique_ptr<Backend> backend_;
+    LoadedModel lm_;
     std::vector<int32_t> tok_buf_, pos_buf_, seq_buf_;
     std::vector<DrawParams> draw_buf_;
-    double load_ms_ = 0;
 };
 
 }  // namespace jitllm

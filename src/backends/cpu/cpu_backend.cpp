@@ -2,8 +2,11 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace jitllm {
@@ -36,12 +39,7 @@ float* CpuBackend::slot(Slot s, int layer) {
 void CpuBackend::run_phase(const std::vector<Task>& tasks, int32_t token, int pos) {
     JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
     JITLLM_CHECK(token >= 0 && token < c_.n_vocab, "token {} outside vocab {}", token, c_.n_vocab);
-    token_ = token;
-    pos_ = pos;
-    n_rows_ = 1;
-    row_tok_ = &token_;
-    row_pos_ = &pos_;
-    row_seq_ = nullptr;
+    set_single_row(token, pos);
     auto& ptrs = &tasks == &plan_.decode ? count_ptrs_decode_ : count_ptrs_prefill_;
     for (size_t i = 0; i < tasks.size(); ++i) {
         run_task(tasks[i]);
@@ -49,14 +47,18 @@ void CpuBackend::run_phase(const std::vector<Task>& tasks, int32_t token, int po
     }
 }
 
-void CpuBackend::run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token,
-                              int pos) {
+void CpuBackend::set_single_row(int32_t token, int pos) {
     token_ = token;
     pos_ = pos;
     n_rows_ = 1;
     row_tok_ = &token_;
     row_pos_ = &pos_;
     row_seq_ = nullptr;
+}
+
+void CpuBackend::run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token,
+                              int pos) {
+    set_single_row(token, pos);
     for (int i : indices) run_task(tasks[size_t(i)]);
 }
 
@@ -273,6 +275,41 @@ void CpuBackend::run_task(const Task& t) {
                 JITLLM_CHECK(false, "task kind Count");
         }
     }
+}
+
+DecodeBytes CpuBackend::decode_bytes() const {
+    DecodeBytes b;
+    for (const auto& t : plan_.decode) b.fixed += t.weight_bytes;
+    b.per_pos = uint64_t(c_.n_layers) * uint64_t(c_.kv_dim() + c_.v_dim()) * sizeof(float);
+    return b;
+}
+
+double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes) {
+    constexpr size_t kDefaultBytes = size_t(256) << 20;
+    constexpr int kReps = 5;
+    if (bytes == 0) bytes = kDefaultBytes;
+    n_threads = std::max(n_threads, 1);
+    bytes = std::max<size_t>(bytes, size_t(n_threads) * 4096);
+    std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);  // every page touched before timing
+    ThreadPool pool(n_threads);
+    const size_t chunk = (bytes + size_t(n_threads) - 1) / size_t(n_threads);
+    std::vector<double> gb_s;
+    volatile uint8_t sink = 0;
+    for (int i = 0; i <= kReps; ++i) {  // i == 0: warm-up
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.parallel_for(n_threads, [&](int k) {
+            const size_t off = size_t(k) * chunk;
+            if (off < bytes) std::memcpy(dst.data() + off, src.data() + off, std::min(chunk, bytes - off));
+        });
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sink = sink + dst[size_t(i) % bytes];
+        if (i > 0 && s > 0) gb_s.push_back(2.0 * double(bytes) / s / 1e9);
+    }
+    (void)sink;
+    if (gb_s.empty()) return 0.0;
+    std::sort(gb_s.begin(), gb_s.end());
+    const size_t n = gb_s.size();
+    return n % 2 ? gb_s[n / 2] : 0.5 * (gb_s[n / 2 - 1] + gb_s[n / 2]);
 }
 
 }  // namespace jitllm

@@ -10,6 +10,10 @@
 
 namespace jitllm {
 
+// Host copy bandwidth in GB/s (read + write bytes): the median of 5 memcpy of `bytes` (0: 256 MiB,
+// far beyond any last-level cache), each split over n_threads threads, after a warm-up.
+double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes);
+
 class CpuBackend : public Backend {
 public:
     CpuBackend(const Plan& plan, int n_threads);
@@ -22,6 +26,9 @@ public:
     int32_t batch_sampled(int row) const override;
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
+    DecodeBytes decode_bytes() const override;
+    // memcpy of `bytes` (0: 256 MiB) split over the backend's threads
+    double copy_bandwidth_gb_s(size_t bytes) override { return cpu_copy_bandwidth_gb_s(n_threads_, bytes); }
 
     // Executes one task over the current rows (the reference for the GPU kernel of the same kind).
     void run_task(const Task& t);
@@ -36,6 +43,7 @@ public:
 private:
     void run_phase(const std::vector<Task>& tasks, int32_t token, int pos);
     void set_rows(const BatchStep& step);
+    void set_single_row(int32_t token, int pos);  // decode / prefill: one row, sequence 0
     // The matrix products of t (q/k/v, attn_output, gate/up, down, output) over every current row at
     // once, with their biases and scale; false for any other task kind.
     bool run_products(const Task& t);

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <regex>
 #include <set>
 
 #include "core/error.h"
@@ -16,12 +15,9 @@
 #include "jit/disk_cache.h"
 #include "model/model.h"
 #include "quant/quant.h"
-#include "profile/block_trace.h"
 #include "profile/nvtx.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sys/stat.h>
 
 namespace jitllm {
 namespace {
@@ -48,21 +44,6 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     if (opt.verbose_init) std::fprintf(stderr, "[jitllm] device: %s\n", dev.summary().c_str());
     if (opt.print_plan || opt.print_threads)
         std::fprintf(stderr, "%s", schedule_describe(plan, sched_, opt.print_threads).c_str());
-    if (!opt.block_trace.empty()) {
-        uint64_t total = 0;  // warp records of one decode step
-        for (const auto* list : {&sched_.decode, &sched_.decode_short, &sched_.decode_greedy, &sched_.decode_short_greedy}) {
-            uint64_t n = 0;
-            for (const auto& k : *list) n += trace_warps(k);
-            total = std::max(total, n);
-        }
-        // a region per SM slot (%smid < kTraceSlots), 3x an even share: blocks do not spread evenly
-        trace_cap_ = 3 * total / uint64_t(std::max(1, dev.sm_count)) + 2048;
-        trace_buf_ = ctx_->alloc(8 * (trace_head() + kTraceSlots * 8 * trace_cap_), MemCategory::Scratch, "block trace");
-        std::vector<uint64_t> head(trace_head(), 0);
-        head[0] = trace_cap_;
-        head[1] = kTraceSlots;
-        JITLLM_CUDA_TRY(ctx_->driver(), cuMemcpyHtoD(trace_buf_, head.data(), 8 * head.size()));
-    }
     {
         NvtxRange r("jit compile", NvtxColor::Jit);
         compile_and_load();
@@ -79,24 +60,6 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     bind(sched_.batch, batch_launches_);
     bind(sched_.batch_small, batch_small_launches_);
     bind(sched_.batch_xrows, batch_xrows_launches_);
-    if (!opt.ablate.empty()) {
-        std::regex re;
-        try {
-            re = std::regex(opt.ablate);
-        } catch (const std::regex_error& e) {
-            fail_usage("--ablate: expected a regular expression over kernel symbols, found '{}' ({})", opt.ablate, e.what());
-        }
-        std::map<std::string, int> hit;
-        for (int li = 0; li < kDecodeLists; ++li)
-            for (const auto& l : decode_lists_[li]) {
-                ablated_[li].push_back(std::regex_search(l.step->symbol, re));
-                if (ablated_[li].back() && li == 0) hit[l.step->symbol]++;
-            }
-        std::string left;
-        for (const auto& [k, n] : hit) left += fmt::format(" {} (x{})", k, n);
-        if (left.empty()) fail_usage("--ablate: no decode kernel symbol matches '{}'", opt.ablate);
-        std::fprintf(stderr, "[jitllm] --ablate: decode leaves out%s (output is wrong; timing only)\n", left.c_str());
-    }
     for (int ph = 0; ph < 3; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
@@ -156,12 +119,6 @@ void CudaBackend::compile_and_load() {
         (ck.from_cache ? init_.jit_cached : init_.jit_compiled)++;
         const std::string id = ck.variant.display_name();
         CUmodule m = ctx_->load_module(ck.cubin, id);
-        if (trace_buf_) {  // TRACE=1 modules: their record pointer
-            CUdeviceptr g = 0;
-            size_t n = 0;
-            if (ctx_->driver().cuModuleGetGlobal(&g, &n, m, "jitllm_trace") == CUDA_SUCCESS && n == sizeof(CUdeviceptr))
-                JITLLM_CUDA_TRY(ctx_->driver(), cuMemcpyHtoD(g, &trace_buf_, sizeof(CUdeviceptr)));
-        }
         functions_[id] = ctx_->function(m, ck.variant.symbol);
         // entries beside the main one (attention split-KV reduce)
         for (const auto* list : {&sched_.decode, &sched_.decode_short, &sched_.decode_greedy, &sched_.decode_short_greedy})
@@ -542,12 +499,10 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
         else
             JITLLM_CUDA_TRY(d, cuEventRecord(e, st));
     };
-    const std::vector<bool>& abl = ablated_[li];  // (--ablate)
     auto launch_all = [&] {
         for (size_t i = 0; i < launches.size(); ++i) {
             const Launch& l = launches[i];
             if (prof) record(events_[i]);
-            if (ph == Phase::Decode && !abl.empty() && abl[i]) continue;
             if (opt_.nvtx_tasks) {
                 NvtxRange t(l.step->symbol, NvtxColor::Task);
                 ctx_->launch(l.fn, l.step->grid, l.step->block, l.step->smem, const_cast<void**>(l.ptrs.data()), l.step->pdl,
@@ -566,7 +521,6 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     }
     // With the profiler the graph holds an event record node before every kernel (and one after
     // the last), so the timed run is the same graph replay as an unprofiled one.
-    if (ph == Phase::Decode) trace_step(pos, li);
     if (!opt_.graphs || opt_.nvtx_tasks) {  // the same kernels, launched one by one
         launch_all();
     } else {
@@ -694,119 +648,42 @@ int32_t CudaBackend::device_token_out() {
     return t;
 }
 
-uint64_t CudaBackend::trace_warps(const KernelStep& k) {
-    return uint64_t(k.grid.x) * k.grid.y * k.grid.z * ((uint64_t(k.block.x) * k.block.y * k.block.z + 31) / 32);
+BackendInfo CudaBackend::info() const {
+    BackendInfo i;
+    const DeviceInfo& dev = ctx_->device();
+    i.backends = "CUDA";
+    i.kv_type = sched_.kv_type == "half" ? "f16" : "f32";
+    i.gpu = true;
+    i.gpu_name = dev.name;
+    i.gpu_arch = dev.arch;
+    i.pci_bus_id = dev.pci_bus_id;
+    i.jit = true;
+    i.jit_wall_ms = init_.jit_wall_ms;
+    i.jit_compiled = init_.jit_compiled;
+    i.jit_cached = init_.jit_cached;
+    return i;
 }
 
-void CudaBackend::trace_step(int pos, int list) {
-    if (!trace_buf_) return;
-    JITLLM_CUDA_TRY(ctx_->driver(), cuMemsetD32Async(trace_buf_ + 64, 0, 2 * kTraceSlots, ctx_->stream()));  // the counts
-    trace_pos_ = pos;
-    trace_list_ = list;
+std::string CudaBackend::describe_launches(const RunShape& r, int warmup_tokens) const {
+    return schedule_describe_launches(sched_, r, warmup_tokens);
 }
 
-void CudaBackend::write_block_trace() {
-    if (!trace_buf_) return;
-    ctx_->synchronize();
-    if (trace_pos_ < 0) {
-        std::fprintf(stderr, "[jitllm] --block-trace: no decode step ran; %s not written\n", opt_.block_trace.c_str());
-        return;
+DecodeBytes CudaBackend::decode_bytes() const {
+    DecodeBytes b;
+    for (const auto& k : sched_.decode) {
+        b.fixed += k.bytes;
+        b.per_pos += k.bytes_per_pos;
     }
-    std::vector<uint64_t> head(trace_head());
-    ctx_->download(head.data(), trace_buf_, 8 * head.size());
-    std::vector<TraceRecord> recs;
-    uint64_t written = 0;
-    for (uint64_t sm = 0; sm < kTraceSlots; ++sm) {
-        const uint64_t n = std::min(head[8 + sm], trace_cap_);
-        written += head[8 + sm];
-        if (!n) continue;
-        std::vector<uint64_t> raw(static_cast<size_t>(8 * n));
-        ctx_->download(raw.data(), trace_buf_ + 8 * (trace_head() + sm * 8 * trace_cap_), raw.size() * 8);
-        for (size_t i = 0; i < size_t(n); ++i) {
-            const uint64_t* w = raw.data() + 8 * i;
-            recs.push_back({uint32_t(w[0] >> 32), uint32_t(w[0]), uint32_t(w[1] >> 32), uint32_t(w[1]), w[2], w[3], w[4],
-                            w[5], w[6]});
-        }
-    }
-    const size_t n = recs.size();
-    std::vector<TraceLaunch> launches;
-    const auto& traced = decode_lists_[trace_list_];
-    for (size_t i = 0; i < traced.size(); ++i) {
-        if (!ablated_[trace_list_].empty() && ablated_[trace_list_][i]) continue;
-        const KernelStep& k = *traced[i].step;
-        TraceLaunch l;
-        l.symbol = k.symbol;
-        l.layer = k.layer;
-        for (const auto& [name, v] : k.variant.defines)
-            if (name == "TRACE_ID") l.id = uint32_t(std::stoul(v));
-        l.warps = size_t(trace_warps(k));
-        l.bytes = k.bytes + k.bytes_per_pos * uint64_t(trace_pos_ + 1);
-        launches.push_back(std::move(l));
-    }
-    BlockTraceReport r = block_trace_analyze(launches, std::move(recs));
-    if (written > n)
-        r.notes.push_back(fmt::format("{} warp records written, {} kept ({} a SM)", written, n, trace_cap_));
-    const double bw = measure_copy_bandwidth_gb_s(*ctx_, opt_.cache.dir.empty() ? default_cache_dir() : opt_.cache.dir);
-    const std::string& path = opt_.block_trace;
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        f << block_trace_csv(launches, r);
-        if (!f.good()) {
-            std::remove(tmp.c_str());
-            fail("--block-trace {}: cannot write: {}", path, std::strerror(errno));
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        fail("--block-trace {}: cannot write: {}", path, std::strerror(errno));
-    }
-    std::fprintf(stderr, "[jitllm] block trace of the decode step at position %d (%zu warp records, %s), copy bandwidth %.1f GB/s:\n%s",
-                 trace_pos_, size_t(n), path.c_str(), bw, block_trace_table(launches, r, bw).c_str());
+    return b;
+}
+
+double CudaBackend::copy_bandwidth_gb_s(size_t bytes) {
+    return cuda_copy_bandwidth_gb_s(*ctx_, bytes > 0 ? bytes : size_t(2) << 30, 9);
 }
 
 uint64_t CudaBackend::device_bytes() const {
     return ctx_->allocated(MemCategory::Weights) + ctx_->allocated(MemCategory::Kv) +
            ctx_->allocated(MemCategory::Scratch) + ctx_->allocated(MemCategory::Other);
-}
-
-double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_dir) {
-    std::string name = ctx.device().name;
-    for (auto& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    const std::string path = cache_dir + "/copy_bw_" + name + ".txt";
-    {
-        std::ifstream f(path);
-        double v = 0;
-        if (f >> v && v > 0) return v;
-    }
-    const CudaDriver& d = ctx.driver();
-    const size_t bytes = size_t(1) << 30;
-    CUdeviceptr a = ctx.alloc(bytes, MemCategory::Other, "bandwidth probe");
-    CUdeviceptr b = ctx.alloc(bytes, MemCategory::Other, "bandwidth probe");
-    ctx.memset_async(a, 1, bytes);
-    CUevent e0, e1;
-    JITLLM_CUDA_TRY(d, cuEventCreate(&e0, CU_EVENT_DEFAULT));
-    JITLLM_CUDA_TRY(d, cuEventCreate(&e1, CU_EVENT_DEFAULT));
-    std::vector<double> gbs;
-    for (int i = 0; i < 6; ++i) {
-        JITLLM_CUDA_TRY(d, cuEventRecord(e0, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(b, a, bytes, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuEventRecord(e1, ctx.stream()));
-        JITLLM_CUDA_TRY(d, cuEventSynchronize(e1));
-        float ms = 0;
-        JITLLM_CUDA_TRY(d, cuEventElapsedTime(&ms, e0, e1));
-        if (i > 0) gbs.push_back(2.0 * double(bytes) / (double(ms) * 1e6));  // first is warm-up
-    }
-    d.cuEventDestroy(e0);
-    d.cuEventDestroy(e1);
-    ctx.free(a);
-    ctx.free(b);
-    std::sort(gbs.begin(), gbs.end());
-    const double v = gbs[gbs.size() / 2];
-    ::mkdir(cache_dir.c_str(), 0755);
-    std::ofstream(path) << v << "\n";
-    return v;
 }
 
 const float* CudaBackend::decode(int32_t token, int pos) {
@@ -867,7 +744,6 @@ void CudaBackend::decode_queue(int32_t token, int pos) {
         JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(tok, tok_out, 4, st));
     }  // else (step.advance=device): the previous step's last kernel wrote both already
     const int li = decode_list(pos);
-    trace_step(pos, li);
     JITLLM_CUDA_TRY(d, cuGraphLaunch(decode_graph_[li], st));
     dev_pos_ = advanced_pos(pos);
     // step.advance=device: the pick kernel also wrote the pick into the pinned ring at pos % 4, so

@@ -29,15 +29,9 @@ struct CudaOptions {
     bool verbose_init = false;   // --verbose-init: memory plan, JIT statistics
     Profiler* profiler = nullptr;  // --profiler: time every launch with events (no graph replay)
     bool nvtx_tasks = false;       // --nvtx-tasks: one NVTX range per kernel launch
-    // --ablate REGEX: decode launches whose kernel symbol matches are left out (wrong output;
-    // a benchmark's tok/s difference is what those kernels cost inside the replayed graph)
-    std::string ablate;
     // greedy decode queued one step ahead (Backend::decode_queue) when graphs replay and neither
     // logits nor profiling are wanted; --no-run-ahead: every step waits for its pick
     bool run_ahead = true;
-    // --block-trace FILE: decode kernels compiled with TRACE=1 (schedule.trace must be set too);
-    // every decode step's warps write records, write_block_trace() reads the last step's
-    std::string block_trace;
 };
 
 struct CudaInitStats {
@@ -66,6 +60,13 @@ public:
     int batch_draw_max_k() const override { return host_draw_ ? sched_.draw_max_k : 0; }
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
+    BackendInfo info() const override;
+    // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
+    uint64_t device_bytes() const override;
+    std::string describe_launches(const RunShape& r, int warmup_tokens) const override;
+    DecodeBytes decode_bytes() const override;
+    // cuMemcpyDtoDAsync of `bytes` (0: 2 GiB, far beyond the L2) on the backend's stream, 9 timed copies
+    double copy_bandwidth_gb_s(size_t bytes) override;
 
     CudaContext& context() { return *ctx_; }
     const Schedule& schedule() const { return sched_; }
@@ -83,11 +84,6 @@ public:
     // (greedy_list: decode's step `index` of schedule().decode_greedy, the sample.fuse=gemv list)
     void run_step(Phase ph, size_t index, int32_t token, int pos, bool greedy_list = false);
     int32_t device_token_out();  // what the `sample` kernel wrote
-    // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
-    uint64_t device_bytes() const;
-    // --block-trace: the last decode step's warp records as CSV into the option's file and a table
-    // per kernel on stderr (profile/block_trace.h); nothing without the option
-    void write_block_trace();
 
 private:
     struct Launch {
@@ -155,8 +151,8 @@ private:
     // the token slot) after the last decode step, or -1 when unknown (another phase ran since)
     int dev_pos_ = -1;
     // the position the device holds after a decode step at pos: pos + 1 when its pick kernel advanced
-    // it (step.advance=device; not with --ablate: the pick may be one of the launches left out), else -1
-    int advanced_pos(int pos) const { return sched_.decode_advance && opt_.ablate.empty() ? pos + 1 : -1; }
+    // it (step.advance=device), else -1
+    int advanced_pos(int pos) const { return sched_.decode_advance ? pos + 1 : -1; }
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
@@ -170,22 +166,12 @@ private:
     std::vector<CUevent> events_;
     CUevent origin_ = nullptr;
     int steps_[3] = {0, 0, 0};
-    std::vector<bool> ablated_[kDecodeLists];  // per launch of each decode list: left out (--ablate)
-    // --block-trace (common.cuh TRACE): [capacity per SM slot, kTraceSlots, 6 x 0, a count per SM
-    // slot] (trace_head() words), then a region of trace_cap_ 64-byte records per SM slot; the
-    // position of the last decode step run
-    static constexpr uint64_t kTraceSlots = 256;
-    static constexpr uint64_t trace_head() { return 8 + kTraceSlots; }
-    CUdeviceptr trace_buf_ = 0;
-    uint64_t trace_cap_ = 0;
-    int trace_pos_ = -1;
-    int trace_list_ = 0;  // the decode list of that step
-    static uint64_t trace_warps(const KernelStep& k);  // the records a launch of k writes: its warps
-    void trace_step(int pos, int list);  // before a decode step's launches (of that list): its records replace the last step's
 };
 
-// Device-to-device copy bandwidth in GB/s (bytes read + written over time; median of 5 copies
-// of 1 GiB), measured once per device and cached in the JIT cache directory.
+// Device-to-device copy bandwidth in GB/s (bytes read + written over time): the median of `reps`
+// copies of `bytes` (at most a quarter of the free memory) after a warm-up, timed with events.
+double cuda_copy_bandwidth_gb_s(CudaContext& ctx, size_t bytes, int reps);
+// The same over 5 copies of 1 GiB, measured once per device and cached in the JIT cache directory.
 double measure_copy_bandwidth_gb_s(CudaContext& ctx, const std::string& cache_dir);
 
 // Offline: the schedule a device of `arch` would get (no GPU needed), for `jitllm plan --target`.
