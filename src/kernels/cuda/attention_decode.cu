@@ -68,13 +68,6 @@
 //   __launch_bounds__(BLOCK)), so that two blocks of this kernel and one block of the gemv after it
 //   fit one SM's register file together: that gemv's first ring fill then streams while this
 //   kernel runs (it triggers its dependents at its start)
-//   ABLATE (0 default; --attn-ablate, timing only, the output is wrong; the split SIMT kernel with
-//   PIPE 2, REDUCE and the transposed reduction): 1 (loads) every K/V load replaced by bits made from
-//   its address (finite halves, no memory access; the arithmetic as usual), 2 (math) the loads as
-//   usual, each chunk's dot products, reduction, softmax and V sums replaced by an XOR of the loaded
-//   words (kept alive by a store that never happens): what each half costs inside the decode graph;
-//   3 (merge) every block writes its own partial output to out (racing) instead of the scratch
-//   state, the ticket and the last block's merge
 //   KV_PF (0 default; 1: --attn-kv-prefetch, the SIMT kernel with EARLY_KV, sm_90): before the PDL
 //   wait each block also asks L2 for the K and V rows of its later chunks (c0 + N_SPLITS, ..; rows
 //   before the position), one cp.async.bulk.prefetch.L2 a row and cache, so the chunk loop's loads,
@@ -84,7 +77,7 @@
 //   share in one cp.async.bulk.prefetch, so that gemv streams from L2 while attention, which
 //   leaves DRAM mostly idle at long contexts, reads K/V; NEXT_PF_MIN (default 0): only when the
 //   context holds at least that many positions (read before the PDL wait: EARLY_KV's PRECOND)
-//   XQ_OUT (0 default; 1: gate gemv.xq=producer, ALGO 2, not MMA / BATCH / ABLATE): every output is
+//   XQ_OUT (0 default; 1: gate gemv.xq=producer, ALGO 2, not MMA / BATCH): every output is
 //   also written quantized to Q8_0 blocks at xq, in the layout the next gemv's x prologue builds
 //   (common/xq8_group.cuh; XQ_PLANES 1: Q4_0's two planes), so that gemv (gemv.cu XQ_IN) copies it
 //   instead of quantizing out itself: the same bits. The warp that writes 32 outputs of a group (each
@@ -226,14 +219,8 @@
 #ifndef EARLY_KV
 #define EARLY_KV 0
 #endif
-#ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic, 3 no split merge (timing only)
-#define ABLATE 0
-#endif
-#if XQ_OUT && (ALGO != 2 || MMA || BATCH || ABLATE || HEAD_DIM % 32 != 0 || BLOCK % 32 != 0)
+#if XQ_OUT && (ALGO != 2 || MMA || BATCH || HEAD_DIM % 32 != 0 || BLOCK % 32 != 0)
 #error "XQ_OUT: the split SIMT kernel of one query row (warps write whole groups of 32 outputs)"
-#endif
-#if ABLATE && (MMA || PIPE != 2 || !REDUCE || KV_STAGES || CLUSTER || BATCH)
-#error "ABLATE: the split SIMT kernel with PIPE 2 and REDUCE (no MMA, ring, cluster or batch)"
 #endif
 #ifndef KV_PF  // 1 (--attn-kv-prefetch; EARLY_KV SIMT kernel, sm_90): later chunks' rows into L2 at the start
 #define KV_PF 0
@@ -272,12 +259,6 @@ static_assert(!KH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "KH2: a half cache r
 
 // K/V of one position for this thread: KV_LOAD bytes (the upper half of w is unused for 8)
 __device__ __forceinline__ uint4 kv_load(const KV_T* p) {
-#if ABLATE == 1
-    // timing only: bits made from the address, every half finite (|x| < 1), no memory access
-    const unsigned long long a = reinterpret_cast<unsigned long long>(p);
-    const uint32_t b = uint32_t(a ^ (a >> 17)) & 0x37ff37ffu;
-    return make_uint4(b, b ^ 0x00010001u, b ^ 0x00020002u, b ^ 0x00040004u);
-#endif
     if (KV_LOAD == 16) return ld_stream16_act(p);  // the previous kernel stored this position
     const uint2 v = ld_stream8_act(p);
     return make_uint4(v.x, v.y, 0u, 0u);
@@ -325,7 +306,6 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 extern "C" __global__ void ATTN_BOUNDS
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
             float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w, uint8_t* xq) {
-    TRACE_BEGIN();
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call
@@ -736,9 +716,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
     int it = 0;
 #endif
-#if ABLATE == 2
-    uint32_t sink = 0u;  // the loaded words' XOR (timing only)
-#endif
     // block-uniform trip count (REDUCE=0 synchronises inside)
     for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
         const int p0 = c * CH;
@@ -884,14 +861,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #else
         chunk_load(c, kw, vw);
 #endif
-#if ABLATE == 2
-        // timing only: the chunk's loads consumed by an XOR, no arithmetic
-#pragma unroll
-        for (int t = 0; t < TILE; ++t) sink ^= kw[t].x ^ kw[t].y ^ kw[t].z ^ kw[t].w;
-        if (more) half_load(c_next, kb, kw);
-#pragma unroll
-        for (int t = 0; t < TILE; ++t) sink ^= vw[t].x ^ vw[t].y ^ vw[t].z ^ vw[t].w;
-#else
         float s[HPB][TILE];
 #pragma unroll
         for (int t = 0; t < TILE; ++t) {
@@ -1061,7 +1030,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             m[h] = mn;
         }
         }
-#endif  // ABLATE == 2
 #if PIPE == 2
         if (more) half_load(c_next, vb, vw);  // in flight during the next trip's dot products
 #elif PIPE
@@ -1073,11 +1041,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #endif  // MMA
     }
 
-#if ABLATE == 2
-    if (sink == 0x9e3779b9u) out[0] = 0.0f;  // keeps the loads (never true in practice; timing only)
-#pragma unroll
-    for (int h = 0; h < HPB; ++h) m[h] = 0.0f, l[h] = 1.0f;  // a finite state (o = 0): no NaN downstream
-#endif
 #if MMA
     l += __shfl_xor_sync(0xffffffffu, l, 1);  // the quad's positions
     l += __shfl_xor_sync(0xffffffffu, l, 2);
@@ -1092,7 +1055,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
 #endif
 
-    TRACE_MARK(2);  // chunk loop done
     // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
     // shared memory, one thread per (head, group) for its weight 2^(m_g - M), then every
     // output dim of the round's heads in parallel (groups in order)
@@ -1179,7 +1141,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 O += st[d] * wgt[hh * NGM + g];
             }
             const int hq = hb + h0 + hh;
-            if (ALGO == 2 && n_active > 1 && ABLATE != 3) {
+            if (ALGO == 2 && n_active > 1) {
                 // the block's state: scratch in global memory, or (CLUSTER) its own shared memory
                 float* sc = CLUSTER ? cst + (h0 + hh) * SROW : scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
                 sc[d] = O;
@@ -1198,7 +1160,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     // ticket from an atomic counter per block x) combines the n_active partial states of its HPB
     // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
     // counter for the next launch.
-    if (n_active == 1 || ABLATE == 3) return;
+    if (n_active == 1) return;
     // out = sum_s w_s o_s / sum_s w_s l_s over the active splits for DV dims (common/attn_split.cuh
     // merge_dv: get(sp, i) reads split sp's value i, i < DV the dims, DV its m_s, DV + 1 its l_s) into
     // outputs o .. o + DV - 1
@@ -1244,7 +1206,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
     __syncthreads();
     if (!last) return;
-    TRACE_MARK(3);  // the last split block: the merge starts
     if constexpr (MERGE1 && N_SPLITS <= 16) {
     // MERGE1, one round trip: each thread loads its dims' partial outputs of every active split together
     // with the splits' (m_s, l_s) (the same addresses across a warp: broadcast)

@@ -123,7 +123,6 @@ __device__ __forceinline__ uint32_t swz(uint32_t box, int row, int chunk) {
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint8_t* tmaps, const int* pos_ptr, float* out,
             float* scratch, unsigned* tickets, uint8_t* xq) {
-    TRACE_BEGIN();
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call (every write loop covers whole warps)
     auto put = [&](int i, float v) { store_out_xq8<N_HEADS * HEAD_DIM, XQ_PLANES, XQ_OUT>(out, xq, i, v); };
@@ -281,7 +280,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
             if (tid == 0) issue(i + STAGES);
         }
     }
-    TRACE_MARK(2);
     // the warps' states through shared memory (the ring, drained: every tile was waited for)
     l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
     l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
@@ -328,7 +326,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     // the cluster (1 x N_SPLITS blocks: rank = split) combines through distributed shared memory:
     // active block r (r < n_active) writes outputs [r * per, (r + 1) * per) of the group's QPG x HEAD_DIM
     cluster_barrier();
-    TRACE_MARK(3);
     {
         constexpr int ITEMS = QPG * HEAD_DIM;
         const int per = XQ_OUT ? (ITEMS / 32 + n_active - 1) / n_active * 32 : (ITEMS + n_active - 1) / n_active;
@@ -356,7 +353,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == (unsigned)n_active - 1u;
     __syncthreads();
     if (!last) return;
-    TRACE_MARK(3);
     __threadfence();
 #if MERGE1
     // one round trip: a thread loads its head's (m_s, l_s) and its dim's O_s of every split at once

@@ -53,9 +53,6 @@
 //                   0 = off (default)
 //   NW_EARLY        1 (--gemv-norm-early; NORM_IN, Q4_0 / Q8_0, x in one chunk of the prologue): the norm
 //                   weight's loads before the PDL wait (a weight), only x's after it. Default 0
-//   GEMV_LATE       1: the latency cuts of session 11 undone, for A/B runs (--gemv-late-loads):
-//                   the normed Q8_0 prologue reads x twice, the residual / RoPE angle are loaded
-//                   after the pass's dot products. Default 0
 //   BULK_PF         BULK: items each warp prefetches into L2 beyond its ring (cp.async.bulk.prefetch;
 //                   item i + BULK_PF goes out with item i's copy): more bytes in flight than the
 //                   shared-memory rings hold. 0 = off (default)
@@ -230,10 +227,6 @@
 #ifndef XQ_NGB  // XQ_OUT with XQ_CL 1: groups of 32 rows a block (gemv_pass_row), each in XQ_PP passes
 #define XQ_NGB 0
 #endif
-#ifndef XQ_ABLATE  // --gemv-ablate (timing only): XQ_OUT's clusters without its arrivals or stores (1, xq-nosync),
-                   // its groups waited for but not quantized (2, xq-waitonly), or not its last XQ_LAG (3, xq-notail)
-#define XQ_ABLATE 0
-#endif
 #ifndef XQ_CL  // XQ_OUT: blocks a cluster whose rows of a pass are a group of 32 (1: a block's own)
 #define XQ_CL 1
 #endif
@@ -242,9 +235,6 @@
 #endif
 #ifndef XQ_IN   // gate gemv.xq=producer: x arrives quantized by the previous gemv (XQ_OUT); one bulk copy
 #define XQ_IN 0
-#endif
-#ifndef GEMV_LATE  // 1: the loads as before session 11 (measurement: --gemv-late-loads)
-#define GEMV_LATE 0
 #endif
 #ifndef NW_EARLY  // --gemv-norm-early: NORM_IN's norm weight loaded before the PDL wait (the x prologue's one-chunk path)
 #define NW_EARLY 0
@@ -279,7 +269,7 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #else
 #define GEMV_XROWS_PARAM
 #endif
-#if XREG && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1 && !GEMV_ABLATE)
+#if XREG && !(GEMV_XQ8 && WSPLIT && BULK && XROWS == 1)
 #error "XREG: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
 #endif
 #if XQ_IN && !(GEMV_XQ8 && BULK && XROWS == 1)
@@ -289,7 +279,7 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #if !((EPI == 2 || (EPI == 1 && XQ_NORM && !NORM_IN)) && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !LAST_SPREAD && !ARGMAX)  // (XQ_NGB: its own pass rows)
 #error "XQ_OUT: a bulk SwiGLU gemv (or residual gemv, XQ_NORM), a warp per row set, block-major passes"
 #endif
-#if XQ_NORM && (EPI != 1 || XQ_CL != 1 || XQ_NGB || XQ_ABLATE)
+#if XQ_NORM && (EPI != 1 || XQ_CL != 1 || XQ_NGB)
 #error "XQ_NORM: a residual gemv whose block pass is one group of 32 rows"
 #endif
 #if !(defined(XQ_NP) && defined(XQ_C) && defined(XQ_PLANES))
@@ -385,7 +375,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             const float* b2, float* y0, float* y1, float* y2, const float* x,
             const float* norm_w, const float* resid, float eps, const int* pos_ptr, void* k_cache,
             void* v_cache, const float* freq_factors, float freq_base GEMV_XROWS_PARAM) {
-    TRACE_BEGIN();
 #if REDUCE
     __shared__ float red[XROWS > 1 ? XROWS * 33 : 32];
 #else
@@ -594,7 +583,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     if (n_items <= BULK_S) {
         pdl_launch_dependents();  // every load of this warp is out
-        TRACE_MARK(3);
     }
 #endif
 #if XQ_OUT
@@ -629,8 +617,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     float xq_h = 0.0f;  // lane i < GEMV_OPG: the pass's output row o0 + i
     int xq_np = 0;      // passes this warp (and every warp of its cluster) has done
     // the leader's warp for unit u: its group quantized into y1 once every value is in
-    // (--gemv-ablate xq-waitonly / xq-notail, timing only: quant false, the wait without the stores)
-    auto xq_quantize = [&](int u, bool quant) {
+    auto xq_quantize = [&](int u) {
         const int lane = tid & 31;
 #if XQ_CL > 1
         mbar_wait_cluster(smem_addr(xq_bar + u), 0);
@@ -641,13 +628,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
 #if XQ_NORM
         xq8_group_store_norm<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], xq_nw[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
-        (void)quant;
 #else
-        if (quant) xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
+        xq8_group_store<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
 #endif
     };
 #endif
-#if NW_EARLY && NORM_IN && GEMV_XQ8 && !XQ_IN && XROWS == 1 && !GEMV_LATE
+#if NW_EARLY && NORM_IN && GEMV_XQ8 && !XQ_IN && XROWS == 1
     // the norm weight is a weight: its loads go out now, with the early ring slots, so that only x's are
     // issued after the wait
     NwPre<COLS, BLOCK> nw_pre;
@@ -677,7 +663,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if XQ_IN
     // gate gemv.xq=producer: the previous gemv left x quantized in this layout (XQ_OUT), so the
     // prologue is one bulk copy of GEMV_XQB bytes: no loads through registers, no quantization
-    // (--gemv-ablate xpre*: the same copy of the f32 x's bytes, timing only)
     {
         constexpr uint32_t XIN_BYTES = (GEMV_XQB + 15) / 16 * 16;
         __shared__ __align__(8) uint64_t xin_bar;
@@ -711,9 +696,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     }
 #elif BULK && BULK_PRE < BULK_S && BULK_FILL_AT_LOADS
     // the ring's late slots go out as soon as x's loads are (behind them in the memory queues)
-    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill GEMV_NW_PRE);
+    xq8_prologue<COLS, BLOCK, NORM_IN, false>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, late_fill GEMV_NW_PRE);
 #else
-    xq8_prologue<COLS, BLOCK, NORM_IN, false, GEMV_LATE>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, NoHook() GEMV_NW_PRE);
+    xq8_prologue<COLS, BLOCK, NORM_IN, false>(x, norm_w, eps, reinterpret_cast<uint8_t*>(xsm), red, NoHook() GEMV_NW_PRE);
 #endif
 #elif X_SMEM
     JITLLM_DYN_SMEM(float, xsm);
@@ -789,7 +774,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if BULK && BULK_PRE < BULK_S && !(BULK_FILL_AT_LOADS && GEMV_XQ8 && XROWS == 1)
     late_fill();  // now that x is in
 #endif
-    TRACE_MARK(2);  // x ready
 #if BULK && XREG
     XRegs xr;
     xr.load(xs, lane);  // this lane's x units of every chunk, once for all passes
@@ -801,7 +785,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     // --- groups walk over passes of GEMV_OPG output rows
     const int g = tid / GROUP, gt = tid % GROUP;
 #if EPI == 4
-    const int pos = GEMV_LATE ? 0 : *pos_ptr;  // the decode position (an earlier kernel's write: after the PDL wait)
+    const int pos = *pos_ptr;  // the decode position (an earlier kernel's write: after the PDL wait)
 #endif
     uint8_t* stage = stage_all ? stage_all + g * GEMV_DR * GEMV_STAGE_BYTES : nullptr;
 #if BULK
@@ -836,11 +820,11 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         if (gt < GEMV_OPG * nx && o0 + gt % GEMV_OPG < GEMV_OUT_ROWS)
             res_pre = resid[(unsigned long long)(gt / GEMV_OPG) * ROWS0 + o0 + gt % GEMV_OPG];
 #else
-        if (!GEMV_LATE && gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) res_pre = resid[o0 + gt];
+        if (gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) res_pre = resid[o0 + gt];
 #endif
 #elif EPI == 4
         float rope_c = 1.0f, rope_s = 0.0f;
-        if (!GEMV_LATE && gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) {
+        if (gt < GEMV_OPG && o0 + gt < GEMV_OUT_ROWS) {
             const int o = o0 + gt;
             const int m = o < ROWS0 ? 0 : o < ROWS0 + ROWS1 ? 1 : 2;
             const int dim = (m == 0 ? o : o - ROWS0) % HEAD_DIM;
@@ -871,7 +855,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 }
                 if (next == n_items - 1) {
                     pdl_launch_dependents();  // this warp's last load is out
-                    TRACE_MARK(3);
                 }
             }
         }
@@ -949,7 +932,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
                 float* y = m == 0 ? y0j : m == 1 ? y1j : y2j;
 #if EPI == 1
-                if (GEMV_LATE) res_pre = residj[r];
                 const float yr = res_pre + (float)(RES_SCALE) * v;  // res_pre: resid[r], loaded at the pass's start
                 y[r] = yr;
 #if XQ_OUT
@@ -973,7 +955,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                     vp += (m == 0 ? b0 : b1)[r ^ 1];
 #endif
                     float c = rope_c, sn = rope_s;  // this row's angle, from the pass's start
-                    if (GEMV_LATE) rope_angle(*pos_ptr, dim / 2, freq_factors, freq_base, &c, &sn);
                     const float x0 = (dim & 1) ? vp : v, x1 = (dim & 1) ? v : vp;
                     v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
                                   : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
@@ -981,7 +962,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                 y[r] = v;
                 if (m > 0) {
                     KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);
-                    store_kv(cache + (unsigned long long)(GEMV_LATE ? *pos_ptr : pos) * ROWS1 + r, v);
+                    store_kv(cache + (unsigned long long)pos * ROWS1 + r, v);
                 }
 #else
                 y[r] = v;
@@ -1000,7 +981,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             // this warp's rows into its unit's slots in the cluster leader. Rows o0 .. o0 + OPG - 1
             // are in range together: ROWS0 and a unit's 32 rows are multiples of 32
             const int p = xq_np++, u = p / XQ_PP, r32 = o0 & 31;
-#if XQ_ABLATE != 1
             const uint32_t val = smem_addr(xq_val + u * 32 + r32 + gt), bar = smem_addr(xq_bar + u);
 #if XQ_CL > 1
             if (gt < GEMV_OPG) st_async_cluster_f32(val, bar, 0, xq_h);
@@ -1013,14 +993,13 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             if (gt == 0) mbar_arrive(bar);
             (void)val;
 #endif
-            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u >= XQ_LAG && (u - XQ_LAG) % GEMV_GPB == g) xq_quantize(u - XQ_LAG, XQ_ABLATE != 2);
-#endif
+            if (xq_leader && p % XQ_PP == XQ_PP - 1 && u >= XQ_LAG && (u - XQ_LAG) % GEMV_GPB == g) xq_quantize(u - XQ_LAG);
         }
 #endif
     }
-#if XQ_OUT && XQ_ABLATE != 1
+#if XQ_OUT
     for (int u = max(0, xq_np / XQ_PP - XQ_LAG); u < xq_np / XQ_PP; ++u)  // the last XQ_LAG units'
-        if (xq_leader && u % GEMV_GPB == g) xq_quantize(u, XQ_ABLATE != 2 && XQ_ABLATE != 3);
+        if (xq_leader && u % GEMV_GPB == g) xq_quantize(u);
     // (the other blocks may leave: the leader stays until every arrival, and so every write to its
     // shared memory, is in)
 #endif

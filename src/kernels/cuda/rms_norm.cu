@@ -39,7 +39,6 @@ __device__ __forceinline__ uint32_t pack16x2(float lo, float hi) { return pack_1
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* x, const float* w, OUT_T* y, float eps) {
-    TRACE_BEGIN();
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     __shared__ float red[REDUCE ? 32 : BLOCK];

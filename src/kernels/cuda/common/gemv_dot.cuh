@@ -38,10 +38,6 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
 #define XREG 0
 #endif
 
-#ifndef GEMV_ABLATE  // --gemv-ablate math: bulk_dot without its arithmetic (split layout; timing only)
-#define GEMV_ABLATE 0
-#endif
-
 // Quantizes the float4 x[k..k+3] of this lane into the shared copy. All 32 lanes of the warp
 // call it (k out of range: v = 0, nothing stored); the 8 lanes of each aligned 32-element block
 // share its max |x|. Same rule as quantize_row(Q8_0): d = amax / 127, q = roundf(x / d) with
@@ -78,8 +74,7 @@ __device__ __forceinline__ void xq8_store(float4 v, int k, uint8_t* q, float2* q
 // cpu::rms_norm: x * (1 / sqrt(sum x^2 / C + eps)) * w). Every one of the block's NT threads
 // calls it; it ends with __syncthreads. x is read from L2 in chunks of up to 8 float4 per thread,
 // all loads of a chunk issued before any is used; when x fits one chunk and NORM, x and the norm
-// weight are read once and kept through the block's sum of squares (LATE: x read twice, the form
-// before session 11). CG: loads through L2 only (x written by other blocks of this kernel:
+// weight are read once and kept through the block's sum of squares. CG: loads through L2 only (x written by other blocks of this kernel:
 // layer_tail.cu). red: NT / 32 floats of scratch. gemv.cu's prologue and layer_tail.cu's phases.
 // after_loads() runs once the first chunk's loads are issued, before any is used (gemv.cu
 // BULK_FILL_AT_LOADS: the ring's late slots go out behind x's loads, not ahead of them).
@@ -101,7 +96,7 @@ struct NwPre {
         }
     }
 };
-template <int C, int NT, bool NORM, bool CG = false, bool LATE = false, typename Hook = NoHook>
+template <int C, int NT, bool NORM, bool CG = false, typename Hook = NoHook>
 __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, float eps, uint8_t* xq, float* red,
                                              Hook after_loads = Hook(), const NwPre<C, NT>* wpre = nullptr) {
     constexpr int XT = (C + 4 * NT - 1) / (4 * NT), XC = XT < 8 ? XT : 8;  // float4 per thread, per chunk
@@ -109,7 +104,7 @@ __device__ __forceinline__ void xq8_prologue(const float* x, const float* nw, fl
     float2* qd = reinterpret_cast<float2*>(xq + C);
     auto load = [](const float* p) { return CG ? __ldcg(reinterpret_cast<const float4*>(p)) : ld_act4(p); };
     float inv = 1.0f;
-    if (NORM && XT <= XC && !LATE) {
+    if (NORM && XT <= XC) {
         float4 v[XC], w[XC];
         float ss = 0.0f;
 #pragma unroll
@@ -533,18 +528,9 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             w[r] = *reinterpret_cast<const uint4*>(sm + r * RB + 16 * u);
-#if !GEMV_ABLATE
             d[r] = *reinterpret_cast<const uint16_t*>(sm + r * RB + QB + 2 * ((u * EPU) >> 5));
-#endif
         }
-#if GEMV_ABLATE  // --gemv-ablate math (timing only): the slot's words read, no x, scales or sums
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-            acc[r] += __int_as_float(int((w[r].x ^ w[r].y ^ w[r].z ^ w[r].w) & 0x007FFFFFu));
-        (void)xs;
-#else
         split_unit<R, C>(w, d, xs, c * NU + u, acc);
-#endif
     }
 }
 #if XREG
