@@ -17,8 +17,6 @@
 
 #include "common/common.cuh"
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<BF16_OUT>(lo, hi); }
-
 static_assert(N % 4 == 0, "N: multiple of 4");
 
 extern "C" __global__ void __launch_bounds__(BLOCK) KERNEL_NAME(const float* x, void* y) {
@@ -26,5 +24,5 @@ extern "C" __global__ void __launch_bounds__(BLOCK) KERNEL_NAME(const float* x, 
     if (i >= N) return;
     const unsigned long long r = (unsigned long long)blockIdx.y * N;
     const float4 v = *reinterpret_cast<const float4*>(x + r + i);
-    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(y) + r + i) = make_uint2(pack2(v.x, v.y), pack2(v.z, v.w));
+    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(y) + r + i) = pack_16x4<BF16_OUT>(v);
 }

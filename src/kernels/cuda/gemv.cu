@@ -130,16 +130,11 @@
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME gemv
 #define WTYPE Q8_0
-#define COLS 4096
-#define ROWS0 4096
-#define N_MAT 1
 #define BLOCK 256
 #define ROWS_PER_BLOCK 16
 #define REDUCE 1
 #define X_SMEM 1
 #define NORM_IN 1
-#define HAS_BIAS 0
-#define EPI 0
 #endif
 
 #include "common/matmul_defines.cuh"

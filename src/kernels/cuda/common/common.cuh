@@ -86,6 +86,11 @@ __device__ __forceinline__ uint32_t pack_16x2(float lo, float hi) {
         asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
+// A float4 -> four packed 16-bit values (x, y in .x; z, w in .y), as pack_16x2.
+template <int BF16_PAIR>
+__device__ __forceinline__ uint2 pack_16x4(float4 v) {
+    return make_uint2(pack_16x2<BF16_PAIR>(v.x, v.y), pack_16x2<BF16_PAIR>(v.z, v.w));
+}
 // A 16-byte read-only weight load that does not allocate in L1 (weights are read once per
 // token; L1 stays for activations). PRECOND: p is 16-byte aligned.
 __device__ __forceinline__ uint4 ldg_stream16(const void* p) {
