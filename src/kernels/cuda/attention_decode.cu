@@ -93,7 +93,7 @@
 //          PRECOND: 16-byte aligned pointers; 0 <= *pos_ptr < n_ctx.
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 2 * sizeof(KV_T) + 2 * N_HEADS * HEAD_DIM * 4
 //          (+ 2 * N_HEADS * min(N_SPLITS, chunks) * (HEAD_DIM + 4) * 4 for ALGO=2, > 1 chunk)
-// reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (one and several active
+// reference: cpu::attention   test: tests/gpu/kernels_vs_cpu_test.cpp (one and several active
 //            blocks, windows), tests/golden/prefill_modes_test.cpp (600-position prompts)
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only

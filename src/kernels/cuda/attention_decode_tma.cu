@@ -56,7 +56,7 @@
 //          finite (zeroed at allocation; later only K/V values are stored)
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 4 (whole tiles) + 2 * N_HEADS * HEAD_DIM * 4
 //          (+ 2 * N_HEADS * min(N_SPLITS, tiles) * (HEAD_DIM + 4) * 4 with several tiles)
-// reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (variants attn-tma*)
+// reference: cpu::attention   test: tests/gpu/kernels_vs_cpu_test.cpp (variants attn-tma*)
 #include "common/common.cuh"
 #include "common/async_copy.cuh"
 #include "common/attn_split.cuh"

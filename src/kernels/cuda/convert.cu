@@ -6,7 +6,7 @@
 // args:    (x, y)   x: f32 [rows, N]; y: 16-bit [rows, N]. PRECOND: 16-byte aligned rows.
 // bytes:   rows * N * 6
 // reference: round to nearest even, as __float2half_rn / __float2bfloat16_rn (the CPU spec's
-//            matvec is f32; the gemm's tolerance covers this rounding, tests/unit/kernels_gemm_test)
+//            matvec is f32; the gemm's tolerance covers this rounding, tests/gpu/kernels_gemm_test)
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME convert

@@ -50,7 +50,7 @@
 //          from L2) + 4 * m * OUT_ROWS (y) (+ 4 * m * OUT_ROWS resid, + 4 * OUT_ROWS bias)
 // flops:   2 * m * COLS * (weight rows)
 // reference: cpu::matvec for each row of X (+ bias, cpu::swiglu / add_scaled / scale after)
-//            test: tests/unit/kernels_gemm_test.cpp
+//            test: tests/gpu/kernels_gemm_test.cpp
 // precision: MMA: x rounded to f16 (bf16 for BF16 weights: exact weights, no f16 overflow of
 //          bf16-trained activations, 2^-9 relative instead of 2^-11), quantized and F32 weights
 //          dequantized in f32 then rounded once to f16 (2^-11 relative), f32 accumulation over
