@@ -5,8 +5,8 @@
 //   s_p = (q_h . k_p) * SCALE,  out_h = sum_p softmax(s)_p * v_p,  kv head = h / (N_HEADS/N_KV_HEADS)
 // Sibling: attention_decode.cu (the threads' own 16-byte loads into registers, SIMT arithmetic).
 //
-// Why: at long contexts the register kernel is bound by its per-position instruction chain (session
-// 18: without its K/V loads it still costs 8.1 us a layer at depth 4096 on the 8B shape) and by the
+// Why: at long contexts the register kernel is bound by its per-position instruction chain (without
+// its K/V loads it still cost 8.1 us a layer at depth 4096 on the 8B shape, 2026-12-03) and by the
 // registers that hold its loads in flight. Here no thread holds a K/V load: a block's first STAGES
 // tiles (all of its work at depth 4096 with 16 splits) are requested at its start, before the PDL
 // wait, and the arithmetic per 16 positions and warp is 16 ldmatrix + 32 mma for all QPG heads.
@@ -28,7 +28,7 @@
 // (CLUSTER) keep (O, m, l) in their own shared memory and, after a cluster barrier, each block of
 // the kv head's cluster combines its share of the group's outputs through distributed shared
 // memory (one round trip of ld.shared::cluster), a second barrier keeping every block until the
-// last read. Session 29's trace at depth 4096 (8B Q8_0, 12 splits): the ticket path's merge ends
+// last read. A block trace at depth 4096 (8B Q8_0, 12 splits; 2026-12-04, 93adfff): the ticket path's merge ends
 // the kernel ~5 us after the last block's tile loop (fence, ticket, two loaded L2 round trips).
 //
 // Shared memory: 1024 bytes of alignment slack, then STAGES slots of [K box 0 .. NB-1][V box 0 ..

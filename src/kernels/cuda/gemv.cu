@@ -480,7 +480,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if NORM_IN
         // --gemv-xq-norm: the producer quantized x * norm_w; every warp sums the groups' squares (the
         // same bits in each) while the copy is in flight, their loads issued ahead of the late slots
-        // (an L2 read queued behind ring copies waits for microseconds: session 24's trace), and
+        // (an L2 read queued behind ring copies waits for microseconds: a block trace of 2026-12-03), and
         // each d is scaled by 1 / rms once the copy lands
         const auto xn_sums = xq8_norm_load<COLS>(reinterpret_cast<const uint8_t*>(x));
 #endif

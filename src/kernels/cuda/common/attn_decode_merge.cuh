@@ -8,7 +8,7 @@
     constexpr int ROW = HEAD_DIM + 2;
     // a partial state in scratch; MMA: 16-byte rows for the float4 merge below (the SIMT kernel keeps
     // HEAD_DIM + 2 and the scalar merge: with the float4 one, H200 8B Q8_0 tg128 at depth 4096 fell
-    // 379.1 -> 369.2, session 9; MMA at 16 splits rose 362.9 -> 368.3)
+    // 379.1 -> 369.2 on 2026-12-01, a0a5b73; MMA at 16 splits rose 362.9 -> 368.3)
     constexpr int SROW = MMA ? HEAD_DIM + 4 : HEAD_DIM + 2;
     __shared__ __align__(16) float cst[CLUSTER ? HPB * SROW : 1];  // CLUSTER: this block's state
     (void)cst;

@@ -236,7 +236,7 @@ __device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const*
 // Q4_0: word i holds elements 4i..4i+3 (low nibbles, x plane A word i) and 16+4i.. (high nibbles,
 // x plane B word i); nibbles 0..15, the -8 via the block's 8 * sum
 __device__ __forceinline__ int split_unit_int(uint4 w, uint4 xa, uint4 xb) {
-#if GEMV_Q4_SHIFT  // --gemv-q4-shift: session 18's form, one chain, each high nibble shifted down
+#if GEMV_Q4_SHIFT  // --gemv-q4-shift: the form before 2026-12-05 (58df4f9), one chain, each high nibble shifted down
     int t = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xa.x), 0);
     t = __dp4a(int((w.x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
     t = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xa.y), t);
@@ -416,7 +416,7 @@ __device__ __forceinline__ void plain_dot(const SplitSet<R>& s, const XSrc& xs, 
 
 // GEMV_SPLIT_PIPE=1: software-pipelined, the next step's loads issued before this step is
 // decoded (two register sets). Default 0: load a step, decode it. H200 tg128 (pipelined vs not,
-// same session pair): 8B Q4_0 308 vs 327.5, 8B Q8_0 290.6 vs 322.1, 1B Q4_0 1444.8 vs 1437.4,
+// one build pair, 2026-11-30): 8B Q4_0 308 vs 327.5, 8B Q8_0 290.6 vs 322.1, 1B Q4_0 1444.8 vs 1437.4,
 // 1B Q8_0 1334.3 vs 1226.9 tok/s (docs/perf-notes.md).
 template <int R>
 __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
