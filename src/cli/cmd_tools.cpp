@@ -150,7 +150,8 @@ int cmd_plan(const Args& args) {
         s += schedule_describe(p, sch, g.print_threads);
         if (g.print_kernel)
             for (const auto& v : schedule_variants(sch))
-                s += fmt::format("// ==== kernel {}\n// variant: {}\n{}\n", v.symbol, v.display_name(), expand_source(v));
+                s += fmt::format("// ==== kernel {}\n// variant: {}\n{}\n", v.symbol, v.display_name(),
+                                 unit_source(v, v.target_arch(target)));
     }
     std::fwrite(s.data(), 1, s.size(), stdout);
     return 0;

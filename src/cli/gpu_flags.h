@@ -45,7 +45,9 @@ struct GpuFlags {
                      "greedy decode waits for each step's pick before queuing the next (default: the step fed "
                      "by the next pick is queued while the host reads this one)")
             ->group(group);
-        app.add_flag("--print-kernel", print_kernel, "print each generated kernel's source, tasks and gates")->group(group);
+        app.add_flag("--print-kernel", print_kernel,
+                     "print each kernel as the unit NVRTC compiles (options, defines, source), with its tasks and gates")
+            ->group(group);
         app.add_flag("--print-threads", print_threads, "print the grid and block of every kernel")->group(group);
         app.add_flag("--verbose-init", verbose_init, "print the device, GPU memory plan and JIT statistics")->group(group);
         app.add_flag("--profiler", profiler, "time every kernel launch; print a per-kernel table at the end")->group(group);

@@ -164,6 +164,22 @@ std::vector<std::string> define_options(const Variant& v) {
     return o;
 }
 
+std::string unit_source(const Variant& v, const std::string& arch) {
+    std::vector<std::string> options = base_options(v, arch);
+    for (std::string& d : define_options(v)) options.push_back(std::move(d));
+    std::string comment = "// nvrtc options:", defines;
+    for (const std::string& o : options) {
+        if (o.compare(0, 2, "-D") != 0) {
+            comment += " " + o;
+            continue;
+        }
+        const size_t eq = o.find('=');
+        defines += eq == std::string::npos ? fmt::format("#define {} 1\n", o.substr(2))  // as -DX
+                                           : fmt::format("#define {} {}\n", o.substr(2, eq - 2), o.substr(eq + 1));
+    }
+    return comment + "\n" + defines + expand_source(v);
+}
+
 VariantKey variant_key(const std::string& expanded_source, const Variant& v,
                        const std::string& arch, const std::string& compiler_id) {
     XXH3_state_t* st = XXH3_createState();

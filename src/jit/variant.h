@@ -69,6 +69,14 @@ std::vector<std::string> base_options(const Variant& v, const std::string& arch)
 // "-DK=V" for each define, sorted by name.
 std::vector<std::string> define_options(const Variant& v);
 
+// The unit NVRTC compiles for `v` on `arch` (already target_arch) as one self-contained text, the
+// form --print-kernel shows: a comment line with the options that are not defines, then one
+// `#define K V` per -D option in the order the compiler reads them (JITLLM_JIT, KERNEL_NAME = the
+// symbol, the variant's defines), then expand_source(v). Compiled alone with the options of that
+// comment it gives the module the JIT builds, whose entry point is v.symbol. (The JIT adds
+// -I<toolkit include> where NVRTC finds one; the kernels include no toolkit header.)
+std::string unit_source(const Variant& v, const std::string& arch);
+
 // The cache key (see disk_cache.h for the exact definition).
 VariantKey variant_key(const std::string& expanded_source, const Variant& v,
                        const std::string& arch, const std::string& compiler_id);

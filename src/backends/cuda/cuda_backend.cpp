@@ -135,7 +135,7 @@ void CudaBackend::compile_and_load() {
             std::fprintf(stderr, "// ==== kernel %s\n// variant: %s\n// tasks: %s\n// gates: %s\n// cache: %s\n%s\n",
                          ck.variant.symbol.c_str(), id.c_str(), tasks.c_str(), gates.c_str(),
                          ck.source_path.empty() ? "(disabled)" : ck.source_path.c_str(),
-                         expand_source(ck.variant).c_str());
+                         unit_source(ck.variant, ck.arch).c_str());
         }
     }
 }

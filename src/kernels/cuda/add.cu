@@ -17,7 +17,6 @@
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(float* __restrict__ y, const float* __restrict__ x, float scale) {
-    TRACE_BEGIN();
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int i = 4 * (blockIdx.x * BLOCK + threadIdx.x);

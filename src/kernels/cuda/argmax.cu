@@ -46,9 +46,6 @@
 #ifndef DRAW
 #define DRAW 0
 #endif
-#ifndef DRAW_ABLATE  // --draw-ablate (timing only): 1 no sort, 2 no list copy, 3 no merge, 4 no filters or draw
-#define DRAW_ABLATE 0
-#endif
 
 #include "common/common.cuh"
 #include "common/pick_key.cuh"
@@ -174,7 +171,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
         v[e] = t < DRAW_NT && lo + i < hi ? pick_key(logits[lo + i], lo + i) : 0ull;
     }
 #pragma unroll
-    for (int size = 2; size <= (DRAW_ABLATE == 1 ? 1 : DRAW_P); size <<= 1) {
+    for (int size = 2; size <= DRAW_P; size <<= 1) {
 #pragma unroll
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             if (stride < DRAW_E) {
@@ -270,7 +267,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
 #endif
     // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
 #pragma unroll 4
-    for (int j = t; j < (DRAW_ABLATE == 2 ? 0 : N_PARTS * k); j += BLOCK) {
+    for (int j = t; j < N_PARTS * k; j += BLOCK) {
         const int q = j / k;
         keys[j] = __ldcg(part_keys + q * KMAX + (j - q * k));
     }
@@ -284,9 +281,6 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             head[m] = 0;
             hk[m] = t + 32 * m < N_PARTS ? keys[(t + 32 * m) * k] : 0ull;
         }
-#if DRAW_ABLATE == 3
-        for (int r = t; r < k; r += 32) top[r] = keys[r];
-#else
         for (int r = 0; r < k; ++r) {
             unsigned long long b = hk[0];
             int bm = 0;
@@ -304,7 +298,6 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             }
             if (t == 0) top[r] = w;
         }
-#endif
     }
 #if DRAW_RANK
     }
@@ -312,14 +305,6 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     if (t >= 32) return;
     __syncwarp();
     const DrawParams p = *dp;
-#if DRAW_ABLATE == 4
-    if (t == 0) {
-        publish(pick_key_id(top[0]), token_out, pos_ptr, token_in, token_ring);
-        dp->draw = p.draw + 1;
-        *counter = 0;
-    }
-    return;
-#endif
     // softmax terms (Sampler::sample: prob at temperature 1 for the p filters, weights at T)
     const double mx = pick_key_value(top[0]);
     for (int i = t; i < k; i += 32) {
@@ -391,7 +376,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* counter,
             int* token_out, int* pos_ptr, int* token_in, int* token_ring, void* draw,
             unsigned long long* part_keys) {
-    TRACE_BEGIN();
     __shared__ float sv[REDUCE ? 32 : BLOCK];
     __shared__ int si[REDUCE ? 32 : BLOCK];
     __shared__ bool last;
@@ -460,7 +444,6 @@ KERNEL_NAME(const float* logits, float* part_val, int* part_idx, unsigned* count
 
 extern "C" __global__ void JITLLM_CAT(KERNEL_NAME, _advance)(int* pos_ptr, const int* token_out,
                                                               int* token_in) {
-    TRACE_BEGIN();
     pdl_launch_dependents();
     pdl_wait();
     *token_in = *token_out;

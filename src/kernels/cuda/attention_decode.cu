@@ -20,75 +20,7 @@
 //      combine round trips: ~5 us per layer at short context; before that the combine was a
 //      second kernel, <name>_reduce)
 //
-// params:
-//   WINDOW (optional) attend to the last WINDOW cached positions only (sliding window; 0 = all)
-//   N_HEADS, N_KV_HEADS, HEAD_DIM (64 | 128; any multiple of VEC with HEAD_DIM/VEC a power of two
-//   <= 32), KV_T (half | float), SCALE (float, e.g. 0.08838835f), ALGO, N_SPLITS (ALGO=2),
-//   KV_LOAD (bytes per thread and position: 16, or 8 = default for half with > 4 heads/group),
-//   BLOCK (multiple of HEAD_DIM/VEC and of 32; power of two if REDUCE=0), REDUCE, TILE
-//   (positions per group per chunk, default 4, or 2 when N_HEADS/N_KV_HEADS > 2), PDL (default 0),
-//   MERGE_WARP (0 default; 1 with REDUCE=1: the groups of a warp merge by shuffles first, and
-//   only BLOCK/32 states go through shared memory),
-//   N_CTX (cache rows; ALGO 2 without WINDOW: block 0 then loads chunk 0 together with the
-//   position and q instead of one round trip after the position),
-//   HPB (query heads per block, a divisor of N_HEADS/N_KV_HEADS; default all of them): block x
-//   serves kv head x / (QPG / HPB), query heads HPB * (x % (QPG / HPB)) .. of its group
-//   KV_STAGES (0 default; N >= 2, ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through an N-deep ring in
-//   dynamic shared memory (smem = N * 2 * TILE * BLOCK * 16 bytes) filled by per-thread 16-byte
-//   cp.async, N - 1 chunks in flight; no chunk-0 preload
-//   (with MMA: each lane's fragment pieces, (2 * HEAD_DIM / 16) x 16 bytes a slot; with EARLY_KV the
-//   first N - 1 chunks' copies go out before the PDL wait, the current row's after it)
-//   KV_ROWS (0 default; MMA with KV_STAGES; --attn-kv-rows): the ring holds whole rows, slot = CH K
-//   rows then CH V rows of HEAD_DIM * sizeof(KV_T) + 16 bytes (smem = 16 * ceil(N / 2) + N * 2 * CH *
-//   (row + 16) bytes), completed on the slot's mbarrier (sm_90); 1 (bulk): one cp.async.bulk per row
-//   by warp 0; 2 (cp-async): every thread's 16-byte cp.async, a warp instruction covering two
-//   whole rows, each thread's arrival when its copies land (cp.async.mbarrier.arrive.noinc)
-//   MMA (0 default; 1: gate attn.decode=mma, ALGO 2, half cache, HPB = QPG <= 8, HEAD_DIM 64 or 128,
-//   PIPE 0 or 2):
-//   the dot products on mma.sync m16n8k16 tiles, 16 positions per warp (CH = 16 * BLOCK / 32);
-//   q and the softmax weights rounded to f16 (see "MMA" in the loop); sm_80+
-//   VH2 (0 default; 1: gate attn.vsum=half2, REDUCE=1, half cache, KV_LOAD 16, transposed
-//   reduction): each lane sums a tile's p_t v_t in f16 pairs (fma.rn.f16x2; p_t rounded to f16,
-//   at most TILE terms, each p_t <= 1) and adds the pairs to its f32 output once per tile: 4
-//   f16x2 FMAs per position instead of 8 conversions and 8 FMAs (HEAD_DIM 128)
-//   MERGE1 (0 default; 1: the schedule's default for N_SPLITS <= 16, off with --attn-merge-two-trips): the last block of a ticketed
-//   split-KV launch loads every split's (o, m, l) at once (one L2 round trip) instead of (m, l)
-//   first and o after (two); the same operations in the same order
-//   CLUSTER (0 default; 1: gate attn.merge=cluster, ALGO 2, N_SPLITS <= 8, sm_90): launched as
-//   clusters of 1 x N_SPLITS blocks; the partial states stay in each block's shared memory and
-//   are combined through distributed shared memory after a cluster barrier (no scratch, no
-//   ticket, no fence); with several active blocks the inactive ones take part in the barriers
-//   PIPE (0 default; the schedule passes 2 for the SIMT split kernel unless --attn-pipe says otherwise; 1: a block's next chunk (c + N_SPLITS) is loaded into a second register set
-//   before chunk c is used, so blocks with several chunks (long contexts) keep loads in flight
-//   during their dot products; 2 x TILE x KV_LOAD x 2 bytes of registers more per thread;
-//   2: no second set: the next chunk's K rows are loaded into K's registers as soon as this
-//   chunk's dot products have used them, its V rows into V's after the V sum, so each load is in
-//   flight during the other half's work)
-//   MAX_REGS (unset by default; --attn-overlap): registers per thread (__maxnreg__ instead of
-//   __launch_bounds__(BLOCK)), so that two blocks of this kernel and one block of the gemv after it
-//   fit one SM's register file together: that gemv's first ring fill then streams while this
-//   kernel runs (it triggers its dependents at its start)
-//   ABLATE (0 default; --attn-ablate, timing only, the output is wrong; the split SIMT kernel with
-//   PIPE 2, REDUCE and the transposed reduction): 1 (loads) every K/V load replaced by bits made from
-//   its address (finite halves, no memory access; the arithmetic as usual), 2 (math) the loads as
-//   usual, each chunk's dot products, reduction, softmax and V sums replaced by an XOR of the loaded
-//   words (kept alive by a store that never happens): what each half costs inside the decode graph;
-//   3 (merge) every block writes its own partial output to out (racing) instead of the scratch
-//   state, the ticket and the last block's merge
-//   KV_PF (0 default; 1: --attn-kv-prefetch, the SIMT kernel with EARLY_KV, sm_90): before the PDL
-//   wait each block also asks L2 for the K and V rows of its later chunks (c0 + N_SPLITS, ..; rows
-//   before the position), one cp.async.bulk.prefetch.L2 a row and cache, so the chunk loop's loads,
-//   issued one chunk ahead (PIPE 2), find them in L2 instead of paying DRAM latency each trip
-//   NEXT_PF (0 default; sm_90, not BATCH; --attn-prefetch-next): bytes of the next kernel's matrix
-//   (next_w, attn_output) that the blocks prefetch into L2 at their start, each block an equal
-//   share in one cp.async.bulk.prefetch, so that gemv streams from L2 while attention, which
-//   leaves DRAM mostly idle at long contexts, reads K/V; NEXT_PF_MIN (default 0): only when the
-//   context holds at least that many positions (read before the PDL wait: EARLY_KV's PRECOND)
-//   XQ_OUT (0 default; 1: gate gemv.xq=producer, ALGO 2, not MMA / BATCH / ABLATE): every output is
-//   also written quantized to Q8_0 blocks at xq, in the layout the next gemv's x prologue builds
-//   (common/xq8_group.cuh; XQ_PLANES 1: Q4_0's two planes), so that gemv (gemv.cu XQ_IN) copies it
-//   instead of quantizing out itself: the same bits. The warp that writes 32 outputs of a group (each
-//   write loop below covers whole warps) quantizes them from its registers
+// params:  common/attn_decode_params.cuh (each define, its meaning, default and preconditions)
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
 // args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w, xq)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
@@ -100,7 +32,7 @@
 //          PRECOND: 16-byte aligned pointers; 0 <= *pos_ptr < n_ctx.
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 2 * sizeof(KV_T) + 2 * N_HEADS * HEAD_DIM * 4
 //          (+ 2 * N_HEADS * min(N_SPLITS, chunks) * (HEAD_DIM + 4) * 4 for ALGO=2, > 1 chunk)
-// reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (one and several active
+// reference: cpu::attention   test: tests/gpu/kernels_vs_cpu_test.cpp (one and several active
 //            blocks, windows), tests/golden/prefill_modes_test.cpp (600-position prompts)
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
@@ -121,163 +53,10 @@
 #include "common/attn_split.cuh"  // mma_rows8 (MMA), cluster_barrier / ld_cluster_f32 (CLUSTER)
 #include "common/xq8_group.cuh"   // XQ_OUT
 
-#define QPG (N_HEADS / N_KV_HEADS)             // query heads per kv head
-#ifndef HPB  // query heads per block
-#define HPB QPG
-#endif
-#define HSPLIT (QPG / HPB)                      // blocks per kv head along x
-#ifndef KV_LOAD  // bytes of K (and of V) per thread and position: 8 halves registers for big groups
-                 // (the schedule always passes it; this default is for standalone checks)
-#define KV_LOAD (HPB > 4 && sizeof(KV_T) == 2 ? 8 : 16)
-#endif
-#define VEC (KV_LOAD / (int)sizeof(KV_T))       // dims per thread
-#define GS (HEAD_DIM / VEC)                     // threads per position
-#define NG (BLOCK / GS)                         // position groups per block
-#define CH (MMA ? 16 * (BLOCK / 32) : NG * TILE)  // positions per chunk (one loop trip; MMA: 16 per warp)
-#define RED_FLOATS (REDUCE ? 1 : HPB * TILE * BLOCK)
-// MERGE_WARP=1: the 32/GS groups of a warp first merge by shuffles, then the BLOCK/32 warp
-// states through shared memory (NGM of them); 0: all NG group states through shared memory
-#ifndef MERGE_WARP
-#define MERGE_WARP 0
-#endif
-#define NGM ((MERGE_WARP || MMA) ? BLOCK / 32 : NG)  // MMA: one state per warp
-#if MERGE_WARP && !REDUCE
-#error "MERGE_WARP merges by warp shuffles: REDUCE=1 only"
-#endif
-// query heads merged per round: their group states fit 32 KiB of shared memory
-#define MRG_HMAX ((32768 / 4) / (NGM * (HEAD_DIM + 2)))
-#define MRG_H (MRG_HMAX < 1 ? 1 : (HPB < MRG_HMAX ? HPB : MRG_HMAX))
-#define MRG_FLOATS (MRG_H * NGM * (HEAD_DIM + 2))
-#ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
-#define WINDOW 0
-#endif
-#ifndef TILE
-#define TILE (HPB > 2 ? 2 : 4)
-#endif
-#if ALGO != 2
-#undef N_SPLITS
-#define N_SPLITS 1
-#endif
-#ifndef PIPE  // 1: a block's next chunk is loaded before its current one is used (--attn-pipe)
-#define PIPE 0
-#endif
-#ifndef BATCH  // 1: query row blockIdx.z of a batch step, at pos_ptr[row] in sequence seq_ptr[row]
-#define BATCH 0
-#endif
-#ifndef KV_STAGES  // > 0 (ALGO 2, KV_LOAD 16, sm_80+): K/V chunks through a KV_STAGES-deep cp.async ring
-#define KV_STAGES 0
-#endif
-#ifndef KV_ROWS  // MMA with KV_STAGES: the ring as whole rows, 1 by cp.async.bulk (sm_90), 2 by the block's cp.async
-#define KV_ROWS 0
-#endif
-#ifndef MMA  // 1 (gate attn.decode=mma): the dot products on tensor cores (see "MMA" above the loop)
-#define MMA 0
-#endif
-#if KV_ROWS && (!MMA || !KV_STAGES || KV_ROWS > 2)
-#error "KV_ROWS (1 or 2): the MMA kernel's KV_STAGES ring"
-#endif
-#ifndef VH2  // 1 (gate attn.vsum=half2): a tile's weighted V rows summed in f16 pairs (XRED path)
-#define VH2 0
-#endif
-#if VH2 && (MMA || !REDUCE)
-#error "VH2: the SIMT kernel's transposed reduction (REDUCE=1)"
-#endif
-#ifndef KH2  // 1 (gate attn.kdot=half2): q . k of a thread's VEC dims in f16 pairs (q pre-scaled, one f32 sum)
-#define KH2 0
-#endif
-#if KH2 && MMA
-#error "KH2: the SIMT kernel's dot products (MMA: tensor cores)"
-#endif
-#ifndef MERGE1  // 1 (the schedule's default; 0: --attn-merge-two-trips): the last block reads the splits' states in one round trip
-#define MERGE1 0
-#endif
-#ifndef CLUSTER  // 1 (gate attn.merge=cluster, sm_90): launched as clusters of 1 x N_SPLITS blocks
-#define CLUSTER 0
-#endif
-#if CLUSTER && (ALGO != 2 || N_SPLITS > 8 || BATCH)
-#error "CLUSTER: split-KV decode (ALGO 2) with at most 8 splits (one portable cluster)"
-#endif
-#if MMA
-#if ALGO != 2 || PIPE == 1 || (KV_STAGES && PIPE) || MERGE_WARP || !REDUCE || HPB != QPG || QPG > 8 || HEAD_DIM % 64 != 0 || \
-    HEAD_DIM > 128 || BLOCK % 32 != 0 || KV_LOAD != 16
-#error "MMA: split-KV with every query head of a kv head (<= 8) per block, HEAD_DIM 64 or 128, 16-byte loads, no PIPE 1/MERGE_WARP, KV_STAGES without PIPE"
-#endif
-#define MKU (HEAD_DIM / 32)  // K: 16-byte loads per position and lane (each serves two k-steps)
-#define MVU (HEAD_DIM / 64)  // V: 16-byte loads per row and lane
-#define MNT (HEAD_DIM / 8)   // n-tiles of the output; also the dims one lane group owns in V
-#define VD(n, t) (64 * ((t) / 8) + 8 * (n) + (t) % 8)  // output tile t, column n <-> this dim
-#define MRE (2 * MKU + 4 * MVU)  // KV_STAGES: 16-byte ring entries per lane and chunk (K: 2 x MKU, V: 4 x MVU)
-#endif
-// XRED (REDUCE=1, TILE a power of two in 2..GS): the transposed reduction below (one position per
-// lane after it); otherwise every lane of a group reduces every position (TILE x log2(GS) shuffles)
-#define XR (GS / TILE)
-#define XRED (REDUCE && TILE >= 2 && TILE <= GS && (TILE & (TILE - 1)) == 0)  // for if constexpr (GS: sizeof)
-#if KV_STAGES && (ALGO != 2 || PIPE)
-#error "KV_STAGES: split-KV (ALGO 2) only, and instead of PIPE"
-#endif
-// ALGO 2 without a window: block 0 loads chunk 0 before reading the position (N_CTX bounds it)
-// (not with MMA: tried offline, 159 -> 189 registers on the 8B shape, or spills at 3 blocks per SM)
-// EARLY_KV=1 (--attn-early-kv; split SIMT kernel, PIPE 2, no window, not BATCH): every block reads
-// the position and loads its first chunk's K/V rows before the PDL wait, while the q/k/v kernel
-// still runs; only the current position's row (that kernel's store) is read after the wait.
-// PRECOND (the host's step order): *pos_ptr and the cache rows before it are final before the
-// kernel starts (the position arrives by a copy before the step's launches or graph, every earlier
-// step has completed); replaces PRELOAD.
-#ifndef EARLY_KV
-#define EARLY_KV 0
-#endif
-#ifndef ABLATE  // --attn-ablate: 1 no K/V loads, 2 no arithmetic, 3 no split merge (timing only)
-#define ABLATE 0
-#endif
-#if XQ_OUT && (ALGO != 2 || MMA || BATCH || ABLATE || HEAD_DIM % 32 != 0 || BLOCK % 32 != 0)
-#error "XQ_OUT: the split SIMT kernel of one query row (warps write whole groups of 32 outputs)"
-#endif
-#if ABLATE && (MMA || PIPE != 2 || !REDUCE || KV_STAGES || CLUSTER || BATCH)
-#error "ABLATE: the split SIMT kernel with PIPE 2 and REDUCE (no MMA, ring, cluster or batch)"
-#endif
-#ifndef KV_PF  // 1 (--attn-kv-prefetch; EARLY_KV SIMT kernel, sm_90): later chunks' rows into L2 at the start
-#define KV_PF 0
-#endif
-#if KV_PF && (!EARLY_KV || MMA)
-#error "KV_PF: the split SIMT kernel with EARLY_KV"
-#endif
-#ifndef NEXT_PF  // bytes of next_w prefetched into L2 at the start (0: off)
-#define NEXT_PF 0
-#endif
-#ifndef NEXT_PF_MIN  // ... when at least this many positions are cached
-#define NEXT_PF_MIN 0
-#endif
-#if NEXT_PF && (BATCH || NEXT_PF % 16 != 0)
-#error "NEXT_PF: decode (not BATCH), a multiple of 16 bytes"
-#endif
-#if EARLY_KV && (ALGO != 2 || WINDOW != 0 || BATCH || CLUSTER || (MMA ? (!KV_STAGES || PIPE != 0) : (KV_STAGES || PIPE != 2)))
-#error "EARLY_KV: the split SIMT kernel with PIPE 2, or the MMA kernel with KV_STAGES; no window, no batch, the ticket merge"
-#endif
-#if ALGO == 2 && WINDOW == 0 && defined(N_CTX) && !KV_STAGES && !MMA && !EARLY_KV
-#define PRELOAD 1
-#else
-#define PRELOAD 0
-#endif
-#if BATCH && (ALGO != 1 || !defined(N_CTX))
-#error "BATCH needs ALGO 1 (one pass) and N_CTX (positions per sequence in the cache)"
-#endif
-
-static_assert(N_HEADS % N_KV_HEADS == 0, "GQA: whole groups");
-static_assert(HPB >= 1 && QPG % HPB == 0, "HPB: a divisor of the query heads per kv head");
-static_assert(HEAD_DIM % VEC == 0 && GS <= 32 && (GS & (GS - 1)) == 0, "HEAD_DIM / VEC: power of two <= 32");
-static_assert((KV_LOAD == 16 || KV_LOAD == 8) && VEC % 4 == 0, "KV_LOAD: 16 or 8 bytes, >= 4 dims");
-static_assert(BLOCK % GS == 0 && BLOCK % 32 == 0, "BLOCK: whole position groups and warps");
-static_assert(!VH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "VH2: a half cache read 16 bytes at a time");
-static_assert(!KH2 || (KV_LOAD == 16 && sizeof(KV_T) == 2), "KH2: a half cache read 16 bytes at a time");  // (sizeof: not in #if)
+#include "common/attn_decode_params.cuh"  // the defines' meaning, defaults and preconditions
 
 // K/V of one position for this thread: KV_LOAD bytes (the upper half of w is unused for 8)
 __device__ __forceinline__ uint4 kv_load(const KV_T* p) {
-#if ABLATE == 1
-    // timing only: bits made from the address, every half finite (|x| < 1), no memory access
-    const unsigned long long a = reinterpret_cast<unsigned long long>(p);
-    const uint32_t b = uint32_t(a ^ (a >> 17)) & 0x37ff37ffu;
-    return make_uint4(b, b ^ 0x00010001u, b ^ 0x00020002u, b ^ 0x00040004u);
-#endif
     if (KV_LOAD == 16) return ld_stream16_act(p);  // the previous kernel stored this position
     const uint2 v = ld_stream8_act(p);
     return make_uint4(v.x, v.y, 0u, 0u);
@@ -325,7 +104,6 @@ __device__ __forceinline__ uint32_t u4_word(const uint4& v, int i) {  // i: a co
 extern "C" __global__ void ATTN_BOUNDS
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
             float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w, uint8_t* xq) {
-    TRACE_BEGIN();
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call
@@ -736,9 +514,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
     int it = 0;
 #endif
-#if ABLATE == 2
-    uint32_t sink = 0u;  // the loaded words' XOR (timing only)
-#endif
     // block-uniform trip count (REDUCE=0 synchronises inside)
     for (int c = c_lo + (int)blockIdx.y; c <= c_hi; c += N_SPLITS) {
         const int p0 = c * CH;
@@ -884,14 +659,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #else
         chunk_load(c, kw, vw);
 #endif
-#if ABLATE == 2
-        // timing only: the chunk's loads consumed by an XOR, no arithmetic
-#pragma unroll
-        for (int t = 0; t < TILE; ++t) sink ^= kw[t].x ^ kw[t].y ^ kw[t].z ^ kw[t].w;
-        if (more) half_load(c_next, kb, kw);
-#pragma unroll
-        for (int t = 0; t < TILE; ++t) sink ^= vw[t].x ^ vw[t].y ^ vw[t].z ^ vw[t].w;
-#else
         float s[HPB][TILE];
 #pragma unroll
         for (int t = 0; t < TILE; ++t) {
@@ -1061,7 +828,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             m[h] = mn;
         }
         }
-#endif  // ABLATE == 2
 #if PIPE == 2
         if (more) half_load(c_next, vb, vw);  // in flight during the next trip's dot products
 #elif PIPE
@@ -1073,11 +839,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
 #endif  // MMA
     }
 
-#if ABLATE == 2
-    if (sink == 0x9e3779b9u) out[0] = 0.0f;  // keeps the loads (never true in practice; timing only)
-#pragma unroll
-    for (int h = 0; h < HPB; ++h) m[h] = 0.0f, l[h] = 1.0f;  // a finite state (o = 0): no NaN downstream
-#endif
 #if MMA
     l += __shfl_xor_sync(0xffffffffu, l, 1);  // the quad's positions
     l += __shfl_xor_sync(0xffffffffu, l, 2);
@@ -1092,235 +853,5 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     }
 #endif
 
-    TRACE_MARK(2);  // chunk loop done
-    // merge the NG group states, MRG_H query heads per round: every group's (o, m, l) into
-    // shared memory, one thread per (head, group) for its weight 2^(m_g - M), then every
-    // output dim of the round's heads in parallel (groups in order)
-    constexpr int ROW = HEAD_DIM + 2;
-    // a partial state in scratch; MMA: 16-byte rows for the float4 merge below (the SIMT kernel keeps
-    // HEAD_DIM + 2 and the scalar merge: with the float4 one, H200 8B Q8_0 tg128 at depth 4096 fell
-    // 379.1 -> 369.2, session 9; MMA at 16 splits rose 362.9 -> 368.3)
-    constexpr int SROW = MMA ? HEAD_DIM + 4 : HEAD_DIM + 2;
-    __shared__ __align__(16) float cst[CLUSTER ? HPB * SROW : 1];  // CLUSTER: this block's state
-    (void)cst;
-#if MERGE_WARP
-    // groups gi ^ (off / GS) of a warp hold the same dims: merge pairwise at lane distance
-    // GS, 2 GS, .. 16 (every lane ends with its warp's state), then one writer group per warp
-#pragma unroll
-    for (int off = GS; off < 32; off *= 2) {
-#pragma unroll
-        for (int h = 0; h < HPB; ++h) {
-            const float mo = __shfl_xor_sync(0xffffffffu, m[h], off);
-            const float lo = __shfl_xor_sync(0xffffffffu, l[h], off);
-            const float mm = fmaxf(m[h], mo);
-            const float a = m[h] == -JL_INF ? 0.0f : exp2f(m[h] - mm);
-            const float b = mo == -JL_INF ? 0.0f : exp2f(mo - mm);
-            l[h] = l[h] * a + lo * b;
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) {
-                const float oo = __shfl_xor_sync(0xffffffffu, o[h][i], off);
-                o[h][i] = o[h][i] * a + oo * b;
-            }
-            m[h] = mm;
-        }
-    }
-    const int gm = tid / 32;                 // this thread's state slot: its warp
-    const bool writer = (tid % 32) < GS;     // the warp's first group writes it
-#else
-    const int gm = gi;
-    const bool writer = true;
-#endif
-#pragma unroll
-    for (int h0 = 0; h0 < HPB; h0 += MRG_H) {
-#pragma unroll
-        for (int hh = 0; hh < MRG_H; ++hh) {
-            if (h0 + hh >= HPB) break;
-#if MMA
-            // the lanes of head h0 + hh write their warp's state (state slot: the warp)
-            if (mg != h0 + hh) continue;
-            float* st = mrg + (hh * NGM + wp) * ROW;
-#pragma unroll
-            for (int t = 0; t < MNT; ++t) {
-                st[VD(2 * mc, t)] = o[t][0];
-                st[VD(2 * mc + 1, t)] = o[t][1];
-            }
-            if (mc == 0) {
-                st[HEAD_DIM] = m;
-                st[HEAD_DIM + 1] = l;
-            }
-#else
-            if (!writer) continue;
-            float* st = mrg + (hh * NGM + gm) * ROW;
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) st[gl * VEC + i] = o[h0 + hh][i];
-            if (gl == 0) {
-                st[HEAD_DIM] = m[h0 + hh];
-                st[HEAD_DIM + 1] = l[h0 + hh];
-            }
-#endif
-        }
-        __syncthreads();
-        const int nh = min(MRG_H, HPB - h0);
-        for (int idx = tid; idx < nh * NGM; idx += BLOCK) {
-            const int hh = idx / NGM;
-            float M = -JL_INF;
-            for (int g = 0; g < NGM; ++g) M = fmaxf(M, mrg[(hh * NGM + g) * ROW + HEAD_DIM]);
-            const float m_g = mrg[idx * ROW + HEAD_DIM];
-            wgt[idx] = m_g == -JL_INF ? 0.0f : exp2f(m_g - M);  // 0 for empty groups
-        }
-        __syncthreads();
-        for (int idx = tid; idx < nh * HEAD_DIM; idx += BLOCK) {
-            const int hh = idx / HEAD_DIM, d = idx % HEAD_DIM;
-            float M = -JL_INF, L = 0.0f, O = 0.0f;
-            for (int g = 0; g < NGM; ++g) {
-                const float* st = mrg + (hh * NGM + g) * ROW;
-                M = fmaxf(M, st[HEAD_DIM]);
-                L += st[HEAD_DIM + 1] * wgt[hh * NGM + g];
-                O += st[d] * wgt[hh * NGM + g];
-            }
-            const int hq = hb + h0 + hh;
-            if (ALGO == 2 && n_active > 1 && ABLATE != 3) {
-                // the block's state: scratch in global memory, or (CLUSTER) its own shared memory
-                float* sc = CLUSTER ? cst + (h0 + hh) * SROW : scratch + ((unsigned long long)hq * N_SPLITS + blockIdx.y) * SROW;
-                sc[d] = O;
-                if (d == 0) {
-                    sc[HEAD_DIM] = M;
-                    sc[HEAD_DIM + 1] = L;
-                }
-            } else {
-                put(hq * HEAD_DIM + d, O / L);  // L > 0: an active block has a position in range
-            }
-        }
-        __syncthreads();  // mrg is rewritten by the next round
-    }
-#if ALGO == 2
-    // More than one active block: the last of this kv head's (and head set's) blocks to finish (a
-    // ticket from an atomic counter per block x) combines the n_active partial states of its HPB
-    // query heads: out = sum_s w_s o_s / sum_s w_s l_s, w_s = 2^(m_s - max m); it then resets the
-    // counter for the next launch.
-    if (n_active == 1 || ABLATE == 3) return;
-    // out = sum_s w_s o_s / sum_s w_s l_s over the active splits for DV dims (common/attn_split.cuh
-    // merge_dv: get(sp, i) reads split sp's value i, i < DV the dims, DV its m_s, DV + 1 its l_s) into
-    // outputs o .. o + DV - 1
-    auto combine = [&](auto get, int o, auto dv_tag) {
-        constexpr int DV = decltype(dv_tag)::value;
-        float O[DV];
-        merge_dv<N_SPLITS, DV>(get, n_active, O);
-#pragma unroll
-        for (int i = 0; i < DV; ++i) put(o + i, O[i]);
-    };
-    (void)combine;
-#if CLUSTER
-    // the cluster (1 x N_SPLITS blocks: rank = blockIdx.y) combines through distributed shared
-    // memory: every state is in its block's cst after the barrier; block r writes items
-    // [r * PER, (r + 1) * PER) of the HPB x HEAD_DIM outputs (XQ_OUT: whole groups of 32); the second
-    // barrier keeps every block (and its shared memory) until the last read
-    cluster_barrier();
-    {
-        constexpr int ITEMS = HPB * HEAD_DIM;
-        constexpr int PER = XQ_OUT ? (ITEMS / 32 + N_SPLITS - 1) / N_SPLITS * 32 : (ITEMS + N_SPLITS - 1) / N_SPLITS;
-        for (int j = tid; j < PER; j += BLOCK) {
-            const int idx = (int)blockIdx.y * PER + j;
-            if (idx < ITEMS) {
-                const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-                const unsigned a_o = smem_addr(cst + h * SROW + d), a_m = smem_addr(cst + h * SROW + HEAD_DIM);
-                combine([&](int sp, int i) { return ld_cluster_f32(i == 0 ? a_o : i == 1 ? a_m : a_m + 4, sp); },
-                        (hb + h) * HEAD_DIM + d, IntTag<1>());
-            }
-        }
-    }
-    cluster_barrier();
-    return;
-#endif
-    __shared__ bool last;
-    // the block's scratch writes (ordered before thread 0's fence by the barrier, the fence being
-    // cumulative) are visible before its ticket: one release fence a block, not a sequentially
-    // consistent fence in every thread (Nsight Compute: 3 % of the kernel's stall samples there)
-    __syncthreads();
-    if (tid == 0) {
-        fence_acq_rel_gpu();
-        last = atomicAdd(tickets + bx, 1u) == (unsigned)n_active - 1u;
-        if (last) fence_acq_rel_gpu();  // acquire: the other blocks' states, read after the barrier
-    }
-    __syncthreads();
-    if (!last) return;
-    TRACE_MARK(3);  // the last split block: the merge starts
-    if constexpr (MERGE1 && N_SPLITS <= 16) {
-    // MERGE1, one round trip: each thread loads its dims' partial outputs of every active split together
-    // with the splits' (m_s, l_s) (the same addresses across a warp: broadcast)
-    constexpr int DV = MMA ? 4 : 1;  // dims per thread (MMA: float4 loads of its 16-byte rows)
-    for (int idx = tid; idx < HPB * HEAD_DIM / DV; idx += BLOCK) {
-        const int h = idx / (HEAD_DIM / DV), d = DV * (idx % (HEAD_DIM / DV));
-        const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW;
-        if constexpr (DV == 4) {
-            float4 xo[N_SPLITS];
-#pragma unroll
-            for (int sp = 0; sp < N_SPLITS; ++sp)
-                if (sp < n_active) xo[sp] = __ldcg(reinterpret_cast<const float4*>(sc + sp * SROW + d));
-            combine([&](int sp, int i) {
-                        return i == 0 ? xo[sp].x : i == 1 ? xo[sp].y : i == 2 ? xo[sp].z : i == 3 ? xo[sp].w
-                               : __ldcg(sc + sp * SROW + HEAD_DIM + i - DV);
-                    },
-                    (hb + h) * HEAD_DIM + d, IntTag<DV>());
-        } else {
-            combine([&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); },
-                    (hb + h) * HEAD_DIM + d, IntTag<1>());
-        }
-    }
-    } else {
-        // (m_s, l_s) of every split read once, in parallel; the per-head loop below touches only
-        // shared memory (it used to re-read l_s from L2 split by split, one latency per split)
-        __shared__ float wsm[HPB * N_SPLITS], lss[HPB * N_SPLITS], lsm[HPB];
-        for (int idx = tid; idx < HPB * n_active; idx += BLOCK) {
-            const int h = idx / n_active, sp = idx % n_active;
-            const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * SROW;
-            wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
-            lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
-        }
-        __syncthreads();
-        if (tid < HPB) {
-            float* w = wsm + tid * N_SPLITS;
-            float M = -JL_INF;
-            for (int sp = 0; sp < n_active; ++sp) M = fmaxf(M, w[sp]);
-            float L = 0.0f;
-            for (int sp = 0; sp < n_active; ++sp) {
-                const float wgt = exp2f(w[sp] - M);
-                L += lss[tid * N_SPLITS + sp] * wgt;
-                w[sp] = wgt;
-            }
-            lsm[tid] = L;
-        }
-        __syncthreads();
-        if constexpr (!MMA) {
-        for (int idx = tid; idx < HPB * HEAD_DIM; idx += BLOCK) {
-            const int h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-            const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
-            float O = 0.0f;
-#pragma unroll 8
-            for (int sp = 0; sp < n_active; ++sp) O += __ldcg(sc + sp * SROW) * wsm[h * N_SPLITS + sp];
-            put((hb + h) * HEAD_DIM + d, O / lsm[h]);
-        }
-        } else {
-        // MMA: four dims per thread (16-byte loads, up to 16 splits' in flight at once)
-        for (int idx = tid; idx < HPB * HEAD_DIM / 4; idx += BLOCK) {
-            const int h = idx / (HEAD_DIM / 4), d = 4 * (idx % (HEAD_DIM / 4));
-            const float* sc = scratch + (unsigned long long)(hb + h) * N_SPLITS * SROW + d;
-            float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 16
-            for (int sp = 0; sp < n_active; ++sp) {
-                const float4 x = __ldcg(reinterpret_cast<const float4*>(sc + sp * SROW));
-                const float w = wsm[h * N_SPLITS + sp];
-                O.x += x.x * w, O.y += x.y * w, O.z += x.z * w, O.w += x.w * w;
-            }
-            const float L = lsm[h];
-            *reinterpret_cast<float4*>(out + (hb + h) * HEAD_DIM + d) = make_float4(O.x / L, O.y / L, O.z / L, O.w / L);
-        }
-        }
-    }
-    if (tid == 0) tickets[bx] = 0u;
-#endif
-    (void)out;
-    (void)scratch;
-    (void)seq_ptr;
-    (void)tickets;
+#include "common/attn_decode_merge.cuh"  // the group and split merges: the rest of this body
 }

@@ -5,8 +5,8 @@
 //   s_p = (q_h . k_p) * SCALE,  out_h = sum_p softmax(s)_p * v_p,  kv head = h / (N_HEADS/N_KV_HEADS)
 // Sibling: attention_decode.cu (the threads' own 16-byte loads into registers, SIMT arithmetic).
 //
-// Why: at long contexts the register kernel is bound by its per-position instruction chain (session
-// 18: without its K/V loads it still costs 8.1 us a layer at depth 4096 on the 8B shape) and by the
+// Why: at long contexts the register kernel is bound by its per-position instruction chain (without
+// its K/V loads it still cost 8.1 us a layer at depth 4096 on the 8B shape, 2026-12-03) and by the
 // registers that hold its loads in flight. Here no thread holds a K/V load: a block's first STAGES
 // tiles (all of its work at depth 4096 with 16 splits) are requested at its start, before the PDL
 // wait, and the arithmetic per 16 positions and warp is 16 ldmatrix + 32 mma for all QPG heads.
@@ -28,7 +28,7 @@
 // (CLUSTER) keep (O, m, l) in their own shared memory and, after a cluster barrier, each block of
 // the kv head's cluster combines its share of the group's outputs through distributed shared
 // memory (one round trip of ld.shared::cluster), a second barrier keeping every block until the
-// last read. Session 29's trace at depth 4096 (8B Q8_0, 12 splits): the ticket path's merge ends
+// last read. A block trace at depth 4096 (8B Q8_0, 12 splits; 2026-12-04, 93adfff): the ticket path's merge ends
 // the kernel ~5 us after the last block's tile loop (fence, ticket, two loaded L2 round trips).
 //
 // Shared memory: 1024 bytes of alignment slack, then STAGES slots of [K box 0 .. NB-1][V box 0 ..
@@ -56,7 +56,7 @@
 //          finite (zeroed at allocation; later only K/V values are stored)
 // bytes:   n_pos * N_KV_HEADS * HEAD_DIM * 4 (whole tiles) + 2 * N_HEADS * HEAD_DIM * 4
 //          (+ 2 * N_HEADS * min(N_SPLITS, tiles) * (HEAD_DIM + 4) * 4 with several tiles)
-// reference: cpu::attention   test: tests/unit/kernels_vs_cpu_test.cpp (variants attn-tma*)
+// reference: cpu::attention   test: tests/gpu/kernels_vs_cpu_test.cpp (variants attn-tma*)
 #include "common/common.cuh"
 #include "common/async_copy.cuh"
 #include "common/attn_split.cuh"
@@ -123,7 +123,6 @@ __device__ __forceinline__ uint32_t swz(uint32_t box, int row, int chunk) {
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint8_t* tmaps, const int* pos_ptr, float* out,
             float* scratch, unsigned* tickets, uint8_t* xq) {
-    TRACE_BEGIN();
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call (every write loop covers whole warps)
     auto put = [&](int i, float v) { store_out_xq8<N_HEADS * HEAD_DIM, XQ_PLANES, XQ_OUT>(out, xq, i, v); };
@@ -281,7 +280,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
             if (tid == 0) issue(i + STAGES);
         }
     }
-    TRACE_MARK(2);
     // the warps' states through shared memory (the ring, drained: every tile was waited for)
     l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
     l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
@@ -328,7 +326,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     // the cluster (1 x N_SPLITS blocks: rank = split) combines through distributed shared memory:
     // active block r (r < n_active) writes outputs [r * per, (r + 1) * per) of the group's QPG x HEAD_DIM
     cluster_barrier();
-    TRACE_MARK(3);
     {
         constexpr int ITEMS = QPG * HEAD_DIM;
         const int per = XQ_OUT ? (ITEMS / 32 + n_active - 1) / n_active * 32 : (ITEMS + n_active - 1) / n_active;
@@ -356,7 +353,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     if (tid == 0) last = atomicAdd(tickets + kvh, 1u) == (unsigned)n_active - 1u;
     __syncthreads();
     if (!last) return;
-    TRACE_MARK(3);
     __threadfence();
 #if MERGE1
     // one round trip: a thread loads its head's (m_s, l_s) and its dim's O_s of every split at once

@@ -96,7 +96,6 @@ __device__ __forceinline__ void ap_mma(float* c, const uint32_t* a, const uint32
 extern "C" __global__ void __launch_bounds__(AP_NT)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr, float* out,
             const int* seq_ptr, int m) {
-    TRACE_BEGIN();
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     constexpr float C = (float)(SCALE) * 1.4426950408889634f;  // scores in base 2
     JITLLM_DYN_SMEM(uint8_t, smem);  // [2 stages][K, V][BC][AP_RS]

@@ -6,7 +6,7 @@
 // args:    (x, y)   x: f32 [rows, N]; y: 16-bit [rows, N]. PRECOND: 16-byte aligned rows.
 // bytes:   rows * N * 6
 // reference: round to nearest even, as __float2half_rn / __float2bfloat16_rn (the CPU spec's
-//            matvec is f32; the gemm's tolerance covers this rounding, tests/unit/kernels_gemm_test)
+//            matvec is f32; the gemm's tolerance covers this rounding, tests/gpu/kernels_gemm_test)
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME convert
@@ -17,8 +17,6 @@
 
 #include "common/common.cuh"
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<BF16_OUT>(lo, hi); }
-
 static_assert(N % 4 == 0, "N: multiple of 4");
 
 extern "C" __global__ void __launch_bounds__(BLOCK) KERNEL_NAME(const float* x, void* y) {
@@ -26,5 +24,5 @@ extern "C" __global__ void __launch_bounds__(BLOCK) KERNEL_NAME(const float* x, 
     if (i >= N) return;
     const unsigned long long r = (unsigned long long)blockIdx.y * N;
     const float4 v = *reinterpret_cast<const float4*>(x + r + i);
-    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(y) + r + i) = make_uint2(pack2(v.x, v.y), pack2(v.z, v.w));
+    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(y) + r + i) = pack_16x4<BF16_OUT>(v);
 }

@@ -38,7 +38,6 @@ static_assert(D % 32 == 0 && BLOCK % 32 == 0, "XQ_OUT: whole warps, each a group
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const void* table, const int* token_ptr, float* x, const float* nw, uint8_t* xq) {
-    TRACE_BEGIN();
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int e = blockIdx.x * BLOCK + threadIdx.x;

@@ -50,7 +50,7 @@
 //          from L2) + 4 * m * OUT_ROWS (y) (+ 4 * m * OUT_ROWS resid, + 4 * OUT_ROWS bias)
 // flops:   2 * m * COLS * (weight rows)
 // reference: cpu::matvec for each row of X (+ bias, cpu::swiglu / add_scaled / scale after)
-//            test: tests/unit/kernels_gemm_test.cpp
+//            test: tests/gpu/kernels_gemm_test.cpp
 // precision: MMA: x rounded to f16 (bf16 for BF16 weights: exact weights, no f16 overflow of
 //          bf16-trained activations, 2^-9 relative instead of 2^-11), quantized and F32 weights
 //          dequantized in f32 then rounded once to f16 (2^-11 relative), f32 accumulation over
@@ -71,11 +71,6 @@
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME gemm
 #define WTYPE F16
-#define COLS 4096
-#define ROWS0 4096
-#define N_MAT 1
-#define HAS_BIAS 0
-#define EPI 0
 #define MMA 1
 #endif
 
@@ -222,6 +217,11 @@ __device__ __forceinline__ void gemm_store_swiglu(float* y0, const float* b0, co
     (void)b0; (void)b1;
 }
 
+#if MMA
+// (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits (both MMA paths)
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
+#endif
+
 #if MMA == 2
 #include "common/gemm_wgmma.cuh"
 #elif MMA
@@ -252,8 +252,6 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-// (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
 // Byte offset of 16-byte chunk c (0..3) of row r in a 64-byte-row f16 tile.
 __device__ __forceinline__ uint32_t swz(int r, int c) { return uint32_t(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
 

@@ -31,7 +31,6 @@
 static_assert(OUT16 == 0 || D % 4 == 0, "OUT16: D multiple of 4");
 
 #if OUT16
-__device__ __forceinline__ uint32_t pack16x2(float lo, float hi) { return pack_16x2<OUT16 == 2>(lo, hi); }
 #define OUT_T uint16_t
 #else
 #define OUT_T float
@@ -39,7 +38,6 @@ __device__ __forceinline__ uint32_t pack16x2(float lo, float hi) { return pack_1
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* x, const float* w, OUT_T* y, float eps) {
-    TRACE_BEGIN();
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     __shared__ float red[REDUCE ? 32 : BLOCK];
@@ -68,7 +66,7 @@ KERNEL_NAME(const float* x, const float* w, OUT_T* y, float eps) {
             v = make_float4(v.x * scale, v.y * scale, v.z * scale, v.w * scale);
 #endif
 #if OUT16
-            *reinterpret_cast<uint2*>(yr + k) = make_uint2(pack16x2(v.x, v.y), pack16x2(v.z, v.w));
+            *reinterpret_cast<uint2*>(yr + k) = pack_16x4<OUT16 == 2>(v);
 #else
             *reinterpret_cast<float4*>(yr + k) = v;
 #endif

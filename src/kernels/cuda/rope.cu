@@ -51,7 +51,6 @@ static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && HEAD_DIM % 2 == 0, "rope di
 extern "C" __global__ void __launch_bounds__(HEAD_DIM / 2)
 KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
             const int* pos_ptr, const float* freq_factors, float freq_base, const int* seq_ptr) {
-    TRACE_BEGIN();
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     pdl_launch_dependents();
     pdl_wait();

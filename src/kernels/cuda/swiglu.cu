@@ -18,7 +18,6 @@
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* g, const float* u, float* out) {
-    TRACE_BEGIN();
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     pdl_wait();
     const int i = blockIdx.x * BLOCK + threadIdx.x;

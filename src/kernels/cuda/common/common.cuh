@@ -47,71 +47,12 @@ struct __align__(2) half {
 #ifndef PDL
 #define PDL 0
 #endif
-__device__ __forceinline__ void pdl_wait_impl() {
+__device__ __forceinline__ void pdl_wait() {
 #if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
-// Block trace (TRACE=1; `--block-trace FILE`, profile/block_trace.h reads the records): every
-// warp's lane 0 writes one 64-byte record when the warp ends:
-//   [0] TRACE_ID << 32 | linear block index   [1] warp << 32 | SM id
-//   [2] %globaltimer at the warp's start        [3] after its PDL wait (mark 1; 0 if none)
-//   [4] mark 2 (gemv: x ready; attention: chunk loop done)   [5] mark 3 (gemv: last weight copy
-//   issued; attention: the last split block's merge starts)   [6] at its end   [7] 0
-// The host points each module's `jitllm_trace` at [capacity per SM, SM slots, 6 x 0, one count
-// per SM slot, records: SM slot s's region at s * capacity] and zeroes the counts before every
-// traced step. A warp takes its record slot from its SM's count at its start (the atomic's round
-// trip hidden behind the warp's work; few warps per count), so its end is stores alone.
-// TRACE_BEGIN() opens every kernel that calls pdl_wait(); pdl_wait() then also sets mark 1.
-#ifndef TRACE
-#define TRACE 0
-#endif
-#ifndef TRACE_ID
-#define TRACE_ID 0
-#endif
-#if TRACE
-extern "C" {
-__device__ unsigned long long* jitllm_trace = nullptr;
-}
-__device__ __forceinline__ unsigned long long trace_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-    return t;
-}
-struct TraceWarp {
-    unsigned long long t0, t1 = 0, t2 = 0, t3 = 0, slot = ~0ull;
-    unsigned sm = 0;
-    __device__ TraceWarp() : t0(trace_now()) {
-        unsigned long long* b = jitllm_trace;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        if ((threadIdx.x & 31) == 0 && b != nullptr && sm < b[1]) slot = atomicAdd(b + 8 + sm, 1ull);
-    }
-    __device__ ~TraceWarp() {
-        const unsigned long long end = trace_now();
-        unsigned long long* b = jitllm_trace;
-        if ((threadIdx.x & 31) != 0 || b == nullptr || slot >= b[0]) return;
-        const unsigned blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-        const unsigned warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
-        unsigned long long* r = b + 8 + ((b[1] + 7) & ~7ull) + 8 * (sm * b[0] + slot);
-        r[0] = (unsigned long long)TRACE_ID << 32 | blk;
-        r[1] = (unsigned long long)warp << 32 | sm;
-        r[2] = t0;
-        r[3] = t1;
-        r[4] = t2;
-        r[5] = t3;
-        r[6] = end;
-        r[7] = 0;
-    }
-};
-#define TRACE_BEGIN() TraceWarp jl_trace_warp_
-#define TRACE_MARK(i) (jl_trace_warp_.JITLLM_CAT(t, i) = trace_now())
-#define pdl_wait() (pdl_wait_impl(), void(TRACE_MARK(1)))
-#else
-#define TRACE_BEGIN() ((void)0)
-#define TRACE_MARK(i) ((void)0)
-#define pdl_wait() pdl_wait_impl()
-#endif
 __device__ __forceinline__ void pdl_launch_dependents() {
 #if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -144,6 +85,11 @@ __device__ __forceinline__ uint32_t pack_16x2(float lo, float hi) {
     else
         asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+}
+// A float4 -> four packed 16-bit values (x, y in .x; z, w in .y), as pack_16x2.
+template <int BF16_PAIR>
+__device__ __forceinline__ uint2 pack_16x4(float4 v) {
+    return make_uint2(pack_16x2<BF16_PAIR>(v.x, v.y), pack_16x2<BF16_PAIR>(v.z, v.w));
 }
 // A 16-byte read-only weight load that does not allocate in L1 (weights are read once per
 // token; L1 stays for activations). PRECOND: p is 16-byte aligned.

@@ -85,9 +85,6 @@ __device__ __forceinline__ uint64_t g2_desc(uint32_t saddr) {
     return uint64_t((saddr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
-// (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
-
 #if !G2_ASYNC_W
 // (1024 + byte) pairs as f16 (exact), minus `off2` (exact: small integers), times d2: one
 // rounding of the exact product d * n, the same f16 value as the f32 path's pack2(d * n).
@@ -190,6 +187,45 @@ __device__ __forceinline__ void g2_mma(float* acc, uint64_t da, uint64_t db) {
     wgmma_n256(acc, da, db);
 #endif
 }
+// The producer's K loop over G2_NK steps: step(kt, slot, sb, set) fills ring slot `slot` = kt %
+// STAGES (shared address sb) once its consumers have released it; load(set, kt) fetches step kt's
+// register inputs (N values of T) ahead. SETS 0: no register inputs (step gets null); 1: one set,
+// reloaded after each step; 2: two sets in turn, so step kt + 2's loads are in flight during kt + 1.
+template <int SETS, typename T, int N, typename Load, typename Step>
+__device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, Load load, Step step) {
+    auto fill = [&](int kt, const T* set) {
+        const int slot = kt % STAGES;
+        const uint32_t sb = base + slot * G2_STAGE_BYTES;
+        if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+        step(kt, slot, sb, set);
+    };
+    if constexpr (SETS == 0) {
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; ++kt) fill(kt, static_cast<const T*>(nullptr));
+        (void)load;
+    } else if constexpr (SETS == 1) {
+        T a[N];
+        load(a, 0);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; ++kt) {
+            fill(kt, a);
+            if (kt + 1 < G2_NK) load(a, kt + 1);
+        }
+    } else {
+        T a[N], b[N];
+        load(a, 0);
+        if (G2_NK > 1) load(b, 1);
+#pragma unroll 1
+        for (int kt = 0; kt < G2_NK; kt += 2) {
+            fill(kt, a);
+            if (kt + 2 < G2_NK) load(a, kt + 2);
+            if (kt + 1 < G2_NK) {
+                fill(kt + 1, b);
+                if (kt + 3 < G2_NK) load(b, kt + 3);
+            }
+        }
+    }
+}
 // keeps the compiler from moving accumulator accesses across wgmma issue / wait
 __device__ __forceinline__ void g2_fence_acc(float* acc) {
 #pragma unroll
@@ -235,6 +271,20 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             }
         };
 #endif
+#if X_F16 && !G2_RAW
+        // 16-bit x: step kt's x tile by cp.async (zero-filled past m and COLS)
+        auto issue_x = [&](int kt, uint32_t sb) {
+            const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
+            const int k = kt * 64 + 8 * c;
+#pragma unroll
+            for (int i = 0; i < G2_XC; ++i) {
+                const int r = (tid >> 3) + G2_PROWS * i;
+                const bool ok = m0 + r < m && k < COLS;
+                cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
+                           ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
+            }
+        };
+#endif
 #if G2_RAW
         // raw ring: step kt's G2_RB bytes of each of the BN rows, copied 4 bytes at a time by
         // consecutive threads (one commit group per step), shared by the producers after a
@@ -257,11 +307,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         };
 #pragma unroll 1
         for (int s = 0; s < G2_RS - 1; ++s) issue_raw(s);
-#pragma unroll 1
-        for (int kt = 0; kt < G2_NK; ++kt) {
-            const int slot = kt % STAGES;
-            const uint32_t sb = base + slot * G2_STAGE_BYTES;
-            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+        auto step = [&](int kt, int slot, uint32_t sb, const uint4*) {  // (no register inputs)
             const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_XC; ++i) {
@@ -284,31 +330,22 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             }
             fence_proxy_async();
             mbar_arrive(full + 8 * slot);
-        }
+        };
+        g2_produce<0, uint4, 1>(base, empty, [](uint4*, int) {}, step);
         (void)wsrc;
 #elif !G2_ASYNC_W
         // quantized weights: raw words two K steps ahead in registers (G2_WSETS sets), decoded
         // to f16 and stored swizzled after the x copies of the step are issued
-        const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
         auto wload = [&](WRaw* wr, int kt) {
             const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_WC; ++i)
                 if (wsrc[i] != nullptr && k < COLS) wr[i] = gemm_wload(wsrc[i], k);
         };
-        auto step = [&](int kt, const WRaw* wr) {
-            const int slot = kt % STAGES;
-            const uint32_t sb = base + slot * G2_STAGE_BYTES;
-            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
-            const int k = kt * 64 + 8 * c;
-#pragma unroll
-            for (int i = 0; i < G2_XC; ++i) {
-                const int r = (tid >> 3) + G2_PROWS * i;
-                const bool ok = m0 + r < m && k < COLS;
-                cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
-                           ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
-            }
+        auto step = [&](int kt, int slot, uint32_t sb, const WRaw* wr) {
+            issue_x(kt, sb);
             mbar_arrive_cp_async(full + 8 * slot);
+            const int k = kt * 64 + 8 * c;
 #pragma unroll
             for (int i = 0; i < G2_WC; ++i) {
                 const int r = (tid >> 3) + G2_PROWS * i;
@@ -319,45 +356,14 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             fence_proxy_async();
             mbar_arrive(full + 8 * slot);
         };
-        WRaw wa[G2_WC];
-        wload(wa, 0);
-#if G2_WSETS == 1
-#pragma unroll 1
-        for (int kt = 0; kt < G2_NK; ++kt) {
-            step(kt, wa);
-            if (kt + 1 < G2_NK) wload(wa, kt + 1);
-        }
-#else
-        WRaw wb[G2_WC];
-        if (G2_NK > 1) wload(wb, 1);
-#pragma unroll 1
-        for (int kt = 0; kt < G2_NK; kt += 2) {
-            step(kt, wa);
-            if (kt + 2 < G2_NK) wload(wa, kt + 2);
-            if (kt + 1 < G2_NK) {
-                step(kt + 1, wb);
-                if (kt + 3 < G2_NK) wload(wb, kt + 3);
-            }
-        }
-#endif
+        g2_produce<G2_WSETS, WRaw, G2_WC>(base, empty, wload, step);
 #elif X_F16
-        const uint8_t* X = reinterpret_cast<const uint8_t*>(x);
-#pragma unroll 1
-        for (int kt = 0; kt < G2_NK; ++kt) {
-            const int slot = kt % STAGES;
-            const uint32_t sb = base + slot * G2_STAGE_BYTES;
-            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+        auto step = [&](int kt, int slot, uint32_t sb, const uint4*) {  // (no register inputs)
             issue_w(kt, sb);
-            const int k = kt * 64 + 8 * c;
-#pragma unroll
-            for (int i = 0; i < G2_XC; ++i) {
-                const int r = (tid >> 3) + G2_PROWS * i;
-                const bool ok = m0 + r < m && k < COLS;
-                cp_async16(sb + r * 128 + ((c ^ (r & 7)) << 4),
-                           ok ? X + 2 * ((unsigned long long)(m0 + r) * COLS + k) : X, ok ? 16 : 0);
-            }
+            issue_x(kt, sb);
             mbar_arrive_cp_async(full + 8 * slot);
-        }
+        };
+        g2_produce<0, uint4, 1>(base, empty, [](uint4*, int) {}, step);
 #else
         // f32 x: float4 f = tid & 15 of row (tid >> 4) + 8 i; two K steps in flight in registers
         const int f = tid & 15;
@@ -371,10 +377,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
         };
-        auto step = [&](int kt, const float4* xr) {
-            const int slot = kt % STAGES;
-            const uint32_t sb = base + slot * G2_STAGE_BYTES;
-            if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
+        auto step = [&](int kt, int slot, uint32_t sb, const float4* xr) {
             issue_w(kt, sb);
             mbar_arrive_cp_async(full + 8 * slot);
 #pragma unroll
@@ -386,28 +389,8 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             fence_proxy_async();
             mbar_arrive(full + 8 * slot);
         };
-#if BN == 256  // the consumers' 128 accumulators leave room for one x set only
-        float4 xa[G2_XF];
-        load_x(xa, 0);
-#pragma unroll 1
-        for (int kt = 0; kt < G2_NK; ++kt) {
-            step(kt, xa);
-            if (kt + 1 < G2_NK) load_x(xa, kt + 1);
-        }
-#else
-        float4 xa[G2_XF], xb[G2_XF];
-        load_x(xa, 0);
-        if (G2_NK > 1) load_x(xb, 1);
-#pragma unroll 1
-        for (int kt = 0; kt < G2_NK; kt += 2) {
-            step(kt, xa);
-            if (kt + 2 < G2_NK) load_x(xa, kt + 2);
-            if (kt + 1 < G2_NK) {
-                step(kt + 1, xb);
-                if (kt + 3 < G2_NK) load_x(xb, kt + 3);
-            }
-        }
-#endif
+        // (BN 256: the consumers' 128 accumulators leave room for one x set only)
+        g2_produce<BN == 256 ? 1 : 2, float4, G2_XF>(base, empty, load_x, step);
 #endif
         asm volatile("cp.async.wait_all;" ::: "memory");
         return;

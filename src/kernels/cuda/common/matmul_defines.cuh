@@ -2,6 +2,12 @@
 // both read the same fusion parameters; see gemv.cu's header for their meaning).
 #pragma once
 
+#ifndef JITLLM_JIT  // a standalone syntax check's shape (the JIT passes every one of these)
+#define COLS 4096
+#define ROWS0 4096
+#define N_MAT 1
+#define EPI 0
+#endif
 #if !defined(ROWS0) && defined(ROWS)
 #define ROWS0 ROWS
 #endif

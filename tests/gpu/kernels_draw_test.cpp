@@ -21,7 +21,7 @@
 #include "plan/plan.h"
 #include "runtime/sampler.h"
 #include "fixtures/engine_factory.h"  // cuda_available
-#include "tiny_arch_model.h"
+#include "unit/tiny_arch_model.h"
 
 namespace {
 
