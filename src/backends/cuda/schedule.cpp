@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/cuda/gemm_variant.h"
+#include "backends/cuda/lowering/gates.h"
 #include "core/error.h"
 #include "quant/quant.h"
 
@@ -55,478 +56,17 @@ std::string group_name(const std::vector<const Task*>& ts) {
     return g;
 }
 
-struct Gates {
-    bool gemv_warp, norm_warp, attn_split, sample_warp;
-    bool gemm_mma = false;  // tensor-core matrix-matrix kernels in the batch phase
-    bool gemm_wgmma = false;  // Hopper warpgroup MMA for F16/BF16 weights
-    bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
-    bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
-    bool attn_tma = false;          // attn.kv=tma: split-KV decode attention fed by tensor-map copies, on tensor cores
-    bool batch_small = false;  // batch steps of few rows through the gemv kernels
-    bool batch_pdl = false;    // ... launched with PDL (gate batch.pdl)
-    bool batch_xrows = false;  // a third list for steps of 2+ rows (gate batch.xrows)
-    bool rope_table = false;   // rope.angles=table: (cos, sin) read from the host-filled table
-    bool rope_fuse = false;    // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue
-    // gemv.early=load: the first weight step before griddepcontrol.wait; by default for the
-    // split-layout gemvs only (forced: every gemv)
-    bool gemv_early = false, gemv_early_all = false;
-    // gemv.grid=capped: at most 2 blocks per SM, each looping over its row groups; by default for
-    // split-layout gemvs of >= 4096 columns only (forced: every gemv)
-    bool gemv_cap = false, gemv_cap_all = false;
-    // gemv.load=bulk: decode's split-layout gemvs stream rows by cp.async.bulk into smem rings; by
-    // default for those of >= 4096 columns and rows (forced: every split-layout decode gemv and the
-    // plain-type ones with x in shared memory)
-    bool gemv_bulk = false, gemv_bulk_all = false;
-    // gemv.trigger=start: split-layout bulk gemvs trigger their PDL dependents at their start
-    // (forced: every gemv)
-    bool gemv_trigger = false, gemv_trigger_all = false;
-    // gemv.xq=producer: a SwiGLU bulk gemv quantizes its output for the split-layout bulk gemv
-    // after it (gemv.cu XQ_OUT / XQ_IN; a pair of blocks a cluster completes each group of 32)
-    bool gemv_xq = false, gemv_xq_all = false;  // (by default where the consumer is Q4_0; forced: Q8_0 too)
-    // attn.early=kv: the split SIMT decode kernel loads its first chunk before the PDL wait
-    bool attn_early = false;
-    // sample.fuse=gemv: decode's greedy pick inside the output gemv (gemv.cu ARGMAX)
-    bool sample_fuse = false;
-    // step.advance=device: decode's pick kernel advances the token and position slots itself
-    bool step_advance = false;
-    // sample.draw=device: decode's pick kernel also draws when the host's parameters say so (argmax.cu DRAW)
-    bool sample_draw = false;
-};
-
 class Lowering {
 public:
     Lowering(const Plan& p, const DeviceInfo& d, const ScheduleOptions& o, Schedule& s)
         : p_(p), c_(*p.config), d_(d), o_(o), s_(s) {}
 
-    void decide_gates() {
-        auto forced = [&](const std::string& gate, const std::string& a, const std::string& b,
-                          bool want_a, const std::string& reason) {
-            bool pick_a = want_a;
-            std::string why = reason;
-            if (auto it = o_.force.find(gate); it != o_.force.end()) {
-                if (it->second != a && it->second != b)
-                    fail_usage("--force-variant {}={}: expected {} or {}", gate, it->second, a, b);
-                pick_a = it->second == a;
-                why = "forced by --force-variant";
-            }
-            s_.gates.push_back({gate, pick_a ? a : b, pick_a ? b : a, why});
-            return pick_a;
-        };
-        // A gate whose side `a` needs what `missing` names (empty: nothing is missing): side b then,
-        // and forcing side a is refused with that sentence.
-        auto forced_if = [&](const std::string& gate, const std::string& a, const std::string& b, bool want_a,
-                             const std::string& missing, const std::string& reason) {
-            const bool pick_a = forced(gate, a, b, want_a && missing.empty(), missing.empty() ? reason : missing);
-            if (pick_a && !missing.empty()) fail_usage("--force-variant {}={}: {}", gate, a, missing);
-            return pick_a;
-        };
-        const bool warp32 = d_.warp_size == 32;
-        const std::string wr = warp32 ? "warp size 32: lanes reduce with __shfl_xor_sync"
-                                      : fmt::format("warp size {} != 32: shared-memory tree", d_.warp_size);
-        g_.gemv_warp = forced("gemv.reduce", "warp", "tree", warp32, wr);
-        g_.norm_warp = forced("norm.reduce", "warp", "tree", warp32, wr);
-        g_.sample_warp = forced("sample.reduce", "warp", "tree", warp32, wr);
-        // Split-KV when one block per kv head leaves most SMs idle, at any context: below one
-        // chunk the split kernel still runs one block per query head (onepass: one per kv head).
-        // H200 tg128 at n_ctx 128 (bench's default for -p 0 -n 128), session 12: 8B Q8_0 onepass
-        // 417.8 against split 439.5 (n_ctx 1024), 1B Q4_0 2100.0 against 2180.0
-        const bool split = c_.n_kv_heads * 4 < d_.sm_count;
-        g_.attn_split = forced("attn.algo", "split", "onepass", split,
-                               fmt::format("{} kv heads on {} SMs, context {}: {}", c_.n_kv_heads,
-                                           d_.sm_count, p_.n_ctx,
-                                           split ? "split the context across blocks (one block per query head "
-                                                   "below a chunk)"
-                                                 : "one block per kv head fills the device"));
-        // Tensor-core gate for the batched-prefill matrix-matrix products (prefill issue): decided
-        // and printed now so the gate exists before any kernel uses it.
-        {
-            const int cc = d_.cc();
-            std::string why;
-            const bool mma = gemm_mma_supported(GgmlType::F16, cc, &why);
-            g_.gemm_mma = forced("gemm.mma", "mma", "simt", mma,
-                                 mma ? fmt::format("compute capability {}.{}: mma.sync m16n8k16 tensor cores for the "
-                                                   "batch phase's matrix products (F32 weights stay SIMT: f32 precision)",
-                                                   d_.cc_major, d_.cc_minor)
-                                     : why);
-        }
-        {
-            const int cc = d_.cc();
-            const bool wg = g_.gemm_mma && gemm_mma_level(GgmlType::F16, cc) >= 2;
-            g_.gemm_wgmma = forced("gemm.wgmma", "wgmma", "mma", wg,
-                                   wg ? "sm_90: wgmma.mma_async from shared memory (sm_90a) for F16/BF16 and quantized "
-                                        "weights (dequantized to f16 in shared memory), activations in 16 bits"
-                                      : fmt::format("compute capability {}.{}{}: no wgmma", d_.cc_major, d_.cc_minor,
-                                                    g_.gemm_mma ? "" : " (and gemm.mma=simt)"));
-        }
-        {
-            // Batch-phase attention: flash-attention-2 style tiles on mma.sync (attention_prefill.cu)
-            // or one block per (kv head, row) on SIMT units (attention_decode.cu BATCH=1)
-            const int cc = d_.cc();
-            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
-            std::string why;
-            if (cc < 80) why = fmt::format("compute capability {}.{}: no mma.sync f16 / cp.async", d_.cc_major, d_.cc_minor);
-            else if (o_.kv_f32) why = "--kv-f32: the mma kernel reads a half KV cache";
-            else if (c_.head_dim % 16 != 0 || c_.head_dim > 256) why = fmt::format("head_dim {} not a multiple of 16 <= 256", c_.head_dim);
-            else if (qpg > 64) why = fmt::format("{} query heads per kv head > 64", qpg);
-            g_.attn_prefill_mma = forced_if("attn.prefill", "mma", "rows", true, why,
-                                            fmt::format("compute capability {}.{}: causal tiles of rows on mma.sync "
-                                                        "m16n8k16, K/V shared by the rows of a sequence",
-                                                        d_.cc_major, d_.cc_minor));
-        }
-        {
-            // attn.vsum=half2 (sm_80+): the SIMT decode kernel sums a tile's weighted V rows in f16
-            // pairs (fma.rn.f16x2, the weights rounded to f16) and adds them to its f32 output once
-            // per tile, instead of converting every V element and FMA-ing in f32: 4 instructions per
-            // position and 8 dims instead of ~25 (the kernel is issue-bound at depth: 0.47 issued
-            // warps per scheduler, session 9). H200, 8B Q8_0 tg128 (session 10, one machine): depth
-            // 4096 379.55 -> 382.45 (depth 0 426.48 -> 423.93, noise: one block per head there);
-            // with the one-trip merge 383.16 against 380.61 (depth 0 425.84 / 426.89).
-            const int cc = d_.cc();
-            std::string why;
-            if (cc < 80) why = fmt::format("compute capability {}.{}: no cvt.rn.f16x2.f32", d_.cc_major, d_.cc_minor);
-            else if (o_.kv_f32) why = "--kv-f32: V is read as floats";
-            else if (!g_.norm_warp) why = "norm.reduce=tree: the half2 sum sits in the shuffle-reduction loop";
-            g_.attn_vh2 = forced_if("attn.vsum", "half2", "float", true, why,
-                                    "a tile's weighted V rows summed in f16 pairs, once per tile into the f32 output "
-                                    "(H200, 8B Q8_0 at depth 4096: +0.8 % tok/s)");
-        }
-        {
-            // attn.early=kv (attention_decode.cu EARLY_KV): each split-KV block reads the position
-            // and loads its first chunk's K/V rows before griddepcontrol.wait, so those loads run
-            // while the q/k/v gemv drains; the current position's row (that gemv's store) after
-            // it. Needs the position and the earlier rows final before a step's first kernel (the
-            // host copies the position before the step's launches or graph). H200, tg128, same
-            // machine (session 13): 8B Q8_0 450.21 -> 455.43, Q4_0 677.32 -> 695.78; depth 4096
-            // 399.60 -> 399.96 (depth 0 445.38 -> 456.16 in that run).
-            std::string why;
-            if (!g_.attn_split) why = "attn.algo=onepass: one block per kv head reads the position first";
-            g_.attn_early = forced_if("attn.early", "kv", "wait", true, why,
-                                      "split-KV blocks load their first chunk of K/V before waiting for the q/k/v gemv "
-                                      "(H200: 8B Q8_0 +1.2 %, Q4_0 +2.7 % tok/s; the SIMT kernel with --attn-pipe 2, "
-                                      "no sliding window)");
-        }
-        {
-            // attn.kv=tma (attention_decode_tma.cu, sm_90): each split-KV block (kv head, split) has
-            // its K/V tiles (TP = --attn-chunk positions: 64, 128 or 256) copied into a shared-memory
-            // ring by tensor-map copies (one cp.async.bulk.tensor a 64-dim box, issued by one thread,
-            // before the PDL wait; the current row patched after it), and serves every query head of
-            // its kv head with mma.sync from there (ldmatrix from 128-byte-swizzled boxes). No thread
-            // holds a K/V load and the arithmetic is 32 mma a warp per 16 positions for the whole
-            // group. Where it runs, the attention gates above (attn.decode, attn.stage, attn.merge,
-            // attn.vsum, attn.kdot, attn.early) describe the register kernel, which does not.
-            const int cc = d_.cc();
-            const int qpg = c_.n_heads / std::max(1, c_.n_kv_heads);
-            std::string why;
-            if (!g_.attn_split) why = "attn.algo=onepass: the tensor-map kernel is split-KV";
-            else if (cc < 90)
-                why = fmt::format("compute capability {}.{}: no tensor-map copies (sm_90+)", d_.cc_major, d_.cc_minor);
-            else if (o_.kv_f32) why = "--kv-f32: the tensor-map kernel reads a half KV cache";
-            else if (!g_.norm_warp) why = "norm.reduce=tree: the tensor-map kernel's softmax uses warp shuffles";
-            else if (c_.head_dim != 64 && c_.head_dim != 128) why = fmt::format("head_dim {}: 64 or 128", c_.head_dim);
-            else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the mma rows)", qpg);
-            else if (o_.attn_pipe > 0 || o_.attn_heads_per_block > 0)
-                why = "attn.pipe and attn.heads_per_block are the register kernel's";
-            else if (const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128; tp != 64 && tp != 128 && tp != 256)
-                why = fmt::format("--attn-chunk {}: the tensor-map kernel's tiles are 64, 128 or 256 positions", tp);
-            else if (const int st = tma_stages();
-                     st > 8 || tma_smem(tp, st) > d_.max_shared_block())
-                why = fmt::format("--attn-kv-stages {} of {} positions: the tensor-map kernel's ring takes 1 to 8 slots of at most "
-                                  "{} bytes in all (found {})", st, tp, d_.max_shared_block(), tma_smem(tp, st));
-            // Default where the plan's context exceeds two 128-position tiles. H200, tg128, one machine
-            // (session 27, 128-position tiles through 2 slots): 8B Q8_0 at depth 4096 417.02 / 416.84 ->
-            // 431.65 (16 splits) / 433.07 (12), at depth 0 480.06 / 480.65 -> 471.90 / 473.15 (-1.5 %);
-            // 8B Q4_0 603.35 -> 639.08 at depth 4096 (+5.9 %), 741.78 -> 742.86 at depth 0. A context
-            // that stays within two tiles gains nothing from it, so short plans keep the register kernel.
-            // Head dim 64 keeps the register kernel: H200, 1B Q4_0 (32 x 64 heads, 8 kv), one machine
-            // (session 28): depth 4096 1869.97 tok/s with it against 1734.11 with the tensor-map kernel,
-            // depth 0 2239.46 against 2229.78.
-            const bool long_ctx = p_.n_ctx > 256, hd128 = c_.head_dim == 128;
-            g_.attn_tma = forced_if("attn.kv", "tma", "ld", long_ctx && hd128, why,
-                                    !long_ctx ? fmt::format("context {} <= 256: within two tiles, the register kernel (the "
-                                                            "tensor-map kernel: H200 8B Q8_0 -1.5 % at depth 0)", p_.n_ctx)
-                                    : !hd128  ? fmt::format("head_dim {}: the register kernel (H200 1B Q4_0 at depth 4096: "
-                                                            "1870.0 tok/s against 1734.1 with the tensor-map kernel)", c_.head_dim)
-                                              : fmt::format("context {} > 256: K/V tiles by tensor-map copies before the PDL "
-                                                            "wait, the group's heads on mma.sync (H200 at depth 4096: 8B Q8_0 "
-                                                            "+3.9 %, Q4_0 +5.9 %; depth 0: Q8_0 -1.5 %, Q4_0 +0.1 %){}",
-                                                            p_.n_ctx,
-                                                            tma_from() > 0 ? fmt::format("; positions below {} on a second graph "
-                                                                                         "with the register kernel (--attn-tma-from)",
-                                                                                         std::min(tma_from(), p_.n_ctx))
-                                                                           : std::string()));
-        }
-        {
-            // Batch steps of up to --batch-small-rows rows (a server with one or a few active slots;
-            // the logits row after a prompt chunk): the matrix products as gemv kernels over the
-            // rows instead of GEMM tiles built for many rows (measured: perf-notes session 22).
-            g_.batch_small = forced("batch.small", "gemv", "gemm", true,
-                                    "batch steps of up to --batch-small-rows (8) rows through the gemv kernels: the weights "
-                                    "streamed once for the rows (H200, jitllm serve, greedy: 8B Q8_0 one client 350.8 tok/s "
-                                    "against 68.6 with the GEMM, 8 clients 777.4 against 529.6; 1B Q4_0 1680.6 against 261.4, "
-                                    "3626.4 against 2007.6; at 32 rows a step the GEMM is faster)");
-        }
-        {
-            // Steps of 2 .. --batch-small-rows rows (a server's concurrent slots) through a third batch
-            // list whose split-layout Q4_0/Q8_0 gemvs take --batch-xrows (4) rows a block: each weight
-            // row read once for them instead of once a row (gemv.cu XROWS); one-row steps keep the
-            // small-step list. H200, jitllm serve, greedy, 8 clients (session 23): 8B Q8_0 1501.4 tok/s
-            // (1547.2 with 8 rows a block) against 771.9, 1B Q4_0 4877.6 (4576.4) against 3592.0
-            std::string why;
-            if (!g_.batch_small) why = "batch.small=gemm: no gemv list for small steps";
-            else if (o_.batch_xrows < 2) why = "--batch-xrows 0: each row of a step reads the weights";
-            g_.batch_xrows = forced_if("batch.xrows", "shared", "per-row", true, why,
-                                       fmt::format("steps of 2 or more rows: split-layout Q4_0/Q8_0 gemvs read each weight "
-                                                   "row once for {} rows (H200 serve, 8 clients: 8B Q8_0 1501.4 tok/s "
-                                                   "against 771.9, 1B Q4_0 4877.6 against 3592.0)", o_.batch_xrows));
-        }
-        {
-            // Q4_0/Q8_0 matrices in the split device layout: their 18/34-byte blocks are only
-            // 2-aligned, so 16-byte loads need the quants and the scales in separate runs. Every
-            // weight a matrix product reads qualifies when its rows are whole 256-element
-            // multiples (both runs 16-byte aligned); the embedding table keeps GGUF blocks
-            // (embed.cu reads rows of it; a tied output projection then reads blocks too).
-            std::set<const WeightTensor*> embed, mats;
-            for (const auto* ph : {&p_.decode, &p_.prefill, &p_.batch})
-                for (const Task& tk : *ph)
-                    for (const WeightTensor* w : tk.w)
-                        if (w) (tk.kind == K::TokenEmbd ? embed : mats).insert(w);
-            std::set<const WeightTensor*> split;
-            for (const WeightTensor* w : mats)
-                if (split_layout_type(w->type) && w->cols % 256 == 0 && w->rows > 1 && !embed.count(w)) split.insert(w);
-            const bool any = !split.empty();
-            const bool use = forced("weights.layout", "split", "blocks", any,
-                                    any ? fmt::format("{} Q4_0/Q8_0 matrices with rows of a multiple of 256 elements: quants "
-                                                      "and f16 scales in separate 16-byte-aligned runs per row (16-byte "
-                                                      "loads, no shared-memory staging); the embedding table keeps GGUF blocks",
-                                                      split.size())
-                                        : "no Q4_0/Q8_0 matrix with rows of a multiple of 256 elements: GGUF blocks");
-            if (use) s_.split_weights = std::move(split);
-        }
-        {
-            // H200, tg128, same machine (docs/perf-notes.md): PDL +2-3 % for F16 models; with the
-            // split-layout quantized gemv it was -3 to -5 % until the int8-x gemv and the coherent
-            // activation loads (2026-12-01), now +2.9 to +3.6 % (8B Q4_0/Q8_0, 1B Q4_0/Q8_0)
-            const bool sm90 = d_.cc_major >= 9;
-            const bool want = sm90;
-            pdl_ = forced("launch.pdl", "pdl", "serial", want,
-                          want ? fmt::format("compute capability {}.{}: decode kernels launched with programmatic stream "
-                                             "serialization, each waits (griddepcontrol.wait) before reading its inputs, "
-                                             "so launch and prologue overlap the previous kernel",
-                                             d_.cc_major, d_.cc_minor)
-                               : fmt::format("compute capability {}.{}: no programmatic dependent launch (sm_90+)",
-                                             d_.cc_major, d_.cc_minor));
-            if (pdl_ && !sm90) fail_usage("--force-variant launch.pdl=pdl: needs compute capability 9.0+");
-        }
-        {
-            // The server's small steps (the batch.small gemv list) launched with PDL as decode is:
-            // every kernel of that list waits before reading an earlier kernel's output. The GEMM
-            // list stays serial (gemm.cu / convert.cu have no PDL wait). H200, jitllm serve, greedy
-            // (session 23): 8B Q8_0 one client 362.4 tok/s against 352.5 serial, 8 clients 777.6
-            // against 775.1; 1B Q4_0 1788.4 against 1666.0, 3550.0 against 3579.3
-            std::string why;
-            if (!g_.batch_small) why = "batch.small=gemm: no gemv list for small steps";
-            else if (!pdl_) why = "launch.pdl=serial: no programmatic dependent launch";
-            g_.batch_pdl = forced_if("batch.pdl", "pdl", "serial", true, why,
-                                     "the small-step gemv list launched with PDL as decode (H200 serve, one client: "
-                                     "8B Q8_0 362.4 tok/s against 352.5, 1B Q4_0 1788.4 against 1666.0; 8 clients "
-                                     "the same within 1 %)");
-        }
-        {
-            // H200, tg128, same machine (docs/perf-notes.md, session 6): with the table 1B F16
-            // +1.2 %, 1B Q4_0 +4.2 %; with the table and rope.fuse=gemv +1.4 to +4.5 % on all six
-            // shapes (the fused epilogue without the table: +0.7 / -0.8 %, its per-pair double pow
-            // + sincos sat on the kernel's tail)
-            const size_t bytes = rope_table_bytes();
-            const size_t cap = size_t(256) << 20;
-            const bool want = c_.n_rot > 0 && bytes <= cap;
-            g_.rope_table = forced("rope.angles", "table", "computed", want,
-                                   want ? fmt::format("RoPE (cos, sin) of every (position, pair) computed once on the host as "
-                                                      "the CPU computes them, {} x {} pairs ({:.1f} MiB), read by the rope kernels",
-                                                      p_.n_ctx, c_.n_rot / 2, double(bytes) / double(1 << 20))
-                                        : fmt::format("a table of {} x {} pairs would take {:.1f} MiB (> 256): angles computed per pair",
-                                                      p_.n_ctx, c_.n_rot / 2, double(bytes) / double(1 << 20)));
-            const bool fuse = o_.fuse && g_.rope_table;
-            g_.rope_fuse = forced("rope.fuse", "gemv", "kernel", fuse,
-                                  fuse ? "RoPE and the KV-cache store in the q/k/v gemv's epilogue (angles from the table) where one "
-                                         "launch serves q, k and v and RoPE pairs are adjacent: one launch per layer less"
-                                       : !o_.fuse ? "--no-fuse" : "angles computed per pair: the epilogue would carry them");
-        }
-        {
-            // H200, tg128, same machine (session 6): early first load with PDL +1.6 % 1B Q4_0,
-            // +6.7 % 1B Q8_0; on 8B -4.6 % Q4_0 / -0.7 % Q8_0 alone but +3.3 % / +2.6 % together
-            // with the grid cap; F16 gemvs -16 % (1B) / -13 % (8B): they wait. The cap alone: +2.4 %
-            // 1B Q4_0, -3 % with the early load on 1B Q8_0 (2048 columns), -3 to -5 % on F16.
-            const bool any_split = !s_.split_weights.empty();
-            const bool early = pdl_ && any_split;
-            g_.gemv_early = forced("gemv.early", "load", "wait", early,
-                                   early ? "PDL: the split-layout (Q4_0/Q8_0) gemvs load their first weight step before "
-                                           "griddepcontrol.wait, so the weight stream starts while the previous kernel drains "
-                                           "(plain F16/F32 gemvs wait: measured slower)"
-                                         : !pdl_ ? "no programmatic dependent launch: nothing to overlap"
-                                                 : "no split-layout matrix (plain F16/F32 gemvs wait: measured slower)");
-            g_.gemv_early_all = g_.gemv_early && o_.force.count("gemv.early");
-            bool wide = false;
-            for (const WeightTensor* w : s_.split_weights) wide = wide || w->cols >= kCapCols;
-            g_.gemv_cap = forced("gemv.grid", "capped", "full", wide,
-                                 wide ? "split-layout gemvs of >= 4096 columns: at most 2 blocks per SM, each quantizes x once "
-                                        "and loops over its row groups"
-                                      : "no split-layout matrix of >= 4096 columns: one block per row group");
-            g_.gemv_cap_all = g_.gemv_cap && o_.force.count("gemv.grid");
-        }
-        {
-            // gemv.load=bulk (sm_90: cp.async.bulk + mbarrier transaction counts): decode's split-layout
-            // gemvs get their weights through per-warp shared-memory rings filled by bulk copies
-            // (gemv.cu BULK), one block per SM, instead of 16-byte loads into registers (`lanes`).
-            // H200, tg128, same machine (session 7): 8B Q4_0 530 -> 618 tok/s, 8B Q8_0 366 -> 410 with
-            // 16 warps and ~200 KiB of rings per block (8 warps: 509 / 391; 96 KiB: 476 / 335); the
-            // bytes in flight per SM are what the registers could not hold. By default for split
-            // gemvs of >= 4096 columns and rows (forced: every split gemv); 1B (2048-row matrices)
-            // keeps `lanes`: 32 rows per block pass would leave half the SMs idle.
-            // Plain F16 / BF16 / F32 matrices too, whatever their size (session 11, same machine,
-            // 5 repetitions: 8B F16 248.99 -> 251.23 and 245.38 -> 248.96 / 250.40 tok/s on two
-            // machines; 1B F16 1192.2-1197.0 -> 1199.5-1204.8, where the split types' 2048-row
-            // matrices lost: their row sets per SM are too few for the rings; plain rows carry
-            // 2-4x the bytes).
-            const bool sm90 = d_.cc_major >= 9;
-            bool wide = false, plain = false;
-            for (const WeightTensor* w : s_.split_weights) wide = wide || (w->cols >= kCapCols && w->rows >= kCapCols);
-            for (const Task& tk : p_.decode)
-                for (const WeightTensor* w : tk.w)
-                    plain = plain || (w && tk.kind != K::TokenEmbd && w->rows > 1 && is_plain(w->type) && w->cols % 256 == 0);
-            g_.gemv_bulk = forced("gemv.load", "bulk", "lanes", sm90 && (wide || plain),
-                                  !sm90 ? fmt::format("compute capability {}.{}: no cp.async.bulk", d_.cc_major, d_.cc_minor)
-                                  : !(wide || plain)
-                                      ? "no split-layout (Q4_0/Q8_0) matrix of >= 4096 columns and rows, no F16/BF16/F32 "
-                                        "matrix of 256-column multiples: 16-byte loads into registers"
-                                      : "sm_90: split-layout (Q4_0/Q8_0) gemvs of >= 4096 columns and rows and F16/BF16/F32 "
-                                        "gemvs stream their rows by cp.async.bulk into per-warp shared-memory rings (~200 KiB "
-                                        "per block, 16 warps, one block per SM), the first items before the PDL wait");
-            g_.gemv_bulk_all = g_.gemv_bulk && o_.force.count("gemv.load");
-            if (g_.gemv_bulk && !sm90) fail_usage("--force-variant gemv.load=bulk: needs compute capability 9.0+");
-            // gemv.trigger=start (gemv.cu TRIGGER_EARLY): a split-layout bulk gemv lets the next
-            // kernel launch at its own start instead of once each warp's last copy is out. H200,
-            // tg128, same machine (session 12): 8B Q8_0 447.09 -> 451.48, Q4_0 674.46 -> 680.15;
-            // depth 4096 (8B Q8_0) 395.91 -> 399.49. On the F16 bulk gemvs and 1B's `lanes` gemvs
-            // (forced: every gemv) slower: 8B F16 263.22 -> 261.60, 1B F16 1290.4 -> 1271.3, 1B
-            // Q8_0 1732.3 -> 1718.8, 1B Q4_0 2183.3 -> 2127.8, so those keep `loads`.
-            const bool start = pdl_ && g_.gemv_bulk && wide;
-            g_.gemv_trigger = forced_if("gemv.trigger", "start", "loads", start,
-                                        pdl_ ? "" : "no programmatic dependent launch: nothing to trigger",
-                                        start ? "PDL: split-layout bulk gemvs let the next kernel launch at their start "
-                                                "(its blocks take the SMs as this one's leave them; measured +1.0 % on 8B "
-                                                "Q8_0, +0.8 % on Q4_0); other gemvs trigger once their last loads are out"
-                                              : "no split-layout bulk gemv: every gemv triggers once its last loads are out "
-                                                "(the start trigger measured slower on F16 bulk and lanes gemvs)");
-            g_.gemv_trigger_all = g_.gemv_trigger && o_.force.count("gemv.trigger");
-            // gemv.xq=producer (gemv.cu XQ_OUT / XQ_IN): the SwiGLU gate/up gemv also writes its
-            // output quantized to Q8_0 blocks in the layout ffn_down's prologue builds (the same
-            // bits), each group of 32 rows completed by the pair of blocks (one thread-block
-            // cluster) whose warps computed it, by asynchronous stores into the leader's shared
-            // memory; ffn_down's prologue is then one bulk copy of 18 KB instead of 57 KB of f32
-            // through registers, quantized again by every block. H200, 8B tg128 (session 30): that
-            // prologue alone (--gemv-ablate xpre-down, timing only) Q4_0 749.1 -> 789.2 tok/s; the
-            // producer 758.6 / 758.6 against 752.6 / 752.2, and 770.1 / 770.3 with the gemv before
-            // it in clusters of 2 too (whole TPCs: gate/up's pairs land on the free ones); Q8_0 478.0
-            // against 479.9: by default where ffn_down is Q4_0 (forced: Q8_0 too). The decode
-            // attention does the same for attn_output (attn_xq_link; session 31, the groups' max and
-            // sum by redux.sync: 771.0 / 771.5 against 764.9 / 764.9 with --no-attn-xq, the sibling
-            // 748.0 / 747.9)
-            bool q4 = false;
-            for (const WeightTensor* w : s_.split_weights) q4 = q4 || w->type == GgmlType::Q4_0;
-            std::string why_xq;
-            if (!sm90) why_xq = fmt::format("compute capability {}.{}: no thread-block clusters", d_.cc_major, d_.cc_minor);
-            else if (!g_.gemv_bulk) why_xq = "gemv.load=lanes: the producer's pairs are the bulk gemvs' blocks";
-            else if (d_.clusters_1pm[2] > 0 && 2 * d_.clusters_1pm[2] < d_.sm_count)
-                why_xq = fmt::format("only {} clusters of 2 blocks fit at once on {} SMs", d_.clusters_1pm[2], d_.sm_count);
-            g_.gemv_xq = forced_if("gemv.xq", "producer", "block", q4, why_xq,
-                                   q4 ? "sm_90: the SwiGLU gemv quantizes its output for the Q4_0 split-layout gemv after it "
-                                        "(each group of 32 rows completed by a cluster of 2 blocks through distributed shared "
-                                        "memory; the gemv before it in clusters of 2 too), the decode attention its output for "
-                                        "attn_output; those gemvs' x prologue is one bulk copy (H200 8B Q4_0: +3.1 %)" +
-                                        std::string(o_.gemv_xq_norm ? "; --gemv-xq-norm: the embedding and the residual gemvs "
-                                                                      "quantize the residual stream times the next norm weight "
-                                                                      "for the normed gemvs too"
-                                                                    : "")
-                                      : "no Q4_0 split-layout matrix: each block quantizes x (the producer measured -0.4 % on "
-                                        "8B Q8_0)");
-            g_.gemv_xq_all = g_.gemv_xq && o_.force.count("gemv.xq");
-        }
-        {
-            // sample.fuse=gemv: decode's greedy pick (argmax over the vocabulary) inside the output
-            // gemv: every thread keeps the best (value, row) it writes, each block's best goes to one
-            // 64-bit atomicMax and the last block (ticket) writes the token (gemv.cu ARGMAX), instead
-            // of an argmax kernel after it (one launch and a read of the logits less a token). The
-            // logits are still written (the host reads them when asked). In one list, measured on the H200
-            // (session 15, tg128): 1B Q8_0 1751.50 -> 1690.97 tok/s, 8B Q8_0 454.35 -> 454.60, 8B
-            // Q4_0 694.66 -> 694.92: the fused gemv's grid (<= 2 blocks an SM, bounded atomics)
-            // streams the head slower than the argmax launch it saves.
-            // (with --no-fuse every task keeps its own kernel, this one included)
-            // Session 34 (H200, tg128, one machine, two rounds): where the output head is a split-layout bulk gemv
-            // the fused pick gains a little: 8B Q4_0 790.71 / 790.75 against 788.24 / 787.56, again 791.14 /
-            // 790.94 against 788.14 / 788.35 (session 33: +0.3 %); 8B Q8_0 480.81 against 480.51. It took only
-            // the argmax, so sample.draw fell back to the host. Since session 35 the fused pick is a second
-            // decode list (Schedule::decode_greedy, its own graph) that greedy steps replay while sampled
-            // steps keep the draw kernel's list: both gates hold together.
-            // Session 36 (H100, tg128, one machine, the two lists alternated in one call): where the output
-            // head is a bulk gemv it gains, where it is a quantized lanes gemv it loses: 8B Q4_0 620.36 /
-            // 620.55 / 620.32 -> 621.33 / 621.36 / 621.38, 8B Q8_0 357.21 -> 357.41, 8B F16 193.26 ->
-            // 193.42, 1B F16 1061.97 -> 1072.37 (bulk heads); 1B Q4_0 2181.09 -> 2151.30, 1B Q8_0
-            // 1548.29 -> 1515.23 (lanes heads of 2048 columns). So on by default where decode's output
-            // gemv is lowered with the bulk rings: decided here as `gemv` when nothing is missing, and
-            // settled by lower_decode_greedy() from the lowered output step (sample_fuse_auto_).
-            std::string why;
-            if (!g_.gemv_warp) why = "gemv.reduce=tree: the pick reduces with warp shuffles";
-            sample_fuse_auto_ = why.empty() && !o_.force.count("sample.fuse");
-            g_.sample_fuse = forced_if("sample.fuse", "gemv", "kernel", true, why, kFusePickBulk);
-        }
-        {
-            // sample.draw=device: decode's pick kernel reads the sampling parameters from a device
-            // buffer and, at a temperature > 0, draws (top-k by per-block sorts and a one-warp merge,
-            // then top-p, min-p, temperature and the seeded draw of runtime/sampler.cpp in double):
-            // a sampled decode keeps its logits on the device and runs ahead like a greedy one (the
-            // host path copies 4 x n_vocab bytes a token and sorts on the host). One kernel for both,
-            // so one captured graph serves greedy and sampled requests; at temperature 0 it is the
-            // argmax. The largest top-k is what the last block's shared memory holds (<= 64).
-            std::string why;
-            const int parts = sample_parts();
-            const int64_t p2 = int64_t(pow2_at_least(sample_chunk(parts)));
-            const int64_t room = int64_t(d_.max_shared_block()) - 64 * 32 - 1024;  // static: the k best, 3 terms each
-            draw_kmax_ = int(std::min<int64_t>(64, room / (8 * int64_t(parts))));
-            if (!warp32) why = fmt::format("warp size {} != 32: the merge is one warp's shuffles", d_.warp_size);
-            else if (draw_kmax_ < 1 || 8 * p2 > room)
-                why = fmt::format("{} logits a block: the sort needs more shared memory than {} bytes", p2,
-                                  d_.max_shared_block());
-            g_.sample_draw = forced_if("sample.draw", "device", "host", true, why,
-                                       fmt::format("sampled decode (temperature > 0, top-k 1..{}, no penalties) draws "
-                                                   "on the device: no logits to the host, steps queued ahead",
-                                                   draw_kmax_));
-            s_.draw_max_k = g_.sample_draw ? draw_kmax_ : 0;
-        }
-        {
-            // step.advance=device: decode's pick kernel (argmax.cu FUSE_ADVANCE, or the fused gemv's
-            // ARGMAX_ADVANCE) also writes the pick into the token slot and adds one to the position,
-            // so a queued greedy step (decode_queue with the previous pick, the next position) goes
-            // out as the graph launch alone: without the position copy and the device-to-device copy
-            // of the pick that each step's launch waits for now. Steps with a host token or another
-            // position still copy both first. On: measured on the H200 (session 15, tg128): 8B Q8_0
-            // 454.35 -> 456.19 tok/s, 8B Q4_0 694.66 -> 700.76, 1B Q8_0 1751.50 -> 1791.25.
-            g_.step_advance = forced("step.advance", "device", "host", true,
-                                     "the pick kernel writes the pick into the token slot and advances the position: "
-                                     "a queued greedy step is the graph launch alone (H200 tg128: 8B Q4_0 700.8 "
-                                     "against 694.7 tok/s, 1B Q8_0 1791.3 against 1751.5)");
-            s_.decode_advance = g_.step_advance;
-        }
-        s_.kv_type = o_.kv_f32 ? "float" : "half";
-        s_.gates.push_back({"kv.type", s_.kv_type, o_.kv_f32 ? "half" : "float",
-                            !o_.kv_f32        ? "half KV halves attention bytes"
-                            : o_.force.count("kv.type") ? "--force-variant kv.type=float"
-                                                        : "--kv-f32"});
-    }
+    void decide_gates() { g_ = jitllm::decide_gates({p_, c_, d_, o_}, s_); }
 
     // launch.pdl: every decode / prefill kernel calls griddepcontrol.wait before it reads what an
     // earlier kernel wrote (common.cuh), so all of them may be launched programmatically
     void mark_pdl(std::vector<KernelStep>& steps) const {
-        if (!pdl_) return;
+        if (!g_.pdl) return;
         for (KernelStep& k : steps) {
             k.pdl = true;
             k.variant.set("PDL", 1);
@@ -570,34 +110,21 @@ public:
         }
     }
 
-    // --attn-tma-from N: decode's list again with the register kernel's attention, for the positions
-    // below N (the tensor-map kernel loses ~1.5 % at depth 0 on 8B Q8_0 where the plan's context is
-    // long: session 27). Not with --block-trace (its ids name one decode list).
-    // By default (attn.kv=tma not forced) the positions below kTmaFromAuto, where the two kernels cross:
-    // H200, 8B Q8_0, n_ctx 4224, tg128 (session 28), the tensor-map kernel against the register kernel:
-    // depth 0 472.2 / 480.4 tok/s, 256 455.1 / 460.7, 512 455.8 / 459.1 (another machine), 1024 447.2 /
-    // 441.1, 2048 440.8 / 434.0, 4096 432.3 / 416.8; with --attn-tma-from 2048: 481.0 at depth 0, 431.5
-    // at 4096 (the crossover, interpolated: ~690 positions).
-    static constexpr int kTmaFromAuto = 768;
-    int tma_from() const {
-        if (o_.attn_tma_from >= 0) return o_.attn_tma_from;
-        return o_.force.count("attn.kv") ? 0 : kTmaFromAuto;
-    }
     void lower_decode_short(const Plan& plan) {
-        if (tma_from() <= 0 || !g_.attn_tma) return;
+        if (tma_from(o_) <= 0 || !g_.attn_tma) return;
         g_.attn_tma = false;
         lower(plan.decode, s_.decode_short);
         g_.attn_tma = true;
         mark_pdl(s_.decode_short);
         JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
                      s_.decode_short.size(), s_.decode.size());
-        s_.decode_short_below = std::min(tma_from(), p_.n_ctx);
+        s_.decode_short_below = std::min(tma_from(o_), p_.n_ctx);
     }
 
     // sample.fuse=gemv: decode_greedy (and decode_short_greedy beside decode_short), the same
     // lowering with the pick in the output gemv
     void lower_decode_greedy(const Plan& plan) {
-        if (sample_fuse_auto_) {  // the default: the fused pick where decode's output gemv is bulk
+        if (g_.sample_fuse_auto) {  // the default: the fused pick where decode's output gemv is bulk
             const KernelStep* head = nullptr;
             for (const KernelStep& k : s_.decode)
                 for (int ti : k.tasks)
@@ -631,19 +158,6 @@ public:
     bool batch_pdl() const { return g_.batch_pdl; }
     bool batch_xrows() const { return g_.batch_xrows; }
 
-    // gate rope.angles=table: (cos, sin) floats for every (position, pair)
-    size_t rope_table_bytes() const { return size_t(p_.n_ctx) * size_t(std::max(0, c_.n_rot / 2)) * 8; }
-    // gate gemv.grid=capped: split-layout gemvs of at least this many columns
-    static constexpr int kCapCols = 4096;
-    // gate sample.fuse's reasons (its default is settled once decode's output step is lowered)
-    static constexpr const char* kFusePickBulk =
-        "greedy steps replay a second graph whose bulk output gemv picks the token (the argmax kernel's launch and "
-        "logits read saved); sampled steps keep decode's list and its draw kernel (H100: 8B Q4_0 621.4 against "
-        "620.4 tok/s, 1B F16 1072.4 against 1062.0)";
-    static constexpr const char* kFusePickLanes =
-        "decode's greedy pick in its own kernel after the output gemv, which also draws sampled tokens (the output "
-        "gemv is not a bulk one: the fused pick's lanes grid streams it slower; H100: 1B Q8_0 1515.2 against "
-        "1548.3 tok/s with --force-variant sample.fuse=gemv)";
 
     // gemv.load=bulk geometry (gemv.cu BULK): an item is `chunk` columns of a warp's `dr` rows
     // (quants, then scales; chunk: a multiple of 256 dividing the columns, at most 2048); each of
@@ -655,7 +169,6 @@ public:
         int chunk = 0, slots = 0, ring_bytes = 0;
         bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
     };
-    static bool is_plain(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
     // bytes of `c` columns of one row as the rings hold them: split Q4_0 / Q8_0 quants + f16
     // scales, or plain elements (gemv.cu BULK_RB, layer_tail.cu LT_RB)
     static int chunk_bytes(GgmlType t, int c) {
@@ -688,7 +201,7 @@ public:
         rt.n_rot = c_.n_rot;
         rt.base = c_.rope_base;
         rt.freq_factors = freq;
-        s_.scratch["rope_table"] = rope_table_bytes();
+        s_.scratch["rope_table"] = rope_table_bytes(p_, c_);
         v.set("ROPE_TABLE", 1);
         return scratch("rope_table");
     }
@@ -722,16 +235,6 @@ public:
 private:
     const Task& t(size_t i) const { return (*tasks_)[i]; }
     bool is(size_t i, K k) const { return i < tasks_->size() && t(i).kind == k; }
-    bool pdl_ = false;
-    int draw_kmax_ = 0;  // sample.draw=device: argmax.cu KMAX
-    // decode's pick kernel: one block per SM, each a chunk of the logits (argmax.cu CHUNK)
-    int sample_parts() const { return std::max(1, std::min(1024, d_.sm_count)); }
-    int sample_chunk(int parts) const { return ((c_.n_vocab + parts - 1) / parts + 3) / 4 * 4; }
-    static int64_t pow2_at_least(int64_t n) {
-        int64_t p = 1;
-        while (p < n) p *= 2;
-        return p;
-    }
     // Whether the matrices of one kernel are in the split layout (all or none: same type/cols)
     bool split(const std::vector<const WeightTensor*>& ws) const {
         int n = 0, in = 0;
@@ -1193,17 +696,12 @@ private:
     // most one a tile of the context. H200, 8B Q8_0, depth 0 / 4096 (session 27, one machine): 64-position
     // tiles, 4 slots 462.26 / 419.49; 128, 2 slots 471.18 / 427.13; 128, 1 slot (33 splits) 471.22 /
     // 401.88; 256, 1 slot 458.71 / 416.23; 64, 2 slots (49 splits) 442.47 / 363.47.
-    // attention_decode_tma.cu's shared memory: 1024 bytes of alignment slack, `stages` slots of a
-    // tile's K and V (`tp` rows of head_dim halves each)
-    int tma_smem(int tp, int stages) const { return 1024 + stages * 2 * c_.head_dim * tp * 2; }
-    // its ring slots: --attn-tma-stages (its own), else --attn-kv-stages (shared with the register kernel), else 2
-    int tma_stages() const { return o_.attn_tma_stages > 0 ? o_.attn_tma_stages : o_.attn_kv_stages > 0 ? o_.attn_kv_stages : 2; }
     void tma_attention(size_t i, const Task& a) {
         const int hd = c_.head_dim;
         // (chunk and slots checked by the gate: attn.kv=ld where they do not fit, forcing tma refused)
         const int tp = o_.attn_chunk > 0 ? o_.attn_chunk : 128;
-        const int stages = tma_stages();
-        const int smem = tma_smem(tp, stages);
+        const int stages = tma_stages(o_);
+        const int smem = tma_smem(c_, tp, stages);
         // the blocks shared memory allows fill the SMs once, or three quarters of them before an 8-bit or
         // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on). H200, 8B Q8_0
         // at depth 4096 (session 27): 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
@@ -1669,11 +1167,11 @@ private:
             case K::Sample: {
                 // sample.draw=device: each logits row's pick drawn with its own parameters (the
                 // host's per-row DrawParams; temperature 0: the argmax), decode's block count a row
-                const int parts = g_.sample_draw ? sample_parts() : 8;
+                const int parts = g_.sample_draw ? sample_parts(d_) : 8;
                 Variant v("cuda/argmax.cu", "");
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", 0);
-                if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);
+                if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", g_.draw_kmax);
                 auto& k = add({i}, g_.sample_draw ? "draw_rows" : "argmax_rows", v);
                 k.grid = Dim3(unsigned(parts), unsigned(R)); k.block = Dim3(256);
                 rows_grid(k, 1);
@@ -1684,9 +1182,9 @@ private:
                 if (g_.sample_draw) {  // logits rows: at most n_seq (CudaBackend::batch checks)
                     const size_t rows = size_t(std::max(1, p_.n_seq));
                     s_.scratch["draw_rows_params"] = rows * 32;  // DrawParams
-                    s_.scratch["draw_rows_keys"] = rows * size_t(parts) * size_t(draw_kmax_) * 8;
-                    k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(parts)),
-                                                            int64_t(parts) * draw_kmax_));
+                    s_.scratch["draw_rows_keys"] = rows * size_t(parts) * size_t(g_.draw_kmax) * 8;
+                    k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(c_, parts)),
+                                                            int64_t(parts) * g_.draw_kmax));
                 }
                 s_.scratch["argmax_rows_val"] = size_t(R) * parts * 4;
                 s_.scratch["argmax_rows_idx"] = size_t(R) * parts * 4;
@@ -1910,11 +1408,11 @@ private:
                 return 1;
             }
             case K::Sample: {
-                const int parts = sample_parts();
+                const int parts = sample_parts(d_);
                 Variant v("cuda/argmax.cu", "");
                 v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
                     .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
-                if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", draw_kmax_);        // sample.draw=device
+                if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", g_.draw_kmax);        // sample.draw=device
                 auto& k = add({i}, g_.sample_draw ? "draw" : "argmax", v);
                 k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
                 k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
@@ -1923,9 +1421,9 @@ private:
                           g_.sample_draw ? scratch("draw_params") : null(), g_.sample_draw ? scratch("draw_keys") : null()};
                 if (g_.sample_draw) {
                     s_.scratch["draw_params"] = 32;  // DrawParams
-                    s_.scratch["draw_keys"] = size_t(parts) * size_t(draw_kmax_) * 8;
-                    k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(parts)),
-                                                            int64_t(parts) * draw_kmax_));
+                    s_.scratch["draw_keys"] = size_t(parts) * size_t(g_.draw_kmax) * 8;
+                    k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(c_, parts)),
+                                                            int64_t(parts) * g_.draw_kmax));
                 }
                 s_.scratch["argmax_val"] = size_t(parts) * 4;
                 s_.scratch["argmax_idx"] = size_t(parts) * 4;
@@ -2066,7 +1564,6 @@ private:
     const std::vector<Task>* tasks_ = nullptr;
     bool batch_ = false;
     bool greedy_list_ = false;  // lowering decode_greedy (gate sample.fuse): the pick in the output gemv
-    bool sample_fuse_auto_ = false;  // gate sample.fuse at its default: settled by lower_decode_greedy()
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
@@ -2078,15 +1575,9 @@ private:
 }  // namespace
 
 std::vector<std::string> schedule_gate_choices() {
-    return {"gemv.reduce=warp|tree", "norm.reduce=warp|tree", "attn.algo=split|onepass", "sample.reduce=warp|tree",
-            "gemm.mma=mma|simt", "gemm.wgmma=wgmma|mma", "attn.prefill=mma|rows", "weights.layout=split|blocks",
-            "launch.pdl=pdl|serial", "batch.small=gemv|gemm", "batch.pdl=pdl|serial", "batch.xrows=shared|per-row",
-            "rope.angles=table|computed", "rope.fuse=gemv|kernel", "gemv.early=load|wait", "gemv.grid=capped|full",
-            "gemv.load=bulk|lanes", "gemv.trigger=start|loads", 
-            "attn.vsum=half2|float", 
-            "attn.early=kv|wait", "attn.kv=tma|ld", "sample.fuse=gemv|kernel",
-            "sample.draw=device|host", "step.advance=device|host", "gemv.xq=producer|block", 
-            "kv.type=half|float"};
+    std::vector<std::string> choices;
+    for (const GateSpec& g : gate_table()) choices.push_back(fmt::format("{}={}|{}", g.name, g.variant, g.sibling));
+    return choices;
 }
 
 std::vector<std::string> schedule_gate_names() {
