@@ -1,0 +1,102 @@
+// schedule_build (schedule.h): the gates, then each phase's lowering; the gates' names for --force-variant.
+#include "backends/cuda/lowering/lowering.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+
+#include "core/error.h"
+
+namespace jitllm {
+
+using lowering::Lowering;
+
+std::vector<std::string> schedule_gate_choices() {
+    std::vector<std::string> choices;
+    for (const GateSpec& g : gate_table()) choices.push_back(fmt::format("{}={}|{}", g.name, g.variant, g.sibling));
+    return choices;
+}
+
+std::vector<std::string> schedule_gate_names() {
+    std::vector<std::string> names;
+    for (const std::string& c : schedule_gate_choices()) names.push_back(c.substr(0, c.find('=')));
+    return names;
+}
+
+Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleOptions& opt) {
+    for (const auto& [gate, v] : opt.force) {
+        const auto names = schedule_gate_names();
+        if (std::find(names.begin(), names.end(), gate) == names.end())
+            fail_usage("--force-variant {}={}: unknown gate '{}'; gates: {}", gate, v, gate, fmt::join(names, ", "));
+    }
+    // kv.type: --kv-f32 or --force-variant kv.type=float|half (the cache type every kernel variant reads)
+    ScheduleOptions o = opt;
+    if (auto it = o.force.find("kv.type"); it != o.force.end()) {
+        if (it->second != "half" && it->second != "float")
+            fail_usage("--force-variant kv.type={}: expected half or float", it->second);
+        if (opt.kv_f32 && it->second == "half")
+            fail_usage("--force-variant kv.type=half: --kv-f32 asks for a float KV cache");
+        o.kv_f32 = it->second == "float";
+    }
+    Schedule s;
+    Lowering l(plan, dev, o, s);
+    l.decide_gates();
+    l.lower(plan.decode, s.decode);
+    l.lower(plan.prefill, s.prefill);
+    l.mark_pdl(s.decode);
+    l.mark_pdl(s.prefill);
+    l.lower_decode_short(plan);
+    l.lower_decode_greedy(plan);
+    if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
+    if (!plan.batch.empty() && l.batch_small()) {
+        l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
+        s.batch_small_rows = std::max(1, opt.batch_small_rows);
+        // gate batch.pdl: the gemv lists' kernels all wait (griddepcontrol.wait) before reading an
+        // earlier kernel's output, as decode's do; the GEMM list's gemm.cu / convert.cu do not,
+        // so it stays serial (a mixed step's gemv tail then waits for the GEMM body by itself)
+        auto pdl_list = [&](std::vector<KernelStep>& ks) {
+            if (!l.batch_pdl()) return;
+            for (const KernelStep& k : ks)
+                JITLLM_CHECK(k.variant.source != "cuda/gemm.cu" && k.variant.source != "cuda/convert.cu",
+                             "batch.pdl: {} in the gemv list has no PDL wait", k.symbol);
+            l.mark_pdl(ks);
+        };
+        pdl_list(s.batch_small);
+        // gate batch.xrows: the same list with XROWS gemvs, for steps of 2 .. batch_small_rows rows
+        // (left empty when no product qualifies: no split-layout Q4_0/Q8_0 weights)
+        if (l.batch_xrows()) {
+            l.lower_batch(plan.batch, plan.batch_body, s.batch_xrows, s.batch_xrows_body, true, opt.batch_xrows);
+            const bool any = std::any_of(s.batch_xrows.begin(), s.batch_xrows.end(),
+                                         [](const KernelStep& k) { return k.variant.has("XROWS"); });
+            if (!any) {
+                s.batch_xrows.clear();
+                s.batch_xrows_body = 0;
+            }
+            pdl_list(s.batch_xrows);
+        }
+    }
+    return s;
+}
+
+Dim3 KernelStep::grid_for_rows(int m) const {
+    Dim3 g = grid;
+    if (rows_dim < 0) return g;
+    const unsigned n = unsigned((int64_t(m) * rows_mul + rows_div - 1) / rows_div);
+    (rows_dim == 0 ? g.x : rows_dim == 1 ? g.y : g.z) = std::max(1u, n);
+    return g;
+}
+
+std::vector<Variant> schedule_variants(const Schedule& s) {
+    std::vector<Variant> v;
+    std::set<std::string> seen;
+    for (const auto* ph : {&s.decode, &s.decode_short, &s.decode_greedy, &s.decode_short_greedy, &s.prefill, &s.batch,
+                           &s.batch_small, &s.batch_xrows})
+        for (const auto& k : *ph) {
+            const std::string id = k.variant.display_name();
+            if (seen.insert(id).second) v.push_back(k.variant);
+        }
+    return v;
+}
+
+}  // namespace jitllm

@@ -1,0 +1,376 @@
+// Lowering of decode / prefill task lists: the walk over the tasks, fusion of norms, q/k/v and gate/up
+// into gemvs, the second decode lists (decode_short, decode_greedy).
+#include "backends/cuda/lowering/lowering.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cuda/gemm_variant.h"
+#include "core/error.h"
+#include "quant/quant.h"
+
+namespace jitllm::lowering {
+
+void Lowering::lower(const std::vector<Task>& tasks, std::vector<KernelStep>& out) {
+    out_ = &out;
+    tasks_ = &tasks;
+    batch_ = false;
+    xq_prev_.reset();  // (indices into the previous list)
+    norm_prev_.reset();
+    for (size_t i = 0; i < tasks.size();) i += lower_at(i);
+    early_blocks(out);
+}
+
+void Lowering::early_blocks(std::vector<KernelStep>& steps) const {
+    if (batch_) return;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        KernelStep& k = steps[i];
+        if (k.variant.source != "cuda/gemv.cu" || !k.variant.has("BULK")) continue;
+        const std::string kind(task_kind_name(t(size_t(k.tasks[0])).kind));
+        if (const auto eb = o_.gemv_early_blocks_for.find(kind); eb != o_.gemv_early_blocks_for.end()) {
+            if (eb->second > 0) k.variant.set("BULK_PRE_B", eb->second);
+            continue;
+        }
+        if (i == 0 || !o_.gemv_early_blocks || !k.variant.has("BULK_PRE")) continue;
+        const KernelStep& before = steps[i - 1];
+        if (before.variant.source == "cuda/gemv.cu" && before.variant.has("BULK") && int(before.grid.x) < d_.sm_count)
+            k.variant.set("BULK_PRE_B", d_.sm_count - int(before.grid.x));
+    }
+}
+
+void Lowering::lower_decode_short(const Plan& plan) {
+    if (tma_from(o_) <= 0 || !g_.attn_tma) return;
+    g_.attn_tma = false;
+    lower(plan.decode, s_.decode_short);
+    g_.attn_tma = true;
+    mark_pdl(s_.decode_short);
+    JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
+                 s_.decode_short.size(), s_.decode.size());
+    s_.decode_short_below = std::min(tma_from(o_), p_.n_ctx);
+}
+
+void Lowering::lower_decode_greedy(const Plan& plan) {
+    if (g_.sample_fuse_auto) {  // the default: the fused pick where decode's output gemv is bulk
+        const KernelStep* head = nullptr;
+        for (const KernelStep& k : s_.decode)
+            for (int ti : k.tasks)
+                if (plan.decode[size_t(ti)].kind == K::Output) head = &k;
+        g_.sample_fuse = o_.fuse && head && head->variant.has("BULK");
+        for (GateDecision& d : s_.gates)
+            if (d.gate == "sample.fuse" && !g_.sample_fuse) {
+                d.chosen = "kernel";
+                d.sibling = "gemv";
+                d.reason = o_.fuse ? kFusePickLanes : "--no-fuse: the pick keeps its own kernel";
+            }
+    }
+    if (!g_.sample_fuse || !o_.fuse) return;  // (--no-fuse: no fused pick, so no second list either)
+    greedy_list_ = true;
+    lower(plan.decode, s_.decode_greedy);
+    mark_pdl(s_.decode_greedy);
+    if (!s_.decode_short.empty()) {
+        g_.attn_tma = false;
+        lower(plan.decode, s_.decode_short_greedy);
+        g_.attn_tma = true;
+        mark_pdl(s_.decode_short_greedy);
+    }
+    greedy_list_ = false;
+    JITLLM_CHECK(s_.decode_greedy.size() + 1 == s_.decode.size(), "sample.fuse=gemv: {} kernels against {}",
+                 s_.decode_greedy.size(), s_.decode.size());
+    JITLLM_CHECK(s_.decode_short_greedy.size() == s_.decode_greedy.size() || s_.decode_short.empty(),
+                 "sample.fuse=gemv: {} short kernels against {}", s_.decode_short_greedy.size(), s_.decode_greedy.size());
+}
+
+bool Lowering::split(const std::vector<const WeightTensor*>& ws) const {
+    int n = 0, in = 0;
+    for (const WeightTensor* w : ws)
+        if (w) { ++n; in += int(s_.split_weights.count(w)); }
+    JITLLM_CHECK(in == 0 || in == n, "kernel mixes split and block layouts ({} of {})", in, n);
+    return n > 0 && in == n;
+}
+
+bool Lowering::split(const std::vector<KArg>& ws) const {
+    std::vector<const WeightTensor*> v;
+    for (const KArg& a : ws) v.push_back(a.kind == KArg::Kind::Weight ? a.w : nullptr);
+    return split(v);
+}
+
+KernelStep& Lowering::add(std::vector<size_t> idx, const std::string& algo, Variant v) {
+    std::vector<const Task*> ts;
+    for (size_t i : idx) ts.push_back(&t(i));
+    KernelStep k;
+    k.group = group_name(ts);
+    k.symbol = k.group + "__" + algo;
+    v.symbol = k.symbol;
+    k.variant = std::move(v);
+    for (size_t i : idx) {
+        k.tasks.push_back(int(i));
+        k.flops += t(i).flops;
+    }
+    k.layer = t(idx[0]).layer;
+    out_->push_back(std::move(k));
+    return out_->back();
+}
+
+void Lowering::rms_norm(size_t i, Slot in, Slot outs, int rows, int D, const WeightTensor* w, float eps, int tag) {
+    const int block = D >= 1024 ? 256 : 128;
+    Variant v("cuda/rms_norm.cu", "");
+    v.set("D", D).set("BLOCK", block).set("REDUCE", int(g_.norm_warp)).set("HAS_WEIGHT", int(w != nullptr));
+    auto& k = add({i}, std::string("rms_norm_") + (g_.norm_warp ? "warp" : "tree"), v);
+    k.grid = Dim3(unsigned(rows)); k.block = Dim3(unsigned(block));
+    k.args = {slot(in), weight(w), slot(outs), f32(eps)};
+    k.bytes = uint64_t(rows) * D * 8 + (w ? uint64_t(D) * 4 : 0);
+    (void)tag;
+}
+
+size_t Lowering::lower_at(size_t i) {
+    const Task& a = t(i);
+    const bool fuse = o_.fuse;
+    switch (a.kind) {
+        case K::TokenEmbd: {
+            const WeightTensor* e = a.w[0];
+            Variant v("cuda/embed.cu", "");
+            v.set("WTYPE", wtype_define(e->type)).set("D", c_.dim).set("N_VOCAB", c_.n_vocab)
+                .set("EMB_SCALE", fstr(a.scale)).set("BLOCK", 256);
+            auto& k = add({i}, "embed_" + lowercase(type_name(e->type)), v);
+            k.grid = Dim3(unsigned((c_.dim + 255) / 256)); k.block = Dim3(256);
+            k.args = {weight(e), slot(Slot::Token), slot(Slot::X), null(), null()};  // nw, xq: embed.cu XQ_OUT
+            k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
+            // --gemv-xq-norm: the first layer's q/k/v gemv may take the row quantized from here
+            norm_prev_.reset();
+            if (c_.dim % 32 == 0) norm_prev_ = NormProducer{out_->size() - 1, Slot::X, c_.dim, true};
+            return 1;
+        }
+        case K::AttnNorm:
+        case K::FfnNorm:
+        case K::OutputNorm: {
+            const K next = a.kind == K::AttnNorm ? K::AttnQkv : a.kind == K::FfnNorm ? K::FfnGateUp : K::Output;
+            if (fuse && is(i + 1, next)) return lower_norm_matmul(i);
+            rms_norm(i, Slot::X, Slot::Xb, 1, c_.dim, a.w[0], a.eps, 0);
+            return 1;
+        }
+        case K::AttnQkv: {
+            Gemv g;
+            fill_qkv(a, g);
+            std::vector<size_t> idx{i};
+            const size_t extra = fuse_rope(i, g, idx);
+            lower_qkv(i, idx, g);
+            return 1 + extra;
+        }
+        case K::AttnQkNorm:
+            rms_norm(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps, 0);
+            rms_norm(i, Slot::K, Slot::K, c_.n_kv_heads, c_.head_dim, a.w[1], a.eps, 1);
+            return 1;
+        case K::AttnRope: {
+            JITLLM_CHECK(is(i + 1, K::AttnKvStore), "attn_rope must precede attn_kv_store");
+            Variant v("cuda/rope.cu", "");
+            v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
+                .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
+                .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
+            const KArg angles = rope_angles(v, a.w[0]);
+            auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm", v);
+            k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
+            k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer), slot(Slot::Pos),
+                      angles, f32(c_.rope_base), null()};
+            const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+            k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
+            return 2;
+        }
+        case K::Attn:
+            decode_attention(i, a);
+            return 1;
+        case K::AttnOutput:
+        case K::FfnDown: {
+            const K res = a.kind == K::AttnOutput ? K::AttnResidual : K::FfnResidual;
+            const Slot x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
+            Gemv g;
+            g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.x = x;
+            if (fuse && is(i + 1, res)) {
+                g.y = {Slot::X}; g.epi = 1; g.scale = t(i + 1).scale;
+                gemv({i, i + 1}, g);
+                return 2;
+            }
+            g.y = {Slot::Tmp};
+            gemv({i}, g);
+            return 1;
+        }
+        case K::AttnResidual:
+        case K::FfnResidual: {
+            Variant v("cuda/add.cu", "");
+            v.set("N", c_.dim).set("BLOCK", 256);
+            auto& k = add({i}, "add", v);
+            k.grid = Dim3(unsigned((c_.dim + 1023) / 1024)); k.block = Dim3(256);
+            k.args = {slot(Slot::X), slot(Slot::Tmp), f32(a.scale)};
+            k.bytes = uint64_t(c_.dim) * 12;
+            return 1;
+        }
+        case K::FfnGateUp: {
+            Gemv g;
+            fill_gate_up(a, g);
+            g.y = {Slot::Hb, Slot::Hb2};
+            lower_gate_up_unfused(i, {i}, g);
+            return 1;
+        }
+        case K::FfnAct: {
+            Variant v("cuda/swiglu.cu", "");
+            v.set("N", c_.hidden_dim).set("BLOCK", 256);
+            auto& k = add({i}, "swiglu", v);
+            k.grid = Dim3(unsigned((c_.hidden_dim + 255) / 256)); k.block = Dim3(256);
+            k.args = {slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb)};
+            k.bytes = uint64_t(c_.hidden_dim) * 12;
+            return 1;
+        }
+        case K::Output: {
+            Gemv g;
+            g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.y = {Slot::Logits};
+            g.epi = a.scale != 1.0f ? 3 : 0; g.scale = a.scale;
+            g.argmax = fuse && greedy_list_ && is(i + 1, K::Sample);  // sample.fuse=gemv
+            if (g.argmax) {
+                gemv({i, i + 1}, g);
+                return 2;
+            }
+            gemv({i}, g);
+            return 1;
+        }
+        case K::Sample: {
+            const int parts = sample_parts(d_);
+            Variant v("cuda/argmax.cu", "");
+            v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
+                .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
+            if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", g_.draw_kmax);        // sample.draw=device
+            auto& k = add({i}, g_.sample_draw ? "draw" : "argmax", v);
+            k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
+            k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
+                      scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token),
+                      g_.step_advance ? host_ring() : null(),  // step.advance=device: the pick for the host too
+                      g_.sample_draw ? scratch("draw_params") : null(), g_.sample_draw ? scratch("draw_keys") : null()};
+            if (g_.sample_draw) {
+                s_.scratch["draw_params"] = 32;  // DrawParams
+                s_.scratch["draw_keys"] = size_t(parts) * size_t(g_.draw_kmax) * 8;
+                k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(c_, parts)),
+                                                        int64_t(parts) * g_.draw_kmax));
+            }
+            s_.scratch["argmax_val"] = size_t(parts) * 4;
+            s_.scratch["argmax_idx"] = size_t(parts) * 4;
+            s_.scratch["argmax_counter"] = 16;
+            s_.scratch["token_out"] = 16;
+            k.bytes = uint64_t(c_.n_vocab) * 4 + 8 * uint64_t(parts);
+            return 1;
+        }
+        case K::AttnKvStore:
+        case K::Count:
+            break;
+    }
+    JITLLM_CHECK(false, "task {} has no CUDA lowering here", a.name);
+}
+
+void Lowering::fill_qkv(const Task& a, Gemv& g) {
+    if (a.w[1] == nullptr) {  // fused attn_qkv: row ranges of one matrix
+        const WeightTensor* w = a.w[0];
+        g.w = {w, w, w};
+        g.w_off = {0, uint64_t(c_.q_dim()) * w->row_bytes, uint64_t(c_.q_dim() + c_.kv_dim()) * w->row_bytes};
+    } else {
+        g.w = {a.w[0], a.w[1], a.w[2]};
+        g.w_off = {0, 0, 0};
+    }
+    g.rows = {c_.q_dim(), c_.kv_dim(), c_.kv_dim()};
+    if (a.w.size() > 3 && a.w[3]) g.bias = {a.w[3], a.w[4], a.w[5]};
+    g.y = {Slot::Q, Slot::K, Slot::V};
+}
+
+size_t Lowering::fuse_rope(size_t iq, Gemv& g, std::vector<size_t>& idx) {
+    if (!o_.fuse || !g_.rope_fuse || batch_) return 0;
+    if (!is(iq + 1, K::AttnRope) || !is(iq + 2, K::AttnKvStore)) return 0;
+    if (c_.rope_style == RopeStyle::NeoX || c_.head_dim % 2 != 0 || c_.n_rot % 2 != 0) return 0;
+    if (g.w.size() != 3 || g.w[0]->type != g.w[1]->type || g.w[1]->type != g.w[2]->type) return 0;
+    g.rope = true;
+    g.rope_layer = t(iq + 1).layer;
+    g.rope_freqs = t(iq + 1).w[0];
+    idx.push_back(iq + 1);
+    idx.push_back(iq + 2);
+    return 2;
+}
+
+void Lowering::lower_qkv(size_t i, std::vector<size_t> idx, const Gemv& g) {
+    if (g.w[0]->type == g.w[1]->type && g.w[1]->type == g.w[2]->type) {
+        gemv(idx, g);
+        return;
+    }
+    for (size_t m = 0; m < 3; ++m) {
+        Gemv one = g;
+        one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
+        one.bias = g.bias.empty() ? std::vector<const WeightTensor*>{} : std::vector<const WeightTensor*>{g.bias[m]};
+        gemv(idx, one);
+    }
+    (void)i;
+}
+
+void Lowering::fill_gate_up(const Task& a, Gemv& g) {
+    if (a.w[0] == nullptr) {  // phi3: ffn_up holds gate rows then up rows
+        const WeightTensor* w = a.w[1];
+        g.w = {w, w};
+        g.w_off = {0, uint64_t(c_.hidden_dim) * w->row_bytes};
+    } else {
+        g.w = {a.w[0], a.w[1]};
+        g.w_off = {0, 0};
+    }
+    g.rows = {c_.hidden_dim, c_.hidden_dim};
+}
+
+void Lowering::lower_gate_up_unfused(size_t i, std::vector<size_t> idx, Gemv g) {
+    if (g.w[0]->type == g.w[1]->type) {
+        gemv(idx, g);
+        return;
+    }
+    for (size_t m = 0; m < 2; ++m) {
+        Gemv one = g;
+        one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
+        gemv(idx, one);
+    }
+    (void)i;
+}
+
+size_t Lowering::lower_norm_matmul(size_t i) {
+    const Task& n = t(i);
+    const Task& m = t(i + 1);
+    Gemv g;
+    g.x = Slot::X;
+    g.norm_w = n.w[0];
+    g.eps = n.eps;
+    if (m.kind == K::AttnQkv) {
+        fill_qkv(m, g);
+        g.x = Slot::X;
+        std::vector<size_t> idx{i, i + 1};
+        const size_t extra = fuse_rope(i + 1, g, idx);
+        lower_qkv(i, idx, g);
+        return 2 + extra;
+    }
+    if (m.kind == K::Output) {
+        g.w = {m.w[0]}; g.w_off = {0}; g.rows = {int(m.w[0]->rows)}; g.y = {Slot::Logits};
+        g.epi = m.scale != 1.0f ? 3 : 0; g.scale = m.scale;
+        // sample.fuse=gemv: the greedy pick after it goes into it
+        g.argmax = greedy_list_ && !batch_ && is(i + 2, K::Sample);
+        if (g.argmax) {
+            gemv({i, i + 1, i + 2}, g);
+            return 3;
+        }
+        gemv({i, i + 1}, g);
+        return 2;
+    }
+    // ffn_norm + ffn_gate_up (+ ffn_act)
+    fill_gate_up(m, g);
+    if (is(i + 2, K::FfnAct) && g.w[0]->type == g.w[1]->type) {
+        g.epi = 2;
+        g.y = {Slot::Hb};
+        if (g.w[0] == g.w[1]) {  // one matrix: up rows follow the gate rows
+            g.w = {g.w[0]}; g.w_off = {0}; g.rows = {c_.hidden_dim};
+            g.up_offset_rows = c_.hidden_dim;
+        }
+        gemv({i, i + 1, i + 2}, g);
+        return 3;
+    }
+    g.y = {Slot::Hb, Slot::Hb2};
+    lower_gate_up_unfused(i, {i, i + 1}, g);
+    return 2;
+}
+
+}  // namespace jitllm::lowering
