@@ -231,22 +231,7 @@ size_t Lowering::lower_batch_at(size_t i) {
         case K::AttnQkv: {
             Gemv q;
             fill_qkv(a, q);
-            const bool same = q.w[0]->type == q.w[1]->type && q.w[1]->type == q.w[2]->type;
-            for (int m0 = 0; m0 < 3; m0 += same ? 3 : 1) {
-                const int n = same ? 3 : 1;
-                Gemm g;
-                g.spec.wtype = q.w[size_t(m0)]->type;
-                g.spec.cols = int(q.w[0]->cols);
-                g.spec.n_mat = n;
-                for (int j = 0; j < n; ++j) {
-                    g.spec.rows[j] = q.rows[size_t(m0 + j)];
-                    g.w.push_back(wrange(q.w[size_t(m0 + j)], q.w_off[size_t(m0 + j)]));
-                    g.y.push_back(slot(q.y[size_t(m0 + j)]));
-                    if (!q.bias.empty()) g.bias.push_back(weight(q.bias[size_t(m0 + j)]));
-                }
-                g.spec.has_bias = !q.bias.empty();
-                gemm({i}, g);
-            }
+            gemm_each(i, q);
             return 1;
         }
         case K::AttnQkNorm:
@@ -340,16 +325,10 @@ size_t Lowering::lower_batch_at(size_t i) {
             return 1;
         }
         case K::AttnResidual:
-        case K::FfnResidual: {
-            Variant v("cuda/add.cu", "");
-            v.set("N", c_.dim).set("BLOCK", 256);
-            auto& k = add({i}, "add_rows", v);
-            k.grid = Dim3(unsigned((c_.dim + 1023) / 1024), unsigned(R)); k.block = Dim3(256);
-            rows_grid(k, 1);
-            k.args = {slot(Slot::X), slot(Slot::Tmp), f32(a.scale)};
-            k.bytes = uint64_t(c_.dim) * 12;
+        case K::FfnResidual:
+        case K::FfnAct:
+            pointwise(i);
             return 1;
-        }
         case K::FfnGateUp: {
             Gemv gu;
             fill_gate_up(a, gu);
@@ -373,29 +352,8 @@ size_t Lowering::lower_batch_at(size_t i) {
                 gemm({i, i + 1}, g);
                 return 2;
             }
-            for (int m0 = 0; m0 < 2; m0 += same ? 2 : 1) {
-                const int n = same ? 2 : 1;
-                Gemm g;
-                g.spec.wtype = gu.w[size_t(m0)]->type;
-                g.spec.cols = int(gu.w[0]->cols);
-                g.spec.n_mat = n;
-                for (int j = 0; j < n; ++j) {
-                    g.spec.rows[j] = c_.hidden_dim;
-                    g.w.push_back(wrange(gu.w[size_t(m0 + j)], gu.w_off[size_t(m0 + j)]));
-                    g.y.push_back(slot(m0 + j == 0 ? Slot::Hb : Slot::Hb2));
-                }
-                gemm({i}, g);
-            }
-            return 1;
-        }
-        case K::FfnAct: {
-            Variant v("cuda/swiglu.cu", "");
-            v.set("N", c_.hidden_dim).set("BLOCK", 256);
-            auto& k = add({i}, "swiglu_rows", v);
-            k.grid = Dim3(unsigned((c_.hidden_dim + 255) / 256), unsigned(R)); k.block = Dim3(256);
-            rows_grid(k, 1);
-            k.args = {slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb)};
-            k.bytes = uint64_t(c_.hidden_dim) * 12;
+            gu.y = {Slot::Hb, Slot::Hb2};
+            gemm_each(i, gu);
             return 1;
         }
         case K::Output: {
@@ -443,6 +401,26 @@ size_t Lowering::lower_batch_at(size_t i) {
             break;
     }
     JITLLM_CHECK(false, "task {} has no CUDA batch lowering", a.name);
+}
+
+void Lowering::gemm_each(size_t i, const Gemv& p) {
+    bool same = true;
+    for (const WeightTensor* w : p.w) same = same && w->type == p.w[0]->type;
+    const size_t n = same ? p.w.size() : 1;
+    for (size_t m0 = 0; m0 < p.w.size(); m0 += n) {
+        Gemm g;
+        g.spec.wtype = p.w[m0]->type;
+        g.spec.cols = int(p.w[0]->cols);
+        g.spec.n_mat = int(n);
+        for (size_t j = 0; j < n; ++j) {
+            g.spec.rows[j] = p.rows[m0 + j];
+            g.w.push_back(wrange(p.w[m0 + j], p.w_off[m0 + j]));
+            g.y.push_back(slot(p.y[m0 + j]));
+            if (!p.bias.empty()) g.bias.push_back(weight(p.bias[m0 + j]));
+        }
+        g.spec.has_bias = !p.bias.empty();
+        gemm({i}, g);
+    }
 }
 
 }  // namespace jitllm::lowering

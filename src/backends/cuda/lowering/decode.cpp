@@ -153,7 +153,7 @@ size_t Lowering::lower_at(size_t i) {
             fill_qkv(a, g);
             std::vector<size_t> idx{i};
             const size_t extra = fuse_rope(i, g, idx);
-            lower_qkv(i, idx, g);
+            gemv_each(idx, g);
             return 1 + extra;
         }
         case K::AttnQkNorm:
@@ -194,29 +194,15 @@ size_t Lowering::lower_at(size_t i) {
             return 1;
         }
         case K::AttnResidual:
-        case K::FfnResidual: {
-            Variant v("cuda/add.cu", "");
-            v.set("N", c_.dim).set("BLOCK", 256);
-            auto& k = add({i}, "add", v);
-            k.grid = Dim3(unsigned((c_.dim + 1023) / 1024)); k.block = Dim3(256);
-            k.args = {slot(Slot::X), slot(Slot::Tmp), f32(a.scale)};
-            k.bytes = uint64_t(c_.dim) * 12;
+        case K::FfnResidual:
+        case K::FfnAct:
+            pointwise(i);
             return 1;
-        }
         case K::FfnGateUp: {
             Gemv g;
             fill_gate_up(a, g);
             g.y = {Slot::Hb, Slot::Hb2};
-            lower_gate_up_unfused(i, {i}, g);
-            return 1;
-        }
-        case K::FfnAct: {
-            Variant v("cuda/swiglu.cu", "");
-            v.set("N", c_.hidden_dim).set("BLOCK", 256);
-            auto& k = add({i}, "swiglu", v);
-            k.grid = Dim3(unsigned((c_.hidden_dim + 255) / 256)); k.block = Dim3(256);
-            k.args = {slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb)};
-            k.bytes = uint64_t(c_.hidden_dim) * 12;
+            gemv_each({i}, g);
             return 1;
         }
         case K::Output: {
@@ -290,18 +276,37 @@ size_t Lowering::fuse_rope(size_t iq, Gemv& g, std::vector<size_t>& idx) {
     return 2;
 }
 
-void Lowering::lower_qkv(size_t i, std::vector<size_t> idx, const Gemv& g) {
-    if (g.w[0]->type == g.w[1]->type && g.w[1]->type == g.w[2]->type) {
+void Lowering::pointwise(size_t i) {
+    const Task& a = t(i);
+    const bool residual = a.kind != K::FfnAct;
+    const int n = residual ? c_.dim : c_.hidden_dim;
+    const int per_block = residual ? 1024 : 256;  // add.cu: 4 elements a thread
+    Variant v(residual ? "cuda/add.cu" : "cuda/swiglu.cu", "");
+    v.set("N", n).set("BLOCK", 256);
+    auto& k = add({i}, std::string(residual ? "add" : "swiglu") + (batch_ ? "_rows" : ""), v);
+    k.grid = Dim3(unsigned((n + per_block - 1) / per_block)); k.block = Dim3(256);
+    if (batch_) {
+        k.grid.y = unsigned(std::max(1, p_.batch_rows));
+        rows_grid(k, 1);
+    }
+    k.args = residual ? std::vector<KArg>{slot(Slot::X), slot(Slot::Tmp), f32(a.scale)}
+                      : std::vector<KArg>{slot(Slot::Hb), slot(Slot::Hb2), slot(Slot::Hb)};
+    k.bytes = uint64_t(n) * 12;
+}
+
+void Lowering::gemv_each(std::vector<size_t> idx, const Gemv& g) {
+    bool same = true;
+    for (const WeightTensor* w : g.w) same = same && w->type == g.w[0]->type;
+    if (same) {
         gemv(idx, g);
         return;
     }
-    for (size_t m = 0; m < 3; ++m) {
+    for (size_t m = 0; m < g.w.size(); ++m) {
         Gemv one = g;
         one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
         one.bias = g.bias.empty() ? std::vector<const WeightTensor*>{} : std::vector<const WeightTensor*>{g.bias[m]};
         gemv(idx, one);
     }
-    (void)i;
 }
 
 void Lowering::fill_gate_up(const Task& a, Gemv& g) {
@@ -316,19 +321,6 @@ void Lowering::fill_gate_up(const Task& a, Gemv& g) {
     g.rows = {c_.hidden_dim, c_.hidden_dim};
 }
 
-void Lowering::lower_gate_up_unfused(size_t i, std::vector<size_t> idx, Gemv g) {
-    if (g.w[0]->type == g.w[1]->type) {
-        gemv(idx, g);
-        return;
-    }
-    for (size_t m = 0; m < 2; ++m) {
-        Gemv one = g;
-        one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
-        gemv(idx, one);
-    }
-    (void)i;
-}
-
 size_t Lowering::lower_norm_matmul(size_t i) {
     const Task& n = t(i);
     const Task& m = t(i + 1);
@@ -341,7 +333,7 @@ size_t Lowering::lower_norm_matmul(size_t i) {
         g.x = Slot::X;
         std::vector<size_t> idx{i, i + 1};
         const size_t extra = fuse_rope(i + 1, g, idx);
-        lower_qkv(i, idx, g);
+        gemv_each(idx, g);
         return 2 + extra;
     }
     if (m.kind == K::Output) {
@@ -369,7 +361,7 @@ size_t Lowering::lower_norm_matmul(size_t i) {
         return 3;
     }
     g.y = {Slot::Hb, Slot::Hb2};
-    lower_gate_up_unfused(i, {i, i + 1}, g);
+    gemv_each({i, i + 1}, g);
     return 2;
 }
 

@@ -314,12 +314,14 @@ private:
     // q/k norm in between). Adds the tasks to idx; returns how many it took (0 or 2).
     size_t fuse_rope(size_t iq, Gemv& g, std::vector<size_t>& idx);
 
-    // QKV: one launch when the three matrices share a type, else one per matrix.
-    void lower_qkv(size_t i, std::vector<size_t> idx, const Gemv& g);
+    // The products of one task (q/k/v, gate/up): one launch when their matrices share a weight type,
+    // else one per matrix; gemv_each for decode / prefill, gemm_each for the batch phase's GEMMs.
+    void gemv_each(std::vector<size_t> idx, const Gemv& g);
+    // The residual add (add.cu) and SwiGLU (swiglu.cu) of task i; in the batch phase over the rows.
+    void pointwise(size_t i);
+    void gemm_each(size_t i, const Gemv& p);
 
     void fill_gate_up(const Task& a, Gemv& g);
-
-    void lower_gate_up_unfused(size_t i, std::vector<size_t> idx, Gemv g);
 
     // norm + following matmul(s) in one kernel (NORM_IN), with SwiGLU for the FFN.
     size_t lower_norm_matmul(size_t i);
