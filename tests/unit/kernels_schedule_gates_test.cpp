@@ -4,7 +4,7 @@
 // batch.small (the gemv list of the batch phase's small steps), rope.angles / rope.fuse (the
 // host-filled RoPE table and RoPE in the q/k/v gemv) and gemv.early / gemv.grid. Their
 // numerics and speed are checked on the GPU (kernels_vs_cpu_test, engine_golden_test,
-// prefill_modes_test, docs/perf-notes.md).
+// prefill_modes_test, docs/performance.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,7 +102,7 @@ KernelStep split_attn(int n_ctx, ScheduleOptions o, const char* target = "sm_90"
 }
 
 // Split-KV at every context when the kv heads leave SMs idle: n_ctx 128 (bench's -p 0 -n 128)
-// took onepass before session 12, 5 % slower on the H200; with 64 kv heads on 132 SMs, onepass.
+// once took onepass, 5 % slower on the H200; with 64 kv heads on 132 SMs, onepass.
 TEST(ScheduleGates, SplitKvAtShortContextsWhenKvHeadsLeaveSmsIdle) {
     auto m = tiny(GgmlType::F16, GgmlType::F16, false);
     for (int n_ctx : {16, 128, 255, 256, 4096}) {
@@ -162,7 +162,7 @@ TEST(ScheduleGates, KvPrefetchOnlyOnTheBulkRopeGemv) {
     }
 }
 
-// gemv.cu XREG (session 37): every bulk split-layout Q4_0 / Q8_0 decode gemv whose lane's x units fit
+// gemv.cu XREG: every bulk split-layout Q4_0 / Q8_0 decode gemv whose lane's x units fit
 // ~40 registers (Q4_0: 4 units, Q8_0: 8) keeps them in registers by default; a Q4_0 ffn_down of 8192
 // columns (at least 8 units a lane whatever its chunk) reads its x copy; --no-gemv-x-regs: none; the
 // lanes gemvs and `--gemv-ablate math` never
@@ -615,7 +615,7 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     EXPECT_GT(bulk8, 0);
     // the batch phase keeps its kernels
     for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
-    // F16 (session 11): bulk by default for every plain-type gemv with x in shared memory and
+    // F16: bulk by default for every plain-type gemv with x in shared memory and
     // 256-column multiples (narrow models too), rows round the blocks first; `lanes` below sm_90.
     // The rings: 512-column items (2 rows x 1 KiB; 16 warps x 6 slots = 192 KiB + the 16 KiB
     // float x copy); forcing the gate changes nothing for them
@@ -903,8 +903,8 @@ TEST(ScheduleGates, AttentionHeadsPerBlock) {
 
 // Split-KV attention's split count (grid.y): three quarters of about two resident blocks per SM for
 // 1-2 query heads per block, one for more (132 SMs: 198 or 99 blocks over grid.x), at most one per
-// chunk of the context; --attn-splits overrides. (Until session 8: SMs / kv heads whatever the heads
-// per block; until session 18 the whole fill, 264 or 132 blocks.) Since session 19 the three
+// chunk of the context; --attn-splits overrides. (Earlier: SMs / kv heads whatever the heads
+// per block; later the whole fill, 264 or 132 blocks.) Now the three
 // quarters only before an attn_output of 8 bits a weight or more; narrower ones take the whole fill.
 TEST(ScheduleGates, AttentionSplitsFillTheSms) {
     ASSERT_EQ(DeviceInfo::for_target("sm_90").sm_count, 132);
@@ -928,7 +928,7 @@ TEST(ScheduleGates, AttentionSplitsFillTheSms) {
     EXPECT_EQ(split_attn(16384, o, "sm_90", GgmlType::Q8_0).grid.y, 24u);
 }
 
-// attn.vsum=half2 (the default from sm_80, measured in session 10): the SIMT decode kernel's V sums
+// attn.vsum=half2 (the default from sm_80): the SIMT decode kernel's V sums
 // in f16 pairs per tile (VH2) where its transposed reduction runs; float below sm_80 (forcing half2
 // there is refused), with a float cache and with the tensor-core kernel.
 TEST(ScheduleGates, AttentionVSumInHalfPairs) {
@@ -1020,7 +1020,7 @@ TEST(ScheduleGates, GemvBalanceCountsRowSetsPerBlock) {
 TEST(ScheduleGates, AttentionKvStagesRing) {
     ScheduleOptions o;
     o.attn_kv_stages = 3;
-    const KernelStep a = split_attn(1024, o);  // (a reference into a temporary until session 8)
+    const KernelStep a = split_attn(1024, o);  // (once a reference into a temporary)
     EXPECT_TRUE(has_define(a.variant, "KV_STAGES", "3"));
     EXPECT_TRUE(has_define(a.variant, "TILE", "4"));  // 128-position chunks over 32 groups
     EXPECT_EQ(a.smem, 3u * 2 * 4 * 256 * 16);
@@ -1236,7 +1236,7 @@ TEST(ScheduleGates, FusedPickIsASecondDecodeListForGreedySteps) {
 
 // sample.fuse's default follows the output head's lowering: a bulk output gemv (plain rows here;
 // split-layout heads of >= 4096 columns and rows on 8B) picks on the greedy list by default, a lanes
-// one keeps the pick kernel (session 36: 1B Q4_0 / Q8_0 lost 1.4 / 2.1 % with the fused lanes pick)
+// one keeps the pick kernel (1B Q4_0 / Q8_0 lost 1.4 / 2.1 % with the fused lanes pick)
 TEST(ScheduleGates, FusedPickByDefaultWhereTheOutputGemvIsBulk) {
     const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
     auto out_step = [](const Plan& p, const Schedule& s) -> const KernelStep* {
@@ -1439,7 +1439,7 @@ TEST(ScheduleGates, SampleFuseMovesThePickIntoTheOutputGemv) {
     EXPECT_THROW(schedule_build(p, h200, tree), std::exception);
 }
 
-// step.advance=device (the default since session 15's H200 measurement): decode's pick kernel advances the token and
+// step.advance=device (the default, measured on the H200): decode's pick kernel advances the token and
 // position slots (argmax.cu FUSE_ADVANCE; with sample.fuse=gemv the fused gemv's ARGMAX_ADVANCE, its
 // pos_ptr and k_cache arguments the position and token slots) and the schedule says so
 // (decode_advance: the backend then skips a queued greedy step's copies)

@@ -330,7 +330,7 @@ int CudaContext::max_active_clusters(CUfunction f, Dim3 grid, Dim3 block, unsign
 // The GPCs' shape as the scheduler needs it: how many clusters of k whole-SM blocks fit at once. An
 // empty kernel in PTX (the driver compiles it: no NVRTC here), its dynamic shared memory at the
 // per-block maximum so a block takes an SM, cuOccupancyMaxActiveClusters for k = 1 .. 16 (above 8
-// the non-portable sizes). H200 (session 29): 8 -> 15, 9 -> 9, 10 .. 12 and 16 -> 7. Any failure leaves
+// the non-portable sizes). H200: 8 -> 15, 9 -> 9, 10 .. 12 and 16 -> 7. Any failure leaves
 // the table at 0 (unknown: the scheduler then merges split-KV states through the ticket).
 void CudaContext::probe_clusters() {
     static const char kPtx[] =

@@ -95,7 +95,7 @@ struct ScheduleOptions {
     int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
     int gemv_bulk_min_slots = 0;                 // --gemv-bulk-min-slots: the ring's chunk is the largest leaving this many slots (0: 4)
     int attn_carveout = -2;                      // --attn-carveout: the decode attention kernel's (-1: driver's; -2: its default)
-    bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (session 18's one-chain Q4_0 unit dot)
+    bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (the one-chain Q4_0 unit dot)
     bool gemv_xq_norm = false;                   // --gemv-xq-norm: gemv.xq=producer for the normed gemvs too (the embedding and the residual gemvs quantize x * norm weight, XQ_NORM)
     bool gemv_x_regs = true;                     // the bulk split-layout Q4_0 / Q8_0 decode gemvs keep each lane's x units in registers (gemv.cu XREG) where they fit; --no-gemv-x-regs: off
     bool no_attn_xq = false;                     // --no-attn-xq: gemv.xq=producer without the decode attention as a producer (attn_output quantizes x)

@@ -18,16 +18,16 @@ void Lowering::tma_attention(size_t i, const Task& a) {
     const int smem = tma_smem(c_, tp, stages);
     // the blocks shared memory allows fill the SMs once, or three quarters of them before an 8-bit or
     // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on). H200, 8B Q8_0
-    // at depth 4096 (session 27): 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
+    // at depth 4096: 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
     const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + 2048));
     const int fill = std::max(1, per_sm * d_.sm_count * (wide_attn_output_after(i) ? 3 : 4) / 4 / c_.n_kv_heads);
     int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + tp - 1) / tp));
     // the merge of a kv head's splits: one thread-block cluster (CLUSTER: the states through distributed
     // shared memory after a cluster barrier) or the ticket (scratch, a fence, an atomic, the last block's
-    // L2 round trips: ~5 us a layer after the last tile at depth 4096, session 29's trace). By default
+    // L2 round trips: ~5 us a layer after the last tile at depth 4096, the trace). By default
     // (--attn-tma-cluster -1) a cluster where the device's GPCs hold all kv heads' clusters at once
     // (DeviceInfo::clusters_1pm, probed on the device: unknown offline, then the ticket): the largest
-    // such size up to the splits wanted, if at least half of them. H200 at depth 4096 (session 29, same
+    // such size up to the splits wanted, if at least half of them. H200 at depth 4096 (same
     // machine): 8B Q8_0 12 splits by ticket 432.10 / 432.00 -> 9 in a cluster 433.37, another machine
     // 426.49 -> 429.09; 8B Q4_0 16 by ticket 634.60 -> 9 in a cluster 647.48 (+2.0 %); clusters of
     // 10-16 (7 of 8 resident) 406.86 (12) / 399.01 (16)

@@ -124,12 +124,12 @@ void Lowering::gemv(std::vector<size_t> idx, const Gemv& g) {
                        block, r, b.ring_bytes, d_.max_shared_block());
         v.set("BULK", 1).set("BULK_CH", b.chunk).set("BULK_S", b.slots);
         // slots a warp fills before its PDL wait (--gemv-early-slots; the rest after the x
-        // prologue). The block trace (session 24) showed the prologue's x loads queued 2-3 µs
+        // prologue). The block trace showed the prologue's x loads queued 2-3 µs
         // behind the ring's first fill. H200, 8B Q4_0 tg128, two rounds: 4 of 5 slots first
         // 727.1 / 726.9 tok/s, 3: 725.0 / 725.0, all 5: 711.5 / 711.4 (2: 714.6, 1: 699.9);
         // 8B Q8_0 with 3: 455.7 against 456.6 with all (2: 446.0, 1: 433.8).
         // With the late slots issued as soon as the x prologue's loads are out
-        // (BULK_FILL_AT_LOADS, --gemv-fill-at-loads, session 25, two rounds): Q4_0 2 slots
+        // (BULK_FILL_AT_LOADS, --gemv-fill-at-loads, two rounds): Q4_0 2 slots
         // 742.1 / 741.7 against 723.7 / 724.0 with 4 and no hook (3: 721.4, 4: 706.7); Q8_0 3
         // slots 475.1 / 474.9 against 458.3 / 457.6 with all (2: 468.9, 4: 463.0)
         // (--gemv-early-slots-for KIND=N: this kernel's own count, by its first task's kind)
@@ -146,7 +146,7 @@ void Lowering::gemv(std::vector<size_t> idx, const Gemv& g) {
         }
         // each lane's x units of every chunk in registers (gemv.cu XREG; --no-gemv-x-regs: off) where
         // they take at most ~40 registers: 4 units of Q4_0 (two int8 planes and (d, 8 * sum)), 8 of
-        // Q8_0. The same bits. H100, tg128, session 37: 8B Q4_0 627.80 / 627.76 against 622.18 /
+        // Q8_0. The same bits. H100, tg128: 8B Q4_0 627.80 / 627.76 against 622.18 /
         // 622.28 tok/s (+0.9 %), 8B Q8_0 358.94 against 358.10
         if (o_.gemv_x_regs && wsplit && !batch_ && !xr && act_q8_type(w0->type)) {
             const bool q4 = w0->type == GgmlType::Q4_0;
@@ -159,7 +159,7 @@ void Lowering::gemv(std::vector<size_t> idx, const Gemv& g) {
         v.set("EARLY_LOAD", 1);
     }
     // The norm weight of a normed Q4_0 / Q8_0 gemv's x prologue loaded before the PDL wait (gemv.cu NW_EARLY):
-    // by default with gemv.early=load for the gemvs that keep the lanes loop (H200, tg128, session 34, one
+    // by default with gemv.early=load for the gemvs that keep the lanes loop (H200, tg128, one
     // machine: 1B Q4_0 2400.44 against 2276.76 tok/s); the bulk gemvs only with --gemv-norm-early (8B Q4_0
     // 779.21 / 779.24 against 788.14 / 788.35, Q8_0 480.56 against 480.51)
     if (g.norm_w && act_q8_type(w0->type) && !xr && !batch_ &&
@@ -167,8 +167,8 @@ void Lowering::gemv(std::vector<size_t> idx, const Gemv& g) {
         v.set("NW_EARLY", 1);
     if (wsplit && o_.gemv_split_pipe >= 0 && !xr) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
     // row sets round the blocks first: --gemv-warp-major, and by default for plain-type bulk
-    // gemvs (session 11, 8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;
-    // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0, session 10)
+    // gemvs (8B F16 on two machines: 247.60 -> 248.07 and 251.23 -> 252.76 tok/s;
+    // for the split types it measured +0.4 % on Q8_0 and -3.0 % on Q4_0)
     // (--batch-xrows: too; its blocks are one an SM)
     if ((bulk && plain_type) || xr) v.set("WARP_MAJOR", 1);
     if (o_.gemv_q4_shift && wsplit && w0->type == GgmlType::Q4_0) v.set("GEMV_Q4_SHIFT", 1);
@@ -182,7 +182,7 @@ void Lowering::gemv(std::vector<size_t> idx, const Gemv& g) {
     if (g_.gemv_trigger && (g_.gemv_trigger_all || (bulk && wsplit))) v.set("TRIGGER_EARLY", 1);
     // --kv-l2-prefetch: the q/k/v gemv (RoPE + KV store) prefetches the earlier K/V rows into
     // L2 for the attention after it (gemv.cu KV_PF; decode, whole-cache attention only). H200,
-    // 8B Q8_0 at depth 4096 (session 13): 396.70 -> 396.91 (last) / 392.74 (start): off
+    // 8B Q8_0 at depth 4096: 396.70 -> 396.91 (last) / 392.74 (start): off
     if (o_.kv_l2_prefetch > 0 && g.rope && bulk && !batch_ && !windowed())
         v.set("KV_PF", o_.kv_l2_prefetch);
     if (wsplit && o_.gemv_split_units > 0) v.set("GEMV_SPLIT_U", o_.gemv_split_units);
@@ -201,11 +201,11 @@ void Lowering::gemv(std::vector<size_t> idx, const Gemv& g) {
     // gemv right after decode attention (attn_output: one partial pass, its rows prefetched
     // beside attention) on 76 of every 132 SMs, so gate/up's blocks land on the others at
     // attention's end and (early_blocks) fill their whole rings there. H200, 8B Q4_0 tg128, one
-    // machine (session 26, before early_blocks): 100 SMs 752.2 against 745.2 / 745.3 on all 132
+    // machine (before early_blocks): 100 SMs 752.2 against 745.2 / 745.3 on all 132
     // (92: 747.3, 96: 748.3, 104: 751.1, 108: 746.0, 116: 744.5, 124: 743.5, 66: 732.8); 8B Q8_0
-    // 478.9 against 479.6 / 480.2: not applied. H100, session 38, with early_blocks, one machine,
+    // 478.9 against 479.6 / 480.2: not applied. H100, with early_blocks, one machine,
     // two rounds: 76 SMs 648.97 / 649.07 against 635.69 / 635.28 on 100 (84: 644.9 / 644.8, 92:
-    // 639.4 / 639.4, 66: 646.3 / 646.0); H200, session 39, one machine: 820.4 against 809.3 on 100
+    // 639.4 / 639.4, 66: 646.3 / 646.0); H200, one machine: 820.4 against 809.3 on 100
     if (const auto gf = o_.gemv_grid_for.find(first_kind); gf != o_.gemv_grid_for.end())
         k.grid.x = std::min(k.grid.x, unsigned(gf->second));
     else if (bulk && after_attn && w0->type == GgmlType::Q4_0)
@@ -317,7 +317,7 @@ void Lowering::xq_link(KernelStep& p, KernelStep& c, const XqProducer& x, GgmlTy
         p.cluster = Dim3(unsigned(cl), 1, 1);
         // the kernel before it (8B Q4_0: attn_output on 76 of 132 SMs) in clusters of 2 as well,
         // which it does not use: its blocks then hold whole TPCs and the pairs land on the free
-        // ones (H200 8B Q4_0 tg128, session 30: 770.1 / 770.3 against 758.7 / 758.6); not where
+        // ones (H200 8B Q4_0 tg128: 770.1 / 770.3 against 758.7 / 758.6); not where
         // --gemv-cluster-for names that kernel's kind
         if (x.at > 0) {
             KernelStep& before = (*out_)[x.at - 1];

@@ -82,10 +82,10 @@ public:
     // of 132): its first blocks land on the SMs that one leaves free, microseconds before its end, and
     // fill their whole ring before the PDL wait (gemv.cu BULK_PRE_B: the free SMs' count); the others
     // keep their early slots, so that x is not queued behind more copies where a block lands late.
-    // H100, 8B Q4_0 tg128, session 38, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
+    // H100, 8B Q4_0 tg128, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
     // 625.87 / 625.44; ffn_down's first 96 of 128 617.9, q/k/v's 110 618.9 (slower: those land
     // progressively, not on idle SMs); with attn_output on 76 SMs (gate/up's 56) 649.0 / 649.1.
-    // H200, session 39, one machine: 820.4 against 801.8 with --no-gemv-early-blocks.
+    // H200, one machine: 820.4 against 801.8 with --no-gemv-early-blocks.
     // --gemv-early-blocks-for KIND=B sets one bulk gemv's count (blocks 0 .. B-1), --no-gemv-early-blocks
     // leaves the others at none
     void early_blocks(std::vector<KernelStep>& steps) const;
@@ -230,7 +230,7 @@ private:
 
     // gemv.xq=producer's Q4_0 consumer: its x prologue is one bulk copy, so more of its ring goes out
     // before its PDL wait than the default 2 of 5 slots: ffn_down 4, attn_output 3 (H200, 8B Q4_0
-    // tg128, session 31, two rounds on one machine: 785.3 / 785.2 against 770.7 / 770.9 with 2 and
+    // tg128, two rounds on one machine: 785.3 / 785.2 against 770.7 / 770.9 with 2 and
     // 2; ffn_down 3 + attn_output 3: 784.5 / 784.4; ffn_down 4 alone 779.1 / 779.4, 3 alone 780.8 /
     // 781.0; ffn_down 5 + attn_output 3: 776.8 / 776.5; attn_output 4 alone 762.9 / 762.8; at depth
     // 4096: 670.3 against 661.4). Not where --gemv-early-slots(-for) says otherwise; Q8_0 consumers
@@ -254,7 +254,7 @@ private:
     // --attn-chunk / 16 warps (64: 4; 128: 8, default; 256: 16), tiles of that many positions through a
     // ring of --attn-kv-stages slots (default 2: a block's whole work at depth 4096 with 16 splits),
     // the splits filling the SMs with the blocks the shared memory allows (--attn-splits: fixed), at
-    // most one a tile of the context. H200, 8B Q8_0, depth 0 / 4096 (session 27, one machine): 64-position
+    // most one a tile of the context. H200, 8B Q8_0, depth 0 / 4096 (one machine): 64-position
     // tiles, 4 slots 462.26 / 419.49; 128, 2 slots 471.18 / 427.13; 128, 1 slot (33 splits) 471.22 /
     // 401.88; 256, 1 slot 458.71 / 416.23; 64, 2 slots (49 splits) 442.47 / 363.47.
     void tma_attention(size_t i, const Task& a);
