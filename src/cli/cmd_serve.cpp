@@ -43,12 +43,23 @@ int cmd_serve(const Args& args) {
                                            "/v1/models); also $JITLLM_API_KEY")->envname("JITLLM_API_KEY");
     app.add_option("--queue-size", o.queue_size, "requests that may wait for a slot before 503 (default 64)")
         ->check(CLI::Range(0, 100000));
-    app.add_option("--threads-http", o.http_threads, "HTTP worker threads (default: 2 x (parallel + queue) + 16)")
-        ->check(CLI::Range(0, 100000));
-    app.add_option("--max-body", o.max_body_bytes, "largest request body in bytes (default 8 MiB)")
+    app.add_option("--threads-http", o.http_threads, "worker threads for requests with a body (default: parallel + "
+                                                      "min(queue, 64) + 8; idle and arriving connections hold none)")
+        ->check(CLI::Range(0, 4096));
+    app.add_option("--max-connections", o.max_connections, "open connections at most; at the bound the idle, then "
+                                                            "the slowest one is closed (default 1024)")
+        ->check(CLI::Range(16, 1 << 20));
+    app.add_option("--max-body", o.max_body_bytes, "largest request body in bytes (default 8 MiB; completions are "
+                                                   "also bounded by what the context can hold)")
         ->check(CLI::Range(size_t(1024), size_t(1) << 30));
-    app.add_option("--timeout", o.read_timeout_s, "seconds a client may take to send a request (default 15)")
+    app.add_option("--timeout", o.request_timeout_s, "seconds a client has to send a whole request, head and body "
+                                                     "(default 15; 408 after)")
         ->check(CLI::Range(1, 3600));
+    app.add_option("--keep-alive", o.keep_alive_timeout_s, "seconds an idle connection stays open between requests "
+                                                            "(default 5)")->check(CLI::Range(1, 3600));
+    app.add_option("--cors-origin", o.cors_origins, "origin (e.g. https://app.example) whose web pages may call the "
+                                                    "API, or * (repeatable; default: none, and without --api-key "
+                                                    "requests with another Origin get 403)");
     app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens a slot consumes per scheduler step "
                                                        "(default 16)")->check(CLI::Range(1, 1 << 16));
     add_gpu_flags(app, o.model.gpu, "run on the GPU (the slots decode together: one batched step)");

@@ -19,6 +19,7 @@ constexpr size_t kMaxStopBytes = 1024;
 constexpr size_t kMaxLogitBias = 1024;
 
 struct DepthExceeded {};
+struct TooManyValues {};
 
 std::string found(const json& v) {
     if (v.is_string()) {
@@ -231,17 +232,27 @@ std::string error_body(const ApiError& e) {
     return body.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
-json parse_body(std::string_view body) {
+json parse_body(std::string_view body, size_t max_values) {
     if (body.empty()) invalid("body", "request body: empty: expected a JSON object");
+    // the JSON lexer takes a NUL byte for the end of the input and would ignore what follows
+    if (const size_t nul = body.find('\0'); nul != std::string_view::npos)
+        invalid("body", fmt::format("request body: a NUL byte at offset {}: expected JSON text", nul));
     json j;
+    size_t values = 0;
     try {
-        j = json::parse(body.begin(), body.end(), [](int depth, json::parse_event_t, json&) {
+        j = json::parse(body.begin(), body.end(), [&](int depth, json::parse_event_t ev, json&) {
             if (depth > kMaxJsonDepth) throw DepthExceeded{};
+            if ((ev == json::parse_event_t::value || ev == json::parse_event_t::object_start ||
+                 ev == json::parse_event_t::array_start) && ++values > max_values)
+                throw TooManyValues{};
             return true;
         });
     } catch (const DepthExceeded&) {
         invalid("body", fmt::format("request body: nested too deeply: expected at most {} levels",
                                     kMaxJsonDepth));
+    } catch (const TooManyValues&) {
+        invalid("body", fmt::format("request body: too many JSON values: expected at most {} (what the context "
+                                    "can use)", max_values));
     } catch (const json::exception& e) {
         // nlohmann's message names the byte offset and the problem (syntax, invalid UTF-8, 1e400)
         invalid("body", fmt::format("request body: not valid JSON: {}", e.what()));
@@ -301,7 +312,8 @@ CompletionParams parse_completion(const json& b, Endpoint kind, int n_vocab) {
         if (!v->is_number_integer())
             invalid("seed", fmt::format("seed: expected an integer, found {}", found(*v)));
         p.sp.seed = v->is_number_unsigned() ? v->get<uint64_t>() : uint64_t(v->get<int64_t>());
-        p.has_seed = true;
+        p.has_seed = v->is_number_unsigned() || v->get<int64_t>() != -1;  // -1: random (llama-server)
+
     }
     parse_stop(b, p);
     if (const json* v = field(b, "stream")) p.stream = as_bool(*v, "stream");

@@ -39,8 +39,9 @@ struct ApiError : std::exception {
 std::string error_body(const ApiError& e);
 
 constexpr int kMaxJsonDepth = 64;
-// Parses a request body as one JSON object; 400 on empty, malformed, invalid UTF-8, too deep.
-json parse_body(std::string_view body);
+// Parses a request body as one JSON object; 400 on empty, malformed, invalid UTF-8, a NUL byte,
+// too deep, or more than max_values values (checked while parsing, before the document grows).
+json parse_body(std::string_view body, size_t max_values = size_t(-1));
 
 enum class Endpoint { Chat, Completion };
 

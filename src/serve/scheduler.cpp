@@ -67,6 +67,7 @@ bool Job::take(JobDelta& d, std::chrono::milliseconds timeout) {
     d.logprobs = std::move(lp_);
     lp_.clear();
     d.done = done_;
+    d.started = started_.load();
     d.finish = finish_;
     d.error = error_;
     d.n_prompt = int(params_.prompt.size());
@@ -162,6 +163,7 @@ void Scheduler::admit_locked() {
         queue_.pop_front();
         const JobParams& p = s.job->params_;
         s.job->t_start_ = Clock::now();
+        s.job->started_.store(true);
         s.sampler = std::make_unique<Sampler>(p.sp);
         s.history = p.prompt;
         s.stop = StopMatcher(p.stop);

@@ -50,6 +50,7 @@ struct JobDelta {
     std::string text;
     std::vector<TokenLogprob> logprobs;
     bool done = false;
+    bool started = false;  // the job had a slot (false: it ended while still queued)
     Finish finish = Finish::None;
     std::string error;
     int n_prompt = 0;
@@ -75,6 +76,7 @@ private:
     JobParams params_;
     std::chrono::steady_clock::time_point t_submit_, t_start_, t_first_, t_last_;
     std::atomic<bool> cancelled_{false};
+    std::atomic<bool> started_{false};
     std::mutex mu_;
     std::condition_variable cv_;
     std::string text_;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "runtime/chat_format.h"
 #include "serve/api.h"
+#include "serve/guard.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::serve {
@@ -20,33 +21,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxHeaders = 100;
-constexpr size_t kMaxHeaderBytes = 32u << 10;
-constexpr uint64_t kMaxFormBytes = 8192;
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr auto kPingInterval = std::chrono::seconds(2);
 
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
-
-bool iequal(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    return true;
-}
-
-// Compares in time independent of where the strings differ (the key never leaks by timing).
-bool same_secret(std::string_view a, std::string_view b) {
-    unsigned diff = unsigned(a.size() ^ b.size());
-    const size_t n = std::max(a.size(), b.size());
-    for (size_t i = 0; i < n; ++i) {
-        const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-        const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-        diff |= unsigned(x ^ y);
-    }
-    return diff == 0;
-}
 
 const char* type_for_status(int status) {
     switch (status) {
@@ -64,11 +42,6 @@ ApiError unavailable(const std::string& message) { return ApiError(503, "unavail
 std::string random_id(const char* prefix) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     return fmt::format("{}{:016x}{:08x}", prefix, rng(), uint32_t(rng()));
-}
-
-bool is_public_path(std::string_view p) {
-    return p == "/health" || p == "/v1/health" || p == "/v1/models" || p == "/models" ||
-           p.rfind("/v1/models/", 0) == 0;
 }
 
 ojson byte_array(const std::string& s) {
@@ -105,6 +78,9 @@ struct Server::Ctx {
     std::atomic<bool> ready{false};
     std::atomic<bool> closing{false};
     std::atomic<int> open_responses{0};
+    std::atomic<uint64_t> completion_body_max{0};  // set by load(): the largest body a context can use
+    size_t max_token_bytes = 1;                    // longest text one token stands for
+    GuardOptions guard;
     std::thread listener;
     std::mutex shutdown_mu;
     bool shut = false;
@@ -112,8 +88,8 @@ struct Server::Ctx {
 
     // --- framing -------------------------------------------------------------------------
     void send_json(HttpResponse& res, int status, const std::string& body) {
-        res.status(status);
-        res.body(body, "application/json; charset=utf-8");
+        res.status = status;
+        res.set_body(body, "application/json; charset=utf-8");
     }
 
     void send_error(HttpResponse& res, const ApiError& e) {
@@ -192,82 +168,62 @@ struct Server::Ctx {
     }
 
     // --- routing ------------------------------------------------------------------------
+    static bool is_completion_path(std::string_view p) {
+        return p == "/v1/chat/completions" || p == "/chat/completions" || p == "/v1/completions" ||
+               p == "/completions";
+    }
+
+    // Runs on the transport's reactor after the head, before the body: cheap checks only. A
+    // refusal of a request with a body makes the transport drain and close the connection.
     bool pre(const HttpRequest& req, HttpResponse& res) {
-        const auto cl = req.header("Content-Length");
-        const auto te = req.header("Transfer-Encoding");
-        std::vector<std::pair<std::string, std::string>> extra;  // headers of a rejection
-        auto reject = [&](const ApiError& e) {
-            // with a body pending, answer on the socket and close without ever reading it
-            if ((te || (cl && *cl != "0")) && res.reject(e.status, extra, error_body(e))) return true;
-            for (const auto& [k, v] : extra) res.header(k, v);
+        auto refuse = [&](const ApiError& e) {
+            add_cors_headers(req, guard, res);
             send_error(res, e);
             return true;
         };
-        if (req.header_count() > kMaxHeaders || req.header_bytes() > kMaxHeaderBytes)
-            return reject(ApiError(431, "invalid_request_error",
-                                   fmt::format("request headers: too large: expected at most {} headers and {} "
-                                               "bytes, found {} headers and {} bytes", kMaxHeaders,
-                                               kMaxHeaderBytes, req.header_count(), req.header_bytes())));
-        if (!opt.api_key.empty() && !is_public_path(req.path())) {
-            const auto auth = req.header("Authorization");
-            constexpr std::string_view kBearer = "Bearer ";
-            const bool ok = auth && auth->size() > kBearer.size() &&
-                            iequal(auth->substr(0, kBearer.size()), kBearer) &&
-                            same_secret(auth->substr(kBearer.size()), opt.api_key);
-            if (!ok) {
+        if (answer_preflight(req, guard, res)) return true;
+        if (auto e = check_access(req, guard)) {
+            if (e->status == 401) {
                 metrics.rejected_auth++;
-                extra.push_back({"WWW-Authenticate", "Bearer"});
-                return reject(ApiError(401, "authentication_error",
-                                       auth ? "Authorization: invalid API key"
-                                            : "Authorization: missing: expected \"Authorization: Bearer <key>\""));
+                res.header("WWW-Authenticate", "Bearer");
+            } else {
+                metrics.rejected_invalid++;
             }
+            return refuse(*e);
         }
-        if (te)
-            return reject(ApiError(411, "invalid_request_error",
-                                   fmt::format("Transfer-Encoding: {}: request bodies must have a Content-Length "
-                                               "(chunked bodies are not accepted)", *te)));
         if (const auto ce = req.header("Content-Encoding"); ce && !iequal(*ce, "identity"))
-            return reject(ApiError(415, "invalid_request_error",
+            return refuse(ApiError(415, "invalid_request_error",
                                    fmt::format("Content-Encoding: {}: compressed request bodies are not "
                                                "accepted: expected identity", *ce)));
         const std::string_view m = req.method();
-        if (!cl) {
-            if (m == "POST" || m == "PUT" || m == "PATCH")
-                return reject(ApiError(411, "invalid_request_error",
-                                       "Content-Length: missing: expected the size of the request body"));
-            return false;
+        if (!req.header("Content-Length") && (m == "POST" || m == "PUT" || m == "PATCH"))
+            return refuse(ApiError(411, "invalid_request_error",
+                                   "Content-Length: missing: expected the size of the request body"));
+        const uint64_t n = req.content_length();
+        if (n == 0) return false;
+        // bodies are JSON; anything a web form can send without a preflight is refused
+        if (const auto ct = req.header("Content-Type")) {
+            const std::string mt = media_type(*ct);
+            if (mt != "application/json" && !(mt.size() > 5 && mt.compare(mt.size() - 5, 5, "+json") == 0))
+                return refuse(ApiError(415, "invalid_request_error",
+                                       fmt::format("Content-Type: {}: expected application/json",
+                                                   std::string(ct->substr(0, 64)))));
         }
-        bool digits = !cl->empty() && cl->size() <= 19;
-        for (char c : *cl) digits = digits && c >= '0' && c <= '9';
-        if (!digits)
-            return reject(ApiError(400, "invalid_request_error",
-                                   fmt::format("Content-Length: expected a byte count, found \"{}\"",
-                                               std::string(cl->substr(0, 32)))));
-        const uint64_t n = std::stoull(std::string(*cl));
-        if (n > opt.max_body_bytes)
-            return reject(ApiError(413, "invalid_request_error",
-                                   fmt::format("request body: too large: expected at most {} bytes, found {}",
-                                               opt.max_body_bytes, n)));
-        // cpp-httplib parses form bodies itself and caps them at 8 KiB; the API takes JSON
-        if (const auto ct = req.header("Content-Type");
-            ct && n > kMaxFormBytes && iequal(ct->substr(0, 33), "application/x-www-form-urlencoded"))
-            return reject(ApiError(415, "invalid_request_error",
-                                   fmt::format("Content-Type: {}: expected application/json (form bodies "
-                                               "are limited to {} bytes)", *ct, kMaxFormBytes)));
+        // a completion body larger than any prompt the context can hold is refused unread
+        const uint64_t limit = is_completion_path(req.path()) && completion_body_max.load()
+                                   ? std::min<uint64_t>(completion_body_max.load(), opt.max_body_bytes)
+                                   : opt.max_body_bytes;
+        if (n > limit)
+            return refuse(ApiError(413, "invalid_request_error",
+                                   fmt::format("request body: too large: expected at most {} bytes{}, found {}", limit,
+                                               limit < opt.max_body_bytes ? " (what a context of " +
+                                                   std::to_string(batch->n_ctx()) + " tokens can use)" : "",
+                                               n)));
         return false;
     }
 
-    void library_error(int status, HttpResponse& res) {
-        std::string msg;
-        switch (status) {
-            case 400: msg = "malformed HTTP request"; break;
-            case 404: msg = "not found"; break;
-            case 413: msg = fmt::format("request body: too large: expected at most {} bytes", opt.max_body_bytes); break;
-            case 414: msg = "request URI: too long"; break;
-            case 431: msg = "request headers: too large"; break;
-            default: msg = fmt::format("HTTP error {}", status);
-        }
-        res.body(error_body(ApiError(status, type_for_status(status), msg)), "application/json; charset=utf-8");
+    std::string library_error(int status, const std::string& message) const {
+        return error_body(ApiError(status, type_for_status(status), message));
     }
 
     void need_method(const HttpRequest& req, HttpResponse& res, const char* method) {
@@ -279,6 +235,7 @@ struct Server::Ctx {
 
     void handle(const HttpRequest& req, HttpResponse& res) {
         const std::string path(req.path());
+        add_cors_headers(req, guard, res);
         try {
             if (path == "/health" || path == "/v1/health") {
                 need_method(req, res, "GET");
@@ -298,8 +255,7 @@ struct Server::Ctx {
             }
             if (path == "/metrics") {
                 need_method(req, res, "GET");
-                res.status(200);
-                return res.body(metrics.render(gauges()), "text/plain; version=0.0.4; charset=utf-8");
+                return res.set_body(metrics.render(gauges()), "text/plain; version=0.0.4; charset=utf-8");
             }
             if (path == "/v1/chat/completions" || path == "/chat/completions") {
                 need_method(req, res, "POST");
@@ -410,12 +366,35 @@ struct Server::Ctx {
         send_json(res, 200, dump(ojson{{"content", batch->tokenizer().detokenize(ids, false, true)}}));
     }
 
+    // Before rendering or tokenizing: more messages than context positions cannot fit, nor a text
+    // longer than n_ctx tokens of the vocabulary's longest piece. The text check waits until 4
+    // times that, so a prompt slightly too long is still counted exactly (n_prompt_tokens, which
+    // clients use to truncate) while the tokenizer never sees more than 4 contexts' worth.
+    void check_prompt_size(const CompletionParams& p, int n_ctx, const char* prompt_param) const {
+        if (p.messages.size() > size_t(n_ctx))
+            invalid("messages", fmt::format("messages: too many: expected at most {} (the context holds {} tokens), "
+                                            "found {}", n_ctx, n_ctx, p.messages.size()));
+        size_t bytes = p.prompt_text.size();
+        for (const auto& m : p.messages) bytes += m.content.size();
+        if (bytes <= 4 * size_t(n_ctx) * max_token_bytes) return;
+        ApiError e(400, "exceed_context_size_error",
+                   fmt::format("request ({} bytes of text, at least {} tokens) exceeds the available context size "
+                               "({} tokens), try increasing it", bytes, bytes / max_token_bytes, n_ctx),
+                   std::string(prompt_param));
+        e.extra["n_ctx"] = n_ctx;
+        throw e;
+    }
+
     void completion(const HttpRequest& req, HttpResponse& res, Endpoint kind) {
         check_ready();
-        const CompletionParams p = parse_completion(parse_body(req.body()), kind, batch->n_vocab());
+        const int n_ctx = batch->n_ctx();
+        // a body with more JSON values than a context can use is refused while it is parsed
+        const CompletionParams p =
+            parse_completion(parse_body(req.body(), 4 * size_t(n_ctx) + 4096), kind, batch->n_vocab());
         check_model(p.model);
         const Tokenizer& tok = batch->tokenizer();
         const char* prompt_param = kind == Endpoint::Chat ? "messages" : "prompt";
+        check_prompt_size(p, n_ctx, prompt_param);
         std::vector<int32_t> ids;
         if (kind == Endpoint::Chat) {
             const std::string text = chat_render(chat_format, p.messages, true);
@@ -426,7 +405,6 @@ struct Server::Ctx {
             ids = tok.encode(p.prompt_text, true, true);
         }
         if (ids.empty()) invalid(prompt_param, fmt::format("{}: no tokens after tokenization", prompt_param));
-        const int n_ctx = batch->n_ctx();
         if (int64_t(ids.size()) >= n_ctx) {
             // llama-server's type and wording: clients match on both
             ApiError e(400, "exceed_context_size_error",
@@ -472,10 +450,10 @@ struct Server::Ctx {
         if (p.stream)
             stream_response(res, job, meta);
         else
-            whole_response(res, *job, meta);
+            whole_response(req, res, *job, meta);
     }
 
-    void whole_response(HttpResponse& res, Job& job, const ResponseMeta& m) {
+    void whole_response(const HttpRequest& req, HttpResponse& res, Job& job, const ResponseMeta& m) {
         open_responses++;
         struct Guard {
             std::atomic<int>& n;
@@ -492,13 +470,14 @@ struct Server::Ctx {
             if (d.done) break;
             if (Clock::now() < next_check) continue;
             next_check = Clock::now() + kPollInterval;
-            if (res.peer_closed()) {
+            if (req.peer_closed()) {
                 job.cancel();  // nobody is waiting for the answer: free the slot
                 return send_error(res, ApiError(400, "invalid_request_error", "client closed the connection"));
             }
         }
         if (d.finish == Finish::Error)
             throw ApiError(500, "server_error", fmt::format("generation failed: {}", d.error));
+        if (d.finish == Finish::Shutdown && !d.started) throw unavailable("server is shutting down");
         ojson r;
         r["id"] = m.id;
         r["object"] = m.kind == Endpoint::Chat ? "chat.completion" : "text_completion";
@@ -525,16 +504,15 @@ struct Server::Ctx {
 
     void stream_response(HttpResponse& res, std::shared_ptr<Job> job, const ResponseMeta& m) {
         open_responses++;
-        res.status(200);
+        res.status = 200;
+        res.content_type = "text/event-stream";
         res.header("Cache-Control", "no-cache");
         res.header("X-Accel-Buffering", "no");  // nginx: do not buffer the event stream
-        res.stream(
-            "text/event-stream",
-            [this, job, m](StreamWriter& w) { return write_stream(w, *job, m); },
-            [this, job] {
-                job->cancel();  // no-op when it finished; frees the slot when the client left early
-                open_responses--;
-            });
+        res.stream = [this, job, m](StreamWriter& w) { return write_stream(w, *job, m); };
+        res.on_release = [this, job] {
+            job->cancel();  // no-op when it finished; frees the slot when the client left early
+            open_responses--;
+        };
     }
 
     bool write_stream(StreamWriter& w, Job& job, const ResponseMeta& m) {
@@ -543,11 +521,22 @@ struct Server::Ctx {
             job.cancel();
             return false;
         };
-        if (m.kind == Endpoint::Chat && !send(chunk(m, "", nullptr, nullptr, true))) return gone();
+        // The headers wait for the first event (text, end or ping), so that a request still queued
+        // when the server shuts down gets a 503 rather than an empty 200 stream.
+        bool first = m.kind == Endpoint::Chat;
         auto last_write = Clock::now();
         JobDelta d;
         for (;;) {
             const bool got = job.take(d, kPollInterval);
+            if (d.done && d.finish == Finish::Shutdown && !d.started && !w.started()) {
+                const ApiError e = unavailable("server is shutting down");
+                return w.replace(503, {{"Retry-After", "1"}}, error_body(e));
+            }
+            if (first && (got || Clock::now() - last_write >= kPingInterval)) {
+                if (!send(chunk(m, "", nullptr, nullptr, true))) return gone();
+                first = false;
+                last_write = Clock::now();
+            }
             if (!d.text.empty() || !d.logprobs.empty()) {
                 if (!send(chunk(m, d.text, &d.logprobs, nullptr, false))) return gone();
                 last_write = Clock::now();
@@ -590,34 +579,44 @@ Server::~Server() { shutdown(); }
 
 int Server::bind() {
     HttpLimits lim;
-    lim.payload_max_bytes = opt_.max_body_bytes;
-    lim.read_timeout_s = opt_.read_timeout_s;
+    lim.max_body_bytes = opt_.max_body_bytes;
+    lim.body_budget_bytes = std::max<size_t>(64u << 20, 4 * opt_.max_body_bytes);
+    lim.request_timeout_s = opt_.request_timeout_s;
     lim.write_timeout_s = opt_.write_timeout_s;
     lim.keep_alive_timeout_s = opt_.keep_alive_timeout_s;
-    lim.keep_alive_max_count = 1000;
-    // Every streaming or waiting request holds a worker thread, and so does every idle kept-alive
-    // connection until keep_alive_timeout; cpp-httplib 0.11 cannot answer /health outside the pool
-    // (llama.cpp PR #20799), so keep it well above slots + queue.
-    const int admitted = opt_.model.n_seq + opt_.queue_size;
-    lim.threads = opt_.http_threads > 0 ? opt_.http_threads : 2 * admitted + 16;
+    lim.max_connections = opt_.max_connections;
+    // a streaming or waiting completion holds a worker; idle and arriving requests never do,
+    // and requests without a body have two workers of their own
+    lim.workers = opt_.http_threads > 0 ? opt_.http_threads : default_http_threads(opt_.model.n_seq, opt_.queue_size);
     Ctx* c = ctx_.get();
-    c->http = std::make_unique<HttpServer>(lim);
-    c->http->set_handlers([c](const HttpRequest& q, HttpResponse& r) { c->handle(q, r); },
-                          [c](const HttpRequest& q, HttpResponse& r) { return c->pre(q, r); },
-                          [c](int status, HttpResponse& r) { c->library_error(status, r); });
+    c->guard.api_key = opt_.api_key;
+    c->guard.cors_origins = opt_.cors_origins;
+    c->http = std::make_unique<HttpServer>(
+        lim, [c](const HttpRequest& q, HttpResponse& r) { c->handle(q, r); },
+        [c](const HttpRequest& q, HttpResponse& r) { return c->pre(q, r); },
+        [c](int status, const std::string& message) { return c->library_error(status, message); });
     return c->http->bind(opt_.host, opt_.port);
 }
+
+int Server::default_http_threads(int slots, int queue_size) { return slots + std::min(queue_size, 64) + 8; }
 
 void Server::start() {
     Ctx* c = ctx_.get();
     JITLLM_CHECK(c->http, "start() before bind()");
-    c->listener = std::thread([c] { c->http->listen(); });
+    c->listener = std::thread([c] { c->http->serve(); });
 }
 
 void Server::load() {
     Ctx* c = ctx_.get();
     c->batch = std::make_unique<SequenceBatch>(opt_.model);
     c->chat_format = chat_format_detect(c->batch->tokenizer(), c->batch->model().config.arch);
+    const Tokenizer& tok = c->batch->tokenizer();
+    size_t longest = 4;  // an unknown character (up to 4 bytes) becomes one token
+    for (int32_t id = 0; id < tok.n_vocab(); ++id)
+        longest = std::max({longest, tok.token_text(id).size(), tok.token_to_piece(id, true).size()});
+    c->max_token_bytes = longest;
+    // JSON escapes at most 6 bytes per byte of text (\u00XX), plus the request's other fields
+    c->completion_body_max.store(uint64_t(c->batch->n_ctx()) * longest * 6 + (64u << 10));
     SchedulerOptions so;
     so.queue_size = opt_.queue_size;
     so.prefill_chunk = opt_.prefill_chunk;

@@ -9,9 +9,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/slots.h"
-#include "serve/http_transport.h"
+#include "serve/http_server.h"
 #include "serve/metrics.h"
 #include "serve/scheduler.h"
 
@@ -22,11 +23,13 @@ struct ServerOptions {
     std::string alias;            // model id in /v1/models (default: file name without .gguf)
     std::string host = "127.0.0.1";
     int port = 8080;              // 0: any free port
-    std::string api_key;          // empty: no authentication
+    std::string api_key;          // empty: no authentication (Host and Origin are checked instead)
+    std::vector<std::string> cors_origins;  // --cors-origin: origins (or "*") web pages may call from
     int queue_size = 64;          // requests waiting for a slot before 503
-    int http_threads = 0;         // 0: 2 x (slots + queue) + 16 (each open connection holds one)
+    int http_threads = 0;         // workers for requests with a body; 0: default_http_threads()
+    int max_connections = 1024;   // open connections (idle and arriving ones cost no thread)
     size_t max_body_bytes = 8u << 20;
-    int read_timeout_s = 15;
+    int request_timeout_s = 15;   // a whole request (head and body) must arrive within this
     int write_timeout_s = 30;
     int keep_alive_timeout_s = 5;
     int prefill_chunk = 16;
@@ -49,6 +52,9 @@ public:
     // for responses to be written (at most shutdown_grace_s), stops the HTTP server. Idempotent.
     void shutdown();
     const std::string& model_id() const { return alias_; }
+    // slots + min(queue, 64) + 8: a worker per slot's request and per waiting request up to 64;
+    // beyond that, complete requests wait in the transport without a thread
+    static int default_http_threads(int slots, int queue_size);
 
 private:
     struct Ctx;

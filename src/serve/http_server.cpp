@@ -1,0 +1,626 @@
+// HttpServer (see http_server.h): the reactor (accept, read, parse, deadlines, eviction) and the
+// worker threads (handler, response writing). A connection belongs to the reactor except while
+// its request is with a worker (state Busy); only the reactor closes descriptors, so a number is
+// never reused under a worker.
+#include "serve/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#define FMT_HEADER_ONLY 1
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace jitllm::serve {
+
+using Clock = std::chrono::steady_clock;
+
+enum class ConnState { Idle, Head, Body, Busy, Drain };
+
+struct HttpConn {
+    int fd = -1;
+    std::string buf;            // received, not yet consumed
+    ConnState st = ConnState::Idle;
+    Clock::time_point deadline;
+    HttpHead head;
+    uint64_t reserved = 0;      // body bytes taken from the budget
+    bool eof = false;           // the client sent FIN
+    bool eof_at_dispatch = false;
+    size_t drained = 0, drain_limit = 0;
+    bool keep = false;          // the worker's verdict: serve the next request
+};
+
+namespace {
+
+constexpr size_t kReadChunk = 16384;
+// A refused body is drained up to its declared size (at least 1 MiB, at most 16 MiB): a client
+// still sending when the socket closes gets a reset, which can destroy the answer unread.
+constexpr size_t kDrainMin = 1u << 20, kDrainMax = 16u << 20;
+constexpr size_t kReadPerEvent = 256u << 10;  // one connection cannot hold the reactor longer
+constexpr auto kDrainTime = std::chrono::seconds(1);
+constexpr int kTickMs = 100;
+
+const char* reason(int s) {
+    switch (s) {
+        case 200: return "OK";
+        case 204: return "No Content";
+        case 400: return "Bad Request";
+        case 401: return "Unauthorized";
+        case 403: return "Forbidden";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 408: return "Request Timeout";
+        case 411: return "Length Required";
+        case 413: return "Content Too Large";
+        case 414: return "URI Too Long";
+        case 415: return "Unsupported Media Type";
+        case 431: return "Request Header Fields Too Large";
+        case 500: return "Internal Server Error";
+        case 501: return "Not Implemented";
+        case 503: return "Service Unavailable";
+        case 505: return "HTTP Version Not Supported";
+        default: return s < 500 ? "Client Error" : "Server Error";
+    }
+}
+
+// framing: "Content-Length: N", "Transfer-Encoding: chunked" or "" (HTTP/1.0 stream: until close)
+std::string response_head(int status, const HttpResponse& r, int minor, const std::string& framing, bool keep) {
+    std::string h = fmt::format("HTTP/1.{} {} {}\r\nContent-Type: {}\r\n", minor, status, reason(status),
+                                r.content_type);
+    if (!framing.empty() && status != 204) h += framing + "\r\n";  // 204 has no body framing
+    if (!keep) h += "Connection: close\r\n";
+    else if (minor == 0) h += "Connection: keep-alive\r\n";
+    for (const auto& [k, v] : r.headers) h += k + ": " + v + "\r\n";
+    return h + "\r\n";
+}
+
+// Blocking send on a non-blocking socket, bounded by a deadline.
+bool send_all(int fd, std::string_view data, Clock::time_point deadline) {
+    while (!data.empty()) {
+        const ssize_t w = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (w > 0) {
+            data.remove_prefix(size_t(w));
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+            if (left <= 0) return false;
+            pollfd p{fd, POLLOUT, 0};
+            if (::poll(&p, 1, int(std::min<long long>(left, 1000))) < 0 && errno != EINTR) return false;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+bool light_method(std::string_view m) { return m == "GET" || m == "HEAD" || m == "OPTIONS"; }
+
+void raise_fd_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+}  // namespace
+
+bool HttpRequest::peer_closed() const {
+    if (!c_) return false;
+    pollfd p{c_->fd, short(POLLIN | POLLRDHUP), 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+    return !c_->eof_at_dispatch && (p.revents & POLLRDHUP);
+}
+
+struct HttpServer::Impl {
+    HttpLimits lim;
+    Handler handler;
+    PreHandler pre;
+    ErrorBody error_body;
+    int lfd = -1, ep = -1, wake = -1;
+    std::atomic<bool> stopping{false};
+    std::unordered_map<int, std::unique_ptr<HttpConn>> conns;
+    uint64_t budget_used = 0;  // reactor thread only
+
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<HttpConn*> heavy, light;
+    std::vector<HttpConn*> returned;
+    bool workers_exit = false;
+    std::vector<std::thread> threads;
+
+    // --- reactor ---------------------------------------------------------------------------
+    void close_conn(HttpConn* c) {
+        budget_used -= c->reserved;
+        ::close(c->fd);  // also leaves the epoll set
+        conns.erase(c->fd);
+    }
+
+    // Writes a small response without blocking (what does not fit at once closes the connection).
+    bool send_now(HttpConn* c, const HttpResponse& r, bool keep) {
+        const std::string msg = response_head(r.status, r, c->head.minor,
+                                              fmt::format("Content-Length: {}", r.body.size()), keep) +
+                                (c->head.method == "HEAD" ? std::string() : r.body);
+        const ssize_t w = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        return w == ssize_t(msg.size());
+    }
+
+    // Answers an error, then half-closes and drops what the client still sends for a moment: a
+    // plain close with unread bytes would send a reset that can destroy the answer.
+    void answer_and_drain(HttpConn* c, int status, const std::string& message) {
+        HttpResponse r;
+        r.status = status;
+        if (status == 503) r.header("Retry-After", "1");
+        r.body = error_body(status, message);
+        finish_refused(c, r);
+    }
+
+    void finish_refused(HttpConn* c, const HttpResponse& r) {
+        if (!send_now(c, r, false)) return close_conn(c);
+        ::shutdown(c->fd, SHUT_WR);
+        c->drain_limit = std::clamp<size_t>(c->head.content_length + kReadChunk, kDrainMin, kDrainMax);
+        c->st = ConnState::Drain;
+        c->buf.clear();
+        c->deadline = Clock::now() + kDrainTime;
+        if (c->eof) close_conn(c);
+    }
+
+    void dispatch(HttpConn* c) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, nullptr);
+        c->st = ConnState::Busy;
+        c->eof_at_dispatch = c->eof;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            (c->head.content_length == 0 && light_method(c->head.method) ? light : heavy).push_back(c);
+        }
+        cv.notify_all();
+    }
+
+    // Moves a connection on with what its buffer holds: parse, pre-handler, dispatch, close.
+    void advance(HttpConn* c) {
+        for (;;) {
+            if (c->st == ConnState::Idle || c->st == ConnState::Head) {
+                if (c->buf.empty()) {
+                    if (c->eof) close_conn(c);
+                    return;
+                }
+                if (c->st == ConnState::Idle) {
+                    c->st = ConnState::Head;
+                    c->deadline = Clock::now() + std::chrono::seconds(lim.request_timeout_s);
+                }
+                const HeadResult r = parse_head(c->buf, lim.head, c->head);
+                if (r.state == HeadState::Incomplete) {
+                    if (c->eof) close_conn(c);
+                    return;
+                }
+                if (r.state == HeadState::Error) return answer_and_drain(c, r.status, r.message);
+                c->buf.erase(0, r.consumed);
+                if (!accept_head(c)) return;
+                if (c->st != ConnState::Body) continue;  // answered by the pre-handler, kept alive
+            }
+            if (c->st == ConnState::Body) {
+                if (c->buf.size() < c->head.content_length) {
+                    if (c->eof) close_conn(c);
+                    return;
+                }
+                return dispatch(c);
+            }
+            return;
+        }
+    }
+
+    // After a complete head: size limits, the pre-handler, the body budget. Returns false when
+    // the connection was answered and closed or is draining.
+    bool accept_head(HttpConn* c) {
+        const uint64_t n = c->head.content_length;
+        if (n > lim.max_body_bytes) {
+            answer_and_drain(c, 413, fmt::format("request body: too large: expected at most {} bytes, found {}",
+                                                 lim.max_body_bytes, n));
+            return false;
+        }
+        HttpResponse res;
+        bool answered = false;
+        try {
+            answered = pre && pre(HttpRequest(c->head, {}, c, false), res);
+        } catch (...) {
+            res = HttpResponse{};
+            res.status = 500;
+            res.body = error_body(500, "internal error while checking the request");
+            answered = true;
+        }
+        if (answered) {
+            if (n > 0 || !c->head.keep_alive || res.close) {
+                finish_refused(c, res);
+                return false;
+            }
+            if (!send_now(c, res, true)) {
+                close_conn(c);
+                return false;
+            }
+            c->st = ConnState::Idle;
+            c->deadline = Clock::now() + std::chrono::seconds(lim.keep_alive_timeout_s);
+            return true;
+        }
+        if (n > 0 && budget_used + n > lim.body_budget_bytes) {
+            answer_and_drain(c, 503, fmt::format("server busy: {} bytes of request bodies are being received; "
+                                                 "retry later", budget_used));
+            return false;
+        }
+        budget_used += n;
+        c->reserved = n;
+        c->st = ConnState::Body;
+        return true;
+    }
+
+    void on_readable(HttpConn* c) {
+        char tmp[kReadChunk];
+        for (size_t got = 0; got < kReadPerEvent;) {
+            const ssize_t r = ::recv(c->fd, tmp, sizeof tmp, 0);
+            if (r > 0) {
+                got += size_t(r);
+                if (c->st == ConnState::Drain) {
+                    c->drained += size_t(r);
+                    if (c->drained > c->drain_limit) return close_conn(c);
+                    continue;
+                }
+                c->buf.append(tmp, size_t(r));
+                const size_t cap = c->st == ConnState::Body ? c->head.content_length : lim.head.max_head_bytes + 64;
+                if (c->buf.size() > cap) break;  // enough to decide: parse before reading more
+                continue;
+            }
+            if (r == 0) {
+                c->eof = true;
+                break;
+            }
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            return close_conn(c);  // reset
+        }
+        if (c->st == ConnState::Drain) {
+            if (c->eof) close_conn(c);
+            return;
+        }
+        advance(c);
+    }
+
+    // At max_connections: a draining connection first, then the idle one waiting longest, then
+    // the request that has been arriving longest (the slowest client).
+    bool evict_one() {
+        HttpConn* best = nullptr;
+        auto rank = [](const HttpConn* c) { return c->st == ConnState::Drain ? 0 : c->st == ConnState::Idle ? 1 : 2; };
+        for (auto& [fd, c] : conns) {
+            if (c->st == ConnState::Busy) continue;
+            if (!best || rank(c.get()) < rank(best) || (rank(c.get()) == rank(best) && c->deadline < best->deadline))
+                best = c.get();
+        }
+        if (!best) return false;
+        close_conn(best);
+        return true;
+    }
+
+    void on_accept() {
+        for (;;) {
+            const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                if ((errno == EMFILE || errno == ENFILE) && evict_one()) continue;
+                return;
+            }
+            if (int(conns.size()) >= lim.max_connections && !evict_one()) {
+                ::close(fd);  // every connection is being answered: refuse this one
+                continue;
+            }
+            const int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // SSE pieces are small
+            auto c = std::make_unique<HttpConn>();
+            c->fd = fd;
+            c->deadline = Clock::now() + std::chrono::seconds(lim.keep_alive_timeout_s);
+            epoll_event ev{};
+            ev.events = EPOLLIN | EPOLLRDHUP;
+            ev.data.fd = fd;
+            epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+            conns[fd] = std::move(c);
+        }
+    }
+
+    void on_returned() {
+        uint64_t v;
+        while (::read(wake, &v, sizeof v) > 0) {
+        }
+        std::vector<HttpConn*> back;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            back.swap(returned);
+        }
+        for (HttpConn* c : back) {
+            budget_used -= c->reserved;
+            c->reserved = 0;
+            if (!c->keep || stopping.load()) {
+                close_conn(c);
+                continue;
+            }
+            c->st = ConnState::Idle;
+            c->deadline = Clock::now() + std::chrono::seconds(lim.keep_alive_timeout_s);
+            if (!c->eof) {  // at EOF the socket stays readable: only the buffer is left to serve
+                epoll_event ev{};
+                ev.events = EPOLLIN | EPOLLRDHUP;
+                ev.data.fd = c->fd;
+                epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+            }
+            advance(c);  // a pipelined request may already be in the buffer
+        }
+    }
+
+    void sweep() {
+        const auto now = Clock::now();
+        std::vector<HttpConn*> late;
+        for (auto& [fd, c] : conns)
+            if (c->st != ConnState::Busy && now >= c->deadline) late.push_back(c.get());
+        for (HttpConn* c : late) {
+            if (c->st == ConnState::Head || c->st == ConnState::Body) {
+                HttpResponse r;
+                r.status = 408;
+                r.body = error_body(408, fmt::format("request: not received within {} s", lim.request_timeout_s));
+                send_now(c, r, false);
+            }
+            close_conn(c);
+        }
+    }
+
+    void reactor() {
+        epoll_event evs[256];
+        auto next_sweep = Clock::now();
+        while (!stopping.load()) {
+            const int n = epoll_wait(ep, evs, 256, kTickMs);
+            for (int i = 0; i < n; ++i) {
+                const int fd = evs[i].data.fd;
+                if (fd == lfd) {
+                    on_accept();
+                } else if (fd == wake) {
+                    on_returned();
+                } else if (auto it = conns.find(fd); it != conns.end() && it->second->st != ConnState::Busy) {
+                    on_readable(it->second.get());
+                }
+            }
+            if (Clock::now() >= next_sweep) {
+                sweep();
+                next_sweep = Clock::now() + std::chrono::milliseconds(kTickMs);
+            }
+        }
+    }
+
+    // --- workers ---------------------------------------------------------------------------
+    void worker(bool light_only) {
+        for (;;) {
+            HttpConn* c = nullptr;
+            {
+                std::unique_lock<std::mutex> lk(mu);
+                cv.wait(lk, [&] { return workers_exit || !light.empty() || (!light_only && !heavy.empty()); });
+                if (workers_exit) return;
+                auto& q = !light.empty() ? light : heavy;
+                c = q.front();
+                q.pop_front();
+            }
+            serve_one(*c);
+            {
+                std::lock_guard<std::mutex> lk(mu);
+                returned.push_back(c);
+            }
+            const uint64_t one = 1;
+            [[maybe_unused]] const ssize_t w = ::write(wake, &one, sizeof one);
+        }
+    }
+
+    void serve_one(HttpConn& c);
+    bool write_response(HttpConn& c, HttpResponse& r, bool keep);
+};
+
+void HttpServer::Impl::serve_one(HttpConn& c) {
+    HttpResponse res;
+    try {
+        handler(HttpRequest(c.head, std::string_view(c.buf).substr(0, c.head.content_length), &c, true), res);
+    } catch (...) {
+        res = HttpResponse{};
+        res.status = 500;
+        res.body = error_body(500, "internal server error");
+    }
+    const bool keep = c.head.keep_alive && !res.close && !stopping.load() && !(res.stream && c.head.minor == 0);
+    bool ok = false;
+    try {
+        ok = write_response(c, res, keep);
+    } catch (...) {
+        ok = false;
+    }
+    if (res.on_release) {
+        try {
+            res.on_release();
+        } catch (...) {
+        }
+    }
+    c.buf.erase(0, c.head.content_length);
+    c.keep = ok && keep;
+}
+
+bool HttpServer::Impl::write_response(HttpConn& c, HttpResponse& r, bool keep) {
+    const bool head_only = c.head.method == "HEAD";
+    if (!r.stream) {
+        const auto deadline = Clock::now() + std::chrono::seconds(lim.write_timeout_s);
+        const std::string h = response_head(r.status, r, c.head.minor, fmt::format("Content-Length: {}", r.body.size()), keep);
+        return send_all(c.fd, h, deadline) && (head_only || send_all(c.fd, r.body, deadline));
+    }
+    StreamWriter w(c, r, lim.write_timeout_s, keep);
+    bool done = false;
+    try {
+        done = r.stream(w);
+    } catch (...) {
+        done = false;
+    }
+    if (w.replaced()) return done;
+    if (!done) return false;
+    if (!w.started() && !w.write({})) return false;
+    return !w.chunked() || send_all(c.fd, "0\r\n\r\n", Clock::now() + std::chrono::seconds(lim.write_timeout_s));
+}
+
+bool StreamWriter::chunked() const { return c_.head.minor >= 1; }
+
+bool StreamWriter::write(std::string_view data) {
+    if (replaced_) return false;
+    const auto deadline = Clock::now() + std::chrono::seconds(write_timeout_s_);
+    std::string out;
+    if (!started_) {
+        started_ = true;
+        out = response_head(r_.status, r_, c_.head.minor, chunked() ? "Transfer-Encoding: chunked" : "", keep_);
+        if (c_.head.method == "HEAD") return send_all(c_.fd, out, deadline);
+    } else if (c_.head.method == "HEAD") {
+        return true;
+    }
+    if (!data.empty()) {
+        if (chunked()) out += fmt::format("{:x}\r\n", data.size());
+        out += data;
+        if (chunked()) out += "\r\n";
+    }
+    return send_all(c_.fd, out, deadline);
+}
+
+bool StreamWriter::replace(int status, const std::vector<std::pair<std::string, std::string>>& headers,
+                           std::string_view body) {
+    if (started_ || replaced_) return false;
+    replaced_ = true;
+    HttpResponse r;
+    r.status = status;
+    r.headers = headers;
+    const std::string h = response_head(status, r, c_.head.minor, fmt::format("Content-Length: {}", body.size()), keep_);
+    const auto deadline = Clock::now() + std::chrono::seconds(write_timeout_s_);
+    return send_all(c_.fd, h, deadline) && (c_.head.method == "HEAD" || send_all(c_.fd, body, deadline));
+}
+
+HttpServer::HttpServer(const HttpLimits& limits, Handler handler, PreHandler pre, ErrorBody error_body)
+    : impl_(std::make_unique<Impl>()) {
+    impl_->lim = limits;
+    impl_->handler = std::move(handler);
+    impl_->pre = std::move(pre);
+    impl_->error_body = std::move(error_body);
+    raise_fd_limit();
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        impl_->lim.max_connections = int(std::min<rlim_t>(rlim_t(impl_->lim.max_connections),
+                                                          rl.rlim_cur > 128 ? rl.rlim_cur - 96 : 32));
+    impl_->ep = epoll_create1(EPOLL_CLOEXEC);
+    impl_->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (impl_->ep < 0 || impl_->wake < 0) fail("serve: cannot create the event loop: {}", std::strerror(errno));
+}
+
+HttpServer::~HttpServer() {
+    stop();
+    if (impl_->lfd >= 0) ::close(impl_->lfd);
+    for (auto& [fd, c] : impl_->conns) ::close(fd);
+    ::close(impl_->ep);
+    ::close(impl_->wake);
+}
+
+int HttpServer::max_connections() const { return impl_->lim.max_connections; }
+
+int HttpServer::bind(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    const std::string service = std::to_string(port);
+    if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
+        fail("serve: --host {}: cannot resolve the address: {}", host, gai_strerror(rc));
+    std::string why;
+    int fd = -1;
+    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+        fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            why = std::strerror(errno);
+            continue;
+        }
+        // SO_REUSEADDR only: a restart may bind over TIME_WAIT, but no second live server may
+        // share the port (SO_REUSEPORT would split the requests between the two)
+        const int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+            why = errno == EADDRINUSE ? "the port is in use by another process (choose another --port)"
+                                      : std::strerror(errno);
+            ::close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) fail("serve: cannot listen on {}:{}: {}", host, port, why);
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    const int got = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                                             : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+    impl_->lfd = fd;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(impl_->ep, EPOLL_CTL_ADD, fd, &ev);
+    epoll_event wv{};
+    wv.events = EPOLLIN;
+    wv.data.fd = impl_->wake;
+    epoll_ctl(impl_->ep, EPOLL_CTL_ADD, impl_->wake, &wv);
+    return got;
+}
+
+void HttpServer::serve() {
+    Impl& s = *impl_;
+    if (s.stopping.load() || s.lfd < 0) return;
+    for (int i = 0; i < s.lim.light_workers; ++i) s.threads.emplace_back([&s] { s.worker(true); });
+    for (int i = 0; i < std::max(1, s.lim.workers); ++i) s.threads.emplace_back([&s] { s.worker(false); });
+    s.reactor();
+    // stop: no new connections; requests still with a worker lose their socket (their writes
+    // fail at once), everything else is closed
+    ::close(s.lfd);
+    s.lfd = -1;
+    for (auto& [fd, c] : s.conns)
+        if (c->st == ConnState::Busy) ::shutdown(fd, SHUT_RDWR);
+    {
+        std::lock_guard<std::mutex> lk(s.mu);
+        s.workers_exit = true;
+    }
+    s.cv.notify_all();
+    for (auto& t : s.threads) t.join();
+    s.threads.clear();
+    for (auto& [fd, c] : s.conns) ::close(fd);
+    s.conns.clear();
+    s.heavy.clear();
+    s.light.clear();
+    s.returned.clear();
+}
+
+void HttpServer::stop() {
+    impl_->stopping.store(true);
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(impl_->wake, &one, sizeof one);
+}
+
+}  // namespace jitllm::serve
