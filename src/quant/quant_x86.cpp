@@ -22,7 +22,7 @@ namespace {
 
 // Each row's bytes this far ahead are prefetched every block: eight rows advance 18 / 34 bytes a
 // block each, eight streams the hardware prefetcher alone left the loads waiting on (1B Q4_0 on
-// 2 cores: 13 -> 23 tok/s; 128 to 256 bytes measured best, 384 and 768 slower; docs/perf-notes.md)
+// 2 cores: 13 -> 23 tok/s; 128 to 256 bytes measured best, 384 and 768 slower; docs/performance.md)
 constexpr size_t kPrefetchBytes = 256;
 
 JITLLM_AVX2 inline uint16_t load_u16(const uint8_t* p) {

@@ -417,7 +417,7 @@ __device__ __forceinline__ void plain_dot(const SplitSet<R>& s, const XSrc& xs, 
 // GEMV_SPLIT_PIPE=1: software-pipelined, the next step's loads issued before this step is
 // decoded (two register sets). Default 0: load a step, decode it. H200 tg128 (pipelined vs not,
 // one build pair, 2026-11-30): 8B Q4_0 308 vs 327.5, 8B Q8_0 290.6 vs 322.1, 1B Q4_0 1444.8 vs 1437.4,
-// 1B Q8_0 1334.3 vs 1226.9 tok/s (docs/perf-notes.md).
+// 1B Q8_0 1334.3 vs 1226.9 tok/s (docs/performance.md).
 template <int R>
 __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
                                          float* acc, uint8_t* /*stage*/, int v_begin = 0) {
