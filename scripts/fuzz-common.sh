@@ -29,8 +29,9 @@ fuzz_seeds() {
     cp tests/fuzz/regressions/gguf_reader_fuzz/* "$s/gguf/" 2>/dev/null || true
     # Text: llama.cpp's tokenizer test strings, each with a few selector bytes (vocab + flags).
     local n=0 f
-    for f in "$JITLLM_SHARED_DIR"/testdata/vocab/ggml-vocab-llama-spm.gguf.inp \
-             "$JITLLM_SHARED_DIR"/testdata/vocab/ggml-vocab-qwen2-npm.gguf.inp; do
+    local data=${JITLLM_SHARED_DIR:-tests/data}
+    for f in "$data"/testdata/vocab/ggml-vocab-llama-spm.gguf.inp \
+             "$data"/testdata/vocab/ggml-vocab-qwen2-npm.gguf.inp; do
         [[ -f $f ]] || continue
         awk -v RS='\n__ggml_vocab_test__\n' -v dir="$s/text" -v base="$n" \
             '{ fn = sprintf("%s/t%05d", dir, base + NR); printf "%s", $0 > fn; close(fn) }' "$f"

@@ -10,7 +10,6 @@ RUNS=${1:-10000000}
 shift || true
 TARGETS=${*:-gguf_reader_fuzz tokenizer_fuzz chat_format_fuzz}
 BUILD=${JITLLM_FUZZ_BUILD_DIR:-build-fuzz}
-export JITLLM_SHARED_DIR=${JITLLM_SHARED_DIR:-$PWD/../shared}
 source scripts/fuzz-common.sh
 
 fuzz_build

@@ -10,7 +10,6 @@ cd "$(dirname "$0")/.."
 SECS=${1:-${JITLLM_FUZZ_SECONDS:-60}}
 if (( SECS > 120 )); then SECS=120; fi
 BUILD=${JITLLM_FUZZ_BUILD_DIR:-build-fuzz}
-export JITLLM_SHARED_DIR=${JITLLM_SHARED_DIR:-$PWD/../shared}
 source scripts/fuzz-common.sh
 
 fuzz_build

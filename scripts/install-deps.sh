@@ -6,7 +6,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev libcpp-httplib-dev
-      libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev time)
+      libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev time
+      libzstd-dev)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

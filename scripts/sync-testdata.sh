@@ -13,6 +13,7 @@ SRC=${1:-../shared}
 DST=tests/data
 ARCHS="llama qwen2 qwen3 phi3 granite"               # the architectures src/model/arch implements
 TYPES="f32 f16 q8_0 q4_0 q4_k_m q5_k_s q6_k"          # every golden weight type of those files
+command -v zstd >/dev/null || { echo "sync-testdata: needs the zstd program (apt-get install zstd)" >&2; exit 1; }
 [ -f "$SRC/golden/SHA256SUMS" ] && [ -f "$SRC/testdata/SHA256SUMS" ] ||
     { echo "sync-testdata: $SRC has no golden/SHA256SUMS and testdata/SHA256SUMS" >&2; exit 1; }
 

@@ -1,6 +1,5 @@
 // Vocabularies the tokenizer and chat-format fuzzers share, loaded once per process: the bundled
-// stories260K (SentencePiece) and, when ../shared is present, llama.cpp's vocab files of several
-// kinds (SentencePiece with byte tokens, byte-level BPE with different pre-tokenizers, WordPiece).
+// stories260K (SentencePiece) and llama.cpp's vocab files from tests/data of several kinds (SentencePiece with byte tokens, byte-level BPE with different pre-tokenizers, WordPiece).
 #pragma once
 
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/test_data.h"
 #include "gguf/gguf_reader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,17 +29,16 @@ inline std::string env_or(const char* name, const char* fallback) {
 inline const std::vector<Vocab>& vocabs() {
     static const std::vector<Vocab> all = [] {
         std::vector<Vocab> v;
-        const std::string shared = env_or("JITLLM_SHARED_DIR", JITLLM_SHARED_DIR);
         const std::string source = env_or("JITLLM_SOURCE_DIR", JITLLM_SOURCE_DIR);
         std::vector<std::string> paths = {source + "/models/stories260K.gguf"};
         for (const char* n : {"llama-spm", "gpt-2", "llama3-npm", "qwen2-npm", "phi-3",
                               "deepseek-llm", "tekken-npm", "bert-bge"})
-            paths.push_back(shared + "/testdata/vocab/ggml-vocab-" + n + ".gguf");
+            paths.push_back(std::string("testdata/vocab/ggml-vocab-") + n + ".gguf");  // in tests/data
         for (const std::string& p : paths) {
             try {
                 Vocab x;
                 x.name = p.substr(p.rfind('/') + 1);
-                x.file = GgufReader::open(p);
+                x.file = p == paths[0] ? GgufReader::open(p) : test::open_data_gguf(p);
                 x.tok = Tokenizer::from_gguf(*x.file);
                 x.arch = x.file->get_string_opt("general.architecture").value_or("");
                 v.push_back(std::move(x));

@@ -1,6 +1,6 @@
 // Golden model tests: our logits and greedy tokens against llama.cpp's, stored in
-// ../shared/golden (stories260K + synthetic files of each architecture and tensor type), with the
-// tolerances of ../shared/golden/README.md. JITLLM_TEST_BACKEND=cuda runs the same on the GPU.
+// tests/data/golden (stories260K + synthetic files of each architecture and tensor type), with the
+// tolerances of tests/data/golden/README.md. JITLLM_TEST_BACKEND=cuda runs the same on the GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-json load_json(const std::string& path) { return json::parse(jitllm::test::read_file(path)); }
+json load_json(const std::string& rel) { return json::parse(jitllm::test::read_data(rel)); }
 
 std::vector<float> to_floats(const json& row) {
     // golden floats are the shortest decimals that round-trip float32: parse with strtof
@@ -62,8 +62,8 @@ class SyntheticGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
     const std::string arch = GetParam();
-    const std::string dir = jitllm::test::shared_dir() + "/golden/synthetic/";
-    const json g = load_json(dir + arch + ".logits.json");
+    const std::string dir = jitllm::test::data_path("golden/synthetic/");
+    const json g = load_json("golden/synthetic/" + arch + ".logits.json");
     const std::vector<int32_t> input = g["input_ids"].get<std::vector<int32_t>>();
     const int V = g["n_vocab"].get<int>();
     for (const auto& var : g["variants"]) {
@@ -118,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, SyntheticGolden,
                          ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite"));
 
 TEST(Stories260KGolden, GreedyContinuationsAndLogitsMatchLlamaCpp) {
-    const json g = load_json(jitllm::test::shared_dir() + "/golden/stories260K.golden.json");
+    const json g = load_json("golden/stories260K.golden.json");
     const int V = g["n_vocab"].get<int>();
     const double tol = jitllm::test::backend_is_gpu() ? 5e-2 : 1e-3;
     auto e = jitllm::test::make_engine(jitllm::test::source_dir() + "/models/stories260K.gguf", 256);

@@ -30,14 +30,14 @@ double golden_mean_nll(const nlohmann::json& logits, const std::vector<int>& ids
 TEST(Perplexity, EqualsTheGoldenLogitsPerplexity) {
     int checked = 0;
     for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "granite"}) {
-        const std::string dir = test::shared_dir() + "/golden/synthetic/";
-        const auto g = nlohmann::json::parse(test::read_file(dir + arch + ".logits.json"));
+        const std::string dir = test::data_path("golden/synthetic/");
+        const auto g = nlohmann::json::parse(test::read_data("golden/synthetic/" + std::string(arch) + ".logits.json"));
         const std::vector<int> ids = g.at("input_ids").get<std::vector<int>>();
         std::string toks;
         for (int id : ids) toks += (toks.empty() ? "" : " ") + std::to_string(id);
         for (const auto& v : g.at("variants")) {
             const std::string file = v.at("file").get<std::string>();
-            // the recommended max |Δlogit| tolerances (../shared/golden/README.md)
+            // the recommended max |Δlogit| tolerances (tests/data/golden/README.md)
             const double tol = file.find("-f32") != std::string::npos ? 1e-4
                                : file.find("-f16") != std::string::npos ? 3e-3
                                                                          : 0.1;

@@ -61,8 +61,8 @@ class PromptModes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PromptModes, GoldenLogitsAfterPromptInEveryMode) {
     const std::string arch = GetParam();
-    const std::string dir = jitllm::test::shared_dir() + "/golden/synthetic/";
-    const json g = json::parse(jitllm::test::read_file(dir + arch + ".logits.json"));
+    const std::string dir = jitllm::test::data_path("golden/synthetic/");
+    const json g = json::parse(jitllm::test::read_data("golden/synthetic/" + arch + ".logits.json"));
     const auto input = g["input_ids"].get<std::vector<int32_t>>();
     const int V = g["n_vocab"].get<int>();
     for (const auto& var : g["variants"]) {
@@ -87,7 +87,7 @@ TEST_P(PromptModes, GoldenLogitsAfterPromptInEveryMode) {
 
 TEST_P(PromptModes, LongPromptsSameLogitsInEveryMode) {
     const std::string arch = GetParam();
-    const std::string dir = jitllm::test::shared_dir() + "/golden/synthetic/";
+    const std::string dir = jitllm::test::data_path("golden/synthetic/");
     const bool gpu = jitllm::test::backend_is_gpu();
     for (const char* type : {"f32", "f16", "q4_0"}) {
         const std::string file = dir + arch + "-" + type + ".gguf";

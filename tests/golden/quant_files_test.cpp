@@ -1,4 +1,4 @@
-// quant/ against files quantized by llama-quantize (shared/golden/synthetic): every quantized
+// quant/ against files quantized by llama-quantize (tests/data/golden/synthetic): every quantized
 // tensor dequantizes close to the same tensor of the F32 file, dot_row agrees with the dequantized
 // row, and our Q8_0/Q4_0/F16 quantizers reproduce llama-quantize's bytes. Uses its own minimal
 // GGUF tensor-table walker, independent of src/gguf.
@@ -110,7 +110,7 @@ private:
 };
 
 std::string synth(const std::string& file) {
-    return test::shared_dir() + "/golden/synthetic/" + file;
+    return test::data_path("golden/synthetic/" + file);
 }
 
 // Bound on the relative RMS error (dequantized vs F32 over a whole tensor and over each

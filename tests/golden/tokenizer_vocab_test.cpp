@@ -1,4 +1,4 @@
-// llama.cpp test-tokenizer-0 over every vocab GGUF in ../shared/testdata/vocab that has .inp/.out
+// llama.cpp test-tokenizer-0 over every vocab GGUF in tests/data/testdata/vocab that has .inp/.out
 // vectors beside it (plus vectors-only/ sets whose GGUF exists, and the 32k Llama-2 model file,
 // whose vocab is llama-spm's): encode with add_special=false, parse_special=false and compare ids
 // exactly. Also checks that detokenize gives the text back where llama.cpp's decoding is lossless
@@ -22,36 +22,36 @@ namespace fs = std::filesystem;
 
 struct VectorSet {
     std::string name;  // test name
-    std::string gguf, inp, out;
+    std::string gguf, inp, out;  // relative to test::data_dir()
 };
 void PrintTo(const VectorSet& v, std::ostream* os) { *os << v.name; }
 
 std::vector<VectorSet> vector_sets() {
     std::vector<VectorSet> sets;
-    const fs::path dir = fs::path(test::shared_dir()) / "testdata" / "vocab";
+    const std::string dir = "testdata/vocab/";
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const fs::path p = e.path();
-        if (p.extension() != ".gguf") continue;
-        const std::string inp = p.string() + ".inp", out = p.string() + ".out";
-        if (!test::file_exists(inp) || !test::file_exists(out)) continue;
-        sets.push_back({p.stem().string(), p.string(), inp, out});
+    for (const auto& e : fs::directory_iterator(test::data_path(dir), ec)) {
+        std::string file = e.path().filename().string();  // NAME.gguf, or NAME.gguf.zst
+        if (file.size() > 4 && file.compare(file.size() - 4, 4, ".zst") == 0) file.resize(file.size() - 4);
+        if (fs::path(file).extension() != ".gguf") continue;
+        const std::string gguf = dir + file;
+        if (!test::data_exists(gguf + ".inp") || !test::data_exists(gguf + ".out")) continue;
+        sets.push_back({fs::path(file).stem().string(), gguf, gguf + ".inp", gguf + ".out"});
     }
     // Vectors whose vocab file is too big to ship: used only if the GGUF is present.
-    for (const auto& e : fs::directory_iterator(dir / "vectors-only", ec)) {
+    for (const auto& e : fs::directory_iterator(test::data_path(dir + "vectors-only"), ec)) {
         const fs::path p = e.path();
         if (p.extension() != ".inp") continue;
-        const fs::path gguf = dir / p.stem();  // strip ".inp" -> "<name>.gguf"
-        if (test::file_exists(gguf.string()) && !test::file_exists(gguf.string() + ".inp"))
-            sets.push_back({gguf.stem().string(), gguf.string(), p.string(),
-                            (dir / "vectors-only" / p.stem()).string() + ".out"});
+        const std::string gguf = dir + p.stem().string();  // strip ".inp" -> "<name>.gguf"
+        if (test::data_exists(gguf) && !test::data_exists(gguf + ".inp"))
+            sets.push_back({fs::path(gguf).stem().string(), gguf, dir + "vectors-only/" + p.filename().string(),
+                            dir + "vectors-only/" + p.stem().string() + ".out"});
     }
     // The testdata README: this model's tokens, scores and types equal llama-spm's.
-    const fs::path tiny = fs::path(test::shared_dir()) / "testdata/models/llama-2-tiny-random.gguf";
-    if (test::file_exists(tiny.string()))
-        sets.push_back({"llama_2_tiny_random", tiny.string(),
-                        (dir / "ggml-vocab-llama-spm.gguf.inp").string(),
-                        (dir / "ggml-vocab-llama-spm.gguf.out").string()});
+    const std::string tiny = "testdata/models/llama-2-tiny-random.gguf";
+    if (test::data_exists(tiny))
+        sets.push_back({"llama_2_tiny_random", tiny, dir + "ggml-vocab-llama-spm.gguf.inp",
+                        dir + "ggml-vocab-llama-spm.gguf.out"});
     std::sort(sets.begin(), sets.end(),
               [](const VectorSet& a, const VectorSet& b) { return a.name < b.name; });
     for (auto& s : sets)
@@ -61,9 +61,9 @@ std::vector<VectorSet> vector_sets() {
 }
 
 // test-tokenizer-0's .inp: strings, each followed by "\n__ggml_vocab_test__\n".
-std::vector<std::string> read_inputs(const std::string& path) {
+std::vector<std::string> read_inputs(const std::string& rel) {
     const std::string sep = "\n__ggml_vocab_test__\n";
-    std::string text = test::read_file(path);
+    std::string text = test::read_data(rel);
     std::vector<std::string> out;
     for (size_t pos; (pos = text.find(sep)) != std::string::npos; text.erase(0, pos + sep.size()))
         out.push_back(text.substr(0, pos));
@@ -71,9 +71,9 @@ std::vector<std::string> read_inputs(const std::string& path) {
 }
 
 // .out: one line of space-separated ids per input string.
-std::vector<std::vector<int32_t>> read_outputs(const std::string& path) {
+std::vector<std::vector<int32_t>> read_outputs(const std::string& rel) {
     std::vector<std::vector<int32_t>> out;
-    std::istringstream lines(test::read_file(path));
+    std::istringstream lines(test::read_data(rel));
     for (std::string line; std::getline(lines, line);) {
         std::istringstream ids(line);
         out.emplace_back();
@@ -108,7 +108,7 @@ class TokenizerVocab : public testing::TestWithParam<VectorSet> {};
 TEST_P(TokenizerVocab, matches_llama_cpp_vectors) {
     const VectorSet& set = GetParam();
     const auto t0 = std::chrono::steady_clock::now();
-    auto g = GgufReader::open(set.gguf);
+    auto g = test::open_data_gguf(set.gguf);
     auto tok = Tokenizer::from_gguf(*g);
     const double load_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -151,7 +151,7 @@ std::vector<int32_t> eog_ids(const Tokenizer& tok) {
 }
 
 std::unique_ptr<Tokenizer> open_vocab(const std::string& name) {
-    auto g = GgufReader::open(test::shared_dir() + "/testdata/vocab/ggml-vocab-" + name + ".gguf");
+    auto g = test::open_data_gguf("testdata/vocab/ggml-vocab-" + name + ".gguf");
     return Tokenizer::from_gguf(*g);
 }
 

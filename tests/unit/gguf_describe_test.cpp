@@ -85,7 +85,7 @@ TEST(GgufDescribe, shows_tensor_table_and_totals) {
 }
 
 TEST(GgufDescribe, describes_stories260k) {
-    auto g = GgufReader::open(test::shared_dir() + "/testdata/models/stories260K.gguf");
+    auto g = GgufReader::open(test::source_dir() + "/models/stories260K.gguf");
     std::string d = gguf_describe(*g);
     EXPECT_THAT(d, HasSubstr("  tokenizer.ggml.tokens = [\"<unk>\", \"<s>\", \"</s>\", "));
     EXPECT_THAT(d, HasSubstr(", ... (512 elements)] (array of string)\n"));

@@ -1,4 +1,4 @@
-// GGUF reader on real third-party files from ../shared/testdata (see its README for provenance)
+// GGUF reader on real third-party files from tests/data/testdata (see its README for provenance)
 // and on hand-written bytes: header fields, metadata, tensor table, typed getters, open() errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string testdata(const std::string& rel) { return test::shared_dir() + "/testdata/" + rel; }
+std::string testdata(const std::string& rel) { return test::data_path("testdata/" + rel); }
+std::unique_ptr<GgufReader> open_testdata(const std::string& rel) { return test::open_data_gguf("testdata/" + rel); }
+const std::string kStories = test::source_dir() + "/models/stories260K.gguf";
 
 template <typename F>
 std::string error_of(F&& f) {
@@ -31,7 +33,7 @@ std::string error_of(F&& f) {
 }
 
 TEST(GgufReader, reads_stories260k_header_and_metadata) {
-    auto g = GgufReader::open(testdata("models/stories260K.gguf"));
+    auto g = GgufReader::open(kStories);
     EXPECT_EQ(g->version(), 3u);
     EXPECT_EQ(g->alignment(), 32u);
     EXPECT_EQ(g->file_size(), 1185376u);
@@ -106,7 +108,7 @@ TEST(GgufReader, copy_out_gives_the_mapped_bytes) {
 }
 
 TEST(GgufReader, reads_stories260k_tensor_table) {
-    auto g = GgufReader::open(testdata("models/stories260K.gguf"));
+    auto g = GgufReader::open(kStories);
     // Tensor order: token_embd, output_norm, output, then blk.N.* (README).
     EXPECT_EQ(g->tensors()[0].name, "token_embd.weight");
     EXPECT_EQ(g->tensors()[1].name, "output_norm.weight");
@@ -135,8 +137,8 @@ TEST(GgufReader, reads_stories260k_tensor_table) {
 TEST(GgufReader, stories260k_token_embd_matches_llama2c_checkpoint) {
     // README: every tensor is byte-identical to the llama2.c .bin; the token embedding follows
     // the 7 int32 config fields.
-    auto g = GgufReader::open(testdata("models/stories260K.gguf"));
-    std::string bin = test::read_file(testdata("llama2c/stories260K.bin"));
+    auto g = GgufReader::open(kStories);
+    std::string bin = test::read_data("testdata/llama2c/stories260K.bin");
     const GgufTensorInfo* t = g->find_tensor("token_embd.weight");
     ASSERT_NE(t, nullptr);
     ASSERT_GE(bin.size(), 28 + t->n_bytes);
@@ -144,7 +146,7 @@ TEST(GgufReader, stories260k_token_embd_matches_llama2c_checkpoint) {
 }
 
 TEST(GgufReader, reads_v2_vocab_only_falcon) {
-    auto g = GgufReader::open(testdata("legacy/ggml-vocab-falcon-v2.gguf"));
+    auto g = open_testdata("legacy/ggml-vocab-falcon-v2.gguf");
     EXPECT_EQ(g->version(), 2u);
     EXPECT_EQ(g->kvs().size(), 17u);
     EXPECT_TRUE(g->tensors().empty());
@@ -159,7 +161,7 @@ TEST(GgufReader, refuses_v1_files_with_the_version_sentence) {
     for (const char* f : {"legacy/ggml-vocab-llama-v1.gguf",
                           "legacy/tinyllamas-stories-260k-f32.gguf"}) {
         std::string path = testdata(f);
-        EXPECT_EQ(error_of([&] { GgufReader::open(path); }),
+        EXPECT_EQ(error_of([&] { open_testdata(f); }),
                   path + ": GGUF version 1 is not supported: expected version 2 or 3, found 1; "
                          "hint: re-convert the file with a current converter");
     }
@@ -169,19 +171,19 @@ TEST(GgufReader, refuses_malformed_q8_0_v2_file) {
     // README: the ffn_down tensors have ne0 = 172, not a multiple of the Q8_0 block (32);
     // the loader must reject the file cleanly.
     std::string path = testdata("legacy/tinyllamas-stories-260k-q8_0.gguf");
-    std::string m = error_of([&] { GgufReader::open(path); });
+    std::string m = error_of([&] { open_testdata("legacy/tinyllamas-stories-260k-q8_0.gguf"); });
     EXPECT_THAT(m, HasSubstr(path + ": tensor 'blk.0.ffn_down.weight': dims[0] = 172 is not a "
                                     "multiple of the q8_0 block size"));
 }
 
 TEST(GgufReader, reads_every_v3_vocab_and_the_tiny_random_model) {
-    auto g = GgufReader::open(testdata("models/llama-2-tiny-random.gguf"));
+    auto g = open_testdata("models/llama-2-tiny-random.gguf");
     EXPECT_EQ(g->tensors().size(), 12u);
     EXPECT_EQ(g->get_int("general.file_type"), 1);
     EXPECT_EQ(g->get_string_array_opt("tokenizer.ggml.tokens")->size(), 32000u);
     for (const char* f : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-gpt-2.gguf",
                           "vocab/ggml-vocab-qwen3-npm.gguf", "vocab/ggml-vocab-bert-bge.gguf"}) {
-        auto v = GgufReader::open(testdata(f));
+        auto v = open_testdata(f);
         EXPECT_EQ(v->version(), 3u) << f;
         EXPECT_TRUE(v->tensors().empty()) << f;
         EXPECT_TRUE(v->get_string_array_opt("tokenizer.ggml.tokens")) << f;
@@ -234,7 +236,7 @@ TEST_F(GgufOpen, text_file) {
 }
 
 TEST_F(GgufOpen, mapped_file_matches_from_bytes) {
-    std::string bytes = test::read_file(testdata("models/stories260K.gguf"));
+    std::string bytes = test::read_file(kStories);
     std::string p = make_file("copy.gguf", bytes);
     auto a = GgufReader::open(p);
     auto b = GgufReader::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), "mem");

@@ -277,7 +277,7 @@ TEST(GgufWriter, writer_alignment_wins_over_a_copied_alignment_key) {
 }
 
 TEST(GgufWriter, copies_tokenizer_keys_from_a_vocab_file) {
-    auto src = GgufReader::open(test::shared_dir() + "/testdata/models/stories260K.gguf");
+    auto src = GgufReader::open(test::source_dir() + "/models/stories260K.gguf");
     GgufWriter w;
     w.set_string("general.architecture", "llama");
     for (const GgufKv& kv : src->kvs())

@@ -1,5 +1,5 @@
 // Chat formats per family: the exact token ids of a two-turn conversation (system + user +
-// assistant + user + generation prompt) tokenized with each family's vocab from ../shared, the
+// assistant + user + generation prompt) tokenized with each family's vocab from tests/data, the
 // rendered text where no vocab is here, detection from the vocab and the file's template, and the
 // stop tokens being end-of-generation tokens. Expected ids were looked up by token text in each
 // vocab (tokenizer.ggml.tokens), never produced by our tokenizer.
@@ -23,7 +23,7 @@ struct Vocab {
 
 Vocab load_vocab(const std::string& name) {
     Vocab v;
-    v.g = GgufReader::open(test::shared_dir() + "/testdata/vocab/ggml-vocab-" + name + ".gguf");
+    v.g = test::open_data_gguf("testdata/vocab/ggml-vocab-" + name + ".gguf");
     v.tok = Tokenizer::from_gguf(*v.g);
     return v;
 }
