@@ -18,7 +18,7 @@ namespace jitllm::cli {
 
 std::string default_model_path() {
     if (const char* m = std::getenv("JITLLM_MODEL"); m && *m) return m;
-    return JITLLM_DEFAULT_MODEL;
+    return bundled_model_name();
 }
 
 namespace {

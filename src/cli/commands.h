@@ -22,6 +22,9 @@ int cmd_perplexity(const Args& args);  // jitllm perplexity -m MODEL -f TEXT -c 
 int cmd_version(const Args& args);     // jitllm version (--version)
 int cmd_devices(const Args& args);     // jitllm devices (--list-devices)
 
+// $JITLLM_MODEL, else the bundled model (bundled_model_name()).
 std::string default_model_path();
+// The name GgufReader::open knows the model linked into the binary by ("<bundled>/stories260K.gguf").
+const std::string& bundled_model_name();
 // Parses args with a CLI11 app; handles --help (prints, returns true => caller exits 0).
 }  // namespace jitllm::cli

@@ -263,6 +263,12 @@ const char* gguf_value_type_name(GgufValueType t) {
 std::unique_ptr<GgufReader> GgufReader::open(const std::string& path) {
     std::unique_ptr<GgufReader> r(new GgufReader());
     r->path_ = path;
+    if (const auto [data, size] = embedded_gguf(path); data) {  // read in place, as from_bytes
+        r->base_ = data;
+        r->size_ = size;
+        r->parse();
+        return r;
+    }
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
     struct stat st;

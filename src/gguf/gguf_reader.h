@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -64,9 +65,16 @@ struct GgufTensorInfo {
     uint64_t rows() const { uint64_t r = 1; for (size_t d = 1; d < dims.size(); ++d) r *= dims[d]; return r; }
 };
 
+// Files linked into the binary as data (the bundled model): open(name) of a registered name reads
+// these bytes in place, with no file. The bytes must live as long as the process.
+void register_embedded_gguf(std::string name, const uint8_t* data, size_t size);
+// The registered bytes of `name` (nullptr, 0 when none).
+std::pair<const uint8_t*, size_t> embedded_gguf(const std::string& name);
+
 class GgufReader {
 public:
-    // mmap + full validation; throws Error naming the file and the problem.
+    // mmap + full validation (or the registered embedded bytes of that name); throws Error naming
+    // the file and the problem.
     static std::unique_ptr<GgufReader> open(const std::string& path);
     // Same validation over bytes in memory (tests, fuzzing). `name` is used in messages.
     static std::unique_ptr<GgufReader> from_bytes(std::vector<uint8_t> bytes, std::string name);
@@ -119,7 +127,7 @@ private:
 
     std::string path_;
     std::vector<uint8_t> owned_;     // from_bytes
-    void* map_ = nullptr;            // mmap base (open)
+    void* map_ = nullptr;            // mmap base (open of a file)
     int fd_ = -1;                    // the opened file (open), for copy_out
     const uint8_t* base_ = nullptr;
     uint64_t size_ = 0;
