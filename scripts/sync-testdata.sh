@@ -13,6 +13,10 @@ SRC=${1:-../shared}
 DST=tests/data
 ARCHS="llama qwen2 qwen3 phi3 granite"               # the architectures src/model/arch implements
 TYPES="f32 f16 q8_0 q4_0 q4_k_m q5_k_s q6_k"          # every golden weight type of those files
+# The mixture-of-experts and YaRN files: a subset, for the repository's 100 MB budget (their F16
+# copies alone are 15 MB and compress by 8 %): Q4_0 of each, and the Q4_K_M and Q8_0 experts of qwen3moe.
+# The others are listed in golden/synthetic/NOT-COPIED, which the golden tests read.
+MORE="qwen2moe:q4_0 qwen3moe:q4_0,q4_k_m,q8_0 mistral3:q4_0"
 command -v zstd >/dev/null || { echo "sync-testdata: needs the zstd program (apt-get install zstd)" >&2; exit 1; }
 [ -f "$SRC/golden/SHA256SUMS" ] && [ -f "$SRC/testdata/SHA256SUMS" ] ||
     { echo "sync-testdata: $SRC has no golden/SHA256SUMS and testdata/SHA256SUMS" >&2; exit 1; }
@@ -23,6 +27,18 @@ packed=(golden/stories260K.golden.json testdata/models/llama-2-tiny-random.gguf
 for a in $ARCHS; do
     packed+=("golden/synthetic/$a.logits.json")
     for t in $TYPES; do plain+=("golden/synthetic/$a-$t.gguf"); done
+done
+not_copied=()
+for am in $MORE; do
+    a=${am%%:*}
+    packed+=("golden/synthetic/$a.logits.json")
+    for f in "$SRC"/golden/synthetic/"$a"-*.gguf; do
+        t=$(basename "$f" .gguf); t=${t#"$a"-}
+        case ",${am#*:}," in
+            *",$t,"*) plain+=("golden/synthetic/$a-$t.gguf") ;;
+            *) not_copied+=("$a-$t.gguf") ;;
+        esac
+    done
 done
 for f in "$SRC"/testdata/legacy/*.gguf "$SRC"/testdata/vocab/*.gguf; do packed+=("${f#"$SRC"/}"); done
 for f in "$SRC"/testdata/vocab/*.gguf.inp "$SRC"/testdata/vocab/*.gguf.out \
@@ -64,7 +80,8 @@ for rel in "${packed[@]}"; do
     check "$rel" <(zstd -dcq "$DST.new/$rel.zst")
 done
 cp "$DST/.gitattributes" "$DST.new/.gitattributes"
-(cd "$DST.new" && find . -type f ! -name SHA256SUMS ! -name README.md ! -name .gitattributes |
+printf '%s\n' "${not_copied[@]}" > "$DST.new/golden/synthetic/NOT-COPIED"
+(cd "$DST.new" && find . -type f ! -name SHA256SUMS ! -name README.md ! -name .gitattributes ! -name NOT-COPIED |
     sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)
 
 # README.md: the hand-written part up to the marker, then one row per file (regenerated)
