@@ -138,11 +138,27 @@ ModelConfig parse_common_config(const GgufReader& g, const std::string& a) {
     return c;
 }
 
+void parse_moe_config(const GgufReader& g, const std::string& a, bool shared_expert, ModelConfig& c) {
+    constexpr int64_t kMaxDim = 1 << 20;
+    c.n_expert = get_positive(g, a + ".expert_count", 1 << 16);
+    c.n_expert_used = get_positive(g, a + ".expert_used_count", 1 << 16);
+    if (c.n_expert_used > c.n_expert)
+        fail("{}: key '{}.expert_used_count': expected at most expert_count {}, found {}", g.path(), a,
+             c.n_expert, c.n_expert_used);
+    c.expert_ff = get_positive(g, a + ".expert_feed_forward_length", kMaxDim);
+    if (shared_expert) c.shared_expert_ff = get_positive(g, a + ".expert_shared_feed_forward_length", kMaxDim);
+}
+
 std::string describe_config(const ModelConfig& c) {
-    return fmt::format("{}: {} layers, dim {}, ff {}, heads {}/{} x {}, vocab {}, ctx {}, rope {} base {:g}",
-                       c.arch, c.n_layers, c.dim, c.hidden_dim, c.n_heads, c.n_kv_heads, c.head_dim,
-                       c.n_vocab, c.n_ctx_train, c.rope_style == RopeStyle::Norm ? "norm" : "neox",
-                       c.rope_base);
+    std::string s = fmt::format("{}: {} layers, dim {}, ff {}, heads {}/{} x {}, vocab {}, ctx {}, rope {} base {:g}",
+                                c.arch, c.n_layers, c.dim, c.hidden_dim, c.n_heads, c.n_kv_heads, c.head_dim,
+                                c.n_vocab, c.n_ctx_train, c.rope_style == RopeStyle::Norm ? "norm" : "neox",
+                                c.rope_base);
+    if (c.moe())
+        s += fmt::format(", experts {} used {} x ff {}{}{}", c.n_expert, c.n_expert_used, c.expert_ff,
+                         c.shared_expert_ff ? fmt::format(" + shared ff {}", c.shared_expert_ff) : "",
+                         c.expert_weights_norm ? " (renormalised)" : "");
+    return s;
 }
 
 }  // namespace jitllm

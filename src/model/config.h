@@ -41,6 +41,14 @@ struct ModelConfig {
     bool has_rope_freqs = false; // rope_freqs.weight present (Llama 3.1)         (file decides)
     bool has_long_rope = false;  // rope_factors_short/long.weight present (phi3 LongRoPE)
 
+    // Mixture of experts (qwen2moe, qwen3moe): the FFN is a router over n_expert stacked experts,
+    // of which n_expert_used run per token, plus an optional shared expert. 0 experts = dense FFN.
+    int n_expert = 0;          // experts per layer                   <arch>.expert_count
+    int n_expert_used = 0;     // experts a token runs (top-k)        <arch>.expert_used_count
+    int expert_ff = 0;         // one expert's FFN width              <arch>.expert_feed_forward_length
+    int shared_expert_ff = 0;  // the shared expert's width (0: none) <arch>.expert_shared_feed_forward_length
+    bool expert_weights_norm = false;  // top-k probabilities renormalised to sum 1   qwen3moe
+
     // Scales (granite); neutral values elsewhere.
     float embedding_scale = 1.0f;  // x = embd * s                      <arch>.embedding_scale
     float residual_scale = 1.0f;   // x += s * block_out                <arch>.residual_scale
@@ -50,6 +58,7 @@ struct ModelConfig {
     int q_dim() const { return n_heads * head_dim; }
     int kv_dim() const { return n_kv_heads * head_dim; }
     int v_dim() const { return n_kv_heads * head_dim_v; }
+    bool moe() const { return n_expert > 0; }
     // Softmax scale of q.k: attention.scale or 1/sqrt(head_dim), times rope_attn_factor^2.
     // llama.cpp multiplies RoPE's cos and sin (so the rotated q and k) by rope_attn_factor; with
     // every dimension rotated (checked at load) that scales q.k by its square, applied here once.
@@ -59,6 +68,11 @@ struct ModelConfig {
 // Reads the keys shared by the Llama family for architecture prefix `arch` (throws Error naming
 // the file and key when a required key is missing or out of range).
 ModelConfig parse_common_config(const GgufReader& g, const std::string& arch);
+
+// Reads the mixture-of-experts keys of architecture prefix `arch` into c (all required; the
+// shared expert's width only when `shared_expert`); throws Error naming the file and key when one is
+// missing or out of range (no experts, more used than there are).
+void parse_moe_config(const GgufReader& g, const std::string& arch, bool shared_expert, ModelConfig& c);
 
 // One line: "llama: 5 layers, dim 64, ff 172, heads 8/4 x 8, vocab 512, ctx 2048, rope norm 1e4".
 std::string describe_config(const ModelConfig& c);

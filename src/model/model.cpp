@@ -20,6 +20,8 @@ const ArchEntry kArchs[] = {
     {"qwen3", qwen3_parse_config, llama_family_bind_layer},
     {"phi3", phi3_parse_config, llama_family_bind_layer},
     {"granite", granite_parse_config, llama_family_bind_layer},
+    {"qwen2moe", qwen2moe_parse_config, moe_bind_layer},
+    {"qwen3moe", qwen3moe_parse_config, moe_bind_layer},
 };
 
 std::string shape_str(const std::vector<uint64_t>& s) {
@@ -74,6 +76,7 @@ const WeightTensor* WeightBinder::tensor_opt(const std::string& name, std::vecto
     w.type = ti->type;
     w.cols = ti->dims[0];
     w.rows = ti->rows();
+    w.stack = ti->dims.size() >= 3 ? ti->dims[2] : 1;
     w.row_bytes = row_bytes(ti->type, w.cols);
     w.n_bytes = ti->n_bytes;
     w.data = ti->data;
@@ -158,7 +161,7 @@ std::unique_ptr<Model> load_model(std::unique_ptr<GgufReader> g) {
     }
     for (const auto& l : m->layers) {
         for (auto* t : {l.attn_norm, l.ffn_norm, l.attn_q_bias, l.attn_k_bias, l.attn_v_bias,
-                        l.attn_q_norm, l.attn_k_norm})
+                        l.attn_q_norm, l.attn_k_norm, l.ffn_gate_inp, l.ffn_gate_inp_shexp})
             need_f32(t);
     }
 

@@ -20,6 +20,7 @@ struct WeightTensor {
     GgmlType type = GgmlType::F32;
     uint64_t cols = 0;            // dims[0]: contiguous row length (the input width of a matmul)
     uint64_t rows = 0;            // product of the other dims (the output width)
+    uint64_t stack = 1;           // dims[2] of a 3-D tensor: matrices stacked (experts), each rows / stack rows
     size_t row_bytes = 0;         // bytes of one row
     size_t n_bytes = 0;           // bytes of the whole tensor
     const uint8_t* data = nullptr;  // into the file mapping
@@ -42,6 +43,15 @@ struct LayerWeights {
     const WeightTensor* ffn_gate = nullptr;     // W (dim -> hidden) (absent when fused_gate_up)
     const WeightTensor* ffn_up = nullptr;       // W (dim -> hidden), or (dim -> 2*hidden) fused
     const WeightTensor* ffn_down = nullptr;     // W (hidden -> dim)
+    // mixture of experts (qwen2moe, qwen3moe): stacked [n_expert] matrices, see ModelConfig
+    const WeightTensor* ffn_gate_inp = nullptr;        // router W (dim -> n_expert) F32
+    const WeightTensor* ffn_gate_exps = nullptr;       // n_expert x W (dim -> expert_ff)
+    const WeightTensor* ffn_up_exps = nullptr;         // n_expert x W (dim -> expert_ff)
+    const WeightTensor* ffn_down_exps = nullptr;       // n_expert x W (expert_ff -> dim)
+    const WeightTensor* ffn_gate_inp_shexp = nullptr;  // (dim) F32: the shared expert's gate logit
+    const WeightTensor* ffn_gate_shexp = nullptr;      // W (dim -> shared_expert_ff)
+    const WeightTensor* ffn_up_shexp = nullptr;        // W (dim -> shared_expert_ff)
+    const WeightTensor* ffn_down_shexp = nullptr;      // W (shared_expert_ff -> dim)
 };
 
 struct Model {

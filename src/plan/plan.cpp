@@ -17,7 +17,8 @@ std::optional<TaskKind> task_kind_from_name(std::string_view name) {
 const char* slot_name(Slot s) {
     static const char* const kNames[] = {"token", "pos", "x", "xb", "q", "k", "v", "att", "tmp",
                                          "hb", "hb2", "logits", "k_cache", "v_cache", "tokens",
-                                         "positions", "seqs"};
+                                         "positions", "seqs", "router", "exp_ids", "exp_w", "exp_hb",
+                                         "exp_hb2"};
     static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Slot::Count));
     return kNames[size_t(s)];
 }
@@ -65,6 +66,32 @@ private:
     std::vector<Task>& out_;
 };
 
+// The mixture-of-experts FFN: router, top-k, the chosen experts, the shared expert. Expert tasks
+// count the bytes and flops of the n_expert_used experts a token reads, not the whole stack.
+void build_moe_ffn(Builder& b, const ModelConfig& c, const LayerWeights& w, int i) {
+    using S = Slot;
+    using K = TaskKind;
+    const uint64_t k = uint64_t(c.n_expert_used);
+    auto chosen = [&](Task& t) {
+        uint64_t bytes = 0;
+        for (auto* x : t.w) bytes += x->n_bytes / x->stack * k;
+        t.weight_bytes = bytes;
+        t.flops = 0;
+        for (auto* x : t.w) t.flops += 2 * (x->rows / x->stack) * x->cols * k;
+    };
+    b.add(K::FfnRouter, i, {S::Xb}, {S::Router}, {w.ffn_gate_inp, w.ffn_gate_inp_shexp});
+    b.add(K::FfnTopk, i, {S::Router}, {S::ExpIds, S::ExpW}).renorm = c.expert_weights_norm;
+    chosen(b.add(K::FfnExpGateUp, i, {S::Xb, S::ExpIds}, {S::ExpHb, S::ExpHb2}, {w.ffn_gate_exps, w.ffn_up_exps}));
+    b.add(K::FfnExpAct, i, {S::ExpHb, S::ExpHb2}, {S::ExpHb});
+    const bool shared = c.shared_expert_ff > 0;
+    if (shared) {  // before the downs: the GPU runs both gate/ups in one kernel, both downs in another
+        b.add(K::FfnShexpGateUp, i, {S::Xb}, {S::Hb, S::Hb2}, {w.ffn_gate_shexp, w.ffn_up_shexp});
+        b.add(K::FfnShexpAct, i, {S::Hb, S::Hb2}, {S::Hb});
+    }
+    chosen(b.add(K::FfnExpDown, i, {S::ExpHb, S::ExpIds, S::ExpW}, {S::Tmp}, {w.ffn_down_exps}));
+    if (shared) b.add(K::FfnShexpDown, i, {S::Hb, S::Router, S::Tmp}, {S::Tmp}, {w.ffn_down_shexp});
+}
+
 void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_factors, bool rows) {
     const ModelConfig& c = m.config;
     const LayerWeights& w = m.layers[size_t(i)];
@@ -89,9 +116,13 @@ void build_layer(Builder& b, const Model& m, int i, const WeightTensor* rope_fac
     b.add(K::AttnOutput, i, {S::Att}, {S::Tmp}, {w.attn_output});
     b.add(K::AttnResidual, i, {S::X, S::Tmp}, {S::X}).scale = c.residual_scale;
     b.add(K::FfnNorm, i, {S::X}, {S::Xb}, {w.ffn_norm}).eps = c.norm_eps;
-    b.add(K::FfnGateUp, i, {S::Xb}, {S::Hb, S::Hb2}, {w.ffn_gate, w.ffn_up});
-    b.add(K::FfnAct, i, {S::Hb, S::Hb2}, {S::Hb});
-    b.add(K::FfnDown, i, {S::Hb}, {S::Tmp}, {w.ffn_down});
+    if (c.moe()) {
+        build_moe_ffn(b, c, w, i);
+    } else {
+        b.add(K::FfnGateUp, i, {S::Xb}, {S::Hb, S::Hb2}, {w.ffn_gate, w.ffn_up});
+        b.add(K::FfnAct, i, {S::Hb, S::Hb2}, {S::Hb});
+        b.add(K::FfnDown, i, {S::Hb}, {S::Tmp}, {w.ffn_down});
+    }
     b.add(K::FfnResidual, i, {S::X, S::Tmp}, {S::X}).scale = c.residual_scale;
 }
 
@@ -126,6 +157,14 @@ Plan plan_build(const Model& m, const PlanOptions& o) {
         {S::KCache, "kv", {o.n_seq, n_ctx, c.n_kv_heads, c.head_dim}, true},
         {S::VCache, "kv", {o.n_seq, n_ctx, c.n_kv_heads, c.head_dim}, true},
     };
+    if (c.moe()) {
+        const int64_t k = c.n_expert_used;
+        p.buffers.push_back({S::Router, "f32", {R, c.n_expert + (c.shared_expert_ff > 0)}});
+        p.buffers.push_back({S::ExpIds, "i32", {R, k}});
+        p.buffers.push_back({S::ExpW, "f32", {R, k}});
+        p.buffers.push_back({S::ExpHb, "f32", {R, k, c.expert_ff}});
+        p.buffers.push_back({S::ExpHb2, "f32", {R, k, c.expert_ff}});
+    }
     if (o.batch_rows > 0) {
         p.buffers.push_back({S::Tokens, "i32", {R}});
         p.buffers.push_back({S::Positions, "i32", {R}});
@@ -159,6 +198,9 @@ int64_t slot_row_elems(const Plan& p, Slot s) {
         case Slot::K: case Slot::V: case Slot::KCache: case Slot::VCache: return c.kv_dim();
         case Slot::Hb: case Slot::Hb2: return c.hidden_dim;
         case Slot::Logits: return c.n_vocab;
+        case Slot::Router: return c.n_expert + (c.shared_expert_ff > 0);
+        case Slot::ExpIds: case Slot::ExpW: return c.n_expert_used;
+        case Slot::ExpHb: case Slot::ExpHb2: return int64_t(c.n_expert_used) * c.expert_ff;
         case Slot::Count: break;
     }
     JITLLM_CHECK(false, "slot {}", int(s));

@@ -33,6 +33,11 @@ enum class Slot : uint8_t {
     Tokens,  // i32 (rows)         batch phase: input token of each row; `sample` writes the pick
     Positions,  // i32 (rows)      batch phase: position of each row
     Seqs,    // i32 (rows)         batch phase: sequence (KV cache) of each row, < n_seq
+    Router,  // f32 (n_expert + shared)  router logits [, the shared expert's gate logit last]   (MoE)
+    ExpIds,  // i32 (n_expert_used)      the chosen experts, best first
+    ExpW,    // f32 (n_expert_used)      their weights
+    ExpHb,   // f32 (n_expert_used, expert_ff)  gate, then activated, per chosen expert
+    ExpHb2,  // f32 (n_expert_used, expert_ff)  up
     Count,
 };
 const char* slot_name(Slot s);
@@ -60,10 +65,13 @@ struct Task {
     //   attn_qkv: {attn_q, attn_k, attn_v, q_bias, k_bias, v_bias} or {attn_qkv, -, -, biases}
     //   attn_qk_norm: {attn_q_norm, attn_k_norm};  ffn_gate_up: {ffn_gate | null, ffn_up}
     //   norms: {weight}; matmuls: {matrix}; attn_rope: {Model::rope_factors(n_ctx) | null}
+    //   ffn_router: {ffn_gate_inp, ffn_gate_inp_shexp | null}; ffn_exp_gate_up: {gate_exps, up_exps};
+    //   ffn_exp_down: {down_exps}; ffn_shexp_gate_up: {gate_shexp, up_shexp}; ffn_shexp_down: {down_shexp}
     std::vector<const WeightTensor*> w;
     float eps = 0.0f;    // norms
     float scale = 1.0f;  // token_embd, residuals, attn (softmax scale), output (1/logit_scale)
-    uint64_t weight_bytes = 0;  // bytes of weights read per execution
+    bool renorm = false;  // ffn_topk: the chosen weights renormalised to sum 1
+    uint64_t weight_bytes = 0;  // bytes of weights read per execution (experts: the chosen ones)
     uint64_t flops = 0;         // per execution at position 0 (matmuls: 2*rows*cols)
 };
 

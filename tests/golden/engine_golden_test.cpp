@@ -58,15 +58,6 @@ Tol tol_for(const std::string& file) {
     return {0.1, 1e-4, 0.2, false};
 }
 
-// Whether `file` is one of the golden files the repository leaves out (tests/data/golden/synthetic/
-// NOT-COPIED, written by scripts/sync-testdata.sh); a folder with every file has no such list.
-bool left_out(const std::string& file) {
-    const std::string rel = "golden/synthetic/NOT-COPIED";
-    if (!jitllm::test::data_exists(rel)) return false;
-    const std::string list = "\n" + jitllm::test::read_data(rel);
-    return list.find("\n" + file + "\n") != std::string::npos;
-}
-
 class SyntheticGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
@@ -80,15 +71,7 @@ TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
         SCOPED_TRACE(file);
         if (var.contains("shipped") && !var["shipped"].get<bool>()) continue;  // logits only, no file
         const Tol tol = tol_for(file);
-        if (left_out(file) && !jitllm::test::file_exists(dir + file)) {
-            std::printf("[golden] %-22s not in this copy of the data (NOT-COPIED), skipped\n", file.c_str());
-            continue;
-        }
-        // The GPU host gets a subset of the files (transfer limit); CI always has all of them.
-        if (std::getenv("JITLLM_GOLDEN_ALLOW_MISSING") && !jitllm::test::file_exists(dir + file)) {
-            std::printf("[golden] %-22s absent here, skipped (JITLLM_GOLDEN_ALLOW_MISSING)\n", file.c_str());
-            continue;
-        }
+        if (jitllm::test::golden_left_out(file)) continue;
         auto e = jitllm::test::make_engine(dir + file, 256);
         double max_abs = 0, kl_sum = 0;
         int top1_bad = 0, top1_agree = 0;
@@ -129,7 +112,7 @@ TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, SyntheticGolden,
-                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe"));
 
 TEST(Stories260KGolden, GreedyContinuationsAndLogitsMatchLlamaCpp) {
     const json g = load_json("golden/stories260K.golden.json");

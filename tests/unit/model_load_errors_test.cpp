@@ -27,12 +27,12 @@ TinySpec spec(const std::string& arch) {
     TinySpec s;
     s.arch = arch;
     if (arch == "phi3") s.n_kv_heads = s.n_heads;
-    if (arch == "qwen3") s.head_dim = 32;  // n_heads * head_dim = 128 != dim 64
+    if (arch == "qwen3" || arch == "qwen3moe") s.head_dim = 32;  // n_heads * head_dim = 128 != dim 64
     return s;
 }
 
 TEST(ModelLoad, every_tiny_architecture_loads) {
-    for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "granite"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe"}) {
         auto m = load_model(test::tiny_reader(test::tiny_model(spec(arch))));
         EXPECT_EQ(m->config.arch, arch);
         EXPECT_TRUE(m->unused_tensors.empty()) << arch;
@@ -44,7 +44,44 @@ TEST(ModelLoad, unknown_architecture_lists_the_supported_ones) {
     GgufWriter w = test::tiny_model(s);
     w.set_string("general.architecture", "mamba2");
     EXPECT_EQ(load_error(w), "tiny.gguf: unsupported architecture 'mamba2'; supported: llama, "
-                             "qwen2, qwen3, phi3, granite");
+                             "qwen2, qwen3, phi3, granite, qwen2moe, qwen3moe");
+}
+
+TEST(ModelLoad, moe_without_experts_is_refused) {
+    GgufWriter w = test::tiny_model(spec("qwen3moe"));
+    w.set_u32("qwen3moe.expert_count", 0);
+    EXPECT_EQ(load_error(w), "tiny.gguf: key 'qwen3moe.expert_count': expected an integer in [1, 65536], found 0");
+}
+
+TEST(ModelLoad, moe_using_more_experts_than_it_has_is_refused) {
+    GgufWriter w = test::tiny_model(spec("qwen2moe"));
+    w.set_u32("qwen2moe.expert_used_count", 5);
+    EXPECT_EQ(load_error(w), "tiny.gguf: key 'qwen2moe.expert_used_count': expected at most expert_count 4, found 5");
+}
+
+TEST(ModelLoad, moe_stacked_experts_that_disagree_name_the_tensor) {
+    // three experts in ffn_up_exps where expert_count and the other stacks say four
+    GgufWriter w = test::tiny_model(spec("qwen3moe"), [](TinyTensor& t) {
+        if (t.name == "blk.1.ffn_up_exps.weight") t.dims[2] = 3;
+        return true;
+    });
+    EXPECT_EQ(load_error(w), "tiny.gguf: tensor 'blk.1.ffn_up_exps.weight': expected shape [64, 32, 4], "
+                             "found [64, 32, 3]");
+    // an expert width other than expert_feed_forward_length
+    GgufWriter w2 = test::tiny_model(spec("qwen2moe"), [](TinyTensor& t) {
+        if (t.name == "blk.0.ffn_down_exps.weight") t.dims[0] = 16;
+        return true;
+    });
+    EXPECT_EQ(load_error(w2), "tiny.gguf: tensor 'blk.0.ffn_down_exps.weight': expected shape [32, 64, 4], "
+                              "found [16, 64, 4]");
+}
+
+TEST(ModelLoad, moe_router_must_be_f32) {
+    GgufWriter w = test::tiny_model(spec("qwen3moe"), [](TinyTensor& t) {
+        if (t.name == "blk.0.ffn_gate_inp.weight") t.type = GgmlType::F16;
+        return true;
+    });
+    EXPECT_EQ(load_error(w), "tiny.gguf: tensor 'blk.0.ffn_gate_inp.weight': expected type f32, found f16");
 }
 
 TEST(ModelLoad, missing_bias_names_the_tensor_and_its_shape) {

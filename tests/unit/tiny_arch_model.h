@@ -1,5 +1,5 @@
 // Test helper: a tiny random-weight GGUF of one Llama-family architecture (llama, qwen2, qwen3,
-// phi3, granite) written with GgufWriter, with hooks to rename, reshape, retype or drop tensors.
+// phi3, granite, and the mixture-of-experts qwen2moe and qwen3moe) written with GgufWriter, with hooks to rename, reshape, retype or drop tensors.
 // Header-only; used by model_load_errors_test and backend_cpu_long_rope_test. Not a fixture
 // generator for golden data (its outputs are never compared with stored numbers).
 #pragma once
@@ -20,6 +20,7 @@ struct TinySpec {
     std::string key_prefix;  // prefix of the hyperparameter keys; empty: arch
     int n_vocab = 32, dim = 64, ff = 64, n_heads = 4, n_kv_heads = 2, head_dim = 16, n_layers = 2;
     int n_ctx = 256;
+    int n_expert = 4, n_expert_used = 2, expert_ff = 32, shared_ff = 64;  // qwen2moe / qwen3moe
     float rope_base = 10000.0f;
     uint32_t seed = 1;
 };
@@ -48,17 +49,31 @@ inline std::vector<TinyTensor> tiny_tensors(const TinySpec& s) {
             t.push_back({b + "attn_k.weight", {dim, kv}});
             t.push_back({b + "attn_v.weight", {dim, kv}});
         }
-        if (s.arch == "qwen2") {
+        if (s.arch == "qwen2" || s.arch == "qwen2moe") {
             t.push_back({b + "attn_q.bias", {q}});
             t.push_back({b + "attn_k.bias", {kv}});
             t.push_back({b + "attn_v.bias", {kv}});
         }
-        if (s.arch == "qwen3") {
+        if (s.arch == "qwen3" || s.arch == "qwen3moe") {
             t.push_back({b + "attn_q_norm.weight", {uint64_t(s.head_dim)}, GgmlType::F32, true});
             t.push_back({b + "attn_k_norm.weight", {uint64_t(s.head_dim)}, GgmlType::F32, true});
         }
         t.push_back({b + "attn_output.weight", {q, dim}});
         t.push_back({b + "ffn_norm.weight", {dim}, GgmlType::F32, true});
+        if (s.arch == "qwen2moe" || s.arch == "qwen3moe") {
+            const uint64_t ne = s.n_expert, eff = s.expert_ff, sff = s.shared_ff;
+            t.push_back({b + "ffn_gate_inp.weight", {dim, ne}});
+            t.push_back({b + "ffn_gate_exps.weight", {dim, eff, ne}});
+            t.push_back({b + "ffn_up_exps.weight", {dim, eff, ne}});
+            t.push_back({b + "ffn_down_exps.weight", {eff, dim, ne}});
+            if (s.arch == "qwen2moe") {
+                t.push_back({b + "ffn_gate_inp_shexp.weight", {dim}});
+                t.push_back({b + "ffn_gate_shexp.weight", {dim, sff}});
+                t.push_back({b + "ffn_up_shexp.weight", {dim, sff}});
+                t.push_back({b + "ffn_down_shexp.weight", {sff, dim}});
+            }
+            continue;
+        }
         if (s.arch == "phi3") {
             t.push_back({b + "ffn_up.weight", {dim, 2 * ff}});
         } else {
@@ -85,6 +100,12 @@ inline GgufWriter tiny_model(const TinySpec& s, const TinyEdit& edit = {},
     w.set_u32(a + ".context_length", uint32_t(s.n_ctx));
     w.set_f32(a + ".rope.freq_base", s.rope_base);
     w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    if (s.arch == "qwen2moe" || s.arch == "qwen3moe") {
+        w.set_u32(a + ".expert_count", uint32_t(s.n_expert));
+        w.set_u32(a + ".expert_used_count", uint32_t(s.n_expert_used));
+        w.set_u32(a + ".expert_feed_forward_length", uint32_t(s.expert_ff));
+        if (s.arch == "qwen2moe") w.set_u32(a + ".expert_shared_feed_forward_length", uint32_t(s.shared_ff));
+    }
     if (s.head_dim * s.n_heads != s.dim) {
         w.set_u32(a + ".attention.key_length", uint32_t(s.head_dim));
         w.set_u32(a + ".attention.value_length", uint32_t(s.head_dim));

@@ -197,7 +197,7 @@ bool CpuBackend::run_products(const Task& t) {
 }
 
 void CpuBackend::run_task(const Task& t) {
-    if (run_products(t)) return;
+    if (run_products(t) || run_moe(t)) return;
     // Every other task is row-wise except attention (which reads other rows only through the cache):
     // row r is token row_tok_[r] at position row_pos_[r] of sequence row_seq_[r].
     const int L = t.layer;
@@ -271,6 +271,10 @@ void CpuBackend::run_task(const Task& t) {
                 else token_out_ = pick;
                 break;
             }
+            case TaskKind::FfnRouter: case TaskKind::FfnTopk: case TaskKind::FfnExpGateUp:
+            case TaskKind::FfnExpAct: case TaskKind::FfnExpDown: case TaskKind::FfnShexpGateUp:
+            case TaskKind::FfnShexpAct: case TaskKind::FfnShexpDown:
+                break;  // run_moe (cpu_moe.cpp)
             case TaskKind::Count:
                 JITLLM_CHECK(false, "task kind Count");
         }

@@ -47,6 +47,8 @@ private:
     // The matrix products of t (q/k/v, attn_output, gate/up, down, output) over every current row at
     // once, with their biases and scale; false for any other task kind.
     bool run_products(const Task& t);
+    // The mixture-of-experts tasks (cpu_moe.cpp) over every current row; false for any other kind.
+    bool run_moe(const Task& t);
     // Cache row of (sequence, position) in a layer.
     float* cache_row(Slot s, int layer, int seq, int pos) {
         return slot(s, layer) + (size_t(seq) * size_t(plan_.n_ctx) + size_t(pos)) * size_t(c_.kv_dim());
@@ -68,6 +70,7 @@ private:
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
     std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;
+    std::vector<float> moe_y_;  // one expert's output row (run_moe)
 };
 
 }  // namespace jitllm

@@ -49,6 +49,10 @@ void swiglu(const float* gate, const float* up, float* out, int n);
 // y[i] += scale * x[i]
 void add_scaled(float* y, const float* x, float scale, int n);
 
+// The mixture-of-experts choice: softmax over n_expert router logits, the k largest probabilities
+// (best first; the lower index first on a tie) into ids and w, w renormalised to sum 1 when asked.
+void moe_topk(const float* logits, int n_expert, int k, bool renorm, int32_t* ids, float* w);
+
 // Index of the largest value (lowest index wins a tie).
 int argmax(const float* x, int n);
 

@@ -11,8 +11,8 @@ ModelConfig llama_parse_config(const GgufReader& g) {
     return c;
 }
 
-void llama_family_bind_layer(WeightBinder& b, const ModelConfig& c, int i, LayerWeights& w) {
-    const uint64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), ff = c.hidden_dim;
+void llama_family_bind_attention(WeightBinder& b, const ModelConfig& c, int i, LayerWeights& w) {
+    const uint64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim();
     using B = WeightBinder;
     w.attn_norm = b.tensor(B::blk(i, "attn_norm"), {dim});
     if (c.fused_qkv) {
@@ -32,6 +32,12 @@ void llama_family_bind_layer(WeightBinder& b, const ModelConfig& c, int i, Layer
         w.attn_k_norm = b.tensor(B::blk(i, "attn_k_norm"), {uint64_t(c.head_dim)});
     }
     w.attn_output = b.tensor(B::blk(i, "attn_output"), {q, dim});
+}
+
+void llama_family_bind_layer(WeightBinder& b, const ModelConfig& c, int i, LayerWeights& w) {
+    const uint64_t dim = c.dim, ff = c.hidden_dim;
+    using B = WeightBinder;
+    llama_family_bind_attention(b, c, i, w);
     w.ffn_norm = b.tensor(B::blk(i, "ffn_norm"), {dim});
     if (c.fused_gate_up) {
         w.ffn_up = b.tensor(B::blk(i, "ffn_up"), {dim, 2 * ff});
