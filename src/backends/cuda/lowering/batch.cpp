@@ -201,6 +201,7 @@ size_t Lowering::lower_batch_at(size_t i) {
     const Task& a = t(i);
     x16_now_ = x16_next_;  // set by the norm just before this task
     x16_next_ = false;
+    if (moe_at(i)) return lower_moe_at(i);
     const bool fuse = o_.fuse;
     const int R = std::max(1, p_.batch_rows);
     switch (a.kind) {
@@ -397,6 +398,8 @@ size_t Lowering::lower_batch_at(size_t i) {
             return 1;
         }
         case K::AttnKvStore:
+        case K::FfnRouter: case K::FfnTopk: case K::FfnExpGateUp: case K::FfnExpAct: case K::FfnExpDown:
+        case K::FfnShexpGateUp: case K::FfnShexpAct: case K::FfnShexpDown:  // lower_moe_at
         case K::Count:
             break;
     }

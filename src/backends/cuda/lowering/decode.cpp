@@ -123,6 +123,7 @@ void Lowering::rms_norm(size_t i, Slot in, Slot outs, int rows, int D, const Wei
 }
 
 size_t Lowering::lower_at(size_t i) {
+    if (moe_at(i)) return lower_moe_at(i);
     const Task& a = t(i);
     const bool fuse = o_.fuse;
     switch (a.kind) {
@@ -243,6 +244,8 @@ size_t Lowering::lower_at(size_t i) {
             return 1;
         }
         case K::AttnKvStore:
+        case K::FfnRouter: case K::FfnTopk: case K::FfnExpGateUp: case K::FfnExpAct: case K::FfnExpDown:
+        case K::FfnShexpGateUp: case K::FfnShexpAct: case K::FfnShexpDown:  // lower_moe_at
         case K::Count:
             break;
     }

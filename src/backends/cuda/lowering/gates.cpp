@@ -147,13 +147,14 @@ GateVerdict batch_xrows(In in, Gates& g, const Schedule&) {
 // Q4_0/Q8_0 matrices in the split device layout: their 18/34-byte blocks are only 2-aligned, so
 // 16-byte loads need the quants and the scales in separate runs. Every weight a matrix product reads
 // qualifies when its rows are whole 256-element multiples (both runs 16-byte aligned); the embedding
-// table keeps GGUF blocks (embed.cu reads rows of it; a tied output projection then reads blocks too).
+// table keeps GGUF blocks (embed.cu reads rows of it; a tied output projection then reads blocks too),
+// and so do the mixture-of-experts weights (moe.cu stages GGUF blocks).
 GateVerdict weights_layout(In in, Gates& g, const Schedule&) {
     std::set<const WeightTensor*> embed, mats;
     for (const auto* ph : {&in.plan.decode, &in.plan.prefill, &in.plan.batch})
         for (const Task& tk : *ph)
             for (const WeightTensor* w : tk.w)
-                if (w) (tk.kind == K::TokenEmbd ? embed : mats).insert(w);
+                if (w) (tk.kind == K::TokenEmbd || is_moe_task(tk.kind) ? embed : mats).insert(w);
     g.split_candidates.clear();
     for (const WeightTensor* w : mats)
         if (split_layout_type(w->type) && w->cols % 256 == 0 && w->rows > 1 && !embed.count(w)) g.split_candidates.insert(w);

@@ -300,6 +300,10 @@ private:
     static KArg wrange(const WeightTensor* w, uint64_t off) { return weight(w, off); }
 
     size_t lower_batch_at(size_t i);
+    // The mixture-of-experts tasks at i (moe.cpp), with ffn_norm when it heads them; decode,
+    // prefill and batch alike (batch_: grids over the rows). moe_at: whether task i is one.
+    bool moe_at(size_t i) const;
+    size_t lower_moe_at(size_t i);
     // Decode attention: the tensor-map kernel (gate attn.kv=tma) or the register kernel
     // (attention_decode.cu), split-KV (gate attn.algo=split) or one block per kv head.
     void decode_attention(size_t i, const Task& a);
