@@ -54,7 +54,8 @@ std::unique_ptr<Model> build(const Case& c) {
         for (auto d : t.dims) n *= d;
         std::vector<float> v(n);
         for (float& x : v) x = t.is_norm ? 1.0f + 0.1f * next() : 0.25f * next();
-        const bool matrix = t.dims.size() == 2;
+        // matrices and stacked experts take the case's type; vectors and the MoE router stay F32
+        const bool matrix = t.dims.size() >= 2 && t.name.find("ffn_gate_inp") == std::string::npos;
         const GgmlType ty = matrix ? c.type : GgmlType::F32;
         std::vector<uint8_t> bytes(row_bytes(ty, t.dims[0]) * (n / t.dims[0]));
         for (uint64_t r = 0; r < n / t.dims[0]; ++r)
@@ -530,8 +531,9 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
             // launch of the same group reads what the earlier one wrote)
             const bool continues_group = si > 0 && steps[si - 1].tasks == k.tasks;
             if (!continues_group)
-            for (Slot s : {Slot::X, Slot::Xb, Slot::Q, Slot::K, Slot::V, Slot::Att, Slot::Tmp, Slot::Hb, Slot::Hb2, Slot::Logits})
-                gpu.upload_slot(s, cpu.slot(s), slot_len(plan, s));
+            for (Slot s : {Slot::X, Slot::Xb, Slot::Q, Slot::K, Slot::V, Slot::Att, Slot::Tmp, Slot::Hb, Slot::Hb2,
+                           Slot::Logits, Slot::Router, Slot::ExpIds, Slot::ExpW, Slot::ExpHb, Slot::ExpHb2})
+                if (slot_len(plan, s) > 0) gpu.upload_slot(s, cpu.slot(s), slot_len(plan, s));
             if (!continues_group)
                 gpu.upload_kv(k.layer < 0 ? 0 : k.layer, cpu.slot(Slot::KCache, k.layer < 0 ? 0 : k.layer),
                               cpu.slot(Slot::VCache, k.layer < 0 ? 0 : k.layer), n_hist);
@@ -586,6 +588,10 @@ TEST_P(KernelsVsCpu, EveryKernelMatchesItsCpuTasks) {
                 got.resize(n);
                 gpu.download_slot(s, got.data(), n);
                 const float* ref = cpu.slot(s);
+                if (s == Slot::ExpIds) {  // int32 expert ids: the same choice, in the same order
+                    EXPECT_EQ(std::memcmp(got.data(), ref, n * 4), 0) << k.symbol << " chose other experts (" << c.name << ")";
+                    continue;
+                }
                 double err = 0, norm = 0;
                 for (size_t i = 0; i < n; ++i) {
                     err += double(got[i] - ref[i]) * double(got[i] - ref[i]);
@@ -625,6 +631,16 @@ TinySpec spec(const char* arch, int dim, int ff, int heads, int kv, int hd, int 
     return s;
 }
 
+// a mixture-of-experts shape: n_expert experts of width eff, `used` a token, a shared expert of sff
+TinySpec moe_spec(const char* arch, int dim, int heads, int kv, int hd, int n_expert, int used, int eff, int sff) {
+    TinySpec s = spec(arch, dim, sff > 0 ? sff : 64, heads, kv, hd, 1003);  // ff: the dense key only
+    s.n_expert = n_expert;
+    s.n_expert_used = used;
+    s.expert_ff = eff;
+    s.shared_ff = sff;
+    return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, KernelsVsCpu,
     ::testing::Values(
@@ -657,7 +673,13 @@ INSTANTIATE_TEST_SUITE_P(
              0, 0, 0, 0, 0, 300, 1024},
         // the same with Q4_0 weights (split-layout gemvs around several active split blocks)
         Case{"llama_gqa4_hd128_q4_0_hist300", spec("llama", 512, 352, 8, 2, 128, 1003, 1024), GgmlType::Q4_0,
-             0, 0, 0, 0, 0, 300, 1024}),
+             0, 0, 0, 0, 0, 300, 1024},
+        // mixture of experts (moe.cu): expert widths of 96 and 160 (an odd block count: rows only
+        // 2-aligned in the stage), the shared expert of qwen2moe, a router over 40 experts (2 per lane)
+        Case{"qwen3moe_e40k6_hd128_q4_0", moe_spec("qwen3moe", 256, 4, 1, 128, 40, 6, 96, 0), GgmlType::Q4_0},
+        Case{"qwen2moe_e6k2_shared_q8_0", moe_spec("qwen2moe", 256, 4, 4, 64, 6, 2, 96, 160), GgmlType::Q8_0},
+        Case{"qwen2moe_e8k4_shared_f16", moe_spec("qwen2moe", 256, 4, 2, 64, 8, 4, 160, 96), GgmlType::F16},
+        Case{"qwen3moe_e4k2_hd64_bf16", moe_spec("qwen3moe", 256, 4, 2, 64, 4, 2, 96, 0), GgmlType::BF16}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
