@@ -17,7 +17,9 @@
 //          grid (ceil(DIM / WARPS), rows).
 //
 // Weight rows are staged into a per-warp shared-memory buffer with 16-byte loads (rows of the
-// block formats are only 2-aligned), then each lane decodes whole blocks from there. A staged row
+// block formats are only 2-aligned), then each lane decodes whole blocks from there. Q4_0 and Q8_0
+// weights multiply x quantized to Q8_0 blocks (dp4a), as the CPU reference does; every other type
+// float x. A staged row
 // takes ROW_BYTES + 35 bytes rounded down to 16 (its offset in the first unit, and smem_u32's
 // slack): STAGE is two of them (MOE=1, gate and up) or K + 1 (MOE=2; the last for the shared
 // expert's row, which the host sizes by its own type and width). x is float
@@ -27,7 +29,8 @@
 //          width), SFF (the shared expert's, 0: none), WTYPE (the experts' type), SWTYPE (the shared
 //          expert's), STAGE (bytes of a warp's staging buffer), NORM, RENORM, RESID, RES_SCALE.
 // PDL:     PDL=1 enables griddepcontrol (common.cuh)
-// launch:  block = WARPS * 32, smem = WARPS * STAGE (MOE 1, 2); MOE 0: smem = DIM * 4
+// launch:  block = WARPS * 32, smem = the quantized x (XQ_AREA; MOE=2: XQ_E + XQ_S) + WARPS * STAGE
+//          (MOE 1, 2); MOE 0: smem = DIM * 4
 // args:    MOE=0 (x, norm_w, xb, gate_inp, gate_inp_shexp, router, ids, w, tickets, eps)
 //          MOE=1 (xb, ids, gate_exps, up_exps, exp_hb, gate_shexp, up_shexp, hb)
 //          MOE=2 (exp_hb, ids, w, down_exps, hb, router, down_shexp, tmp_or_x)
@@ -79,43 +82,86 @@ __device__ __forceinline__ int stage_row(const uint8_t* src, int bytes, uint8_t*
     return head;
 }
 
+// dp4a: the sum of the four byte products of a and b plus c (u: a's bytes unsigned)
+__device__ __forceinline__ int dp4a_ss(int a, int b, int c) {
+    int d;
+    asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// x as Q4_0 / Q8_0 weights multiply it (the engine's numerics, quant.h act_q8_type): Q8_0 blocks
+// of 32 values in shared memory, q in order, per block its scale (the f16-rounded d) and the sum
+// of its values.
+struct XQ {
+    const int8_t* q;
+    const float* d;
+    const int* s;
+};
+
+// Quantizes n floats at x (n % 32 == 0) as quantize_act_q8 does into q (n int8), d and s (n / 32
+// each); a group of 8 threads per block of 32. Every thread of the block calls it.
+__device__ __forceinline__ void quantize_x(const float* x, int n, int8_t* q, float* d, int* s) {
+    for (int k0 = 0; k0 < n; k0 += 4 * WARPS * 32) {
+        const int k = k0 + 4 * threadIdx.x;
+        const float4 v = k < n ? ld_act4(x + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+#pragma unroll
+        for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float dd = amax / 127.0f;
+        const float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+        const int q0 = int(roundf(v.x * id)), q1 = int(roundf(v.y * id));
+        const int q2 = int(roundf(v.z * id)), q3 = int(roundf(v.w * id));
+        int sum = (q0 + q1) + (q2 + q3);
+#pragma unroll
+        for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (k >= n) continue;
+        *reinterpret_cast<uint32_t*>(q + k) = (uint32_t(q0) & 0xFFu) | ((uint32_t(q1) & 0xFFu) << 8) |
+                                              ((uint32_t(q2) & 0xFFu) << 16) | (uint32_t(q3) << 24);
+        if ((k & 31) == 0) {
+            d[k >> 5] = f16_to_f32(f32_to_f16(dd));
+            s[k >> 5] = sum;
+        }
+    }
+}
+
+#define XQ_TYPE(t) ((t) == Q4_0 || (t) == Q8_0)
+// shared-memory bytes of n values quantized (q, then d and s)
+#define XQ_BYTES(n) ((n) + (n) / 32 * 8)
+
 // This lane's part of (row . x) for a row of type T with `cols` elements staged at byte `off` of
-// the 16-aligned buffer st; the caller sums over the warp. Q4_0 / Q8_0: a lane per block of 32;
-// every other type a lane per element.
+// the 16-aligned buffer st; the caller sums over the warp. Q4_0 / Q8_0: a lane per block of 32,
+// with x quantized (xq); every other type a lane per element, with float x.
 template <int T>
-__device__ __forceinline__ float row_dot_part(const uint8_t* st, int off, const float* x, int cols, int lane) {
+__device__ __forceinline__ float row_dot_part(const uint8_t* st, int off, const float* x, XQ xq, int cols, int lane) {
     float acc = 0.0f;
-    if (T == Q4_0 || T == Q8_0) {
+    if (XQ_TYPE(T)) {  // integer sums of each block with x's Q8_0 values (quant.cpp block_term)
         for (int b = lane; b < cols / 32; b += 32) {
             const int blk = off + QK_BYTES(T) * b;
-            const float d = f16_to_f32(smem_u16(st, blk));
-            const float4* xb = reinterpret_cast<const float4*>(x + 32 * b);
-            float s = 0.0f;
+            const float dw = f16_to_f32(smem_u16(st, blk));
+            const int* xw = reinterpret_cast<const int*>(xq.q + 32 * b);
+            int isum = 0;
             if (T == Q4_0) {
 #pragma unroll
                 for (int i = 0; i < 16; i += 4) {
-                    const uint32_t q = smem_u32(st, blk + 2 + i);  // bytes i..i+3: elements i..i+3 low, i+16.. high
-                    const float4 lo = ld_act4(reinterpret_cast<const float*>(xb) + i);
-                    const float4 hi = ld_act4(reinterpret_cast<const float*>(xb) + 16 + i);
-                    s += float(int(q & 15) - 8) * lo.x + float(int((q >> 8) & 15) - 8) * lo.y +
-                         float(int((q >> 16) & 15) - 8) * lo.z + float(int((q >> 24) & 15) - 8) * lo.w;
-                    s += float(int((q >> 4) & 15) - 8) * hi.x + float(int((q >> 12) & 15) - 8) * hi.y +
-                         float(int((q >> 20) & 15) - 8) * hi.z + float(int(q >> 28) - 8) * hi.w;
+                    const uint32_t w = smem_u32(st, blk + 2 + i);
+                    isum = dp4a_us(w & 0x0F0F0F0Fu, xw[i / 4], isum);
+                    isum = dp4a_us((w >> 4) & 0x0F0F0F0Fu, xw[4 + i / 4], isum);
                 }
+                isum -= 8 * xq.s[b];
             } else {
 #pragma unroll
-                for (int i = 0; i < 32; i += 4) {
-                    const uint32_t q = smem_u32(st, blk + 2 + i);
-                    const float4 xv = ld_act4(reinterpret_cast<const float*>(xb) + i);
-                    s += float(int8_t(q & 255)) * xv.x + float(int8_t((q >> 8) & 255)) * xv.y +
-                         float(int8_t((q >> 16) & 255)) * xv.z + float(int8_t(q >> 24)) * xv.w;
-                }
+                for (int i = 0; i < 32; i += 4) isum = dp4a_ss(int(smem_u32(st, blk + 2 + i)), xw[i / 4], isum);
             }
-            acc += d * s;
+            acc += (dw * xq.d[b]) * float(isum);
         }
-    } else {
-        for (int e = lane; e < cols; e += 32) acc += dequant_elem<T>(st + off, e) * ld_act(x + e);
+        return acc;
     }
+    for (int e = lane; e < cols; e += 32) acc += dequant_elem<T>(st + off, e) * ld_act(x + e);
     return acc;
 }
 
@@ -210,6 +256,7 @@ KERNEL_NAME(const float* x, const float* norm_w, float* xb, const float* gate_in
 // ----- chosen experts' gate/up + SwiGLU (+ the shared expert's) -----
 #define RB ROW_BYTES(WTYPE, DIM)
 #define RBS ROW_BYTES(SWTYPE, DIM)
+#define XQ_AREA (XQ_TYPE(WTYPE) || (SFF > 0 && XQ_TYPE(SWTYPE)) ? (XQ_BYTES(DIM) + 15) / 16 * 16 : 0)
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 KERNEL_NAME(const float* xb, const int* ids, const uint8_t* gate_exps, const uint8_t* up_exps, float* exp_hb,
@@ -218,8 +265,14 @@ KERNEL_NAME(const float* xb, const int* ids, const uint8_t* gate_exps, const uin
     pdl_wait();
     const int row = blockIdx.z, j = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int r = blockIdx.x * WARPS + warp;
-    uint8_t* stage = smem + warp * STAGE;
+    uint8_t* stage = smem + XQ_AREA + warp * STAGE;
     const float* x = xb + (unsigned long long)row * DIM;
+    int8_t* q = reinterpret_cast<int8_t*>(smem);
+    const XQ xq{q, reinterpret_cast<const float*>(q + DIM), reinterpret_cast<const int*>(q + DIM + DIM / 8)};
+    if (XQ_AREA > 0) {
+        quantize_x(x, DIM, q, reinterpret_cast<float*>(q + DIM), reinterpret_cast<int*>(q + DIM + DIM / 8));
+        __syncthreads();
+    }
     if (j < K) {
         if (r >= FF) return;
         const unsigned long long e = (unsigned long long)ids[row * K + j];
@@ -227,8 +280,8 @@ KERNEL_NAME(const float* xb, const int* ids, const uint8_t* gate_exps, const uin
         const int hg = stage_row(gate_exps + off, RB, stage, lane);
         const int hu = stage_row(up_exps + off, RB, stage + STAGE / 2, lane);
         __syncwarp();
-        const float g = warp_sum(row_dot_part<WTYPE>(stage, hg, x, DIM, lane));
-        const float u = warp_sum(row_dot_part<WTYPE>(stage, STAGE / 2 + hu, x, DIM, lane));
+        const float g = warp_sum(row_dot_part<WTYPE>(stage, hg, x, xq, DIM, lane));
+        const float u = warp_sum(row_dot_part<WTYPE>(stage, STAGE / 2 + hu, x, xq, DIM, lane));
         if (lane == 0) exp_hb[((unsigned long long)row * K + j) * FF + r] = g / (1.0f + expf(-g)) * u;
     } else {
 #if SFF > 0
@@ -237,8 +290,8 @@ KERNEL_NAME(const float* xb, const int* ids, const uint8_t* gate_exps, const uin
         const int hg = stage_row(gate_shexp + off, RBS, stage, lane);
         const int hu = stage_row(up_shexp + off, RBS, stage + STAGE / 2, lane);
         __syncwarp();
-        const float g = warp_sum(row_dot_part<SWTYPE>(stage, hg, x, DIM, lane));
-        const float u = warp_sum(row_dot_part<SWTYPE>(stage, STAGE / 2 + hu, x, DIM, lane));
+        const float g = warp_sum(row_dot_part<SWTYPE>(stage, hg, x, xq, DIM, lane));
+        const float u = warp_sum(row_dot_part<SWTYPE>(stage, STAGE / 2 + hu, x, xq, DIM, lane));
         if (lane == 0) hb[(unsigned long long)row * SFF + r] = g / (1.0f + expf(-g)) * u;
 #endif
     }
@@ -249,6 +302,8 @@ KERNEL_NAME(const float* xb, const int* ids, const uint8_t* gate_exps, const uin
 #define RB ROW_BYTES(WTYPE, FF)
 #define RBS (SFF > 0 ? ROW_BYTES(SWTYPE, SFF) : 0)
 #define SLOT ((RB + 35) / 16 * 16)  // a staged expert row: its head offset (< 16) and 4 bytes of slack
+#define XQ_E (XQ_TYPE(WTYPE) ? (XQ_BYTES(K * FF) + 15) / 16 * 16 : 0)
+#define XQ_S (SFF > 0 && XQ_TYPE(SWTYPE) ? (XQ_BYTES(SFF) + 15) / 16 * 16 : 0)
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 KERNEL_NAME(const float* exp_hb, const int* ids, const float* w, const uint8_t* down_exps, const float* hb,
@@ -257,8 +312,17 @@ KERNEL_NAME(const float* exp_hb, const int* ids, const float* w, const uint8_t* 
     pdl_wait();
     const int row = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int r = blockIdx.x * WARPS + warp;
+    const float* xe = exp_hb + (unsigned long long)row * K * FF;  // the K experts' x, in order
+    int8_t* qe = reinterpret_cast<int8_t*>(smem);
+    int8_t* qs = reinterpret_cast<int8_t*>(smem + XQ_E);
+    if (XQ_E > 0) quantize_x(xe, K * FF, qe, reinterpret_cast<float*>(qe + K * FF), reinterpret_cast<int*>(qe + K * FF + K * FF / 8));
+#if SFF > 0
+    const float* xs = hb + (unsigned long long)row * SFF;
+    if (XQ_S > 0) quantize_x(xs, SFF, qs, reinterpret_cast<float*>(qs + SFF), reinterpret_cast<int*>(qs + SFF + SFF / 8));
+#endif
+    if (XQ_E + XQ_S > 0) __syncthreads();
     if (r >= DIM) return;
-    uint8_t* stage = smem + warp * STAGE;
+    uint8_t* stage = smem + XQ_E + XQ_S + warp * STAGE;
     int head[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) {
@@ -272,13 +336,15 @@ KERNEL_NAME(const float* exp_hb, const int* ids, const float* w, const uint8_t* 
     float acc = 0.0f;
 #pragma unroll
     for (int j = 0; j < K; ++j) {
-        const float d = warp_sum(row_dot_part<WTYPE>(stage, j * SLOT + head[j],
-                                                     exp_hb + ((unsigned long long)row * K + j) * FF, FF, lane));
+        const XQ xq{qe + j * FF, reinterpret_cast<const float*>(qe + K * FF) + j * FF / 32,
+                    reinterpret_cast<const int*>(qe + K * FF + K * FF / 8) + j * FF / 32};
+        const float d = warp_sum(row_dot_part<WTYPE>(stage, j * SLOT + head[j], xe + j * FF, xq, FF, lane));
         const float wj = w[row * K + j];
         acc = j == 0 ? d * wj : acc + d * wj;
     }
 #if SFF > 0
-    const float d = warp_sum(row_dot_part<SWTYPE>(stage, K * SLOT + hs, hb + (unsigned long long)row * SFF, SFF, lane));
+    const XQ xqs{qs, reinterpret_cast<const float*>(qs + SFF), reinterpret_cast<const int*>(qs + SFF + SFF / 8)};
+    const float d = warp_sum(row_dot_part<SWTYPE>(stage, K * SLOT + hs, xs, xqs, SFF, lane));
     const float g = 1.0f / (1.0f + expf(-router[(unsigned long long)row * NR + NE]));
     acc += d * g;
 #endif

@@ -23,6 +23,11 @@ int stage_slot(int rb) { return (rb + 35) / 16 * 16; }
 // warps a block, as many as fit 96 KiB of staging (at least 1, at most 8)
 int warps_for(int stage) { return std::clamp((96 << 10) / std::max(stage, 1), 1, 8); }
 
+// moe.cu's shared memory for n values of x quantized to Q8_0 blocks (values, scales, sums), or 0
+// where no weight type of the kernel multiplies quantized x (XQ_TYPE)
+int xq_area(int n, bool quantized) { return quantized ? (n + n / 4 + 15) / 16 * 16 : 0; }
+bool xq_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+
 }  // namespace
 
 bool Lowering::moe_at(size_t i) const {
@@ -84,7 +89,7 @@ size_t Lowering::lower_moe_at(size_t i) {
             const int width = std::max(FF, shared ? SFF : 0);
             k.grid = Dim3(unsigned((width + warps - 1) / warps), unsigned(K + shared), unsigned(batch_ ? R : 1));
             k.block = Dim3(unsigned(32 * warps));
-            k.smem = unsigned(warps * stage);
+            k.smem = unsigned(xq_area(c_.dim, xq_type(wt) || (shared && xq_type(st))) + warps * stage);
             if (batch_) rows_grid(k, 2);
             const Task* sh = shared ? &t(i + 2) : nullptr;
             k.args = {slot(Slot::Xb), slot(Slot::ExpIds), weight(a.w[0]), weight(a.w[1]), slot(Slot::ExpHb),
@@ -112,7 +117,7 @@ size_t Lowering::lower_moe_at(size_t i) {
             auto& k = add(idx, std::string(batch_ ? "moe_down_rows_" : "moe_down_") + lowercase(type_name(wt)), v);
             k.grid = Dim3(unsigned((c_.dim + warps - 1) / warps), unsigned(batch_ ? R : 1));
             k.block = Dim3(unsigned(32 * warps));
-            k.smem = unsigned(warps * stage);
+            k.smem = unsigned(xq_area(K * FF, xq_type(wt)) + xq_area(SFF, shared && xq_type(st)) + warps * stage);
             if (batch_) rows_grid(k, 1);
             const Task* sh = shared ? &t(i + 1) : nullptr;
             k.args = {slot(Slot::ExpHb), slot(Slot::ExpIds), slot(Slot::ExpW), weight(a.w[0]), slot(Slot::Hb),
