@@ -19,6 +19,9 @@ struct Shape {
     float rope_base;
     bool tied;
     bool llama3_rope_freqs;  // Llama 3.1 long-context frequency factors (rope_freqs.weight)
+    const char* arch = "llama";
+    // mixture of experts (qwen2moe, qwen3moe): experts, used a token, their width, the shared expert's
+    int n_expert = 0, n_expert_used = 0, expert_ff = 0, shared_ff = 0;
 };
 
 const Shape kShapes[] = {
@@ -27,6 +30,12 @@ const Shape kShapes[] = {
     {"llama3.1-8b", 32, 4096, 14336, 32, 8, 128, 131072, 500000.0f, false, true},
     {"llama2-7b", 32, 4096, 11008, 32, 32, 128, 4096, 10000.0f, false, false},
     {"tiny", 2, 256, 512, 4, 2, 64, 2048, 10000.0f, true, false},
+    // Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B): 128 experts of 768, 8 a token, q/k norm, head_dim 128
+    {"qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 128, 40960, 1000000.0f, false, false, "qwen3moe", 128, 8, 768, 0},
+    // Qwen1.5-MoE-A2.7B: 60 experts of 1408, 4 a token, a shared expert of 5632, q/k/v biases
+    {"qwen1.5-moe-a2.7b", 24, 2048, 5632, 16, 16, 128, 8192, 1000000.0f, false, false, "qwen2moe", 60, 4, 1408, 5632},
+    {"tiny-qwen3moe", 2, 256, 512, 4, 2, 64, 2048, 1000000.0f, false, false, "qwen3moe", 8, 2, 256, 0},
+    {"tiny-qwen2moe", 2, 256, 512, 4, 2, 64, 2048, 1000000.0f, false, false, "qwen2moe", 8, 2, 256, 512},
 };
 
 uint64_t splitmix(uint64_t& s) {
@@ -79,11 +88,10 @@ std::vector<uint8_t> random_tensor(GgmlType type, const std::string& name, uint6
 
 int cmd_synth(const Args& args) {
     CLI::App app{"jitllm synth: random-weight GGUF of a real model's shapes", "jitllm synth"};
-    std::string arch = "llama", shape_name, type_name_s = "f16", vocab, out;
+    std::string shape_name, type_name_s = "f16", vocab, out;
     uint64_t seed = 42;
     int threads = int(std::max(1u, std::thread::hardware_concurrency()));
     int layers = 0;
-    app.add_option("--arch", arch, "architecture (llama)");
     std::string shapes;
     for (const auto& s : kShapes) shapes += std::string(shapes.empty() ? "" : "|") + s.name;
     app.add_option("--shape", shape_name, shapes)->required();
@@ -94,7 +102,6 @@ int cmd_synth(const Args& args) {
     app.add_option("--threads", threads, "generator threads")->check(CLI::Range(1, 1024));
     app.add_option("--layers", layers, "override the layer count (quick experiments)")->check(CLI::Range(0, 4096));
     if (!parse_args(app, args)) return 0;
-    if (arch != "llama") fail_usage("--arch: expected llama, found '{}'", arch);
     const Shape* sh = nullptr;
     for (const auto& s : kShapes)
         if (shape_name == s.name) sh = &s;
@@ -111,7 +118,8 @@ int cmd_synth(const Args& args) {
     const int64_t n_vocab = int64_t(tokens->size());
 
     GgufWriter w;
-    const std::string a = arch;
+    const std::string a = sh->arch;
+    const bool moe = sh->n_expert > 0, qwen2moe = a == "qwen2moe", qwen3moe = a == "qwen3moe";
     w.set_string("general.architecture", a);
     w.set_string("general.name", fmt::format("jitllm synth {} {} seed {}", sh->name, type_name_s, seed));
     w.set_u32(a + ".block_count", uint32_t(n_layers));
@@ -124,7 +132,13 @@ int cmd_synth(const Args& args) {
     w.set_u32(a + ".attention.value_length", uint32_t(sh->head_dim));
     w.set_u32(a + ".rope.dimension_count", uint32_t(sh->head_dim));
     w.set_f32(a + ".rope.freq_base", sh->rope_base);
-    w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_f32(a + ".attention.layer_norm_rms_epsilon", moe ? 1e-6f : 1e-5f);
+    if (moe) {
+        w.set_u32(a + ".expert_count", uint32_t(sh->n_expert));
+        w.set_u32(a + ".expert_used_count", uint32_t(sh->n_expert_used));
+        w.set_u32(a + ".expert_feed_forward_length", uint32_t(sh->expert_ff));
+        if (sh->shared_ff > 0) w.set_u32(a + ".expert_shared_feed_forward_length", uint32_t(sh->shared_ff));
+    }
     w.set_u32(a + ".vocab_size", uint32_t(n_vocab));
     for (const auto& kv : v->kvs())
         if (kv.key.rfind("tokenizer.", 0) == 0) w.set(kv.key, kv.value);
@@ -135,6 +149,17 @@ int cmd_synth(const Args& args) {
     auto mat = [&](const std::string& name, int64_t cols, int64_t rows) {
         w.add_tensor(name, T, {uint64_t(cols), uint64_t(rows)},
                      random_tensor(T, name, seed, 0.0f, 0.02f, cols, rows, threads));
+    };
+    // a stack of n matrices (experts): ggml dims {cols, rows, n}, each row its own stream
+    auto stack = [&](const std::string& name, int64_t cols, int64_t rows, int64_t n) {
+        w.add_tensor(name, T, {uint64_t(cols), uint64_t(rows), uint64_t(n)},
+                     random_tensor(T, name, seed, 0.0f, 0.02f, cols, rows * n, threads));
+    };
+    // F32 matrices (the router; the shared expert's gate vector, rows = 1)
+    auto f32 = [&](const std::string& name, int64_t cols, int64_t rows, float std) {
+        const std::vector<uint64_t> dims = rows > 1 ? std::vector<uint64_t>{uint64_t(cols), uint64_t(rows)}
+                                                    : std::vector<uint64_t>{uint64_t(cols)};
+        w.add_tensor(name, GgmlType::F32, dims, random_tensor(GgmlType::F32, name, seed, 0.0f, std, cols, rows, threads));
     };
     auto norm = [&](const std::string& name, int64_t n) {
         w.add_tensor(name, GgmlType::F32, {uint64_t(n)},
@@ -167,11 +192,33 @@ int cmd_synth(const Args& args) {
         mat(p + "attn_q.weight", d, q);
         mat(p + "attn_k.weight", d, kv);
         mat(p + "attn_v.weight", d, kv);
+        if (qwen2moe) {
+            for (const char* b : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                f32(p + b, std::string(b) == "attn_q.bias" ? q : kv, 1, 0.02f);
+        }
+        if (qwen3moe) {
+            norm(p + "attn_q_norm.weight", sh->head_dim);
+            norm(p + "attn_k_norm.weight", sh->head_dim);
+        }
         mat(p + "attn_output.weight", q, d);
         norm(p + "ffn_norm.weight", d);
-        mat(p + "ffn_gate.weight", d, ff);
-        mat(p + "ffn_up.weight", d, ff);
-        mat(p + "ffn_down.weight", ff, d);
+        if (!moe) {
+            mat(p + "ffn_gate.weight", d, ff);
+            mat(p + "ffn_up.weight", d, ff);
+            mat(p + "ffn_down.weight", ff, d);
+            continue;
+        }
+        // router weights N(0, 1), so that the chosen experts change from token to token
+        f32(p + "ffn_gate_inp.weight", d, sh->n_expert, 1.0f);
+        stack(p + "ffn_gate_exps.weight", d, sh->expert_ff, sh->n_expert);
+        stack(p + "ffn_up_exps.weight", d, sh->expert_ff, sh->n_expert);
+        stack(p + "ffn_down_exps.weight", sh->expert_ff, d, sh->n_expert);
+        if (sh->shared_ff > 0) {
+            f32(p + "ffn_gate_inp_shexp.weight", d, 1, 0.02f);
+            mat(p + "ffn_gate_shexp.weight", d, sh->shared_ff);
+            mat(p + "ffn_up_shexp.weight", d, sh->shared_ff);
+            mat(p + "ffn_down_shexp.weight", sh->shared_ff, d);
+        }
     }
     w.write(out);
     std::fprintf(stderr, "[jitllm] wrote %s (%s, %s, %d layers, vocab %lld)\n", out.c_str(), sh->name,
