@@ -51,6 +51,7 @@
 #define STAGE 2400
 #endif
 
+#include "common/async_copy.cuh"
 #include "common/quant_blocks.cuh"
 
 #ifndef NORM
@@ -70,15 +71,16 @@
 // bytes of a row of `cols` elements of type T
 #define ROW_BYTES(T, cols) ((cols) / QK_ELEMS(T) * QK_BYTES(T))
 
-// Copies the `bytes` bytes at src into stage with 16-byte loads of the aligned units that cover
-// them; returns where src's first byte landed. Reads up to 15 bytes past either end, inside the
-// same 16-byte units (never another page). The caller __syncwarp()s before reading stage.
+// Starts copying the `bytes` bytes at src into stage (cp.async, 16-byte units: the aligned units
+// that cover them); returns where src's first byte will land. Reads up to 15 bytes past either
+// end, inside the same 16-byte units (never another page). The caller commits, waits and
+// synchronises before reading stage; x is quantized meanwhile.
 __device__ __forceinline__ int stage_row(const uint8_t* src, int bytes, uint8_t* stage, int lane) {
     const unsigned long long a = reinterpret_cast<unsigned long long>(src);
     const uint8_t* base = reinterpret_cast<const uint8_t*>(a & ~15ull);
     const int head = int(a & 15);
     const int n = (head + bytes + 15) >> 4;
-    for (int u = lane; u < n; u += 32) *reinterpret_cast<uint4*>(stage + 16 * u) = ldg_stream16(base + 16 * u);
+    for (int u = lane; u < n; u += 32) cp_async16(smem_addr(stage + 16 * u), base + 16 * u, 16);
     return head;
 }
 
@@ -180,6 +182,7 @@ KERNEL_NAME(const float* x, const float* norm_w, float* xb, const float* gate_in
     const float* xr = (NORM ? x : xb) + (unsigned long long)row * DIM;
 #if NORM
     float ss = 0.0f;
+#pragma unroll
     for (int k = threadIdx.x; k < DIM; k += WARPS * 32) ss += xr[k] * xr[k];
     const float scale = 1.0f / sqrtf(block_sum<WARPS * 32>(ss, red) / float(DIM) + eps);
     for (int k = threadIdx.x; k < DIM; k += WARPS * 32) {
@@ -196,8 +199,13 @@ KERNEL_NAME(const float* x, const float* norm_w, float* xb, const float* gate_in
     if (rr < NR) {
         const float* wr = rr < NE ? gate_inp + (unsigned long long)rr * DIM : gate_inp_shexp;
         float acc = 0.0f;
-        for (int k = 4 * lane; k < DIM; k += 128) acc += dot4(*reinterpret_cast<const float4*>(wr + k),
-                                                              *reinterpret_cast<const float4*>(xs + k));
+#pragma unroll
+        for (int k = 4 * lane; k < DIM; k += 128) {
+            const uint4 wv = ldg_stream16(wr + k);
+            acc += dot4(make_float4(__uint_as_float(wv.x), __uint_as_float(wv.y), __uint_as_float(wv.z),
+                                    __uint_as_float(wv.w)),
+                        *reinterpret_cast<const float4*>(xs + k));
+        }
         acc = warp_sum(acc);
         if (lane == 0) router[(unsigned long long)row * NR + rr] = acc;
     }
@@ -269,31 +277,38 @@ KERNEL_NAME(const float* xb, const int* ids, const uint8_t* gate_exps, const uin
     const float* x = xb + (unsigned long long)row * DIM;
     int8_t* q = reinterpret_cast<int8_t*>(smem);
     const XQ xq{q, reinterpret_cast<const float*>(q + DIM), reinterpret_cast<const int*>(q + DIM + DIM / 8)};
-    if (XQ_AREA > 0) {
-        quantize_x(x, DIM, q, reinterpret_cast<float*>(q + DIM), reinterpret_cast<int*>(q + DIM + DIM / 8));
-        __syncthreads();
+    // this warp's gate and up rows (an expert's, or the shared expert's at j == K) start loading first
+    const bool shared = j == K, active = r < (shared ? SFF : FF);
+    int hg = 0, hu = 0;
+    if (active) {
+        const uint8_t* g0 = gate_shexp;
+        const uint8_t* u0 = up_shexp;
+        unsigned long long off = (unsigned long long)r * (shared ? RBS : RB);
+        if (!shared) {
+            const unsigned long long e = (unsigned long long)ids[row * K + j];
+            off = (e * FF + r) * RB;
+            g0 = gate_exps;
+            u0 = up_exps;
+        }
+        hg = stage_row(g0 + off, shared ? RBS : RB, stage, lane);
+        hu = stage_row(u0 + off, shared ? RBS : RB, stage + STAGE / 2, lane);
     }
-    if (j < K) {
-        if (r >= FF) return;
-        const unsigned long long e = (unsigned long long)ids[row * K + j];
-        const unsigned long long off = (e * FF + r) * RB;
-        const int hg = stage_row(gate_exps + off, RB, stage, lane);
-        const int hu = stage_row(up_exps + off, RB, stage + STAGE / 2, lane);
-        __syncwarp();
-        const float g = warp_sum(row_dot_part<WTYPE>(stage, hg, x, xq, DIM, lane));
-        const float u = warp_sum(row_dot_part<WTYPE>(stage, STAGE / 2 + hu, x, xq, DIM, lane));
-        if (lane == 0) exp_hb[((unsigned long long)row * K + j) * FF + r] = g / (1.0f + expf(-g)) * u;
+    cp_async_commit();
+    if (XQ_AREA > 0) quantize_x(x, DIM, q, reinterpret_cast<float*>(q + DIM), reinterpret_cast<int*>(q + DIM + DIM / 8));
+    cp_async_wait<0>();
+    __syncthreads();
+    if (!active) return;
+    float g, u;
+    if (!shared) {
+        g = warp_sum(row_dot_part<WTYPE>(stage, hg, x, xq, DIM, lane));
+        u = warp_sum(row_dot_part<WTYPE>(stage, STAGE / 2 + hu, x, xq, DIM, lane));
     } else {
-#if SFF > 0
-        if (r >= SFF) return;
-        const unsigned long long off = (unsigned long long)r * RBS;
-        const int hg = stage_row(gate_shexp + off, RBS, stage, lane);
-        const int hu = stage_row(up_shexp + off, RBS, stage + STAGE / 2, lane);
-        __syncwarp();
-        const float g = warp_sum(row_dot_part<SWTYPE>(stage, hg, x, xq, DIM, lane));
-        const float u = warp_sum(row_dot_part<SWTYPE>(stage, STAGE / 2 + hu, x, xq, DIM, lane));
-        if (lane == 0) hb[(unsigned long long)row * SFF + r] = g / (1.0f + expf(-g)) * u;
-#endif
+        g = warp_sum(row_dot_part<SWTYPE>(stage, hg, x, xq, DIM, lane));
+        u = warp_sum(row_dot_part<SWTYPE>(stage, STAGE / 2 + hu, x, xq, DIM, lane));
+    }
+    if (lane == 0) {
+        float* y = shared ? hb + (unsigned long long)row * SFF + r : exp_hb + ((unsigned long long)row * K + j) * FF + r;
+        *y = g / (1.0f + expf(-g)) * u;
     }
 }
 
@@ -315,24 +330,31 @@ KERNEL_NAME(const float* exp_hb, const int* ids, const float* w, const uint8_t* 
     const float* xe = exp_hb + (unsigned long long)row * K * FF;  // the K experts' x, in order
     int8_t* qe = reinterpret_cast<int8_t*>(smem);
     int8_t* qs = reinterpret_cast<int8_t*>(smem + XQ_E);
+    uint8_t* stage = smem + XQ_E + XQ_S + warp * STAGE;
+    // this warp's K expert rows (and the shared expert's) start loading first
+    int head[K];
+#if SFF > 0
+    int hs = 0;
+#endif
+    if (r < DIM) {
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+            const unsigned long long e = (unsigned long long)ids[row * K + j];
+            head[j] = stage_row(down_exps + (e * DIM + r) * RB, RB, stage + j * SLOT, lane);
+        }
+#if SFF > 0
+        hs = stage_row(down_shexp + (unsigned long long)r * RBS, RBS, stage + K * SLOT, lane);
+#endif
+    }
+    cp_async_commit();
     if (XQ_E > 0) quantize_x(xe, K * FF, qe, reinterpret_cast<float*>(qe + K * FF), reinterpret_cast<int*>(qe + K * FF + K * FF / 8));
 #if SFF > 0
     const float* xs = hb + (unsigned long long)row * SFF;
     if (XQ_S > 0) quantize_x(xs, SFF, qs, reinterpret_cast<float*>(qs + SFF), reinterpret_cast<int*>(qs + SFF + SFF / 8));
 #endif
-    if (XQ_E + XQ_S > 0) __syncthreads();
+    cp_async_wait<0>();
+    __syncthreads();
     if (r >= DIM) return;
-    uint8_t* stage = smem + XQ_E + XQ_S + warp * STAGE;
-    int head[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-        const unsigned long long e = (unsigned long long)ids[row * K + j];
-        head[j] = stage_row(down_exps + (e * DIM + r) * RB, RB, stage + j * SLOT, lane);
-    }
-#if SFF > 0
-    const int hs = stage_row(down_shexp + (unsigned long long)r * RBS, RBS, stage + K * SLOT, lane);
-#endif
-    __syncwarp();
     float acc = 0.0f;
 #pragma unroll
     for (int j = 0; j < K; ++j) {
