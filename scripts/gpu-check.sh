@@ -21,6 +21,10 @@
 #   ab      : this build against .gpu/bin/jitllm-base: tg128 of AB_SHAPES and pp512 of AB_PREFILL
 #             alternated AB_ROUNDS times, a before / after / ratio table, and the greedy md5 of each
 #             build on each shape and prompt (equal md5s: the same text)
+#   llama   : llama.cpp side by side: builds llama-bench from .gpu/baselines (the snapshot gpu-prepare
+#             copies from ../shared/baselines; about 4.5 minutes, in the background while the
+#             files of LLAMA_SHAPES are made), then tg128 and pp512 of each file with jitllm bench
+#             (-b 512) and llama-bench (-fa 1), both md rows into the summary
 #   sweep   : tg128 of SWEEP_SHAPES with `--tune SWEEP_KEY=V` for each V of SWEEP_VALUES beside
 #             the default, alternated SWEEP_ROUNDS times (SWEEP_ARGS: ';'-separated flag sets instead)
 #
@@ -48,6 +52,8 @@
 #   AB_SHAPES [the six]  AB_PREFILL [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q4_0]
 #   AB_ROUNDS [2]  AB_ARGS: flags for both builds []  AB_PROMPTS: '|'-separated prompts for the md5s
 #                  [Once upon a time]  AB_TOKENS: greedy tokens each [48]
+#   LLAMA_SHAPES [qwen3-30b-a3b:q4_0 qwen3-30b-a3b:q8_0]  LLAMA_VOCAB: the vocab file synth copies
+#                  [testdata/vocab/ggml-vocab-qwen3-npm.gguf when .gpu has it, else VOCAB]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
 # Binaries come from .gpu/bin (test binaries there or in .gpu/bin/gpu), data from .gpu/shared.
@@ -104,7 +110,7 @@ bench_rows() {
     log "$label"
     # shellcheck disable=SC2086
     x timeout 300 "$B/jitllm" bench --gpu -m "$f" -r "$BENCH_R" -o md $BENCH_ARGS "$@" 2>&1 |
-        grep -E "^\| (model|llama)|rror" | note
+        grep -E "^\| [a-z]|rror" | note
 }
 # cuda_test LABEL FILE TEST [VAR=VALUE | ARG ...]: one GPU test binary with the given environment
 # (VAR=VALUE) and arguments, its output in $OUT/FILE.txt, its verdict lines in the summary
@@ -333,7 +339,22 @@ sweep)
         done
     done
     ;;
-*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab sweep)"; exit 2 ;;
+llama)
+    LB=/tmp/llama.cpp/build/bin/llama-bench
+    [ -x "$LB" ] || x bash .gpu/baselines/build-llama-cuda.sh /tmp/llama.cpp > "$OUT/llama-build.txt" 2>&1 &
+    lv=$JITLLM_SHARED_DIR/testdata/vocab/ggml-vocab-qwen3-npm.gguf
+    [ -f "$lv" ] || lv=$VOCAB
+    files=()
+    for spec in ${LLAMA_SHAPES:-qwen3-30b-a3b:q4_0 qwen3-30b-a3b:q8_0}; do files+=("$(VOCAB=${LLAMA_VOCAB:-$lv} synth "$spec")"); done
+    for f in "${files[@]}"; do bench_rows "jitllm tg128, pp512 -b 512: $(basename "$f")" "$f" -p 512 -n 128 -b 512; done
+    wait
+    [ "$DRY" = 1 ] || [ -x "$LB" ] || { log "llama.cpp build failed"; tail -20 "$OUT/llama-build.txt" | note; continue; }
+    for f in "${files[@]}"; do
+        log "llama.cpp tg128, pp512 -fa 1: $(basename "$f")"
+        x timeout 300 "$LB" -m "$f" -p 512 -n 128 -fa 1 -r "$BENCH_R" -o md 2>&1 | grep -E "^\| (model|[a-z])|rror" | note
+    done
+    ;;
+*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama sweep)"; exit 2 ;;
 esac
 done
 # The device tool brings back only a few files: keep summary.txt and pack the rest.

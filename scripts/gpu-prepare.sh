@@ -8,7 +8,8 @@ SH=${JITLLM_SHARED_DIR:-../shared}
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/shared/golden/synthetic .gpu/shared/testdata/vocab
 cp "$BUILD/jitllm" .gpu/bin/
 # GPU_TESTS: the test binaries to carry (from the build's tests/ or tests/gpu/ folder); GPU_BASE: a
-# jitllm binary carried as .gpu/bin/jitllm-base for gpu-check's `ab` stage (two builds, one call)
+# jitllm binary carried as .gpu/bin/jitllm-base for gpu-check's `ab` stage (two builds, one call);
+# GPU_LLAMA=1: llama.cpp's snapshot too, for its `llama` stage
 for t in ${GPU_TESTS:-engine_golden_test prefill_modes_test runtime_generate_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test kernels_draw_test kernels_attn_prefill_test}; do
     for d in "$BUILD/tests/gpu" "$BUILD/tests"; do
         if [ -f "$d/$t" ]; then cp "$d/$t" .gpu/bin/; break; fi
@@ -30,6 +31,11 @@ for f in ${GPU_GOLDEN_FILES:-llama-f32 llama-f16 llama-q8_0 llama-q4_0 llama-q4_
     cp "$SH/golden/synthetic/$f.gguf" .gpu/shared/golden/synthetic/
 done
 cp "$SH/testdata/vocab/ggml-vocab-llama3-npm.gguf" .gpu/shared/testdata/vocab/
+# gpu-check's `llama` stage: llama.cpp's snapshot and build script, the Qwen3 vocab for its files
+if [ -n "${GPU_LLAMA:-}" ]; then
+    mkdir -p .gpu/baselines && cp "$SH"/baselines/* .gpu/baselines/
+    cp "$SH/testdata/vocab/ggml-vocab-qwen3-npm.gguf" .gpu/shared/testdata/vocab/
+fi
 # what was built: every gpu-check summary starts with it (a stale .gpu shows at once)
 {
     echo "prepared $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git describe --always --dirty 2>/dev/null || echo unknown)"
