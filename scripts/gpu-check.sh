@@ -215,7 +215,7 @@ serve)
     for temp in ${SERVE_TEMPS:-0 0.8}; do
         log "serve --gpu ${SERVE_SHAPE:-llama3.2-1b:q4_0} [${SERVE_ARGS:-}] temperature $temp: aggregate tok/s by clients"
         # shellcheck disable=SC2086
-        LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-} x "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 \
+        x "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 \
             --port 18080 --prefill-chunk 64 ${SERVE_ARGS:-} > "$OUT/serve-$temp.log" 2>&1 &
         sp=$!
         if [ "$DRY" != 1 ]; then

@@ -17,14 +17,6 @@ for t in ${GPU_TESTS:-engine_golden_test prefill_modes_test runtime_generate_tes
 done
 [ -n "${GPU_BASE:-}" ] && cp "$GPU_BASE" .gpu/bin/jitllm-base
 strip .gpu/bin/* 2>/dev/null || true
-# the HTTP transport module of `jitllm serve` and the shared libraries it needs (not on the GPU host)
-if [ -f "$BUILD/jitllm-httplib.so" ]; then
-    mkdir -p .gpu/lib
-    cp "$BUILD/jitllm-httplib.so" .gpu/bin/
-    for l in $(ldd "$BUILD/jitllm-httplib.so" | awk '/=>/ {print $3}' | grep -E "httplib|brotli|libssl|libcrypto"); do
-        cp "$l" .gpu/lib/
-    done
-fi
 cp "$SH/golden/stories260K.golden.json" .gpu/shared/golden/
 cp "$SH"/golden/synthetic/*.logits.json .gpu/shared/golden/synthetic/
 for f in ${GPU_GOLDEN_FILES:-llama-f32 llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m llama-q5_k_s llama-q6_k qwen2-q4_0 qwen3-q8_0 phi3-q4_0 granite-q4_k_m}; do

@@ -5,7 +5,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(build-essential cmake ninja-build pkg-config git
-      nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev libcpp-httplib-dev
+      nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev time
       libzstd-dev)
 missing=()
