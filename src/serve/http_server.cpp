@@ -1,25 +1,21 @@
 // HttpServer (see http_server.h): the reactor (accept, read, parse, deadlines, eviction) and the
 // worker threads (handler, response writing). A connection belongs to the reactor except while
 // its request is with a worker (state Busy); only the reactor closes descriptors, so a number is
-// never reused under a worker.
+// never reused under a worker. Writing responses: http_write.cpp; the listening socket:
+// http_listen.cpp.
 #include "serve/http_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -31,25 +27,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "serve/http_conn.h"
 
 namespace jitllm::serve {
 
-using Clock = std::chrono::steady_clock;
-
-enum class ConnState { Idle, Head, Body, Busy, Drain };
-
-struct HttpConn {
-    int fd = -1;
-    std::string buf;            // received, not yet consumed
-    ConnState st = ConnState::Idle;
-    Clock::time_point deadline;
-    HttpHead head;
-    uint64_t reserved = 0;      // body bytes taken from the budget
-    bool eof = false;           // the client sent FIN
-    bool eof_at_dispatch = false;
-    size_t drained = 0, drain_limit = 0;
-    bool keep = false;          // the worker's verdict: serve the next request
-};
+using Clock = HttpClock;
 
 namespace {
 
@@ -61,70 +43,7 @@ constexpr size_t kReadPerEvent = 256u << 10;  // one connection cannot hold the 
 constexpr auto kDrainTime = std::chrono::seconds(1);
 constexpr int kTickMs = 100;
 
-const char* reason(int s) {
-    switch (s) {
-        case 200: return "OK";
-        case 204: return "No Content";
-        case 400: return "Bad Request";
-        case 401: return "Unauthorized";
-        case 403: return "Forbidden";
-        case 404: return "Not Found";
-        case 405: return "Method Not Allowed";
-        case 408: return "Request Timeout";
-        case 411: return "Length Required";
-        case 413: return "Content Too Large";
-        case 414: return "URI Too Long";
-        case 415: return "Unsupported Media Type";
-        case 431: return "Request Header Fields Too Large";
-        case 500: return "Internal Server Error";
-        case 501: return "Not Implemented";
-        case 503: return "Service Unavailable";
-        case 505: return "HTTP Version Not Supported";
-        default: return s < 500 ? "Client Error" : "Server Error";
-    }
-}
-
-// framing: "Content-Length: N", "Transfer-Encoding: chunked" or "" (HTTP/1.0 stream: until close)
-std::string response_head(int status, const HttpResponse& r, int minor, const std::string& framing, bool keep) {
-    std::string h = fmt::format("HTTP/1.{} {} {}\r\nContent-Type: {}\r\n", minor, status, reason(status),
-                                r.content_type);
-    if (!framing.empty() && status != 204) h += framing + "\r\n";  // 204 has no body framing
-    if (!keep) h += "Connection: close\r\n";
-    else if (minor == 0) h += "Connection: keep-alive\r\n";
-    for (const auto& [k, v] : r.headers) h += k + ": " + v + "\r\n";
-    return h + "\r\n";
-}
-
-// Blocking send on a non-blocking socket, bounded by a deadline.
-bool send_all(int fd, std::string_view data, Clock::time_point deadline) {
-    while (!data.empty()) {
-        const ssize_t w = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-        if (w > 0) {
-            data.remove_prefix(size_t(w));
-            continue;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-            if (left <= 0) return false;
-            pollfd p{fd, POLLOUT, 0};
-            if (::poll(&p, 1, int(std::min<long long>(left, 1000))) < 0 && errno != EINTR) return false;
-            continue;
-        }
-        return false;
-    }
-    return true;
-}
-
 bool light_method(std::string_view m) { return m == "GET" || m == "HEAD" || m == "OPTIONS"; }
-
-void raise_fd_limit() {
-    rlimit rl{};
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
 
 }  // namespace
 
@@ -162,9 +81,7 @@ struct HttpServer::Impl {
 
     // Writes a small response without blocking (what does not fit at once closes the connection).
     bool send_now(HttpConn* c, const HttpResponse& r, bool keep) {
-        const std::string msg = response_head(r.status, r, c->head.minor,
-                                              fmt::format("Content-Length: {}", r.body.size()), keep) +
-                                (c->head.method == "HEAD" ? std::string() : r.body);
+        const std::string msg = whole_response(r, c->head, keep);
         const ssize_t w = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         return w == ssize_t(msg.size());
     }
@@ -436,7 +353,6 @@ struct HttpServer::Impl {
     }
 
     void serve_one(HttpConn& c);
-    bool write_response(HttpConn& c, HttpResponse& r, bool keep);
 };
 
 void HttpServer::Impl::serve_one(HttpConn& c) {
@@ -451,7 +367,7 @@ void HttpServer::Impl::serve_one(HttpConn& c) {
     const bool keep = c.head.keep_alive && !res.close && !stopping.load() && !(res.stream && c.head.minor == 0);
     bool ok = false;
     try {
-        ok = write_response(c, res, keep);
+        ok = write_response(c, res, lim.write_timeout_s, keep);
     } catch (...) {
         ok = false;
     }
@@ -465,70 +381,13 @@ void HttpServer::Impl::serve_one(HttpConn& c) {
     c.keep = ok && keep;
 }
 
-bool HttpServer::Impl::write_response(HttpConn& c, HttpResponse& r, bool keep) {
-    const bool head_only = c.head.method == "HEAD";
-    if (!r.stream) {
-        const auto deadline = Clock::now() + std::chrono::seconds(lim.write_timeout_s);
-        const std::string h = response_head(r.status, r, c.head.minor, fmt::format("Content-Length: {}", r.body.size()), keep);
-        return send_all(c.fd, h, deadline) && (head_only || send_all(c.fd, r.body, deadline));
-    }
-    StreamWriter w(c, r, lim.write_timeout_s, keep);
-    bool done = false;
-    try {
-        done = r.stream(w);
-    } catch (...) {
-        done = false;
-    }
-    if (w.replaced()) return done;
-    if (!done) return false;
-    if (!w.started() && !w.write({})) return false;
-    return !w.chunked() || send_all(c.fd, "0\r\n\r\n", Clock::now() + std::chrono::seconds(lim.write_timeout_s));
-}
-
-bool StreamWriter::chunked() const { return c_.head.minor >= 1; }
-
-bool StreamWriter::write(std::string_view data) {
-    if (replaced_) return false;
-    const auto deadline = Clock::now() + std::chrono::seconds(write_timeout_s_);
-    std::string out;
-    if (!started_) {
-        started_ = true;
-        out = response_head(r_.status, r_, c_.head.minor, chunked() ? "Transfer-Encoding: chunked" : "", keep_);
-        if (c_.head.method == "HEAD") return send_all(c_.fd, out, deadline);
-    } else if (c_.head.method == "HEAD") {
-        return true;
-    }
-    if (!data.empty()) {
-        if (chunked()) out += fmt::format("{:x}\r\n", data.size());
-        out += data;
-        if (chunked()) out += "\r\n";
-    }
-    return send_all(c_.fd, out, deadline);
-}
-
-bool StreamWriter::replace(int status, const std::vector<std::pair<std::string, std::string>>& headers,
-                           std::string_view body) {
-    if (started_ || replaced_) return false;
-    replaced_ = true;
-    HttpResponse r;
-    r.status = status;
-    r.headers = headers;
-    const std::string h = response_head(status, r, c_.head.minor, fmt::format("Content-Length: {}", body.size()), keep_);
-    const auto deadline = Clock::now() + std::chrono::seconds(write_timeout_s_);
-    return send_all(c_.fd, h, deadline) && (c_.head.method == "HEAD" || send_all(c_.fd, body, deadline));
-}
-
 HttpServer::HttpServer(const HttpLimits& limits, Handler handler, PreHandler pre, ErrorBody error_body)
     : impl_(std::make_unique<Impl>()) {
     impl_->lim = limits;
     impl_->handler = std::move(handler);
     impl_->pre = std::move(pre);
     impl_->error_body = std::move(error_body);
-    raise_fd_limit();
-    rlimit rl{};
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        impl_->lim.max_connections = int(std::min<rlim_t>(rlim_t(impl_->lim.max_connections),
-                                                          rl.rlim_cur > 128 ? rl.rlim_cur - 96 : 32));
+    impl_->lim.max_connections = connection_limit(limits.max_connections);
     impl_->ep = epoll_create1(EPOLL_CLOEXEC);
     impl_->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (impl_->ep < 0 || impl_->wake < 0) fail("serve: cannot create the event loop: {}", std::strerror(errno));
@@ -545,40 +404,8 @@ HttpServer::~HttpServer() {
 int HttpServer::max_connections() const { return impl_->lim.max_connections; }
 
 int HttpServer::bind(const std::string& host, int port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    addrinfo* res = nullptr;
-    const std::string service = std::to_string(port);
-    if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
-        fail("serve: --host {}: cannot resolve the address: {}", host, gai_strerror(rc));
-    std::string why;
-    int fd = -1;
-    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-        fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) {
-            why = std::strerror(errno);
-            continue;
-        }
-        // SO_REUSEADDR only: a restart may bind over TIME_WAIT, but no second live server may
-        // share the port (SO_REUSEPORT would split the requests between the two)
-        const int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-            why = errno == EADDRINUSE ? "the port is in use by another process (choose another --port)"
-                                      : std::strerror(errno);
-            ::close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    if (fd < 0) fail("serve: cannot listen on {}:{}: {}", host, port, why);
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-    const int got = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
-                                             : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+    int got = 0;
+    const int fd = listen_socket(host, port, &got);
     impl_->lfd = fd;
     epoll_event ev{};
     ev.events = EPOLLIN;
