@@ -4,17 +4,11 @@
 // llama-server does. Binds 127.0.0.1 unless told otherwise.
 #pragma once
 
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "runtime/slots.h"
-#include "serve/http_server.h"
-#include "serve/metrics.h"
-#include "serve/scheduler.h"
 
 namespace jitllm::serve {
 
