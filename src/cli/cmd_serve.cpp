@@ -1,10 +1,14 @@
 // `jitllm serve`: the OpenAI-compatible HTTP server (src/serve/, docs/server.md). Flags, signal
 // handling and the process lifetime live here: SIGINT/SIGTERM start a graceful shutdown (running
-// streams get their final chunk), a second signal exits at once. Logs go to stderr.
+// streams get their final chunk), a second signal, or one while the model loads, ends the process
+// at once. Logs go to stderr.
 #include <signal.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/cli_util.h"
@@ -20,6 +24,77 @@ namespace {
 bool is_loopback(const std::string& host) {
     return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// Ends the process by `sig` itself (default action), so the parent sees what stopped it.
+[[noreturn]] void die_by(int sig) {
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+// Takes SIGINT/SIGTERM on a thread of its own (they are blocked everywhere else). While the model
+// loads nothing has been served, so a signal ends the process at once instead of waiting for the
+// load: the load only reads (the model file; kernel cache entries are written aside and renamed
+// into place), so no file is left half-written. Once the server is open the first signal is
+// handed to wait() for a graceful shutdown, and a second one ends the process at once.
+class SignalWatch {
+public:
+    explicit SignalWatch(const sigset_t& set) : st_(std::make_shared<State>()) {
+        st_->set = set;
+        // the thread outlives this object (a second signal may come while the process exits)
+        std::thread([st = st_] { run(*st); }).detach();
+    }
+    // The model is loaded: a signal from now on shuts down gracefully. Blocks for good when a
+    // signal came first (the watch thread holds the lock while it ends the process).
+    void loaded() { set_phase(Phase::Serving); }
+    // The load failed and the process is about to exit with the error.
+    void failed() { set_phase(Phase::Failed); }
+    // The first signal after loaded().
+    int wait() {
+        std::unique_lock<std::mutex> lk(st_->mu);
+        st_->cv.wait(lk, [this] { return st_->first != 0; });
+        return st_->first;
+    }
+
+private:
+    enum class Phase { Loading, Serving, Failed };
+    struct State {
+        sigset_t set;
+        std::mutex mu;
+        std::condition_variable cv;
+        Phase phase = Phase::Loading;
+        int first = 0;
+    };
+    void set_phase(Phase p) {
+        std::lock_guard<std::mutex> lk(st_->mu);
+        st_->phase = p;
+    }
+    static void run(State& st) {
+        int sig = 0;
+        sigwait(&st.set, &sig);
+        {
+            std::lock_guard<std::mutex> lk(st.mu);  // held while dying: the load cannot open meanwhile
+            if (st.phase == Phase::Loading) {
+                std::fprintf(stderr, "[jitllm] serve: %s while loading the model: exiting, nothing was served\n",
+                             signal_name(sig));
+                die_by(sig);
+            }
+            st.first = sig;
+        }
+        st.cv.notify_all();
+        int again = 0;
+        sigwait(&st.set, &again);
+        die_by(again);
+    }
+
+    std::shared_ptr<State> st_;
+};
 
 }  // namespace
 
@@ -91,25 +166,23 @@ int cmd_serve(const Args& args) {
     server.start();
     std::fprintf(stderr, "[jitllm] serve: listening on http://%s:%d (loading %s)\n", o.host.c_str(), port,
                  o.model.model_path.c_str());
+    SignalWatch signals(set);
     const double t0 = now_ms();
     try {
         server.load();
     } catch (...) {
+        signals.failed();
         server.shutdown();
         throw;
     }
+    signals.loaded();
+    server.open();
     std::fprintf(stderr, "[jitllm] serve: ready: model \"%s\", %d slot(s), queue %d, load %.0f ms; "
                          "http://%s:%d/v1\n", server.model_id().c_str(), o.model.n_seq, o.queue_size,
                  now_ms() - t0, o.host.c_str(), port);
-    int sig = 0;
-    sigwait(&set, &sig);
+    const int sig = signals.wait();
     std::fprintf(stderr, "[jitllm] serve: %s: shutting down (running requests get their final chunk; "
-                         "a second signal exits now)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    std::thread([set] {
-        int again = 0;
-        sigwait(&set, &again);
-        _exit(128 + again);
-    }).detach();
+                         "a second signal exits now)\n", signal_name(sig));
     server.shutdown();
     std::fprintf(stderr, "[jitllm] serve: stopped\n");
     if (!profiler.records().empty()) {

@@ -1,4 +1,4 @@
-// Server (see server.h): the lifecycle (bind, serve, load, shutdown), the checks made on a
+// Server (see server.h): the lifecycle (bind, serve, load, open, shutdown), the checks made on a
 // request's head before its body is read, routing, and the endpoints other than completions
 // (completion.cpp). Error bodies and type strings follow llama-server (code = HTTP status).
 #include "serve/server.h"
@@ -284,6 +284,11 @@ void Server::load() {
     so.prefill_chunk = opt_.prefill_chunk;
     so.step_delay_ms = opt_.step_delay_ms;
     c->sched = std::make_unique<Scheduler>(*c->batch, c->metrics, so);
+}
+
+void Server::open() {
+    Ctx* c = ctx_.get();
+    JITLLM_CHECK(c->sched, "open() before load()");
     c->ready.store(true);
 }
 

@@ -1,7 +1,8 @@
 // The OpenAI-compatible server behind `jitllm serve`: routes, the pre-routing guard (transport
 // limits, API key), request handlers, response and SSE framing, and graceful shutdown. The model
 // is loaded after the port is bound, so /health answers 503 "Loading model" meanwhile, as
-// llama-server does. Binds 127.0.0.1 unless told otherwise.
+// llama-server does; completions are admitted once open() is called. Binds 127.0.0.1 unless told
+// otherwise.
 #pragma once
 
 #include <memory>
@@ -38,10 +39,13 @@ public:
 
     // Creates the HTTP server and binds; returns the port. Throws Error.
     int bind();
-    // Serves on a background thread (503 for completions until load() is done).
+    // Serves on a background thread (503 for completions until open()).
     void start();
-    // Loads the model and starts the scheduler. Throws Error (the caller then calls shutdown()).
+    // Loads the model and starts the scheduler; requests are not admitted yet. Throws Error (the
+    // caller then calls shutdown()).
     void load();
+    // Admits requests (after load()): /health answers ok from now on.
+    void open();
     // Refuses new requests, ends running ones (streams get their final chunk and [DONE]), waits
     // for responses to be written (at most shutdown_grace_s), stops the HTTP server. Idempotent.
     void shutdown();

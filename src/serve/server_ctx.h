@@ -33,7 +33,7 @@ struct Server::Ctx {
     std::unique_ptr<SequenceBatch> batch;
     std::unique_ptr<Scheduler> sched;
     ChatFormat chat_format = ChatFormat::None;
-    std::atomic<bool> ready{false};    // set by load(): batch and sched are set before, never read before
+    std::atomic<bool> ready{false};    // set by open(): batch and sched are set before, never read before
     std::atomic<bool> closing{false};
     std::atomic<int> open_responses{0};
     std::atomic<uint64_t> completion_body_max{0};  // set by load(): the largest body a context can use

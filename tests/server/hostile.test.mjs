@@ -1,13 +1,17 @@
 // `jitllm serve` against hostile clients (loopback only; every case bounded in time and count):
 // slowloris and idle keep-alive floods while /health must answer within 100 ms, Range
-// amplification, oversized prompts and message lists refused before any work, startup failures
-// that must exit, a second server on a bound port, HTTP/1.1 framing (multipart, pipelining,
-// half-close, duplicate Content-Length), loose input (NUL bytes, foreign Host and Origin,
-// text/plain bodies), seed -1, queued requests at shutdown, a 10^5 queue without threads.
+// amplification, oversized prompts and message lists refused before any work, startup failures that
+// must exit, a signal while the model loads, a second server on a bound port, HTTP/1.1 framing
+// (multipart, pipelining, half-close, duplicate Content-Length), loose input (NUL bytes, foreign
+// Host and Origin, text/plain bodies), seed -1, queued requests at shutdown, a 10^5 queue without
+// threads.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startServer, BIN } from './helpers.mjs';
 import { rawExchange, statusLines, healthMs, probeHealth, peakRssKiB, threads, slowloris, idleKeepAlive, post,
          connectBurst, sleep } from './attack.mjs';
@@ -129,6 +133,42 @@ describe('startup and port', () => {
       const r = await exitOf(['--port', '0', ...(i % 2 ? ['-m', '/etc/passwd'] : ['-c', '3000'])]);
       assert.ok(r.code !== 0 && r.code !== null, `run ${i}: exit ${r.code} ${r.sig}\n${r.log}`);
       assert.ok(r.ms < 2000, `run ${i}: ${Math.round(r.ms)} ms`);
+    }
+  });
+
+  // The model file is a FIFO nobody writes to: the load waits on storage (as on a stalled network
+  // file system) for as long as the test wants, while the port is already bound.
+  it('SIGTERM or SIGINT while the model loads: the process ends by that signal within 1 s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'jitllm-load-'));
+    const fifo = join(dir, 'stalled.gguf');
+    execFileSync('mkfifo', [fifo]);
+    try {
+      for (const sig of ['SIGTERM', 'SIGINT', 'SIGTERM']) {
+        const p = spawn(BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '-m', fifo], { stdio: ['ignore', 'ignore', 'pipe'] });
+        let log = '';
+        p.stderr.on('data', (d) => (log += d));
+        const exited = once(p, 'exit');
+        for (let t = 0; !/listening on http:\/\/127\.0\.0\.1:\d+/.test(log) && t < 100 && p.exitCode === null; t++) await sleep(50);
+        const port = Number(log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/)?.[1]);
+        assert.ok(port > 0, `not listening:\n${log}`);
+        const health = await rawExchange(port, GET('/health', 'Connection: close\r\n'));
+        assert.deepEqual(statusLines(health.data), [503]);
+        assert.match(bodyOf(health.data), /Loading model/);
+        const t0 = performance.now();
+        p.kill(sig);
+        const timer = setTimeout(() => p.kill('SIGKILL'), 5000);
+        const [code, got] = await exited;
+        clearTimeout(timer);
+        const ms = performance.now() - t0;
+        assert.equal(got, sig, `exit ${code} ${got}\n${log}`);
+        assert.ok(ms < 1000, `${sig} took ${Math.round(ms)} ms`);
+        assert.match(log, new RegExp(`${sig} while loading the model: exiting`));
+        assert.doesNotMatch(log, /ready:/);
+        const after = await rawExchange(port, GET('/health'), { ms: 1000 });
+        assert.equal(after.data.length, 0, 'the port still answers after the exit');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
