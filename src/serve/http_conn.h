@@ -27,7 +27,8 @@ struct HttpConn {
     HttpHead head;
     uint64_t reserved = 0;      // body bytes taken from the budget
     bool eof = false;           // the client sent FIN
-    bool eof_at_dispatch = false;
+    bool eof_at_dispatch = false;  // a FIN with the request: a half-close, the client still waits
+    bool probed = false;           // a FIN after dispatch was answered with a 100 (HttpRequest::peer_closed)
     size_t drained = 0, drain_limit = 0;
     bool keep = false;          // the worker's verdict: serve the next request
 };

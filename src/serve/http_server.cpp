@@ -47,12 +47,22 @@ bool light_method(std::string_view m) { return m == "GET" || m == "HEAD" || m ==
 
 }  // namespace
 
+// A FIN after the request means either a client that half-closed and waits for the answer or
+// one that is gone; TCP tells them apart only when data reaches them (a closed socket answers
+// with a reset). HTTP/1.1 clients must accept 1xx interim responses, so the probe is a
+// "100 Continue": the reset, if any, is seen by the next call. HTTP/1.0 clients cannot take one:
+// for them a FIN after the request counts as gone.
 bool HttpRequest::peer_closed() const {
     if (!c_) return false;
     pollfd p{c_->fd, short(POLLIN | POLLRDHUP), 0};
     if (::poll(&p, 1, 0) <= 0) return false;
     if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
-    return !c_->eof_at_dispatch && (p.revents & POLLRDHUP);
+    if (!(p.revents & POLLRDHUP) || c_->eof_at_dispatch) return false;
+    if (c_->head.minor == 0) return true;
+    if (c_->probed) return false;
+    c_->probed = true;
+    constexpr std::string_view probe = "HTTP/1.1 100 Continue\r\n\r\n";
+    return ::send(c_->fd, probe.data(), probe.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(probe.size());
 }
 
 struct HttpServer::Impl {
@@ -110,6 +120,7 @@ struct HttpServer::Impl {
         epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, nullptr);
         c->st = ConnState::Busy;
         c->eof_at_dispatch = c->eof;
+        c->probed = false;
         {
             std::lock_guard<std::mutex> lk(mu);
             (c->head.content_length == 0 && light_method(c->head.method) ? light : heavy).push_back(c);

@@ -44,7 +44,7 @@ struct HttpConn;
 
 class HttpRequest {
 public:
-    HttpRequest(const HttpHead& h, std::string_view body, const HttpConn* c, bool has_body)
+    HttpRequest(const HttpHead& h, std::string_view body, HttpConn* c, bool has_body)
         : h_(h), body_(body), c_(c), has_body_(has_body) {}
     std::string_view method() const { return h_.method; }
     std::string_view path() const { return h_.path; }
@@ -52,14 +52,15 @@ public:
     bool has_body() const { return has_body_; }  // false in the pre-handler (body not read yet)
     uint64_t content_length() const { return h_.content_length; }
     std::optional<std::string_view> header(std::string_view name) const { return h_.header(name); }
-    // true when the client has gone (a half-close sent together with the request does not count:
-    // such a client still waits for its answer)
+    // true when the client has gone. A half-close does not count: such a client still waits for
+    // its answer (an HTTP/1.1 client may get a "100 Continue" while that is found out). Only
+    // before the response is written.
     bool peer_closed() const;
 
 private:
     const HttpHead& h_;
     std::string_view body_;
-    const HttpConn* c_;
+    HttpConn* c_;
     bool has_body_;
 };
 

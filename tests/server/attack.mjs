@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // One raw exchange: writes `data` (string or Buffer), collects what comes back until the server
-// closes or `ms` pass. halfClose: end our side after writing. Returns {data, closed, ms, firstMs}.
+// closes or `ms` pass. halfClose: end our side after writing (a number: that many ms after).
+// Returns {data, closed, ms, firstMs}.
 export function rawExchange(port, data, { ms = 3000, halfClose = false, untilBytes = Infinity } = {}) {
   return new Promise((resolve) => {
     const t0 = performance.now();
@@ -26,7 +27,8 @@ export function rawExchange(port, data, { ms = 3000, halfClose = false, untilByt
     const timer = setTimeout(() => finish(false), ms);
     s.on('connect', () => {
       s.write(data);
-      if (halfClose) s.end();
+      if (halfClose === true) s.end();
+      else if (halfClose) setTimeout(() => s.end(), halfClose);
     });
     s.on('data', (d) => {
       if (firstMs === null) firstMs = performance.now() - t0;
@@ -38,6 +40,18 @@ export function rawExchange(port, data, { ms = 3000, halfClose = false, untilByt
     s.on('close', () => finish(true));
     s.on('error', () => finish(true));
   });
+}
+
+// What follows the 1xx interim responses at the start of a byte stream (a server may send them
+// to an HTTP/1.1 client unasked; clients must skip them).
+export function withoutInterim(buf) {
+  let b = buf;
+  while (/^HTTP\/1\.1 1\d\d /.test(b.toString('latin1', 0, 13))) {
+    const end = b.indexOf('\r\n\r\n');
+    if (end < 0) break;
+    b = b.subarray(end + 4);
+  }
+  return b;
 }
 
 // Status codes of the HTTP responses in a byte stream (chunked or Content-Length framed).
