@@ -144,7 +144,12 @@ export async function connectBurst(port, n) {
   return Promise.all(Array.from({ length: n }, () => healthMs(port, 5000)));
 }
 
-const pct = (a, p) => [...a].sort((x, y) => x - y)[Math.min(a.length - 1, Math.floor(p * a.length))];
+// The p-quantile (0..1) of a list of numbers, null when it is empty.
+export function percentile(a, p) {
+  if (!a.length) return null;
+  const s = [...a].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))];
+}
 
 async function main() {
   const arg = (k, d) => { const i = process.argv.indexOf(`--${k}`); return i > 0 ? process.argv[i + 1] : d; };
@@ -185,7 +190,7 @@ async function main() {
                          peak_rss_growth_mib: pid ? (peakRssKiB(pid) - rss0) / 1024 : undefined });
   } else if (attack === 'backlog') {
     const t = await connectBurst(port, Number(arg('n', 200)));
-    Object.assign(out, { p50_ms: Math.round(pct(t, 0.5)), max_ms: Math.round(Math.max(...t)),
+    Object.assign(out, { p50_ms: Math.round(percentile(t, 0.5)), max_ms: Math.round(Math.max(...t)),
                          over_1s: t.filter((x) => x > 1000).length });
   } else {
     throw new Error('--attack: expected slowloris, idle, range, bigprompt, messages or backlog');
