@@ -1,6 +1,7 @@
 // The GGUF key table: the only place hyperparameter keys are spelled.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -10,7 +11,8 @@ namespace jitllm {
 
 float ModelConfig::attn_scale() const {
     const float base = attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(float(head_dim));
-    return base * rope_attn_factor * rope_attn_factor;
+    const float m = rope_attn_factor * rope_yarn_mscale;
+    return base * m * m;
 }
 
 namespace {
@@ -66,31 +68,69 @@ float get_float_or(const GgufReader& g, const std::string& key, float fallback) 
     return float(*v);
 }
 
-// RoPE scaling keys. LongRoPE (phi3) is factors tensors plus two keys and is supported; linear
-// and YaRN scaling change every angle and are refused rather than run wrong. Matches llama.cpp's
-// reading: original_context_length defaults to the training context, attn_factor to 1, and a
-// missing scaling type means linear with rope.scaling.factor (0 or 1 = none).
+// llama.cpp's YaRN correction dim: the (fractional) pair index whose wavelength turns `beta`
+// times over the original context, n_rot * ln(n_ctx_orig / (2 pi beta)) / (2 ln base), in float.
+float yarn_corr_dim(int n_rot, int n_ctx_orig, float beta, float base) {
+    return float(n_rot) * std::log(float(n_ctx_orig) / (beta * 2.0f * float(M_PI))) / (2.0f * std::log(base));
+}
+
+// YaRN with factor f > 1: the ramp between the correction dims of beta_fast (floor, >= 0) and
+// beta_slow (ceil, <= n_rot - 1), and the magnitude scale as llama.cpp's context sets it up
+// (yarn_attn_factor, its cancelling 1 / (1 + 0.1 ln f) and the rope's own 1 + 0.1 ln f, in that
+// order of float steps).
+void parse_yarn(const GgufReader& g, const std::string& a, float factor, ModelConfig& c) {
+    const std::string k = a + ".rope.scaling.";
+    const float beta_fast = get_float_or(g, k + "yarn_beta_fast", 32.0f);
+    const float beta_slow = get_float_or(g, k + "yarn_beta_slow", 1.0f);
+    const float log_mul = get_float_or(g, k + "yarn_log_multiplier", 0.0f);
+    if (!(factor > 1.0f))
+        fail("{}: key '{}factor': expected a YaRN factor > 1, found {}", g.path(), k, factor);
+    if (!(beta_slow > 0.0f && beta_fast > beta_slow))
+        fail("{}: keys '{}yarn_beta_fast' and '{}yarn_beta_slow': expected beta_fast > beta_slow > 0, "
+             "found {} and {}", g.path(), k, k, beta_fast, beta_slow);
+    if (!(log_mul >= 0.0f))
+        fail("{}: key '{}yarn_log_multiplier': expected a value >= 0, found {}", g.path(), k, log_mul);
+    c.rope_yarn.freq_scale = 1.0f / factor;
+    c.rope_yarn.low = std::max(0.0f, std::floor(yarn_corr_dim(c.n_rot, c.n_ctx_orig, beta_fast, c.rope_base)));
+    c.rope_yarn.high = std::min(float(c.n_rot - 1), std::ceil(yarn_corr_dim(c.n_rot, c.n_ctx_orig, beta_slow, c.rope_base)));
+    auto mscale = [factor](float m) { return 0.1f * m * std::log(factor) + 1.0f; };
+    float attn = log_mul != 0.0f ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+    attn *= 1.0f / (1.0f + 0.1f * std::log(factor));
+    c.rope_yarn_mscale = attn * (1.0f + 0.1f * std::log(1.0f / c.rope_yarn.freq_scale));
+}
+
+// RoPE scaling keys. LongRoPE (phi3) is factors tensors plus two keys; YaRN is the ramp and
+// magnitude of parse_yarn; linear scaling changes every angle and is refused rather than run
+// wrong. Matches llama.cpp's reading: original_context_length defaults to the training context,
+// attn_factor to 1, and a missing scaling type means linear with rope.scaling.factor (0 or 1 =
+// none).
 void parse_rope_scaling(const GgufReader& g, const std::string& a, ModelConfig& c) {
     c.n_ctx_orig = get_positive_or(g, a + ".rope.scaling.original_context_length", c.n_ctx_train, 1 << 24);
     c.rope_attn_factor = get_float_or(g, a + ".rope.scaling.attn_factor", 1.0f);
     if (!(c.rope_attn_factor > 0.0f))
         fail("{}: key '{}.rope.scaling.attn_factor': expected a value > 0, found {}", g.path(), a,
              c.rope_attn_factor);
-    if (c.rope_attn_factor != 1.0f && c.n_rot != c.head_dim)
-        fail("{}: key '{}.rope.scaling.attn_factor' = {} with partial rotation is not supported: "
-             "expected rope.dimension_count = head dim {}, found {}", g.path(), a,
-             c.rope_attn_factor, c.head_dim, c.n_rot);
     const std::string type = g.get_string_opt(a + ".rope.scaling.type").value_or("linear");
     float factor = get_float_or(g, a + ".rope.scaling.factor", 0.0f);
     if (factor == 0.0f) factor = get_float_or(g, a + ".rope.scale_linear", 0.0f);
     const bool scaled = factor != 0.0f && factor != 1.0f;
-    if (type == "none" || type == "longrope" || ((type == "linear" || type == "yarn") && !scaled))
-        return;
-    if (type == "linear" || type == "yarn")
-        fail("{}: key '{}.rope.scaling.factor': {} RoPE scaling is not supported: expected no "
-             "scaling (factor 1), found factor {}", g.path(), a, type, factor);
-    fail("{}: key '{}.rope.scaling.type': expected none, linear, yarn or longrope, found '{}'",
-         g.path(), a, type);
+    if (type == "yarn" && scaled) {
+        parse_yarn(g, a, factor, c);
+    } else if (type == "linear" && scaled) {
+        fail("{}: key '{}.rope.scaling.factor': linear RoPE scaling is not supported: expected no "
+             "scaling (factor 1), found factor {}", g.path(), a, factor);
+    } else if (type != "none" && type != "longrope" && type != "linear" && type != "yarn") {
+        fail("{}: key '{}.rope.scaling.type': expected none, linear, yarn or longrope, found '{}'",
+             g.path(), a, type);
+    }
+    // both magnitudes are folded into attn_scale(), exact only when every dimension rotates
+    if ((c.rope_attn_factor != 1.0f || c.rope_yarn_mscale != 1.0f) && c.n_rot != c.head_dim) {
+        const std::string what = c.rope_attn_factor != 1.0f
+                                     ? fmt::format("'{}.rope.scaling.attn_factor' = {}", a, c.rope_attn_factor)
+                                     : fmt::format("'{}.rope.scaling.type' = yarn", a);
+        fail("{}: key {} with partial rotation is not supported: expected rope.dimension_count = "
+             "head dim {}, found {}", g.path(), what, c.head_dim, c.n_rot);
+    }
 }
 
 }  // namespace
@@ -147,6 +187,13 @@ void parse_moe_config(const GgufReader& g, const std::string& a, bool shared_exp
              c.n_expert, c.n_expert_used);
     c.expert_ff = get_positive(g, a + ".expert_feed_forward_length", kMaxDim);
     if (shared_expert) c.shared_expert_ff = get_positive(g, a + ".expert_shared_feed_forward_length", kMaxDim);
+}
+
+void parse_attn_temperature(const GgufReader& g, const std::string& a, ModelConfig& c) {
+    c.attn_temp_scale = get_float_or(g, a + ".attention.temperature_scale", 0.0f);
+    if (!(c.attn_temp_scale >= 0.0f))
+        fail("{}: key '{}.attention.temperature_scale': expected a value >= 0, found {}", g.path(), a,
+             c.attn_temp_scale);
 }
 
 std::string describe_config(const ModelConfig& c) {

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "core/rope_theta.h"
+
 namespace jitllm {
 
 class GgufReader;
@@ -30,6 +32,15 @@ struct ModelConfig {
     // LongRoPE (phi3): short factors while n_ctx <= n_ctx_orig      <arch>.rope.scaling.original_context_length
     int n_ctx_orig = 0;      //   (default n_ctx_train)
     float rope_attn_factor = 1.0f;  // scales RoPE's cos and sin      <arch>.rope.scaling.attn_factor
+    // YaRN (rope.scaling.type = yarn, factor > 1; any architecture): the angle ramp
+    // (core/rope_theta.h; freq_scale = 1 / factor, low/high from yarn_beta_fast/slow and
+    // n_ctx_orig) and the magnitude scale of RoPE's cos and sin, llama.cpp's
+    // (1 + 0.1 ln factor) / (1 + 0.1 yarn_log_multiplier ln factor), or 1 + 0.1 ln factor
+    // without the multiplier key                                    <arch>.rope.scaling.yarn_*
+    RopeYarn rope_yarn;
+    float rope_yarn_mscale = 1.0f;
+    // Attention temperature: q at position p times 1 + s * ln(floor(p / n_ctx_orig) + 1)
+    float attn_temp_scale = 0.0f;  // 0 = none (mistral3)            <arch>.attention.temperature_scale
     int sliding_window = 0;  // 0 = none                              <arch>.attention.sliding_window
 
     // Architecture flags (set by model/arch/<arch>.cpp).
@@ -59,9 +70,10 @@ struct ModelConfig {
     int kv_dim() const { return n_kv_heads * head_dim; }
     int v_dim() const { return n_kv_heads * head_dim_v; }
     bool moe() const { return n_expert > 0; }
-    // Softmax scale of q.k: attention.scale or 1/sqrt(head_dim), times rope_attn_factor^2.
-    // llama.cpp multiplies RoPE's cos and sin (so the rotated q and k) by rope_attn_factor; with
-    // every dimension rotated (checked at load) that scales q.k by its square, applied here once.
+    // Softmax scale of q.k: attention.scale or 1/sqrt(head_dim), times (rope_attn_factor *
+    // rope_yarn_mscale)^2. llama.cpp multiplies RoPE's cos and sin (so the rotated q and k) by
+    // both; with every dimension rotated (checked at load) that scales q.k by the square of their
+    // product, applied here once.
     float attn_scale() const;
 };
 
@@ -73,6 +85,9 @@ ModelConfig parse_common_config(const GgufReader& g, const std::string& arch);
 // shared expert's width only when `shared_expert`); throws Error naming the file and key when one is
 // missing or out of range (no experts, more used than there are).
 void parse_moe_config(const GgufReader& g, const std::string& arch, bool shared_expert, ModelConfig& c);
+
+// mistral3's optional attention temperature (attention.temperature_scale; absent: none).
+void parse_attn_temperature(const GgufReader& g, const std::string& arch, ModelConfig& c);
 
 // One line: "llama: 5 layers, dim 64, ff 172, heads 8/4 x 8, vocab 512, ctx 2048, rope norm 1e4".
 std::string describe_config(const ModelConfig& c);

@@ -112,7 +112,8 @@ TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, SyntheticGolden,
-                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe",
+                                           "mistral3"));
 
 TEST(Stories260KGolden, GreedyContinuationsAndLogitsMatchLlamaCpp) {
     const json g = load_json("golden/stories260K.golden.json");

@@ -117,6 +117,7 @@ TEST_P(PromptModes, LongPromptsSameLogitsInEveryMode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, PromptModes,
-                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe",
+                                           "mistral3"));
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "model/model.h"
 #include "plan/plan.h"
+#include "cpu_logits.h"
 #include "tiny_arch_model.h"
 
 namespace jitllm {
@@ -94,14 +95,7 @@ TEST(LongRope, cpu_rope_divides_each_angle_by_its_factor) {
 // base b1 and such factors must produce the logits of the same weights with base b2 and no
 // factors; with the other set of factors all 1 it must produce the plain base-b1 logits.
 std::vector<std::vector<float>> run_cpu(const Model& m, int n_ctx, const std::vector<int32_t>& ids) {
-    const Plan p = plan_build(m, n_ctx);
-    CpuBackend be(p, 1);
-    std::vector<std::vector<float>> out;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const float* l = be.decode(ids[i], int(i));
-        out.emplace_back(l, l + m.config.n_vocab);
-    }
-    return out;
+    return test::cpu_logits(m, n_ctx, ids);
 }
 
 void expect_close(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,

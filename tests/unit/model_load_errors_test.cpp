@@ -13,15 +13,7 @@ namespace {
 using test::TinySpec;
 using test::TinyTensor;
 
-// The message of the Error that loading `w` throws ("" when it loads).
-std::string load_error(const GgufWriter& w) {
-    try {
-        load_model(test::tiny_reader(w));
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::load_error;
 
 TinySpec spec(const std::string& arch) {
     TinySpec s;
@@ -32,7 +24,7 @@ TinySpec spec(const std::string& arch) {
 }
 
 TEST(ModelLoad, every_tiny_architecture_loads) {
-    for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe", "mistral3"}) {
         auto m = load_model(test::tiny_reader(test::tiny_model(spec(arch))));
         EXPECT_EQ(m->config.arch, arch);
         EXPECT_TRUE(m->unused_tensors.empty()) << arch;
@@ -44,7 +36,7 @@ TEST(ModelLoad, unknown_architecture_lists_the_supported_ones) {
     GgufWriter w = test::tiny_model(s);
     w.set_string("general.architecture", "mamba2");
     EXPECT_EQ(load_error(w), "tiny.gguf: unsupported architecture 'mamba2'; supported: llama, "
-                             "qwen2, qwen3, phi3, granite, qwen2moe, qwen3moe");
+                             "qwen2, qwen3, phi3, granite, qwen2moe, qwen3moe, mistral3");
 }
 
 TEST(ModelLoad, moe_without_experts_is_refused) {
@@ -156,10 +148,12 @@ TEST(ModelLoad, per_layer_kv_heads_must_agree) {
 
 TEST(ModelLoad, rope_scaling_that_would_run_wrong_is_refused) {
     GgufWriter w = test::tiny_model(spec("qwen2"));
-    w.set_string("qwen2.rope.scaling.type", "yarn");
+    w.set_string("qwen2.rope.scaling.type", "linear");
     w.set_f32("qwen2.rope.scaling.factor", 4.0f);
-    EXPECT_EQ(load_error(w), "tiny.gguf: key 'qwen2.rope.scaling.factor': yarn RoPE scaling is not "
+    EXPECT_EQ(load_error(w), "tiny.gguf: key 'qwen2.rope.scaling.factor': linear RoPE scaling is not "
                              "supported: expected no scaling (factor 1), found factor 4");
+    w.set_string("qwen2.rope.scaling.type", "yarn");
+    EXPECT_EQ(load_error(w), "");  // YaRN: tests/unit/backend_cpu_yarn_test.cpp
     w.set_string("qwen2.rope.scaling.type", "linear");
     w.set_f32("qwen2.rope.scaling.factor", 1.0f);
     EXPECT_EQ(load_error(w), "");

@@ -1,6 +1,6 @@
 // Test helper: a tiny random-weight GGUF of one Llama-family architecture (llama, qwen2, qwen3,
 // phi3, granite, and the mixture-of-experts qwen2moe and qwen3moe) written with GgufWriter, with hooks to rename, reshape, retype or drop tensors.
-// Header-only; used by model_load_errors_test and backend_cpu_long_rope_test. Not a fixture
+// Header-only; used by model_load_errors_test and the RoPE scaling tests. Not a fixture
 // generator for golden data (its outputs are never compared with stored numbers).
 #pragma once
 
@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/fp16.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "model/model.h"
 
 namespace jitllm::test {
 
@@ -148,6 +150,16 @@ inline void add_f32(GgufWriter& w, const std::string& name, const std::vector<fl
 
 inline std::unique_ptr<GgufReader> tiny_reader(const GgufWriter& w, const std::string& name = "tiny.gguf") {
     return GgufReader::from_bytes(w.to_bytes(), name);
+}
+
+// The message of the Error that loading `w` throws ("" when it loads).
+inline std::string load_error(const GgufWriter& w) {
+    try {
+        load_model(tiny_reader(w));
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
 }
 
 }  // namespace jitllm::test

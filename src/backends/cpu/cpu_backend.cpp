@@ -232,8 +232,14 @@ void CpuBackend::run_task(const Task& t) {
                 const auto style = c_.rope_style == RopeStyle::Norm ? cpu::RopePairing::Norm
                                                                     : cpu::RopePairing::NeoX;
                 const float* ff = t.w[0] ? t.w[0]->f32() : nullptr;
-                cpu::rope(row(Slot::Q, r), c_.n_heads, c_.head_dim, c_.n_rot, pos, c_.rope_base, style, ff);
-                cpu::rope(row(Slot::K, r), c_.n_kv_heads, c_.head_dim, c_.n_rot, pos, c_.rope_base, style, ff);
+                float* q = row(Slot::Q, r);
+                cpu::rope(q, c_.n_heads, c_.head_dim, c_.n_rot, pos, c_.rope_base, style, ff, c_.rope_yarn);
+                cpu::rope(row(Slot::K, r), c_.n_kv_heads, c_.head_dim, c_.n_rot, pos, c_.rope_base, style, ff,
+                          c_.rope_yarn);
+                if (c_.attn_temp_scale != 0.0f) {  // mistral3's temperature: q alone, after RoPE
+                    const float s = attn_temperature(pos, c_.attn_temp_scale, c_.n_ctx_orig);
+                    for (int d = 0; d < c_.q_dim(); ++d) q[d] *= s;
+                }
                 break;
             }
             case TaskKind::AttnKvStore: {

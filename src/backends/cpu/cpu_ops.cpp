@@ -83,10 +83,10 @@ void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
 }
 
 void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
-          RopePairing pairing, const float* freq_factors) {
+          RopePairing pairing, const float* freq_factors, const RopeYarn& yarn) {
     const int half = n_rot / 2;
     for (int i = 0; i < half; ++i) {
-        const float theta = rope_theta(pos, i, n_rot, base, freq_factors);  // llama.cpp's angle
+        const float theta = rope_theta(pos, i, n_rot, base, freq_factors, yarn);  // llama.cpp's angle
         const float c = std::cos(theta), s = std::sin(theta);
         for (int h = 0; h < n_heads; ++h) {
             float* hv = v + size_t(h) * head_dim;

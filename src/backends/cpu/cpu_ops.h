@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/rope_theta.h"
 
 namespace jitllm::cpu {
 
@@ -32,9 +33,10 @@ void matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
             int n_x, float* Y, size_t y_stride, int n_threads, XNumerics xn = XNumerics::Engine);
 
 // Rotates each of n_heads heads (head_dim floats, contiguous) in place at position pos:
-// theta_i = pos * freq_factor_i^-1 * base^(-2i/n_rot) for i < n_rot/2 (freq_factors may be null).
+// theta_i = pos * freq_factor_i^-1 * base^(-2i/n_rot) for i < n_rot/2 (freq_factors may be null),
+// then YaRN's ramp when `yarn` is active (core/rope_theta.h).
 void rope(float* v, int n_heads, int head_dim, int n_rot, int pos, float base,
-          RopePairing pairing, const float* freq_factors);
+          RopePairing pairing, const float* freq_factors, const RopeYarn& yarn = {});
 
 // Decode attention for one query position over n_pos cached positions (0..n_pos-1).
 // q: (n_heads, head_dim); k_cache, v_cache: (n_pos, n_kv_heads, head_dim) row-major floats,

@@ -29,5 +29,6 @@ ModelConfig phi3_parse_config(const GgufReader& g);
 ModelConfig granite_parse_config(const GgufReader& g);
 ModelConfig qwen2moe_parse_config(const GgufReader& g);
 ModelConfig qwen3moe_parse_config(const GgufReader& g);
+ModelConfig mistral3_parse_config(const GgufReader& g);
 
 }  // namespace jitllm
