@@ -38,6 +38,9 @@ struct Case {
     int window = 0;  // <arch>.attention.sliding_window when > 0
     int n_hist = 5;  // cached positions before the step under test
     int n_ctx = 64;  // the plan's context
+    // mistral3's YaRN (factor 8 over an original context of 16, log multiplier 0.1) and attention
+    // temperature (0.1: q scaled from position 16 on)
+    bool yarn = false;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -68,6 +71,13 @@ std::unique_ptr<Model> build(const Case& c) {
     if (c.attn_scale > 0) w.set_f32(a + ".attention.scale", c.attn_scale);
     if (c.logit_scale > 0) w.set_f32(a + ".logit_scale", c.logit_scale);
     if (c.window > 0) w.set_u32(a + ".attention.sliding_window", uint32_t(c.window));
+    if (c.yarn) {
+        w.set_string(a + ".rope.scaling.type", "yarn");
+        w.set_f32(a + ".rope.scaling.factor", 8.0f);
+        w.set_u32(a + ".rope.scaling.original_context_length", 16);
+        w.set_f32(a + ".rope.scaling.yarn_log_multiplier", 0.1f);
+        w.set_f32(a + ".attention.temperature_scale", 0.1f);
+    }
     return load_model(GgufReader::from_bytes(w.to_bytes(), std::string(c.name) + ".gguf"));
 }
 
@@ -434,15 +444,16 @@ TEST_P(KernelsVsCpu, EveryVariantSchedulesWithoutAGpu) {
 }
 
 // Every variant's kernels compile for sm_90 (NVRTC, no GPU) on two cases: the 8B head shape with
-// split-layout weights, and a windowed plain-type one. A GPU run once found that
+// split-layout weights, and a windowed plain-type one; on the YaRN case, the kernels with its
+// defines (computed YaRN angles, q's temperature). A GPU run once found that
 // `gated+fused+bulk+rows1` did not compile (the q/k/v gemv with RoPE and one row per warp item):
 // a kernel that does not compile now fails in CI. (The other cases share these kernels' code
 // paths; the offline_kernels_compile_* tests cover the golden models and sm_80.)
 TEST_P(KernelsVsCpu, EveryVariantCompilesWithoutAGpu) {
     const Case c = GetParam();
     const std::string name = c.name;
-    if (name != "llama_gqa4_hd128_q4_0" && name != "phi3_window3_hd64_f16")
-        GTEST_SKIP() << "compiled for two cases only (CI time)";
+    if (name != "llama_gqa4_hd128_q4_0" && name != "phi3_window3_hd64_f16" && !c.yarn)
+        GTEST_SKIP() << "compiled for three cases only (CI time)";
     auto m = build(c);
     const Plan plan = plan_build(*m, c.n_ctx);
     std::vector<jitllm::Variant> all;
@@ -451,7 +462,8 @@ TEST_P(KernelsVsCpu, EveryVariantCompilesWithoutAGpu) {
         CudaOptions o;
         if (!variant_options(var, c, o)) continue;
         for (const auto& v : schedule_variants(schedule_build(plan, DeviceInfo::for_target("sm_90"), o.schedule)))
-            if (seen.insert(v.display_name()).second) all.push_back(v);
+            if ((!c.yarn || v.has("YARN") || v.has("ATTN_TEMP")) && seen.insert(v.display_name()).second)
+                all.push_back(v);
     }
     JitOptions jo;
     jo.cache.disk = false;
@@ -679,7 +691,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"qwen3moe_e40k6_hd128_q4_0", moe_spec("qwen3moe", 256, 4, 1, 128, 40, 6, 96, 0), GgmlType::Q4_0},
         Case{"qwen2moe_e6k2_shared_q8_0", moe_spec("qwen2moe", 256, 4, 4, 64, 6, 2, 96, 160), GgmlType::Q8_0},
         Case{"qwen2moe_e8k4_shared_f16", moe_spec("qwen2moe", 256, 4, 2, 64, 8, 4, 160, 96), GgmlType::F16},
-        Case{"qwen3moe_e4k2_hd64_bf16", moe_spec("qwen3moe", 256, 4, 2, 64, 4, 2, 96, 0), GgmlType::BF16}),
+        Case{"qwen3moe_e4k2_hd64_bf16", moe_spec("qwen3moe", 256, 4, 2, 64, 4, 2, 96, 0), GgmlType::BF16},
+        // mistral3: YaRN angles (the table, computed per pair, in rope.cu and the q/k/v gemv) and q's
+        // temperature at position 40 (floor(40 / 16) = 2 steps)
+        Case{"mistral3_yarn_temp_hd128_q8_0", spec("mistral3", 256, 352, 4, 2, 128, 1003), GgmlType::Q8_0,
+             0, 0, 0, 0, 0, 40, 64, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -312,7 +312,7 @@ void CudaBackend::fill_rope_table() {
     pool.parallel_for(nt, [&](int w) {
         for (int p = w * per; p < std::min(rt.n_pos, (w + 1) * per); ++p)
             for (int i = 0; i < half; ++i) {
-                const float theta = rope_theta(p, i, rt.n_rot, rt.base, ff);  // cpu::rope's angle
+                const float theta = rope_theta(p, i, rt.n_rot, rt.base, ff, rt.yarn);  // cpu::rope's angle
                 t[(size_t(p) * half + i) * 2] = std::cos(theta);
                 t[(size_t(p) * half + i) * 2 + 1] = std::sin(theta);
             }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_device.h"
+#include "core/rope_theta.h"
 #include "jit/variant.h"
 #include "plan/plan.h"
 
@@ -140,6 +141,7 @@ struct Schedule {
     struct RopeTable {
         int n_pos = 0, n_rot = 0;
         float base = 0;
+        RopeYarn yarn;  // YaRN's ramp (inactive: none)
         const WeightTensor* freq_factors = nullptr;
     } rope_table;
     std::vector<KernelStep> batch_small;

@@ -8,7 +8,8 @@
 //            3: y = acc * OUT_SCALE (granite's 1/logit_scale)
 //            4: q, k, v (N_MAT=3) with RoPE on q and k (adjacent pairs, rope.cu's PAIRING 0, as
 //               cpu::rope) and k, v stored into the KV cache row *pos_ptr (the decode step's
-//               attn_rope + attn_kv_store); defines HEAD_DIM, N_ROT, HAS_FREQ_FACTORS, KV_T
+//               attn_rope + attn_kv_store); defines HEAD_DIM, N_ROT, HAS_FREQ_FACTORS, KV_T,
+//               ATTN_TEMP, ATTN_TEMP_FLOOR (q's temperature, common/rope_angle.cuh)
 //
 // params:  common/gemv_params.cuh (each define, its meaning and its default)
 // launch:  grid  = ceil(OUT_ROWS / ROWS_PER_BLOCK) (fewer also correct: blocks loop; BULK: at most
@@ -763,6 +764,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
                     v = (dim & 1) ? __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c))
                                   : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
                 }
+                if (ATTN_TEMP != 0.0f && m == 0) v = __fmul_rn(v, attn_temperature(pos));  // q, after RoPE
                 y[r] = v;
                 if (m > 0) {
                     KV_T* cache = static_cast<KV_T*>(m == 1 ? k_cache : v_cache);

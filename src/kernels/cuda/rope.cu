@@ -4,12 +4,15 @@
 //   theta_i = pos * base^(-2i/N_ROT) / freq_factor[i],  i < N_ROT/2
 //   PAIRING 0 (norm): (x[2i], x[2i+1]);  1 (neox): (x[i], x[i + N_ROT/2])
 //   (a, b) -> (a cos - b sin, a sin + b cos); dims >= N_ROT pass through
+//   YaRN (YARN=1, or in the host's table): the angle ramp of common/rope_angle.cuh
+//   ATTN_TEMP != 0: every q element then times attn_temperature(pos) (rope_angle.cuh)
 // The angle is computed as the CPU does (float exponent, float pos * base^e, float division by
 // the factor) but with pow/sin/cos in double then rounded, i.e. correctly rounded, which is
 // what glibc's powf/sinf/cosf return in all but rare cases; no fast-math intrinsics.
 //
 // params:
 //   N_HEADS, N_KV_HEADS, HEAD_DIM, N_ROT (even, <= HEAD_DIM), PAIRING, HAS_FREQ_FACTORS
+//   YARN, YARN_FREQ_SCALE, YARN_LOW, YARN_HIGH, ATTN_TEMP, ATTN_TEMP_FLOOR (rope_angle.cuh)
 //   KV_T        cache element type: half | float
 // PDL:     PDL=1 enables griddepcontrol (common.cuh); default 0
 // launch:  grid = N_HEADS + N_KV_HEADS (block h < N_HEADS: q head h; else kv head h - N_HEADS),
@@ -78,8 +81,13 @@ KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
         const int b = PAIRING == 0 ? 2 * i + 1 : i + N_ROT / 2;
         const float x0 = hv[a], x1 = hv[b];
         // no FMA contraction: the same two roundings as the CPU's x0 * c - x1 * s
-        const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-        const float r1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+        float r1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        if (ATTN_TEMP != 0.0f && is_q) {  // mistral3's temperature: q alone, after RoPE
+            const float tq = attn_temperature(pos);
+            r0 = __fmul_rn(r0, tq);
+            r1 = __fmul_rn(r1, tq);
+        }
         hv[a] = r0;
         hv[b] = r1;
         if (!is_q) {
@@ -87,7 +95,11 @@ KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
             store_kv(kc + b, r1);
         }
     }
-    if (is_q) return;
+    if (is_q) {
+        if (ATTN_TEMP != 0.0f)  // q's dims past N_ROT take the temperature too
+            for (int d = N_ROT + t; d < HEAD_DIM; d += HEAD_DIM / 2) hv[d] = __fmul_rn(hv[d], attn_temperature(pos));
+        return;
+    }
     for (int d = N_ROT + t; d < HEAD_DIM; d += HEAD_DIM / 2) store_kv(kc + d, hv[d]);
     const float* vh = v + head * HEAD_DIM;
     KV_T* vc = v_cache + cache_row * KV_DIM + head * HEAD_DIM;

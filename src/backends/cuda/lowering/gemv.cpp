@@ -28,12 +28,22 @@ Lowering::Bulk Lowering::bulk_shape(GgmlType t, int cols, int dr, int warps, int
 }
 
 KArg Lowering::rope_angles(Variant& v, const WeightTensor* freq) {
-    if (!g_.rope_table) return weight(freq);
+    auto hex = [](float x) { return fmt::format("{:a}f", x); };  // exact float literals
+    if (c_.attn_temp_scale != 0.0f)  // q's temperature (rope_angle.cuh), in either variant
+        v.set("ATTN_TEMP", hex(c_.attn_temp_scale)).set("ATTN_TEMP_FLOOR", c_.n_ctx_orig);
+    if (!g_.rope_table) {
+        const RopeYarn& y = c_.rope_yarn;
+        if (y.active())
+            v.set("YARN", 1).set("YARN_FREQ_SCALE", hex(y.freq_scale)).set("YARN_LOW", hex(y.low))
+                .set("YARN_HIGH", hex(y.high));
+        return weight(freq);
+    }
     auto& rt = s_.rope_table;
     JITLLM_CHECK(rt.n_pos == 0 || rt.freq_factors == freq, "one rope table per model");
     rt.n_pos = p_.n_ctx;
     rt.n_rot = c_.n_rot;
     rt.base = c_.rope_base;
+    rt.yarn = c_.rope_yarn;
     rt.freq_factors = freq;
     s_.scratch["rope_table"] = rope_table_bytes(p_, c_);
     v.set("ROPE_TABLE", 1);
