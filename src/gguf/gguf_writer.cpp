@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -180,23 +181,35 @@ void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t
     set(key, std::move(a));
 }
 
+void GgufWriter::add(Tensor t) {
+    const std::string& name = t.name;
+    JITLLM_CHECK(!t.dims.empty() && t.dims.size() <= 4, "tensor '{}': {} dims", name, t.dims.size());
+    uint64_t rows = 1;
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+        JITLLM_CHECK(t.dims[d] >= 1, "tensor '{}': dims[{}] = 0", name, d);
+        if (d > 0) rows *= t.dims[d];
+    }
+    const TypeTraits& tt = type_traits(t.type);
+    JITLLM_CHECK(t.dims[0] % tt.block_size == 0, "tensor '{}': dims[0] = {} not a multiple of {}",
+                 name, t.dims[0], tt.block_size);
+    const uint64_t n_bytes = row_bytes(t.type, t.dims[0]) * rows;
+    JITLLM_CHECK(t.fill || t.data.size() == n_bytes, "tensor '{}': {} data bytes, expected {}", name,
+                 t.data.size(), n_bytes);
+    for (const Tensor& o : tensors_)
+        JITLLM_CHECK(o.name != name, "tensor '{}' added twice", name);
+    t.n_bytes = n_bytes;
+    tensors_.push_back(std::move(t));
+}
+
 void GgufWriter::add_tensor(const std::string& name, GgmlType type,
                             const std::vector<uint64_t>& dims, std::vector<uint8_t> data) {
-    JITLLM_CHECK(!dims.empty() && dims.size() <= 4, "tensor '{}': {} dims", name, dims.size());
-    uint64_t rows = 1;
-    for (size_t d = 0; d < dims.size(); ++d) {
-        JITLLM_CHECK(dims[d] >= 1, "tensor '{}': dims[{}] = 0", name, d);
-        if (d > 0) rows *= dims[d];
-    }
-    const TypeTraits& tt = type_traits(type);
-    JITLLM_CHECK(dims[0] % tt.block_size == 0, "tensor '{}': dims[0] = {} not a multiple of {}",
-                 name, dims[0], tt.block_size);
-    JITLLM_CHECK(data.size() == row_bytes(type, dims[0]) * rows,
-                 "tensor '{}': {} data bytes, expected {}", name, data.size(),
-                 row_bytes(type, dims[0]) * rows);
-    for (const Tensor& t : tensors_)
-        JITLLM_CHECK(t.name != name, "tensor '{}' added twice", name);
-    tensors_.push_back(Tensor{name, type, dims, std::move(data)});
+    add(Tensor{name, type, dims, std::move(data), {}, 0});
+}
+
+void GgufWriter::add_tensor_rows(const std::string& name, GgmlType type, const std::vector<uint64_t>& dims,
+                                 FillRows fill) {
+    JITLLM_CHECK(bool(fill), "tensor '{}': no fill function", name);
+    add(Tensor{name, type, dims, {}, std::move(fill), 0});
 }
 
 // Header, metadata and tensor table, padded to the alignment: everything before the data.
@@ -251,24 +264,47 @@ std::vector<uint8_t> make_head(uint64_t alignment, const std::vector<GgufKv>& kv
     return out;
 }
 
+// Calls sink(bytes, n) with t's data in order: its vector, or runs of rows from its fill function
+// (at most ~64 MiB a run, at least one row), then the zero padding to the alignment.
+template <class Sink>
+bool stream_tensor(const GgufWriter::FillRows& fill, const std::vector<uint8_t>& data, GgmlType type,
+                   const std::vector<uint64_t>& dims, uint64_t n_bytes, uint64_t alignment, Sink&& sink) {
+    if (!fill) {
+        if (!sink(data.data(), data.size())) return false;
+    } else {
+        const uint64_t rb = row_bytes(type, dims[0]), rows = n_bytes / rb;
+        const uint64_t run = std::max<uint64_t>(1, (uint64_t(64) << 20) / rb);
+        std::vector<uint8_t> buf(size_t(std::min(rows, run) * rb));
+        for (uint64_t r0 = 0; r0 < rows; r0 += run) {
+            const uint64_t r1 = std::min(rows, r0 + run);
+            fill(r0, r1, buf.data());
+            if (!sink(buf.data(), size_t((r1 - r0) * rb))) return false;
+        }
+    }
+    const std::vector<uint8_t> zeros(size_t(align_up(n_bytes, alignment) - n_bytes), 0);
+    return sink(zeros.data(), zeros.size());
+}
+
+std::vector<TensorRef> tensor_refs(const auto& tensors) {
+    std::vector<TensorRef> refs;
+    for (const auto& t : tensors) refs.push_back(TensorRef{t.name, t.type, t.dims, t.n_bytes});
+    return refs;
+}
+
 }  // namespace
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
-    std::vector<TensorRef> refs;
-    for (const Tensor& t : tensors_) refs.push_back(TensorRef{t.name, t.type, t.dims, t.data.size()});
-    std::vector<uint8_t> out = make_head(alignment_, kvs_, refs);
-    for (const Tensor& t : tensors_) {
-        out.insert(out.end(), t.data.begin(), t.data.end());
-        out.resize(align_up(out.size(), alignment_), 0);
-    }
+    std::vector<uint8_t> out = make_head(alignment_, kvs_, tensor_refs(tensors_));
+    for (const Tensor& t : tensors_)
+        stream_tensor(t.fill, t.data, t.type, t.dims, t.n_bytes, alignment_, [&](const uint8_t* p, size_t n) {
+            out.insert(out.end(), p, p + n);
+            return true;
+        });
     return out;
 }
 
 void GgufWriter::write(const std::string& path) const {
-    std::vector<TensorRef> refs;
-    for (const Tensor& t : tensors_) refs.push_back(TensorRef{t.name, t.type, t.dims, t.data.size()});
-    std::vector<uint8_t> head = make_head(alignment_, kvs_, refs);
-    const std::vector<uint8_t> zeros(alignment_, 0);
+    std::vector<uint8_t> head = make_head(alignment_, kvs_, tensor_refs(tensors_));
 
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -276,9 +312,9 @@ void GgufWriter::write(const std::string& path) const {
     // Streams the data instead of building a second in-memory copy of the whole file.
     bool ok = write_all(fd, head.data(), head.size());
     for (size_t k = 0; ok && k < tensors_.size(); ++k) {
-        const std::vector<uint8_t>& d = tensors_[k].data;
-        uint64_t pad = align_up(d.size(), alignment_) - d.size();
-        ok = write_all(fd, d.data(), d.size()) && write_all(fd, zeros.data(), size_t(pad));
+        const Tensor& t = tensors_[k];
+        ok = stream_tensor(t.fill, t.data, t.type, t.dims, t.n_bytes, alignment_,
+                           [&](const uint8_t* p, size_t n) { return write_all(fd, p, n); });
     }
     int e = errno;
     if (::close(fd) != 0 && ok) {

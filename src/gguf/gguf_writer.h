@@ -1,8 +1,10 @@
-// GGUF writer (version 3): metadata and tensors in memory, written atomically (temp file +
-// rename, so a failure leaves no partial file). Used by fixtures, tests and `jitllm synth`.
+// GGUF writer (version 3): metadata and tensors in memory, or tensors whose rows a function
+// produces while write() streams them (a file larger than memory); written atomically (temp file
+// + rename, so a failure leaves no partial file). Used by fixtures, tests and `jitllm synth`.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,13 @@ public:
     void add_tensor(const std::string& name, GgmlType type, const std::vector<uint64_t>& dims,
                     std::vector<uint8_t> data);
 
+    // Tensor whose bytes fill(r0, r1, out) writes when the file is written: rows [r0, r1) of the
+    // rows = dims[1] * dims[2] * ... (row_bytes(type, dims[0]) each) into out, a bounded run of
+    // rows at a time (about 64 MiB), in order.
+    using FillRows = std::function<void(uint64_t r0, uint64_t r1, uint8_t* out)>;
+    void add_tensor_rows(const std::string& name, GgmlType type, const std::vector<uint64_t>& dims,
+                         FillRows fill);
+
     std::vector<uint8_t> to_bytes() const;
     void write(const std::string& path) const;  // throws Error on I/O failure
 
@@ -39,8 +48,11 @@ private:
         std::string name;
         GgmlType type;
         std::vector<uint64_t> dims;
-        std::vector<uint8_t> data;
+        std::vector<uint8_t> data;  // or, with fill, produced at write time
+        FillRows fill;
+        uint64_t n_bytes = 0;
     };
+    void add(Tensor t);
     uint64_t alignment_;
     std::vector<GgufKv> kvs_;
     std::vector<Tensor> tensors_;

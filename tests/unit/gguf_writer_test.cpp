@@ -339,6 +339,40 @@ TEST_F(GgufWrite, writes_the_same_bytes_as_to_bytes_and_leaves_no_temp) {
     EXPECT_EQ(entries(), std::vector<std::string>{"m.gguf"});
 }
 
+// add_tensor_rows: the rows come from the fill function in runs of at most 64 MiB, in order, and
+// the file is the one add_tensor would write with the same bytes (row r of "big" holds r).
+TEST_F(GgufWrite, rows_filled_at_write_time_stream_in_bounded_runs) {
+    constexpr uint64_t kCols = 1024, kRows = 17000;  // 4 KiB rows, 66.4 MiB: two runs
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    auto fill = [&](uint64_t r0, uint64_t r1, uint8_t* out) {
+        runs.emplace_back(r0, r1);
+        for (uint64_t r = r0; r < r1; ++r)
+            for (uint64_t c = 0; c < kCols; ++c) {
+                const float v = float(r);
+                std::memcpy(out + ((r - r0) * kCols + c) * 4, &v, 4);
+            }
+    };
+    GgufWriter streamed, whole;
+    for (GgufWriter* w : {&streamed, &whole}) w->add_tensor("small", GgmlType::F32, {3}, std::vector<uint8_t>(12, 7));
+    streamed.add_tensor_rows("big", GgmlType::F32, {kCols, kRows / 10, 10}, fill);
+    std::vector<uint8_t> big(kCols * kRows * 4);
+    fill(0, kRows, big.data());
+    whole.add_tensor("big", GgmlType::F32, {kCols, kRows / 10, 10}, std::move(big));
+    runs.clear();
+    const std::string p = dir_ + "/s.gguf";
+    streamed.write(p);
+    const uint64_t per_run = (uint64_t(64) << 20) / (kCols * 4);
+    EXPECT_EQ(runs, (std::vector<std::pair<uint64_t, uint64_t>>{{0, per_run}, {per_run, kRows}}));
+    const std::string on_disk = test::read_file(p);
+    EXPECT_TRUE(std::vector<uint8_t>(on_disk.begin(), on_disk.end()) == whole.to_bytes());
+    auto g = GgufReader::open(p);
+    const GgufTensorInfo* t = g->find_tensor("big");
+    ASSERT_NE(t, nullptr);
+    float last = 0;
+    std::memcpy(&last, t->data + t->n_bytes - 4, 4);
+    EXPECT_EQ(last, float(kRows - 1));
+}
+
 TEST_F(GgufWrite, missing_directory_is_an_error) {
     GgufWriter w;
     std::string p = dir_ + "/no/such/dir/m.gguf";
