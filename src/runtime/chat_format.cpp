@@ -162,7 +162,9 @@ ChatTemplate chat_template_detect(const Tokenizer& tok, const std::string& arch,
         t.format = ChatFormat::Granite;
     } else if ((has("<|user|>") && has("<|end|>")) || arch == "phi3") {
         t.format = ChatFormat::Phi3;
-    } else if (has("[SYSTEM_PROMPT]")) {
+    } else if (has("[SYSTEM_PROMPT]") || arch == "mistral3") {
+        // Mistral Small 3.x, Ministral 3, Devstral 2 (mistral3 files): the v7 template, Tekken
+        // spelling (no spaces around the markers), as llama.cpp's mistral-v7-tekken
         t.format = ChatFormat::MistralV7;
     } else if (has("[INST]")) {
         t.format = tok.pre_name() == "tekken" ? ChatFormat::MistralTekken : ChatFormat::MistralV3;

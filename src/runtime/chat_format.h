@@ -21,7 +21,7 @@ enum class ChatFormat {
     MistralV1,      // <s> [INST] user [/INST] answer</s>   (SentencePiece, no control tokens)
     MistralV3,      // <s>[INST] user[/INST] answer</s>     ([INST] is a control token)
     MistralTekken,  // <s>[INST]user[/INST]answer</s>       (Tekken BPE: Nemo, Ministral)
-    MistralV7,      // <s>[SYSTEM_PROMPT]sys[/SYSTEM_PROMPT][INST]user[/INST]answer</s>
+    MistralV7,      // <s>[SYSTEM_PROMPT]sys[/SYSTEM_PROMPT][INST]user[/INST]answer</s> (Tekken: mistral3)
     ChatML,         // <|im_start|>role\n content <|im_end|>\n  (Qwen2/2.5/3)
     Phi3,           // <|role|>\n content <|end|>\n
     Phi4,           // <|im_start|>role<|im_sep|> content <|im_end|>

@@ -149,6 +149,64 @@ TEST(ChatFormatMistral, tekken_two_turns_put_the_system_prompt_in_the_last_user_
     EXPECT_TRUE(v.tok->is_eog(2));
 }
 
+// --- Mistral V7-Tekken (Ministral 3, Devstral 2, Mistral Small 3.x: architecture mistral3) ---
+// {{- bos_token }} ... {{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }} ...
+// {{- '[INST]' + message['content'] + '[/INST]' }} ... {{- message['content'] + eos_token }}
+// Their Tekken vocabulary is Mistral NeMo's (tekken-npm) with control tokens 17 and 18 spelled
+// [SYSTEM_PROMPT] and [/SYSTEM_PROMPT] (NeMo leaves them <SPECIAL_17>, <SPECIAL_18>).
+Vocab mistral3_vocab(bool v7_markers) {
+    Vocab nemo = load_vocab("tekken-npm");
+    GgufWriter w;
+    w.set_string("general.architecture", "mistral3");
+    for (const GgufKv& kv : nemo.g->kvs())
+        if (kv.key.rfind("tokenizer.", 0) == 0 && kv.key != "tokenizer.chat_template") w.set(kv.key, kv.value);
+    auto tokens = *nemo.g->get_string_array_opt("tokenizer.ggml.tokens");
+    EXPECT_EQ(tokens[17], "<SPECIAL_17>");
+    if (v7_markers) {
+        tokens[17] = "[SYSTEM_PROMPT]";
+        tokens[18] = "[/SYSTEM_PROMPT]";
+    }
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    Vocab v;
+    v.g = GgufReader::from_bytes(w.to_bytes(), "mistral3-vocab.gguf");
+    v.tok = Tokenizer::from_gguf(*v.g);
+    return v;
+}
+
+TEST(ChatFormatMistral, v7_tekken_for_mistral3) {
+    Vocab v = mistral3_vocab(true);
+    const ChatTemplate t = chat_template_for(*v.tok, *v.g);
+    ASSERT_EQ(t.format, ChatFormat::MistralV7);
+    EXPECT_EQ(chat_render(t, conversation(), true),
+              "<s>[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello</s>[INST]Why?[/INST]");
+    // <s>=1 </s>=2 [INST]=3 [/INST]=4 [SYSTEM_PROMPT]=17 [/SYSTEM_PROMPT]=18 Be=5934 Ġbrief=13426
+    // .=1046 Hi=37133 Hello=22177 Why=19429 ?=1063
+    const Ids expected = {1, 17, 5934, 13426, 1046, 18, 3, 37133, 4, 22177, 2, 3, 19429, 1063, 4};
+    EXPECT_EQ(encode(v, t, conversation()), expected);
+    expect_stops_are_eog(v, t.format);
+    // the architecture alone chooses it too (a mistral3 file whose vocabulary lacks the markers)
+    Vocab bare = mistral3_vocab(false);
+    EXPECT_EQ(chat_template_for(*bare.tok, *bare.g).format, ChatFormat::MistralV7);
+}
+
+// Qwen MoE files (qwen2moe: Qwen1.5-MoE's template and vocabulary, Qwen2's; qwen3moe: Qwen3's)
+// take the ChatML of their dense family: the architecture does not change it.
+TEST(ChatFormatQwenMoe, chatml_of_the_dense_family) {
+    Vocab q2 = load_vocab("qwen2-npm");
+    const std::string jinja2 = q2.g->get_string_opt("tokenizer.chat_template").value_or("");
+    const ChatTemplate t2 = chat_template_detect(*q2.tok, "qwen2moe", jinja2);
+    EXPECT_EQ(t2.format, ChatFormat::ChatML);
+    EXPECT_EQ(t2.default_system, "You are a helpful assistant");
+    EXPECT_EQ(encode(q2, t2, conversation()), kChatMlIds);
+    Vocab q3 = load_vocab("qwen3-npm");
+    const ChatTemplate t3 =
+        chat_template_detect(*q3.tok, "qwen3moe", q3.g->get_string_opt("tokenizer.chat_template").value_or(""));
+    EXPECT_EQ(t3.format, ChatFormat::ChatML);
+    EXPECT_TRUE(t3.strip_thinking);
+    EXPECT_EQ(encode(q3, t3, conversation("<think>\nShort.\n</think>\n\nHello")), kChatMlIds);
+    expect_stops_are_eog(q3, t3.format);
+}
+
 // Mistral's tokenizer-version table (docs.mistral.ai, "Tokenization / Templates"):
 //   V1: <s> [INST] Hello, how are you? [/INST] Fine, and you?</s> [INST] I'm doing great! [/INST]
 //   V3: <s>[INST] Hello, how are you?[/INST] Fine, and you?</s>[INST] I'm doing great![/INST]
