@@ -201,6 +201,9 @@ std::string describe_config(const ModelConfig& c) {
                                 c.arch, c.n_layers, c.dim, c.hidden_dim, c.n_heads, c.n_kv_heads, c.head_dim,
                                 c.n_vocab, c.n_ctx_train, c.rope_style == RopeStyle::Norm ? "norm" : "neox",
                                 c.rope_base);
+    if (c.rope_yarn.active())
+        s += fmt::format(", yarn x{:g} over {}", 1.0f / c.rope_yarn.freq_scale, c.n_ctx_orig);
+    if (c.attn_temp_scale != 0.0f) s += fmt::format(", attention temperature {:g}", c.attn_temp_scale);
     if (c.moe())
         s += fmt::format(", experts {} used {} x ff {}{}{}", c.n_expert, c.n_expert_used, c.expert_ff,
                          c.shared_expert_ff ? fmt::format(" + shared ff {}", c.shared_expert_ff) : "",
