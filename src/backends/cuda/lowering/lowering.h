@@ -1,7 +1,7 @@
 // The CUDA lowering of a Plan (schedule.h), inside: class Lowering walks a phase's tasks and emits
 // kernel steps. Its parts live beside this header by concern: gates.cpp (capability gates),
-// decode.cpp (the decode / prefill task walk), gemv.cpp, attention.cpp, batch.cpp (batch phase and
-// GEMM), build.cpp (schedule_build), accounting.cpp and describe.cpp (launch counts, --print-plan).
+// decode.cpp (the decode / prefill task walk), gemv.cpp, xq.cpp (gemv.xq's producer links),
+// attention.cpp, batch.cpp (batch phase and GEMM), build.cpp (schedule_build), accounting.cpp and describe.cpp (launch counts, --print-plan).
 #pragma once
 
 #include <algorithm>
@@ -189,11 +189,53 @@ private:
         const WeightTensor* rope_freqs = nullptr;
         // sample.fuse=gemv (the output gemv, decode): the greedy pick too (gemv.cu ARGMAX)
         bool argmax = false;
-        // --batch-xrows (the small-step list): each block multiplies the weight rows it reads with
+        // batch.xrows (the small-step list): each block multiplies the weight rows it reads with
         // up to this many activation rows (gemv.cu XROWS; split-layout Q4_0/Q8_0, no bulk rings)
         int xrows = 0;
+        // rows it writes (SwiGLU: the gate rows) and weight rows it reads
+        int out_rows() const { return epi == 2 ? rows[0] : all_rows(); }
+        int weight_rows() const { return epi == 2 && rows.size() == 1 ? 2 * rows[0] : all_rows(); }
+        int all_rows() const {
+            int n = 0;
+            for (int r : rows) n += r;
+            return n;
+        }
     };
     void gemv(std::vector<size_t> idx, const Gemv& g);
+
+    // A gemv kernel's geometry (gemv_shape): what its matrices, the gates and the tunables decide
+    // before any define is written.
+    struct GemvShape {
+        GgmlType type = GgmlType::F32;  // the matrices' weight type
+        int cols = 0, n_mat = 0;
+        int out_rows = 0;                // rows it writes (SwiGLU: the gate rows)
+        bool warp = false;               // gemv.reduce=warp: a warp per row set (REDUCE)
+        bool wsplit = false;             // split-layout Q4_0 / Q8_0 matrices (WSPLIT)
+        bool plain_type = false;         // F32 / F16 / BF16 weights
+        bool x_smem = false;             // x in shared memory beside the weight staging
+        bool bias = false;
+        int64_t bulk_x = 0;              // x in shared memory: one row's int8 copy (Q4_0 / Q8_0) or floats
+        bool bulk = false;               // gemv.load=bulk, with its rings in `ring`
+        Bulk ring;
+        int xrows = 0;                   // batch.xrows: activation rows a block multiplies (0: one)
+        int block = 0;                   // threads
+        int rows = 0;                    // rows per warp (REDUCE=1) or block (REDUCE=0) and pass
+        int rpb = 0;                     // rows per block pass (ROWS_PER_BLOCK)
+        std::string kind;                // its first task's kind (the tunables' .KIND keys)
+        bool plain() const { return plain_type || wsplit; }
+    };
+    GemvShape gemv_shape(const std::vector<size_t>& idx, const Gemv& g) const;
+    // its defines: the shape and the epilogue (rope_arg: the angles argument of EPI=4)
+    Variant gemv_variant(const Gemv& g, const GemvShape& s, KArg& rope_arg);
+    // its defines of the load schedule: rings, early loads before the PDL wait, pipelines, prefetch
+    void gemv_load_defines(Variant& v, const Gemv& g, const GemvShape& s) const;
+    // grid, block and shared memory (after_attn: it follows decode attention)
+    void gemv_launch(KernelStep& k, const Gemv& g, const GemvShape& s, bool after_attn) const;
+    void gemv_args(KernelStep& k, const Gemv& g, const GemvShape& s, const KArg& rope_arg);
+    uint64_t gemv_bytes(const Gemv& g, const GemvShape& s) const;
+    // gemv.xq=producer: links the gemv just added at `at` with the kernel before it (its x quantized
+    // there) and records whether it can produce for the next
+    void gemv_xq_links(KernelStep& k, const Gemv& g, const GemvShape& s);
 
     // --gemv-xq-norm (under gemv.xq=producer): `p`, the embedding or a residual gemv whose block pass
     // is one group of 32 rows, writes the residual stream times the norm weight `nw` of the normed gemv
@@ -229,25 +271,15 @@ private:
     KArg xq_consume(KernelStep& c, const char* buf, int cols, GgmlType ctype, int pre, bool norm = false);
 
     // gemv.xq=producer's Q4_0 consumer: its x prologue is one bulk copy, so more of its ring goes out
-    // before its PDL wait than the default 2 of 5 slots: ffn_down 4, attn_output 3 (H200, 8B Q4_0
-    // tg128, two rounds on one machine: 785.3 / 785.2 against 770.7 / 770.9 with 2 and
-    // 2; ffn_down 3 + attn_output 3: 784.5 / 784.4; ffn_down 4 alone 779.1 / 779.4, 3 alone 780.8 /
-    // 781.0; ffn_down 5 + attn_output 3: 776.8 / 776.5; attn_output 4 alone 762.9 / 762.8; at depth
-    // 4096: 670.3 against 661.4). Not where --gemv-early-slots(-for) says otherwise; Q8_0 consumers
-    // (gemv.xq forced) keep their 3 (not measured)
-    void xq_consumer_slots(KernelStep& c, GgmlType ctype, int pre) {
-        const std::string kind(task_kind_name(t(size_t(c.tasks[0])).kind));
-        if (pre <= 0 || ctype != GgmlType::Q4_0 || o_.gemv_early_slots > 0 || o_.gemv_early_slots_for.count(kind) ||
-            !c.variant.has("BULK_PRE") || pre >= define_int(c, "BULK_S", 0))
-            return;
-        c.variant.set("BULK_PRE", pre);
-    }
+    // before its PDL wait than the default 2 of 5 slots (`pre`: ffn_down 4, attn_output 3). Not where
+    // gemv.early_slots(.KIND) says otherwise; Q8_0 consumers (gemv.xq forced) keep their 3
+    void xq_consumer_slots(KernelStep& c, GgmlType ctype, int pre);
 
     // gemv.xq=producer: the decode attention `a` just before the gemv `c` whose x is attention's
     // output quantizes that output for it (attention_decode.cu / attention_decode_tma.cu XQ_OUT: the
     // warp that writes a group's 32 outputs from its registers, in every merge path) and c copies it
-    // (gemv.cu XQ_IN) instead of quantizing x itself: the same bits. The split SIMT kernel and the
-    // tensor-map kernel; not the mma or staged siblings, nor a timing ablation
+    // (gemv.cu XQ_IN) instead of quantizing x itself: the same bits. The split register kernel and
+    // the tensor-map kernel
     void attn_xq_link(KernelStep& a, KernelStep& c, int cols, GgmlType ctype);
 
     // Decode attention with attn.kv=tma (attention_decode_tma.cu): a block per (kv head, split) of
