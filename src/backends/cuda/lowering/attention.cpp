@@ -1,4 +1,5 @@
-// Lowering of decode attention: the split-KV register kernel, the tensor-map kernel, onepass.
+// Lowering of attention: decode's split-KV register kernel, tensor-map kernel and onepass; the batch
+// phase's causal attention (tensor-core tiles or a block per row).
 #include "backends/cuda/lowering/lowering.h"
 
 #include <algorithm>
@@ -163,6 +164,55 @@ void Lowering::decode_attention(size_t i, const Task& a) {
     // partial states per split; the last block of each head set combines them (a ticket counter
     // per block x, zeroed at allocation); their traffic is left out of the byte count
     if (g_.attn_split) split_scratch(n_splits, c_.n_kv_heads * hsplit);
+}
+
+void Lowering::batch_attention(size_t i, const Task& a) {
+    const int hd = c_.head_dim;
+    const int group = c_.n_heads / c_.n_kv_heads;
+    const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+    const int R = std::max(1, p_.batch_rows);
+    if (g_.attn_prefill_mma) {
+        // a block per (kv head, tile of br rows): K/V tiles shared by the tile's rows of one
+        // sequence; with several sequences (server), their distinct sequences spread over
+        // seq_split blocks (grid.z) so one row per sequence keeps one block each
+        const int warps = 4, bc = 64;
+        const int br = 16 * warps / group;
+        const int seq_split = p_.n_seq > 1 ? std::min(br, p_.n_seq) : 1;
+        Variant v("cuda/attention_prefill.cu", "");
+        v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+            .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("N_CTX", p_.n_ctx)
+            .set("WARPS", warps).set("BC", bc).set("SEQ_SPLIT", seq_split);
+        if (windowed()) v.set("WINDOW", c_.sliding_window);
+        auto& k = add({i}, "flash_mma_f16", v);
+        k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned((R + br - 1) / br), unsigned(seq_split));
+        k.block = Dim3(unsigned(32 * warps));
+        k.smem = unsigned(4 * bc * (2 * hd + 16));
+        rows_grid(k, 1, 1, br);
+        k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
+                  slot(Slot::Seqs), rows_arg()};
+        // q in, out: per row; K/V from L2 once per block of br rows and cached position (DRAM:
+        // once per kv head and sequence); flops: QK^T and PV per attended position
+        k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4 + 8;
+        k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz / uint64_t(br);
+        k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
+        return;
+    }
+    Variant v("cuda/attention_decode.cu", "");
+    v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
+        .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", 1).set("N_SPLITS", 1)
+        .set("BLOCK", 128).set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4)
+        .set("BATCH", 1).set("N_CTX", p_.n_ctx);
+    if (windowed()) v.set("WINDOW", c_.sliding_window);
+    const std::string kvt = o_.kv_f32 ? "f32" : "f16";
+    auto& k = add({i}, "causal_rows_" + kvt, v);
+    k.grid = Dim3(unsigned(c_.n_kv_heads), 1, unsigned(R));
+    k.block = Dim3(128);
+    rows_grid(k, 2);
+    k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
+              null(), slot(Slot::Seqs), null(), null(), null()};
+    k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
+    k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
+    k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;
 }
 
 }  // namespace jitllm::lowering

@@ -1,5 +1,6 @@
-// Lowering of decode / prefill task lists: the walk over the tasks, fusion of norms, q/k/v and gate/up
-// into gemvs, the second decode lists (decode_short, decode_greedy).
+// The walk over a phase's tasks, one case per task kind (decode / prefill lists and the batch phase):
+// fusion of norms, q/k/v and gate/up into products, the row-wise kernels, the second decode lists
+// (decode_short, decode_greedy).
 #include "backends/cuda/lowering/lowering.h"
 
 #include <algorithm>
@@ -111,42 +112,38 @@ KernelStep& Lowering::add(std::vector<size_t> idx, const std::string& algo, Vari
     return out_->back();
 }
 
-void Lowering::rms_norm(size_t i, Slot in, Slot outs, int rows, int D, const WeightTensor* w, float eps, int tag) {
+void Lowering::rms_norm(size_t i, Slot in, Slot outs, int per_row, int D, const WeightTensor* w, float eps) {
     const int block = D >= 1024 ? 256 : 128;
+    const int rows = (batch_ ? std::max(1, p_.batch_rows) : 1) * per_row;
     Variant v("cuda/rms_norm.cu", "");
     v.set("D", D).set("BLOCK", block).set("REDUCE", int(g_.norm_warp)).set("HAS_WEIGHT", int(w != nullptr));
     auto& k = add({i}, std::string("rms_norm_") + (g_.norm_warp ? "warp" : "tree"), v);
     k.grid = Dim3(unsigned(rows)); k.block = Dim3(unsigned(block));
     k.args = {slot(in), weight(w), slot(outs), f32(eps)};
     k.bytes = uint64_t(rows) * D * 8 + (w ? uint64_t(D) * 4 : 0);
-    (void)tag;
+    if (batch_) rms_norm_rows(k, i, in, outs, per_row, D, w != nullptr);
 }
 
 size_t Lowering::lower_at(size_t i) {
+    if (batch_) {
+        x16_now_ = x16_next_;  // set by the norm just before this task
+        x16_next_ = false;
+    }
     if (moe_at(i)) return lower_moe_at(i);
     const Task& a = t(i);
     const bool fuse = o_.fuse;
     switch (a.kind) {
-        case K::TokenEmbd: {
-            const WeightTensor* e = a.w[0];
-            Variant v("cuda/embed.cu", "");
-            v.set("WTYPE", wtype_define(e->type)).set("D", c_.dim).set("N_VOCAB", c_.n_vocab)
-                .set("EMB_SCALE", fstr(a.scale)).set("BLOCK", 256);
-            auto& k = add({i}, "embed_" + lowercase(type_name(e->type)), v);
-            k.grid = Dim3(unsigned((c_.dim + 255) / 256)); k.block = Dim3(256);
-            k.args = {weight(e), slot(Slot::Token), slot(Slot::X), null(), null()};  // nw, xq: embed.cu XQ_OUT
-            k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
-            // --gemv-xq-norm: the first layer's q/k/v gemv may take the row quantized from here
-            norm_prev_.reset();
-            if (c_.dim % 32 == 0) norm_prev_ = NormProducer{out_->size() - 1, Slot::X, c_.dim, true};
+        case K::TokenEmbd:
+            embed(i);
             return 1;
-        }
         case K::AttnNorm:
         case K::FfnNorm:
         case K::OutputNorm: {
+            // into the next product (NORM_IN): decode and prefill; the batch phase's small-step
+            // list where that product is one gemv
             const K next = a.kind == K::AttnNorm ? K::AttnQkv : a.kind == K::FfnNorm ? K::FfnGateUp : K::Output;
-            if (fuse && is(i + 1, next)) return lower_norm_matmul(i);
-            rms_norm(i, Slot::X, Slot::Xb, 1, c_.dim, a.w[0], a.eps, 0);
+            if (fuse && is(i + 1, next) && (!batch_ || (small_ && one_type(i + 1)))) return lower_norm_matmul(i);
+            rms_norm(i, Slot::X, Slot::Xb, 1, c_.dim, a.w[0], a.eps);
             return 1;
         }
         case K::AttnQkv: {
@@ -154,44 +151,35 @@ size_t Lowering::lower_at(size_t i) {
             fill_qkv(a, g);
             std::vector<size_t> idx{i};
             const size_t extra = fuse_rope(i, g, idx);
-            gemv_each(idx, g);
+            product_each(idx, g);
             return 1 + extra;
         }
         case K::AttnQkNorm:
-            rms_norm(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps, 0);
-            rms_norm(i, Slot::K, Slot::K, c_.n_kv_heads, c_.head_dim, a.w[1], a.eps, 1);
+            rms_norm(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps);
+            rms_norm(i, Slot::K, Slot::K, c_.n_kv_heads, c_.head_dim, a.w[1], a.eps);
             return 1;
-        case K::AttnRope: {
-            JITLLM_CHECK(is(i + 1, K::AttnKvStore), "attn_rope must precede attn_kv_store");
-            Variant v("cuda/rope.cu", "");
-            v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
-                .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
-                .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
-            const KArg angles = rope_angles(v, a.w[0]);
-            auto& k = add({i, i + 1}, c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm", v);
-            k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
-            k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer), slot(Slot::Pos),
-                      angles, f32(c_.rope_base), null()};
-            const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
-            k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
+        case K::AttnRope:
+            rope(i);
             return 2;
-        }
         case K::Attn:
-            decode_attention(i, a);
+            if (batch_)
+                batch_attention(i, a);
+            else
+                decode_attention(i, a);
             return 1;
         case K::AttnOutput:
         case K::FfnDown: {
             const K res = a.kind == K::AttnOutput ? K::AttnResidual : K::FfnResidual;
-            const Slot x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
             Gemv g;
-            g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.x = x;
+            g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)};
+            g.x = a.kind == K::AttnOutput ? Slot::Att : Slot::Hb;
             if (fuse && is(i + 1, res)) {
                 g.y = {Slot::X}; g.epi = 1; g.scale = t(i + 1).scale;
-                gemv({i, i + 1}, g);
+                product({i, i + 1}, g);
                 return 2;
             }
             g.y = {Slot::Tmp};
-            gemv({i}, g);
+            product({i}, g);
             return 1;
         }
         case K::AttnResidual:
@@ -202,54 +190,116 @@ size_t Lowering::lower_at(size_t i) {
         case K::FfnGateUp: {
             Gemv g;
             fill_gate_up(a, g);
+            if (fuse && is(i + 1, K::FfnAct) && g.w[0]->type == g.w[1]->type) {
+                swiglu_out(g);
+                product({i, i + 1}, g);
+                return 2;
+            }
             g.y = {Slot::Hb, Slot::Hb2};
-            gemv_each({i}, g);
+            product_each({i}, g);
             return 1;
         }
         case K::Output: {
             Gemv g;
-            g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.y = {Slot::Logits};
-            g.epi = a.scale != 1.0f ? 3 : 0; g.scale = a.scale;
+            fill_output(a, g);
             g.argmax = fuse && greedy_list_ && is(i + 1, K::Sample);  // sample.fuse=gemv
             if (g.argmax) {
-                gemv({i, i + 1}, g);
+                product({i, i + 1}, g);
                 return 2;
             }
-            gemv({i}, g);
+            product({i}, g);
             return 1;
         }
-        case K::Sample: {
-            const int parts = sample_parts(d_);
-            Variant v("cuda/argmax.cu", "");
-            v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
-                .set("N_PARTS", parts).set("FUSE_ADVANCE", int(g_.step_advance));  // step.advance=device
-            if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", g_.draw_kmax);        // sample.draw=device
-            auto& k = add({i}, g_.sample_draw ? "draw" : "argmax", v);
-            k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
-            k.args = {slot(Slot::Logits), scratch("argmax_val"), scratch("argmax_idx"),
-                      scratch("argmax_counter"), scratch("token_out"), slot(Slot::Pos), slot(Slot::Token),
-                      g_.step_advance ? host_ring() : null(),  // step.advance=device: the pick for the host too
-                      g_.sample_draw ? scratch("draw_params") : null(), g_.sample_draw ? scratch("draw_keys") : null()};
-            if (g_.sample_draw) {
-                s_.scratch["draw_params"] = 32;  // DrawParams
-                s_.scratch["draw_keys"] = size_t(parts) * size_t(g_.draw_kmax) * 8;
-                k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(c_, parts)),
-                                                        int64_t(parts) * g_.draw_kmax));
-            }
-            s_.scratch["argmax_val"] = size_t(parts) * 4;
-            s_.scratch["argmax_idx"] = size_t(parts) * 4;
-            s_.scratch["argmax_counter"] = 16;
-            s_.scratch["token_out"] = 16;
-            k.bytes = uint64_t(c_.n_vocab) * 4 + 8 * uint64_t(parts);
+        case K::Sample:
+            sample(i);
             return 1;
-        }
         case K::AttnKvStore:
         case K::FfnRouter: case K::FfnTopk: case K::FfnExpGateUp: case K::FfnExpAct: case K::FfnExpDown:
         case K::FfnShexpGateUp: case K::FfnShexpAct: case K::FfnShexpDown:  // lower_moe_at
         case K::Count:
             break;
     }
-    JITLLM_CHECK(false, "task {} has no CUDA lowering here", a.name);
+    JITLLM_CHECK(false, "task {} has no CUDA {} lowering", a.name, batch_ ? "batch" : "decode");
+}
+
+void Lowering::embed(size_t i) {
+    const WeightTensor* e = t(i).w[0];
+    Variant v("cuda/embed.cu", "");
+    v.set("WTYPE", wtype_define(e->type)).set("D", c_.dim).set("N_VOCAB", c_.n_vocab)
+        .set("EMB_SCALE", fstr(t(i).scale)).set("BLOCK", 256);
+    auto& k = add({i}, std::string("embed_") + (batch_ ? "rows_" : "") + lowercase(type_name(e->type)), v);
+    k.grid = Dim3(unsigned((c_.dim + 255) / 256)); k.block = Dim3(256);
+    k.args = {weight(e), slot(batch_ ? Slot::Tokens : Slot::Token), slot(Slot::X), null(), null()};  // nw, xq: embed.cu XQ_OUT
+    k.bytes = e->row_bytes + uint64_t(c_.dim) * 4;
+    if (batch_) {
+        k.grid.y = unsigned(std::max(1, p_.batch_rows));
+        rows_grid(k, 1);
+        return;
+    }
+    // gemv.xq_norm: the first layer's q/k/v gemv may take the row quantized from here
+    norm_prev_.reset();
+    if (c_.dim % 32 == 0) norm_prev_ = NormProducer{out_->size() - 1, Slot::X, c_.dim, true};
+}
+
+void Lowering::rope(size_t i) {
+    const Task& a = t(i);
+    JITLLM_CHECK(is(i + 1, K::AttnKvStore), "attn_rope must precede attn_kv_store");
+    Variant v("cuda/rope.cu", "");
+    v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
+        .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
+        .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
+    if (batch_) v.set("BATCH", 1).set("N_CTX", p_.n_ctx);
+    const KArg angles = rope_angles(v, a.w[0]);
+    const std::string algo = c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm";
+    auto& k = add({i, i + 1}, batch_ ? algo + "_rows" : algo, v);
+    k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
+    if (batch_) {
+        k.grid.y = unsigned(std::max(1, p_.batch_rows));
+        rows_grid(k, 1);
+    }
+    k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer),
+              slot(batch_ ? Slot::Positions : Slot::Pos), angles, f32(c_.rope_base), batch_ ? slot(Slot::Seqs) : null()};
+    const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
+    k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
+}
+
+void Lowering::sample(size_t i) {
+    // decode: the pick of one logits row (step.advance=device: it advances the token and position
+    // slots too); batch: each logits row's pick drawn with its own parameters (the host's per-row
+    // DrawParams; temperature 0: the argmax), decode's block count a row
+    const int parts = !batch_ || g_.sample_draw ? sample_parts(d_) : 8;
+    const bool advance = !batch_ && g_.step_advance;
+    const std::string rows = batch_ ? "_rows" : "";
+    Variant v("cuda/argmax.cu", "");
+    v.set("N", c_.n_vocab).set("BLOCK", 256).set("REDUCE", int(g_.sample_warp))
+        .set("N_PARTS", parts).set("FUSE_ADVANCE", int(advance));
+    if (g_.sample_draw) v.set("DRAW", 1).set("KMAX", g_.draw_kmax);  // sample.draw=device
+    auto& k = add({i}, (g_.sample_draw ? "draw" : "argmax") + rows, v);
+    k.grid = Dim3(unsigned(parts)); k.block = Dim3(256);
+    const std::string val = "argmax" + rows + "_val", idx = "argmax" + rows + "_idx", counter = "argmax" + rows + "_counter";
+    const std::string params = "draw" + rows + "_params", keys = "draw" + rows + "_keys";
+    k.args = {slot(Slot::Logits), scratch(val), scratch(idx), scratch(counter),
+              batch_ ? slot(Slot::Tokens) : scratch("token_out"), slot(batch_ ? Slot::Positions : Slot::Pos),
+              batch_ ? null() : slot(Slot::Token),
+              advance ? host_ring() : null(),  // step.advance=device: the pick for the host too
+              g_.sample_draw ? scratch(params) : null(), g_.sample_draw ? scratch(keys) : null()};
+    const size_t R = size_t(batch_ ? std::max(1, p_.batch_rows) : 1);
+    if (g_.sample_draw) {  // batch: logits rows at most n_seq (CudaBackend::batch checks)
+        const size_t draws = size_t(batch_ ? std::max(1, p_.n_seq) : 1);
+        s_.scratch[params] = draws * 32;  // DrawParams
+        s_.scratch[keys] = draws * size_t(parts) * size_t(g_.draw_kmax) * 8;
+        k.smem = unsigned(8 * std::max<int64_t>(pow2_at_least(sample_chunk(c_, parts)), int64_t(parts) * g_.draw_kmax));
+    }
+    s_.scratch[val] = R * size_t(parts) * 4;
+    s_.scratch[idx] = R * size_t(parts) * 4;
+    s_.scratch[counter] = batch_ ? R * 4 : 16;
+    if (batch_) {
+        k.grid.y = unsigned(R);
+        rows_grid(k, 1);
+    } else {
+        s_.scratch["token_out"] = 16;
+    }
+    k.bytes = uint64_t(c_.n_vocab) * 4 + 8 * uint64_t(parts);
 }
 
 void Lowering::fill_qkv(const Task& a, Gemv& g) {
@@ -297,18 +347,27 @@ void Lowering::pointwise(size_t i) {
     k.bytes = uint64_t(n) * 12;
 }
 
-void Lowering::gemv_each(std::vector<size_t> idx, const Gemv& g) {
+void Lowering::product(std::vector<size_t> idx, const Gemv& g) {
+    if (!batch_)
+        gemv(std::move(idx), g);
+    else if (g.w[0]->cols % 32 != 0 || small_)
+        gemv_rows(std::move(idx), g);  // gemm.cu's K step is 32: the row-batched gemv takes the rest
+    else
+        gemm(std::move(idx), gemm_of(g));
+}
+
+void Lowering::product_each(const std::vector<size_t>& idx, const Gemv& g) {
     bool same = true;
     for (const WeightTensor* w : g.w) same = same && w->type == g.w[0]->type;
     if (same) {
-        gemv(idx, g);
+        product(idx, g);
         return;
     }
     for (size_t m = 0; m < g.w.size(); ++m) {
         Gemv one = g;
         one.w = {g.w[m]}; one.w_off = {g.w_off[m]}; one.rows = {g.rows[m]}; one.y = {g.y[m]};
         one.bias = g.bias.empty() ? std::vector<const WeightTensor*>{} : std::vector<const WeightTensor*>{g.bias[m]};
-        gemv(idx, one);
+        product(idx, one);
     }
 }
 
@@ -324,6 +383,20 @@ void Lowering::fill_gate_up(const Task& a, Gemv& g) {
     g.rows = {c_.hidden_dim, c_.hidden_dim};
 }
 
+void Lowering::swiglu_out(Gemv& g) const {
+    g.epi = 2;
+    g.y = {Slot::Hb};
+    if (g.w[0] == g.w[1]) {  // one matrix: up rows follow the gate rows
+        g.w = {g.w[0]}; g.w_off = {0}; g.rows = {c_.hidden_dim};
+        g.up_offset_rows = c_.hidden_dim;
+    }
+}
+
+void Lowering::fill_output(const Task& a, Gemv& g) {
+    g.w = {a.w[0]}; g.w_off = {0}; g.rows = {int(a.w[0]->rows)}; g.y = {Slot::Logits};
+    g.epi = a.scale != 1.0f ? 3 : 0; g.scale = a.scale;
+}
+
 size_t Lowering::lower_norm_matmul(size_t i) {
     const Task& n = t(i);
     const Task& m = t(i + 1);
@@ -333,38 +406,31 @@ size_t Lowering::lower_norm_matmul(size_t i) {
     g.eps = n.eps;
     if (m.kind == K::AttnQkv) {
         fill_qkv(m, g);
-        g.x = Slot::X;
         std::vector<size_t> idx{i, i + 1};
         const size_t extra = fuse_rope(i + 1, g, idx);
-        gemv_each(idx, g);
+        product_each(idx, g);
         return 2 + extra;
     }
     if (m.kind == K::Output) {
-        g.w = {m.w[0]}; g.w_off = {0}; g.rows = {int(m.w[0]->rows)}; g.y = {Slot::Logits};
-        g.epi = m.scale != 1.0f ? 3 : 0; g.scale = m.scale;
+        fill_output(m, g);
         // sample.fuse=gemv: the greedy pick after it goes into it
         g.argmax = greedy_list_ && !batch_ && is(i + 2, K::Sample);
         if (g.argmax) {
-            gemv({i, i + 1, i + 2}, g);
+            product({i, i + 1, i + 2}, g);
             return 3;
         }
-        gemv({i, i + 1}, g);
+        product({i, i + 1}, g);
         return 2;
     }
     // ffn_norm + ffn_gate_up (+ ffn_act)
     fill_gate_up(m, g);
     if (is(i + 2, K::FfnAct) && g.w[0]->type == g.w[1]->type) {
-        g.epi = 2;
-        g.y = {Slot::Hb};
-        if (g.w[0] == g.w[1]) {  // one matrix: up rows follow the gate rows
-            g.w = {g.w[0]}; g.w_off = {0}; g.rows = {c_.hidden_dim};
-            g.up_offset_rows = c_.hidden_dim;
-        }
-        gemv({i, i + 1, i + 2}, g);
+        swiglu_out(g);
+        product({i, i + 1, i + 2}, g);
         return 3;
     }
     g.y = {Slot::Hb, Slot::Hb2};
-    gemv_each({i, i + 1}, g);
+    product_each({i, i + 1}, g);
     return 2;
 }
 

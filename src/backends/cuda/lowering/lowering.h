@@ -1,7 +1,8 @@
 // The CUDA lowering of a Plan (schedule.h), inside: class Lowering walks a phase's tasks and emits
 // kernel steps. Its parts live beside this header by concern: gates.cpp (capability gates),
-// decode.cpp (the decode / prefill task walk), gemv.cpp, xq.cpp (gemv.xq's producer links),
-// attention.cpp, batch.cpp (batch phase and GEMM), build.cpp (schedule_build), accounting.cpp and describe.cpp (launch counts, --print-plan).
+// decode.cpp (the task walk of every phase, the decode lists), gemv.cpp, xq.cpp (gemv.xq's producer
+// links), attention.cpp, batch.cpp (the batch phase's products: GEMM, row-batched gemv), build.cpp
+// (schedule_build), accounting.cpp and describe.cpp (launch counts, --print-plan).
 #pragma once
 
 #include <algorithm>
@@ -166,8 +167,14 @@ private:
     static KArg null() { return KArg{}; }
     static KArg host_ring() { KArg a; a.kind = KArg::Kind::HostRing; return a; }
 
-    // --- rms_norm: rows of D floats, in place allowed ---
-    void rms_norm(size_t i, Slot in, Slot outs, int rows, int D, const WeightTensor* w, float eps, int tag);
+    // --- rms_norm: per_row rows of D floats (a row of each batch row), in place allowed ---
+    void rms_norm(size_t i, Slot in, Slot outs, int per_row, int D, const WeightTensor* w, float eps);
+    // its batch-phase part: the grid over the rows; 16-bit activations out where wgmma reads them next
+    void rms_norm_rows(KernelStep& k, size_t i, Slot in, Slot outs, int per_row, int D, bool weighted);
+    // the row-wise kernels of embedding, RoPE + KV store and the pick, in either phase
+    void embed(size_t i);
+    void rope(size_t i);
+    void sample(size_t i);
 
     // --- gemv with fusions ---
     struct Gemv {
@@ -318,6 +325,13 @@ private:
         KArg resid;
     };
     void gemm(std::vector<size_t> idx, Gemm g);
+    // The batch phase's product as a GEMM
+    Gemm gemm_of(const Gemv& p);
+    // wgmma's 16-bit activations: sets s's wgmma tile where it applies and returns x's argument (a
+    // conversion kernel first unless the norm before wrote them)
+    KArg gemm_x16(size_t i, GemmSpec& s, Slot x);
+    // The batch phase's product as a row-batched gemv (the small-step lists; K not a multiple of 32)
+    void gemv_rows(std::vector<size_t> idx, Gemv v);
 
     // Whether the matrices of the task at i share one weight type (one product kernel).
     bool one_type(size_t i) const;
@@ -326,12 +340,6 @@ private:
     // and their type (F16 or BF16).
     bool wgmma_all(size_t i, GgmlType* type) const;
 
-    void rms_norm_rows(size_t i, Slot in, Slot outs, int per_row, int D, const WeightTensor* w, float eps);
-
-    // Matrix (or row range of one) as a gemm weight argument.
-    static KArg wrange(const WeightTensor* w, uint64_t off) { return weight(w, off); }
-
-    size_t lower_batch_at(size_t i);
     // The mixture-of-experts tasks at i (moe.cpp), with ffn_norm when it heads them; decode,
     // prefill and batch alike (batch_: grids over the rows). moe_at: whether task i is one.
     bool moe_at(size_t i) const;
@@ -339,8 +347,11 @@ private:
     // Decode attention: the tensor-map kernel (gate attn.kv=tma) or the register kernel
     // (attention_decode.cu), split-KV (gate attn.algo=split) or one block per kv head.
     void decode_attention(size_t i, const Task& a);
+    // The batch phase's causal attention: tensor-core tiles (gate attn.prefill=mma) or a block per
+    // (kv head, row)
+    void batch_attention(size_t i, const Task& a);
 
-    // Emits the kernels starting at task i; returns the number of tasks consumed.
+    // Emits the kernels starting at task i (either phase); returns the number of tasks consumed.
     size_t lower_at(size_t i);
 
     void fill_qkv(const Task& a, Gemv& g);
@@ -350,14 +361,18 @@ private:
     // q/k norm in between). Adds the tasks to idx; returns how many it took (0 or 2).
     size_t fuse_rope(size_t iq, Gemv& g, std::vector<size_t>& idx);
 
+    // A product: a gemv in decode / prefill; in the batch phase a GEMM, or a row-batched gemv.
+    void product(std::vector<size_t> idx, const Gemv& g);
     // The products of one task (q/k/v, gate/up): one launch when their matrices share a weight type,
-    // else one per matrix; gemv_each for decode / prefill, gemm_each for the batch phase's GEMMs.
-    void gemv_each(std::vector<size_t> idx, const Gemv& g);
+    // else one per matrix.
+    void product_each(const std::vector<size_t>& idx, const Gemv& g);
     // The residual add (add.cu) and SwiGLU (swiglu.cu) of task i; in the batch phase over the rows.
     void pointwise(size_t i);
-    void gemm_each(size_t i, const Gemv& p);
 
     void fill_gate_up(const Task& a, Gemv& g);
+    // gate/up with SwiGLU in the epilogue (EPI=2): one output; one matrix where up rows follow gate rows
+    void swiglu_out(Gemv& g) const;
+    void fill_output(const Task& a, Gemv& g);
 
     // norm + following matmul(s) in one kernel (NORM_IN), with SwiGLU for the FFN.
     size_t lower_norm_matmul(size_t i);
@@ -376,7 +391,6 @@ private:
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
     std::optional<NormProducer> norm_prev_;  // --gemv-xq-norm: the kernel just lowered, if it can produce for a normed gemv
-    size_t norm_i_ = SIZE_MAX;  // small-step list: a norm task waiting to be fused into the next gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
 
