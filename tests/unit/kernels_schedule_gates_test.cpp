@@ -1550,7 +1550,7 @@ TEST(ScheduleGates, GemvXqAttentionQuantizesForAttnOutput) {
     sib.force["gemv.xq"] = "block";
     none(sib);
     ScheduleOptions off = o;
-    off.no_attn_xq = true;  // --no-attn-xq: gate/up's producer only
+    off.attn_xq = false;  // tune attn.xq=off: gate/up's producer only
     none(off);
     EXPECT_TRUE(at(schedule_build(p, h200, off).decode, "ffn_down_residual").variant.has("XQ_IN"));
     none(ScheduleOptions{});  // gemv.load=lanes (these shapes' default): attn_output prologue as before

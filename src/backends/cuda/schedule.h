@@ -59,7 +59,7 @@ struct KernelStep {
     // Programmatic dependent launch (gate launch.pdl): compiled with PDL=1 and launched with
     // programmatic stream serialization, so its prologue overlaps the previous kernel's tail.
     bool pdl = false;
-    // Thread-block cluster (sm_90; gate attn.merge=cluster): launched with this cluster shape;
+    // Thread-block cluster (sm_90; attn.kv=tma's merge, gemv.xq's pairs): launched with this cluster shape;
     // (1, 1, 1) = no cluster.
     Dim3 cluster;
     // Preferred shared-memory carveout, percent of the unified L1 / shared memory (-1: the
@@ -78,42 +78,42 @@ struct ScheduleOptions {
     bool fuse = true;                            // --no-fuse: one kernel per task
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
-    int gemm_bm = 0;                             // --gemm-bm: MMA tile rows (0: auto 64 | 128)
-    int gemv_min_blocks = 0;                     // --gemv-min-blocks: __launch_bounds__ minimum (0: auto)
-    int gemv_prefetch = 0;                       // --gemv-prefetch: bytes of each row prefetched to L2
-    int gemv_block = 0;                          // --gemv-block: threads per gemv block (0: auto 256)
-    int batch_small_rows = 8;                    // --batch-small-rows: batch.small=gemv takes steps of up to N rows
-    int batch_xrows = 4;                         // --batch-xrows: gate batch.xrows, N rows a block (0: off)
-    bool batch_bulk = false;                     // --batch-bulk: the batch phase's gemv list through the bulk rings (gemv.load=bulk)
-    int attn_chunk = 0;                          // --attn-chunk: split-KV positions per chunk (0: auto 128; mma 64)
-    int attn_splits = 0;                         // --attn-splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1; mma 3)
-    int attn_heads_per_block = 0;                // --attn-heads-per-block: decode attention query heads per block (0: 1 split, all onepass)
-    int attn_pipe = -1;                          // --attn-pipe: split-KV blocks load their next chunk before using this one (-1: auto, 2 for the SIMT kernel)
-    int attn_kv_stages = 0;                      // --attn-kv-stages: split-KV K/V through an N-deep cp.async ring (0: off)
-    int gemv_rows = 0;                           // --gemv-rows: output rows per warp and pass (0: auto 2)
-    int gemv_split_pipe = -1;                    // --gemv-split-pipe: split-layout loop pipelined (-1: auto)
-    int gemv_split_units = 0;                    // --gemv-split-units: 16-byte units per lane and step (0: auto)
-    int gemv_bulk_kb = 0;                        // --gemv-bulk-kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
-    int gemv_bulk_min_slots = 0;                 // --gemv-bulk-min-slots: the ring's chunk is the largest leaving this many slots (0: 4)
-    int attn_carveout = -2;                      // --attn-carveout: the decode attention kernel's (-1: driver's; -2: its default)
-    bool gemv_q4_shift = false;                  // --gemv-q4-shift: GEMV_Q4_SHIFT=1 (the one-chain Q4_0 unit dot)
-    bool gemv_xq_norm = false;                   // --gemv-xq-norm: gemv.xq=producer for the normed gemvs too (the embedding and the residual gemvs quantize x * norm weight, XQ_NORM)
-    bool gemv_x_regs = true;                     // the bulk split-layout Q4_0 / Q8_0 decode gemvs keep each lane's x units in registers (gemv.cu XREG) where they fit; --no-gemv-x-regs: off
-    bool no_attn_xq = false;                     // --no-attn-xq: gemv.xq=producer without the decode attention as a producer (attn_output quantizes x)
-    int gemv_xq_lag = 1;                         // --gemv-xq-lag N: gemv.xq=producer's group quantized after the leader's pass N groups later (XQ_LAG)
-    int kv_l2_prefetch = 0;                      // --kv-l2-prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
-    int gemv_early_slots = 0;                    // --gemv-early-slots: bulk gemv ring slots a warp fills before the PDL wait (0: auto, decode Q4_0 2, Q8_0 3, else all; BULK_PRE)
-    std::map<std::string, int> gemv_early_slots_for = {};  // --gemv-early-slots-for KIND=N: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
-    bool gemv_early_blocks = true;               // a bulk gemv after one on fewer blocks than SMs: its first (SMs - that grid) blocks fill their whole ring early (BULK_PRE_B); --no-gemv-early-blocks: off
-    std::map<std::string, int> gemv_early_blocks_for = {};  // --gemv-early-blocks-for KIND=B: that bulk gemv's blocks 0 .. B-1 fill their whole ring before the PDL wait (BULK_PRE_B)
-    std::map<std::string, int> gemv_cluster_for = {};     // --gemv-cluster-for KIND=N: that gemv launched in clusters of N blocks (unused by it)
-    std::map<std::string, int> gemv_grid_for = {};        // --gemv-grid-for KIND=N: the gemv whose first task is KIND on at most N blocks
-    std::map<std::string, int> gemv_rows_for = {};        // --gemv-rows-for KIND=N: --gemv-rows of the gemv whose first task is KIND
-    int gemv_norm_early = -1;                    // --gemv-norm-early / --no-gemv-norm-early: every normed Q4_0 / Q8_0 gemv loads its norm weight before the PDL wait (1), none (0); -1: the lanes gemvs under gemv.early=load (NW_EARLY)
-    bool gemv_fill_at_loads = true;              // --no-gemv-fill-at-loads: the late ring slots after the whole x prologue, and the auto early slots off (BULK_FILL_AT_LOADS)
-    int attn_tma_from = -1;                      // --attn-tma-from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
-    int attn_tma_stages = 0;                     // --attn-tma-stages: attn.kv=tma's ring slots only (0: --attn-kv-stages, else 2)
-    int attn_tma_cluster = -1;                   // --attn-tma-cluster: attn.kv=tma's splits of a kv head as one cluster, merged through DSMEM (CLUSTER): 1 on, 0 off, -1 where the device's clusters fit
+    int gemm_bm = 0;                             // gemm.bm: MMA tile rows (0: auto 64 | 128)
+    int gemv_min_blocks = 0;                     // gemv.min_blocks: __launch_bounds__ minimum (0: auto)
+    int gemv_prefetch = 0;                       // gemv.prefetch: bytes of each row prefetched to L2
+    int gemv_block = 0;                          // gemv.block: threads per gemv block (0: auto 256)
+    int batch_small_rows = 8;                    // batch.small_rows: batch.small=gemv takes steps of up to N rows
+    int batch_xrows = 4;                         // batch.xrows: gate batch.xrows, N rows a block (0: off)
+    bool batch_bulk = false;                     // batch.bulk: the batch phase's gemv list through the bulk rings (gemv.load=bulk)
+    int attn_chunk = 0;                          // attn.chunk: split-KV positions per chunk (0: auto 128)
+    int attn_splits = 0;                         // attn.splits: split-KV blocks per query-head set (0: auto, about 2 blocks per SM for <= 2 heads per block, else 1)
+    int attn_heads_per_block = 0;                // attn.heads_per_block: decode attention query heads per block (0: 1 split, all onepass)
+    int attn_pipe = -1;                          // attn.pipe: split-KV blocks load their next chunk before using this one (-1: auto, 2 for the SIMT kernel)
+    int attn_kv_stages = 0;                      // attn.kv_stages: split-KV K/V through an N-deep cp.async ring (0: off)
+    int gemv_rows = 0;                           // gemv.rows: output rows per warp and pass (0: auto 2)
+    int gemv_split_pipe = -1;                    // gemv.split_pipe: split-layout loop pipelined (-1: auto)
+    int gemv_split_units = 0;                    // gemv.split_units: 16-byte units per lane and step (0: auto)
+    int gemv_bulk_kb = 0;                        // gemv.bulk_kb: gemv.load=bulk ring bytes per block in KiB (0: auto 200, less the x copy)
+    int gemv_bulk_min_slots = 0;                 // gemv.bulk_min_slots: the ring's chunk is the largest leaving this many slots (0: 4)
+    int attn_carveout = -2;                      // attn.carveout: the decode attention kernel's (-1: driver's; -2: its default)
+    bool gemv_q4_shift = false;                  // gemv.q4_shift: GEMV_Q4_SHIFT=1 (the one-chain Q4_0 unit dot)
+    bool gemv_xq_norm = false;                   // gemv.xq_norm: gemv.xq=producer for the normed gemvs too (the embedding and the residual gemvs quantize x * norm weight, XQ_NORM)
+    bool gemv_x_regs = true;                     // the bulk split-layout Q4_0 / Q8_0 decode gemvs keep each lane's x units in registers (gemv.cu XREG) where they fit (gemv.x_regs)
+    bool attn_xq = true;                         // attn.xq: under gemv.xq=producer, decode attention quantizes its output for attn_output (off: attn_output quantizes x)
+    int gemv_xq_lag = 1;                         // gemv.xq_lag: gemv.xq=producer's group quantized after the leader's pass N groups later (XQ_LAG)
+    int kv_l2_prefetch = 0;                      // kv.l2_prefetch: q/k/v gemv prefetches earlier K/V rows into L2 (gemv KV_PF: 1 start, 2 last copy)
+    int gemv_early_slots = 0;                    // gemv.early_slots: bulk gemv ring slots a warp fills before the PDL wait (0: auto, decode Q4_0 2, Q8_0 3, else all; BULK_PRE)
+    std::map<std::string, int> gemv_early_slots_for = {};  // gemv.early_slots.KIND: the same for the bulk gemv whose first task is KIND (e.g. attn_output)
+    bool gemv_early_blocks = true;               // a bulk gemv after one on fewer blocks than SMs: its first (SMs - that grid) blocks fill their whole ring early (BULK_PRE_B; gemv.early_blocks)
+    std::map<std::string, int> gemv_early_blocks_for = {};  // gemv.early_blocks.KIND: that bulk gemv's blocks 0 .. B-1 fill their whole ring before the PDL wait (BULK_PRE_B)
+    std::map<std::string, int> gemv_cluster_for = {};     // gemv.cluster.KIND: that gemv launched in clusters of N blocks (unused by it)
+    std::map<std::string, int> gemv_grid_for = {};        // gemv.grid.KIND: the gemv whose first task is KIND on at most N blocks
+    std::map<std::string, int> gemv_rows_for = {};        // gemv.rows.KIND: gemv.rows of the gemv whose first task is KIND
+    int gemv_norm_early = -1;                    // gemv.norm_early: every normed Q4_0 / Q8_0 gemv loads its norm weight before the PDL wait (1), none (0); -1: the lanes gemvs under gemv.early=load (NW_EARLY)
+    bool gemv_fill_at_loads = true;              // gemv.fill_at_loads: the late ring slots once the x prologue's loads are out (off: after it, and no auto early slots; BULK_FILL_AT_LOADS)
+    int attn_tma_from = -1;                      // attn.tma_from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
+    int attn_tma_stages = 0;                     // attn.tma_stages: attn.kv=tma's ring slots only (0: attn.kv_stages, else 2)
+    int attn_tma_cluster = -1;                   // attn.tma_cluster: attn.kv=tma's splits of a kv head as one cluster, merged through DSMEM (CLUSTER): 1 on, 0 off, -1 where the device's clusters fit
 };
 
 struct Schedule {

@@ -1,11 +1,10 @@
-// The tunables table (tunables.h): key, default, help, setter.
+// The tunables table (tunables.h): key, default, help, option, accepted values.
 #include "backends/cuda/lowering/tunables.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <optional>
 
 #include "core/error.h"
 #include "plan/task_kind.h"
@@ -13,119 +12,109 @@
 namespace jitllm {
 namespace {
 
-constexpr int kNoAuto = -1000;
-
-// An integer from lo to hi; "auto" gives `automatic` where the key has an automatic choice.
-int num(const std::string& key, const std::string& v, int lo, int hi, int automatic = kNoAuto) {
-    if (v == "auto" && automatic != kNoAuto) return automatic;
-    const bool neg = !v.empty() && v[0] == '-';
-    const std::string digits = neg ? v.substr(1) : v;
-    const bool ok = !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos;
-    const int n = ok ? (neg ? -std::stoi(digits) : std::stoi(digits)) : 0;
-    if (!ok || n < lo || n > hi)
-        fail_usage("tune {}: expected an integer from {} to {}{}, found '{}'", key, lo, hi,
-                   automatic != kNoAuto ? " or auto" : "", v);
-    return n;
-}
-
-// One of the listed integers (or "auto").
-int num_of(const std::string& key, const std::string& v, const std::vector<int>& allowed, int automatic = kNoAuto) {
-    const int n = v == "auto" && automatic != kNoAuto ? automatic : num(key, v, -(1 << 30), 1 << 30, automatic);
-    if (n != automatic && std::find(allowed.begin(), allowed.end(), n) == allowed.end())
-        fail_usage("tune {}: expected one of {}{}, found '{}'", key, fmt::join(allowed, ", "),
-                   automatic != kNoAuto ? " or auto" : "", v);
-    return n;
-}
-
-// One of the listed words; returns its index.
-int word(const std::string& key, const std::string& v, const std::vector<std::string>& words) {
-    for (size_t i = 0; i < words.size(); ++i)
-        if (v == words[i]) return int(i);
-    fail_usage("tune {}: expected {}, found '{}'", key, fmt::join(words, " or "), v);
-}
-
-bool on(const std::string& key, const std::string& v) { return word(key, v, {"off", "on"}) == 1; }
-
 using O = ScheduleOptions;
-using S = const std::string&;
+
+TuneValues range(int lo, int hi, int automatic = kNoAuto) { return {lo, hi, {}, {}, automatic}; }
+TuneValues one_of(std::vector<int> only, int automatic = kNoAuto) { return {0, 0, std::move(only), {}, automatic}; }
+TuneValues words(std::vector<std::string> w, int automatic = kNoAuto) { return {0, 0, {}, std::move(w), automatic}; }
+TuneValues on_off() { return words({"off", "on"}); }
 
 const std::vector<Tunable> kTable = {
     // gemv: decode's matrix-vector products (gemv.cu)
     {"gemv.block", "auto", "threads per gemv block for plain and split-layout weights: 128, 256, 512 or 1024",
-     [](O& o, S k, S, S v) { o.gemv_block = num_of(k, v, {128, 256, 512, 1024}, 0); }},
+     &O::gemv_block, one_of({128, 256, 512, 1024}, 0)},
     {"gemv.rows", "auto", "output rows per warp and pass, 1 to 8 (the q/k/v gemv with RoPE rounds an odd count up)",
-     [](O& o, S k, S, S v) { o.gemv_rows = num(k, v, 1, 8, 0); }},
+     &O::gemv_rows, range(1, 8, 0)},
     {"gemv.min_blocks", "auto", "minimum resident gemv blocks per SM (__launch_bounds__), 1 to 32",
-     [](O& o, S k, S, S v) { o.gemv_min_blocks = num(k, v, 1, 32, 0); }},
-    {"gemv.prefetch", "0", "bytes of each weight row prefetched to L2 (0: none)",
-     [](O& o, S k, S, S v) { o.gemv_prefetch = num(k, v, 0, 1 << 20); }},
-    {"gemv.split_pipe", "auto", "split-layout gemv loads one step ahead: 0 or 1",
-     [](O& o, S k, S, S v) { o.gemv_split_pipe = num(k, v, 0, 1, -1); }},
+     &O::gemv_min_blocks, range(1, 32, 0)},
+    {"gemv.prefetch", "0", "bytes of each weight row prefetched to L2 (0: none)", &O::gemv_prefetch, range(0, 1 << 20)},
+    {"gemv.split_pipe", "auto", "split-layout gemv loads one step ahead: 0 or 1", &O::gemv_split_pipe, range(0, 1, -1)},
     {"gemv.split_units", "auto", "split-layout gemv 16-byte units per lane and step, 1 to 4",
-     [](O& o, S k, S, S v) { o.gemv_split_units = num(k, v, 1, 4, 0); }},
+     &O::gemv_split_units, range(1, 4, 0)},
     {"gemv.bulk_kb", "auto", "gemv.load=bulk: KiB of shared-memory rings per block (auto: 200, less the x copy)",
-     [](O& o, S k, S, S v) { o.gemv_bulk_kb = num(k, v, 1, 220, 0); }},
+     &O::gemv_bulk_kb, range(1, 220, 0)},
     {"gemv.bulk_min_slots", "auto", "gemv.load=bulk: the ring item is the widest column chunk leaving this many slots (auto: 4)",
-     [](O& o, S k, S, S v) { o.gemv_bulk_min_slots = num(k, v, 1, 16, 0); }},
+     &O::gemv_bulk_min_slots, range(1, 16, 0)},
     {"gemv.early_slots", "auto", "bulk gemv ring slots a warp fills before its PDL wait (auto: Q4_0 2, Q8_0 3, others all)",
-     [](O& o, S k, S, S v) { o.gemv_early_slots = num(k, v, 1, 99, 0); }},
+     &O::gemv_early_slots, range(1, 99, 0)},
     {"gemv.early_slots.KIND", "auto", "gemv.early_slots for the bulk gemv whose first task is KIND (e.g. ffn_down)",
-     [](O& o, S k, S kind, S v) { o.gemv_early_slots_for[kind] = num(k, v, 1, 99); }},
+     &O::gemv_early_slots_for, range(1, 99)},
     {"gemv.fill_at_loads", "on", "the late ring slots go out once the x prologue's loads are issued (off: after it)",
-     [](O& o, S k, S, S v) { o.gemv_fill_at_loads = on(k, v); }},
+     &O::gemv_fill_at_loads, on_off()},
     {"gemv.early_blocks", "on", "a bulk gemv after one on fewer blocks than SMs fills whole rings early on the SMs left free",
-     [](O& o, S k, S, S v) { o.gemv_early_blocks = on(k, v); }},
+     &O::gemv_early_blocks, on_off()},
     {"gemv.early_blocks.KIND", "auto", "blocks 0 .. N-1 of the bulk gemv whose first task is KIND fill their ring early",
-     [](O& o, S k, S kind, S v) { o.gemv_early_blocks_for[kind] = num(k, v, 1, 4096); }},
+     &O::gemv_early_blocks_for, range(1, 4096)},
     {"gemv.grid.KIND", "auto", "the gemv whose first task is KIND on at most N blocks (auto: Q4_0 attn_output on 76 of 132 SMs)",
-     [](O& o, S k, S kind, S v) { o.gemv_grid_for[kind] = num(k, v, 1, 999); }},
+     &O::gemv_grid_for, range(1, 999)},
     {"gemv.cluster.KIND", "auto", "the decode gemv whose first task is KIND in thread-block clusters of N blocks",
-     [](O& o, S k, S kind, S v) { o.gemv_cluster_for[kind] = num(k, v, 1, 8); }},
-    {"gemv.rows.KIND", "auto", "gemv.rows for the gemv whose first task is KIND",
-     [](O& o, S k, S kind, S v) { o.gemv_rows_for[kind] = num(k, v, 1, 8); }},
+     &O::gemv_cluster_for, range(1, 8)},
+    {"gemv.rows.KIND", "auto", "gemv.rows for the gemv whose first task is KIND", &O::gemv_rows_for, range(1, 8)},
     {"gemv.norm_early", "auto", "normed Q4_0/Q8_0 gemvs load their norm weight before the PDL wait (auto: the lanes gemvs)",
-     [](O& o, S k, S, S v) { o.gemv_norm_early = word(k, v, {"off", "on", "auto"}) == 2 ? -1 : word(k, v, {"off", "on", "auto"}); }},
+     &O::gemv_norm_early, words({"off", "on"}, -1)},
     {"gemv.x_regs", "on", "bulk split-layout Q4_0/Q8_0 gemvs keep each lane's x units in registers where they fit",
-     [](O& o, S k, S, S v) { o.gemv_x_regs = on(k, v); }},
+     &O::gemv_x_regs, on_off()},
     {"gemv.q4_shift", "off", "split-layout Q4_0 dot products shift the high nibbles down, one dp4a chain",
-     [](O& o, S k, S, S v) { o.gemv_q4_shift = on(k, v); }},
+     &O::gemv_q4_shift, on_off()},
     {"gemv.xq_norm", "off", "gemv.xq=producer: the normed gemvs take x quantized by the kernel before them too",
-     [](O& o, S k, S, S v) { o.gemv_xq_norm = on(k, v); }},
+     &O::gemv_xq_norm, on_off()},
     {"gemv.xq_lag", "1", "gemv.xq=producer: the cluster leader quantizes a group after its own pass N groups later",
-     [](O& o, S k, S, S v) { o.gemv_xq_lag = num(k, v, 1, 8); }},
-    {"attn.xq", "on", "gemv.xq=producer: decode attention writes its output quantized for attn_output",
-     [](O& o, S k, S, S v) { o.no_attn_xq = !on(k, v); }},
+     &O::gemv_xq_lag, range(1, 8)},
+    {"attn.xq", "on", "gemv.xq=producer: decode attention writes its output quantized for attn_output", &O::attn_xq,
+     on_off()},
     {"kv.l2_prefetch", "off", "the q/k/v bulk gemv prefetches earlier K/V rows into L2: at its start or after its last copy",
-     [](O& o, S k, S, S v) { o.kv_l2_prefetch = word(k, v, {"off", "start", "last"}); }},
+     &O::kv_l2_prefetch, words({"off", "start", "last"})},
     // decode attention (attention_decode.cu, attention_decode_tma.cu)
-    {"attn.chunk", "auto", "split-KV positions per chunk: 32, 64, 128 or 256 (auto: 128)",
-     [](O& o, S k, S, S v) { o.attn_chunk = num_of(k, v, {32, 64, 128, 256}, 0); }},
+    {"attn.chunk", "auto", "split-KV positions per chunk: 32, 64, 128 or 256 (auto: 128)", &O::attn_chunk,
+     one_of({32, 64, 128, 256}, 0)},
     {"attn.splits", "auto", "split-KV blocks per query-head set along the context (auto: the resident blocks fill the SMs)",
-     [](O& o, S k, S, S v) { o.attn_splits = num(k, v, 1, 1024, 0); }},
+     &O::attn_splits, range(1, 1024, 0)},
     {"attn.heads_per_block", "auto", "query heads per decode attention block, a divisor of the heads per kv head",
-     [](O& o, S k, S, S v) { o.attn_heads_per_block = num(k, v, 1, 256, 0); }},
+     &O::attn_heads_per_block, range(1, 256, 0)},
     {"attn.pipe", "auto", "split-KV blocks load their next chunk early: 0 off, 1 into a second register set, 2 in place",
-     [](O& o, S k, S, S v) { o.attn_pipe = num(k, v, 0, 2, -1); }},
+     &O::attn_pipe, range(0, 2, -1)},
     {"attn.kv_stages", "0", "register kernel: K/V chunks through an N-deep cp.async ring (2 to 4); attn.kv=tma: its slots",
-     [](O& o, S k, S, S v) { o.attn_kv_stages = num(k, v, 0, 8); }},
+     &O::attn_kv_stages, range(0, 8)},
     {"attn.carveout", "auto", "preferred shared-memory carveout of the decode attention kernel, percent (-1: the driver's)",
-     [](O& o, S k, S, S v) { o.attn_carveout = num(k, v, -1, 100, -2); }},
+     &O::attn_carveout, range(-1, 100, -2)},
     {"attn.tma_from", "auto", "attn.kv=tma: decode positions below N on a second graph with the register kernel (0: none)",
-     [](O& o, S k, S, S v) { o.attn_tma_from = num(k, v, 0, 1 << 30, -1); }},
+     &O::attn_tma_from, range(0, 1 << 30, -1)},
     {"attn.tma_stages", "auto", "attn.kv=tma's ring slots, 1 to 8 (auto: attn.kv_stages if set, else 2)",
-     [](O& o, S k, S, S v) { o.attn_tma_stages = num(k, v, 1, 8, 0); }},
+     &O::attn_tma_stages, range(1, 8, 0)},
     {"attn.tma_cluster", "auto", "attn.kv=tma's splits of a kv head merged in one cluster (auto: where the device's fit)",
-     [](O& o, S k, S, S v) { o.attn_tma_cluster = word(k, v, {"off", "on", "auto"}) == 2 ? -1 : word(k, v, {"off", "on", "auto"}); }},
+     &O::attn_tma_cluster, words({"off", "on"}, -1)},
     // batch phase (prompt chunks, the server's steps)
-    {"gemm.bm", "auto", "rows of the tensor-core GEMM tile: 64 or 128",
-     [](O& o, S k, S, S v) { o.gemm_bm = num_of(k, v, {64, 128}, 0); }},
-    {"batch.small_rows", "8", "batch steps of up to N rows take the gemv list (gate batch.small)",
-     [](O& o, S k, S, S v) { o.batch_small_rows = num(k, v, 1, 64); }},
+    {"gemm.bm", "auto", "rows of the tensor-core GEMM tile: 64 or 128", &O::gemm_bm, one_of({64, 128}, 0)},
+    {"batch.small_rows", "8", "batch steps of up to N rows take the gemv list (gate batch.small)", &O::batch_small_rows,
+     range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",
-     [](O& o, S k, S, S v) { o.batch_xrows = num_of(k, v, {0, 2, 4, 8}); }},
+     &O::batch_xrows, one_of({0, 2, 4, 8})},
     {"batch.bulk", "off", "the batch phase's gemv list streams its weights through decode's bulk rings",
-     [](O& o, S k, S, S v) { o.batch_bulk = on(k, v); }},
+     &O::batch_bulk, on_off()},
 };
+
+// `v` as `values` read it, or a usage error naming `key` and what it expects
+int parse(const std::string& key, const std::string& v, const TuneValues& values) {
+    const bool automatic = values.automatic != kNoAuto;
+    if (v == "auto" && automatic) return values.automatic;
+    const std::string or_auto = automatic ? " or auto" : "";
+    if (!values.words.empty()) {
+        for (size_t i = 0; i < values.words.size(); ++i)
+            if (v == values.words[i]) return int(i);
+        fail_usage("tune {}: expected {}{}, found '{}'", key, fmt::join(values.words, " or "), or_auto, v);
+    }
+    const bool neg = !v.empty() && v[0] == '-';
+    const std::string digits = neg ? v.substr(1) : v;
+    const bool ok = !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos;
+    const int n = ok ? (neg ? -std::stoi(digits) : std::stoi(digits)) : 0;
+    if (!values.only.empty()) {
+        if (!ok || std::find(values.only.begin(), values.only.end(), n) == values.only.end())
+            fail_usage("tune {}: expected one of {}{}, found '{}'", key, fmt::join(values.only, ", "), or_auto, v);
+    } else if (!ok || n < values.lo || n > values.hi) {
+        fail_usage("tune {}: expected an integer from {} to {}{}, found '{}'", key, values.lo, values.hi, or_auto, v);
+    }
+    return n;
+}
 
 // the table entry for `key`, and the task kind of a per-kernel key
 const Tunable* find(const std::string& key, std::string* kind) {
@@ -186,7 +175,10 @@ void tune_apply(ScheduleOptions& o, const std::string& key_value) {
         fail_usage("tune {}: unknown key; close: {} (jitllm plan --list-tunables lists them all)", key,
                    fmt::join(close, ", "));
     }
-    t->set(o, key, kind, value);
+    const int n = parse(key, value, t->values);
+    if (auto* f = std::get_if<int O::*>(&t->field)) o.**f = n;
+    if (auto* f = std::get_if<bool O::*>(&t->field)) o.**f = n != 0;
+    if (auto* f = std::get_if<std::map<std::string, int> O::*>(&t->field)) (o.**f)[kind] = n;
 }
 
 std::string tunables_list() {

@@ -18,7 +18,7 @@ void Lowering::gemv_xq_links(KernelStep& k, const Gemv& g, const GemvShape& s) {
                              !g.norm_w && !k.variant.has("XQ_IN");
     if (xq_consumer && xq_prev_ && xq_prev_->at + 1 == at && xq_prev_->y == g.x && xq_prev_->rows == s.cols)
         xq_link((*out_)[at - 1], k, *xq_prev_, s.type);
-    else if (xq_consumer && at > 0 && g.x == Slot::Att && !o_.no_attn_xq && s.cols == c_.n_heads * c_.head_dim)
+    else if (xq_consumer && at > 0 && g.x == Slot::Att && o_.attn_xq && s.cols == c_.n_heads * c_.head_dim)
         attn_xq_link((*out_)[at - 1], k, s.cols, s.type);
     xq_prev_.reset();
     if (s.bulk && s.warp && !batch_ && !s.xrows && g.epi == 2 && block_major && !g.argmax && g.y.size() == 1)
