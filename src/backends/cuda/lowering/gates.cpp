@@ -342,58 +342,37 @@ GateVerdict kv_type(In in, Gates&, const Schedule&) {
                                                   : "--kv-f32"};
 }
 
-bool all_forced(In in, const char* gate, bool on) { return on && in.opt.force.count(gate); }
-
 }  // namespace
 
 const std::vector<GateSpec>& gate_table() {
+    using G = Gates;
     static const std::vector<GateSpec> table = {
-        {"gemv.reduce", "warp", "tree", warp_reduce, [](In, Gates& g, Schedule&, bool f) { g.gemv_warp = f; }},
-        {"norm.reduce", "warp", "tree", warp_reduce, [](In, Gates& g, Schedule&, bool f) { g.norm_warp = f; }},
-        {"sample.reduce", "warp", "tree", warp_reduce, [](In, Gates& g, Schedule&, bool f) { g.sample_warp = f; }},
-        {"attn.algo", "split", "onepass", attn_algo, [](In, Gates& g, Schedule&, bool f) { g.attn_split = f; }},
-        {"gemm.mma", "mma", "simt", gemm_mma, [](In, Gates& g, Schedule&, bool f) { g.gemm_mma = f; }},
-        {"gemm.wgmma", "wgmma", "mma", gemm_wgmma, [](In, Gates& g, Schedule&, bool f) { g.gemm_wgmma = f; }},
-        {"attn.prefill", "mma", "rows", attn_prefill, [](In, Gates& g, Schedule&, bool f) { g.attn_prefill_mma = f; }},
-        {"attn.vsum", "half2", "float", attn_vsum, [](In, Gates& g, Schedule&, bool f) { g.attn_vh2 = f; }},
-        {"attn.early", "kv", "wait", attn_early, [](In, Gates& g, Schedule&, bool f) { g.attn_early = f; }},
-        {"attn.kv", "tma", "ld", attn_kv, [](In, Gates& g, Schedule&, bool f) { g.attn_tma = f; }},
-        {"batch.small", "gemv", "gemm", batch_small, [](In, Gates& g, Schedule&, bool f) { g.batch_small = f; }},
-        {"batch.xrows", "shared", "per-row", batch_xrows, [](In, Gates& g, Schedule&, bool f) { g.batch_xrows = f; }},
+        {"gemv.reduce", "warp", "tree", warp_reduce, &G::gemv_warp},
+        {"norm.reduce", "warp", "tree", warp_reduce, &G::norm_warp},
+        {"sample.reduce", "warp", "tree", warp_reduce, &G::sample_warp},
+        {"attn.algo", "split", "onepass", attn_algo, &G::attn_split},
+        {"gemm.mma", "mma", "simt", gemm_mma, &G::gemm_mma},
+        {"gemm.wgmma", "wgmma", "mma", gemm_wgmma, &G::gemm_wgmma},
+        {"attn.prefill", "mma", "rows", attn_prefill, &G::attn_prefill_mma},
+        {"attn.vsum", "half2", "float", attn_vsum, &G::attn_vh2},
+        {"attn.early", "kv", "wait", attn_early, &G::attn_early},
+        {"attn.kv", "tma", "ld", attn_kv, &G::attn_tma},
+        {"batch.small", "gemv", "gemm", batch_small, &G::batch_small},
+        {"batch.xrows", "shared", "per-row", batch_xrows, &G::batch_xrows},
         {"weights.layout", "split", "blocks", weights_layout,
          [](In, Gates& g, Schedule& s, bool f) {
              if (f) s.split_weights = std::move(g.split_candidates);
          }},
-        {"launch.pdl", "pdl", "serial", launch_pdl, [](In, Gates& g, Schedule&, bool f) { g.pdl = f; }},
-        {"batch.pdl", "pdl", "serial", batch_pdl, [](In, Gates& g, Schedule&, bool f) { g.batch_pdl = f; }},
-        {"rope.angles", "table", "computed", rope_angles, [](In, Gates& g, Schedule&, bool f) { g.rope_table = f; }},
-        {"rope.fuse", "gemv", "kernel", rope_fuse, [](In, Gates& g, Schedule&, bool f) { g.rope_fuse = f; }},
-        {"gemv.early", "load", "wait", gemv_early,
-         [](In in, Gates& g, Schedule&, bool f) {
-             g.gemv_early = f;
-             g.gemv_early_all = all_forced(in, "gemv.early", f);
-         }},
-        {"gemv.grid", "capped", "full", gemv_grid,
-         [](In in, Gates& g, Schedule&, bool f) {
-             g.gemv_cap = f;
-             g.gemv_cap_all = all_forced(in, "gemv.grid", f);
-         }},
-        {"gemv.load", "bulk", "lanes", gemv_load,
-         [](In in, Gates& g, Schedule&, bool f) {
-             g.gemv_bulk = f;
-             g.gemv_bulk_all = all_forced(in, "gemv.load", f);
-         }},
-        {"gemv.trigger", "start", "loads", gemv_trigger,
-         [](In in, Gates& g, Schedule&, bool f) {
-             g.gemv_trigger = f;
-             g.gemv_trigger_all = all_forced(in, "gemv.trigger", f);
-         }},
-        {"gemv.xq", "producer", "block", gemv_xq,
-         [](In in, Gates& g, Schedule&, bool f) {
-             g.gemv_xq = f;
-             g.gemv_xq_all = all_forced(in, "gemv.xq", f);
-         }},
-        {"sample.fuse", "gemv", "kernel", sample_fuse, [](In, Gates& g, Schedule&, bool f) { g.sample_fuse = f; }},
+        {"launch.pdl", "pdl", "serial", launch_pdl, &G::pdl},
+        {"batch.pdl", "pdl", "serial", batch_pdl, &G::batch_pdl},
+        {"rope.angles", "table", "computed", rope_angles, &G::rope_table},
+        {"rope.fuse", "gemv", "kernel", rope_fuse, &G::rope_fuse},
+        {"gemv.early", "load", "wait", gemv_early, &G::gemv_early, &G::gemv_early_all},
+        {"gemv.grid", "capped", "full", gemv_grid, &G::gemv_cap, &G::gemv_cap_all},
+        {"gemv.load", "bulk", "lanes", gemv_load, &G::gemv_bulk, &G::gemv_bulk_all},
+        {"gemv.trigger", "start", "loads", gemv_trigger, &G::gemv_trigger, &G::gemv_trigger_all},
+        {"gemv.xq", "producer", "block", gemv_xq, &G::gemv_xq, &G::gemv_xq_all},
+        {"sample.fuse", "gemv", "kernel", sample_fuse, &G::sample_fuse},
         {"sample.draw", "device", "host", sample_draw,
          [](In, Gates& g, Schedule& s, bool f) {
              g.sample_draw = f;
@@ -426,7 +405,9 @@ Gates decide_gates(const GateInputs& in, Schedule& s) {
         s.gates.push_back({spec.name, first ? a : b, first ? b : a, why});
         if (first && !v.missing.empty()) fail_usage("--force-variant {}={}: {}", spec.name, a, v.missing);
         if (first && !v.refuse.empty()) fail_usage("--force-variant {}={}: {}", spec.name, a, v.refuse);
-        spec.set(in, g, s, first);
+        if (spec.flag) g.*spec.flag = first;
+        if (spec.all) g.*spec.all = first && in.opt.force.count(spec.name);
+        if (spec.set) spec.set(in, g, s, first);
     }
     return g;
 }

@@ -80,13 +80,20 @@ struct GateVerdict {
 struct GateSpec {
     using Decide = GateVerdict (*)(const GateInputs& in, Gates& g, const Schedule& s);
     using Set = void (*)(const GateInputs& in, Gates& g, Schedule& s, bool first);
+    // a gate whose choice is one flag of Gates (`all`: set too where the first variant is forced,
+    // which then applies beyond the default's scope)
+    GateSpec(const char* n, const char* v, const char* sib, Decide d, bool Gates::* f, bool Gates::* a = nullptr)
+        : name(n), variant(v), sibling(sib), decide(d), flag(f), all(a) {}
+    // a gate whose choice sets more than a flag
     GateSpec(const char* n, const char* v, const char* sib, Decide d, Set st, bool own = false)
         : name(n), variant(v), sibling(sib), decide(d), set(st), own_force(own) {}
     const char* name;     // e.g. "gemv.reduce"
     const char* variant;  // the first variant, e.g. "warp"
     const char* sibling;  // e.g. "tree"
-    GateVerdict (*decide)(const GateInputs& in, Gates& g, const Schedule& s);
-    void (*set)(const GateInputs& in, Gates& g, Schedule& s, bool first);  // records the choice (true: `variant`)
+    Decide decide;
+    bool Gates::* flag = nullptr;  // true: `variant`
+    bool Gates::* all = nullptr;
+    Set set = nullptr;       // records the choice (true: `variant`)
     bool own_force = false;  // the force resolved into the options before (kv.type): no override here
 };
 
