@@ -354,7 +354,7 @@ TEST(ScheduleGates, AttnTmaFromAddsADecodeListWithTheRegisterKernel) {
     EXPECT_EQ(differ, m->config.n_layers);  // one attention a layer
     // the plan's description names the second list and its replaced kernel
     const std::string described = schedule_describe(p, s, false);
-    EXPECT_NE(described.find("positions below 512 (--attn-tma-from)"), std::string::npos) << described;
+    EXPECT_NE(described.find("positions below 512 (attn.tma_from)"), std::string::npos) << described;
     EXPECT_NE(described.find("attn__split_kv_f16                           instead of attn__split_kv_tma_f16"),
               std::string::npos) << described;
     // both attention variants compile (the JIT list holds them)

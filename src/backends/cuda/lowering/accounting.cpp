@@ -12,7 +12,7 @@ namespace jitllm {
 
 std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup) {
     const PhaseRuns pr = plan_phase_runs(r);
-    // decode runs take the run's last pr.decode positions; with a second decode list (--attn-tma-from)
+    // decode runs take the run's last pr.decode positions; with a second decode list (attn.tma_from)
     // those below decode_short_below run it: n_short(k) of the first k decode runs
     // (sample.fuse=gemv: runs without a device draw replay decode_greedy / decode_short_greedy instead)
     const int64_t p0 = int64_t(r.n_prompt) + r.n_gen - 1 - pr.decode;

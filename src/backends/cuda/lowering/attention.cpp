@@ -18,20 +18,16 @@ void Lowering::tma_attention(size_t i, const Task& a) {
     const int stages = tma_stages(o_);
     const int smem = tma_smem(c_, tp, stages);
     // the blocks shared memory allows fill the SMs once, or three quarters of them before an 8-bit or
-    // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on). H200, 8B Q8_0
-    // at depth 4096: 12 splits 433.07, 16: 431.65; Q4_0 16 splits 639.08
+    // wider attn_output gemv (as the register kernel: its blocks keep SMs to land on)
     const int per_sm = std::max(1, std::max(1, d_.max_shared_per_sm) / (smem + 2048));
     const int fill = std::max(1, per_sm * d_.sm_count * (wide_attn_output_after(i) ? 3 : 4) / 4 / c_.n_kv_heads);
     int n_splits = std::max(1, std::min(o_.attn_splits > 0 ? o_.attn_splits : fill, (p_.n_ctx + tp - 1) / tp));
     // the merge of a kv head's splits: one thread-block cluster (CLUSTER: the states through distributed
     // shared memory after a cluster barrier) or the ticket (scratch, a fence, an atomic, the last block's
     // L2 round trips: ~5 us a layer after the last tile at depth 4096, the trace). By default
-    // (--attn-tma-cluster -1) a cluster where the device's GPCs hold all kv heads' clusters at once
+    // (attn.tma_cluster=auto) a cluster where the device's GPCs hold all kv heads' clusters at once
     // (DeviceInfo::clusters_1pm, probed on the device: unknown offline, then the ticket): the largest
-    // such size up to the splits wanted, if at least half of them. H200 at depth 4096 (same
-    // machine): 8B Q8_0 12 splits by ticket 432.10 / 432.00 -> 9 in a cluster 433.37, another machine
-    // 426.49 -> 429.09; 8B Q4_0 16 by ticket 634.60 -> 9 in a cluster 647.48 (+2.0 %); clusters of
-    // 10-16 (7 of 8 resident) 406.86 (12) / 399.01 (16)
+    // such size up to the splits wanted, if at least half of them (docs/performance.md)
     bool cluster = o_.attn_tma_cluster == 1 && n_splits > 1;
     if (o_.attn_tma_cluster < 0 && n_splits > 1) {
         int best = 0;
@@ -47,14 +43,14 @@ void Lowering::tma_attention(size_t i, const Task& a) {
         .set("SCALE", fstr(a.scale)).set("N_SPLITS", n_splits).set("WARPS", tp / 16).set("STAGES", stages);
     if (windowed()) v.set("WINDOW", c_.sliding_window);
     if (cluster && n_splits > 16)
-        fail_usage("--attn-tma-cluster with {} splits: a cluster holds at most 16 blocks (--attn-splits)", n_splits);
+        fail_usage("attn.tma_cluster=on with {} splits: a cluster holds at most 16 blocks (attn.splits)", n_splits);
     if (cluster) v.set("CLUSTER", 1);
     auto& k = add({i}, "split_kv_tma_f16", v);
     if (cluster) k.cluster = Dim3(1, unsigned(n_splits));
     k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned(n_splits));
     k.block = Dim3(unsigned(2 * tp));
     k.smem = unsigned(smem);
-    // the full carveout (--attn-carveout: another), as the bulk gemvs around it
+    // the full carveout (attn.carveout: another), as the bulk gemvs around it
     k.carveout = o_.attn_carveout >= -1 ? o_.attn_carveout : 100;
     JITLLM_CHECK(s_.kv_map_rows == 0 || s_.kv_map_rows == tp, "one tensor-map box height per schedule");
     s_.kv_map_rows = tp;
@@ -128,7 +124,7 @@ void Lowering::decode_attention(size_t i, const Task& a) {
     if (windowed()) v.set("WINDOW", c_.sliding_window);
     if (hsplit > 1) v.set("HPB", hpb);
     if (pipe > 0) v.set("PIPE", pipe);
-    // attn.kv_stages N: K/V chunks through an N-deep cp.async ring in shared memory
+    // attn.kv_stages=N: K/V chunks through an N-deep cp.async ring in shared memory
     int kv_stages = 0;
     if (o_.attn_kv_stages > 0 && g_.attn_split) {
         if (o_.attn_kv_stages < 2 || o_.attn_kv_stages > 4)
@@ -144,7 +140,7 @@ void Lowering::decode_attention(size_t i, const Task& a) {
         v.set("KV_STAGES", kv_stages);
     }
     // attn.early=kv: each block's first chunk of K/V rows goes out before the PDL wait
-    // (attention_decode.cu EARLY_KV), where the kernel is the split one with attn.pipe 2 and no
+    // (attention_decode.cu EARLY_KV), where the kernel is the split one with attn.pipe=2 and no
     // sliding window (others keep their loads)
     if (g_.attn_early && g_.attn_split && !windowed() && pipe == 2 && kv_stages == 0) v.set("EARLY_KV", 1);
     const std::string kvt = o_.kv_f32 ? "f32" : "f16";

@@ -45,7 +45,7 @@ void Lowering::lower_decode_short(const Plan& plan) {
     lower(plan.decode, s_.decode_short);
     g_.attn_tma = true;
     mark_pdl(s_.decode_short);
-    JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "--attn-tma-from: {} kernels against {}",
+    JITLLM_CHECK(s_.decode_short.size() == s_.decode.size(), "attn.tma_from: {} kernels against {}",
                  s_.decode_short.size(), s_.decode.size());
     s_.decode_short_below = std::min(tma_from(o_), p_.n_ctx);
 }

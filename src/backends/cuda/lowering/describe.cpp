@@ -94,8 +94,8 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         out += ph == Phase::Batch ? "  launches per step by kernel:\n" : "  launches per token by kernel:\n";
         for (const auto& [sym, n] : per_token) out += fmt::format("    {:>5}  {}\n", n, sym);
     }
-    if (!s.decode_short.empty()) {  // --attn-tma-from: a second decode list (its own CUDA graph)
-        out += fmt::format("phase decode at positions below {} (--attn-tma-from): decode's kernels, these replaced:\n",
+    if (!s.decode_short.empty()) {  // attn.tma_from: a second decode list (its own CUDA graph)
+        out += fmt::format("phase decode at positions below {} (attn.tma_from): decode's kernels, these replaced:\n",
                            s.decode_short_below);
         for (size_t i = 0; i < s.decode_short.size() && i < s.decode.size(); ++i)
             if (s.decode_short[i].layer <= 0 && s.decode_short[i].symbol != s.decode[i].symbol)

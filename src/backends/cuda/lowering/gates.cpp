@@ -105,9 +105,9 @@ GateVerdict attn_kv(In in, Gates& g, const Schedule&) {
     else if (qpg > 8) why = fmt::format("{} query heads per kv head > 8 (the mma rows)", qpg);
     else if (o.attn_pipe > 0 || o.attn_heads_per_block > 0) why = "attn.pipe and attn.heads_per_block are the register kernel's";
     else if (const int tp = o.attn_chunk > 0 ? o.attn_chunk : 128; tp != 64 && tp != 128 && tp != 256)
-        why = fmt::format("--attn-chunk {}: the tensor-map kernel's tiles are 64, 128 or 256 positions", tp);
+        why = fmt::format("attn.chunk={}: the tensor-map kernel's tiles are 64, 128 or 256 positions", tp);
     else if (const int st = tma_stages(o); st > 8 || tma_smem(c, tp, st) > d.max_shared_block())
-        why = fmt::format("--attn-kv-stages {} of {} positions: the tensor-map kernel's ring takes 1 to 8 slots of at most "
+        why = fmt::format("attn.kv_stages={} of {} positions: the tensor-map kernel's ring takes 1 to 8 slots of at most "
                           "{} bytes in all (found {})", st, tp, d.max_shared_block(), tma_smem(c, tp, st));
     const int n_ctx = in.plan.n_ctx;
     const bool long_ctx = n_ctx > 256, hd128 = c.head_dim == 128;
@@ -119,7 +119,7 @@ GateVerdict attn_kv(In in, Gates& g, const Schedule&) {
                       : fmt::format("context {} > 256: K/V tiles by tensor-map copies before the PDL wait, the group's "
                                     "heads on mma.sync{}", n_ctx,
                                     from > 0 ? fmt::format("; positions below {} on a second graph with the register "
-                                                           "kernel (--attn-tma-from)", std::min(from, n_ctx))
+                                                           "kernel (attn.tma_from)", std::min(from, n_ctx))
                                              : std::string()),
             why};
 }
@@ -128,7 +128,7 @@ GateVerdict attn_kv(In in, Gates& g, const Schedule&) {
 // row after a prompt chunk): the matrix products as gemv kernels over the rows instead of GEMM tiles
 // built for many rows.
 GateVerdict batch_small(In, Gates&, const Schedule&) {
-    return {true, "batch steps of up to --batch-small-rows (8) rows through the gemv kernels: the weights "
+    return {true, "batch steps of up to batch.small_rows (8) rows through the gemv kernels: the weights "
                   "streamed once for the rows (at 32 rows a step the GEMM is faster)"};
 }
 
@@ -138,7 +138,7 @@ GateVerdict batch_small(In, Gates&, const Schedule&) {
 GateVerdict batch_xrows(In in, Gates& g, const Schedule&) {
     std::string why;
     if (!g.batch_small) why = "batch.small=gemm: no gemv list for small steps";
-    else if (in.opt.batch_xrows < 2) why = "--batch-xrows 0: each row of a step reads the weights";
+    else if (in.opt.batch_xrows < 2) why = "batch.xrows=0: each row of a step reads the weights";
     return {true, fmt::format("steps of 2 or more rows: split-layout Q4_0/Q8_0 gemvs read each weight row once for {} rows",
                               in.opt.batch_xrows),
             why};
@@ -284,7 +284,7 @@ GateVerdict gemv_xq(In in, Gates& g, const Schedule& s) {
                  "rows completed by a cluster of 2 blocks through distributed shared memory; the gemv before it in "
                  "clusters of 2 too), the decode attention its output for attn_output; those gemvs' x prologue is one "
                  "bulk copy" +
-                     std::string(in.opt.gemv_xq_norm ? "; --gemv-xq-norm: the embedding and the residual gemvs quantize "
+                     std::string(in.opt.gemv_xq_norm ? "; gemv.xq_norm=on: the embedding and the residual gemvs quantize "
                                                        "the residual stream times the next norm weight for the normed "
                                                        "gemvs too"
                                                      : "")

@@ -14,7 +14,7 @@ Lowering::Bulk Lowering::bulk_shape(GgmlType t, int cols, int dr, int warps, int
     const int64_t room = int64_t(d_.max_shared_block()) -
                          (x_bytes + 127) / 128 * 128 - 2048;
     if (kb <= 0) kb = o_.gemv_bulk_kb > 0 ? o_.gemv_bulk_kb : 200;
-    const int min_slots = o_.gemv_bulk_min_slots > 0 ? o_.gemv_bulk_min_slots : 4;  // --gemv-bulk-min-slots
+    const int min_slots = o_.gemv_bulk_min_slots > 0 ? o_.gemv_bulk_min_slots : 4;  // gemv.bulk_min_slots
     const int budget = int(std::min<int64_t>(room, int64_t(kb) * 1024));
     auto item = [&](int c) { return dr * chunk_bytes(t, c); };
     Bulk b;

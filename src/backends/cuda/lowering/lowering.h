@@ -83,11 +83,7 @@ public:
     // of 132): its first blocks land on the SMs that one leaves free, microseconds before its end, and
     // fill their whole ring before the PDL wait (gemv.cu BULK_PRE_B: the free SMs' count); the others
     // keep their early slots, so that x is not queued behind more copies where a block lands late.
-    // H100, 8B Q4_0 tg128, one machine, two rounds: gate/up's 32 631.01 / 630.67 against
-    // 625.87 / 625.44; ffn_down's first 96 of 128 617.9, q/k/v's 110 618.9 (slower: those land
-    // progressively, not on idle SMs); with attn_output on 76 SMs (gate/up's 56) 649.0 / 649.1.
-    // H200, one machine: 820.4 against 801.8 with --no-gemv-early-blocks.
-    // --gemv-early-blocks-for KIND=B sets one bulk gemv's count (blocks 0 .. B-1), --no-gemv-early-blocks
+    // gemv.early_blocks.KIND=B sets one bulk gemv's count (blocks 0 .. B-1), gemv.early_blocks=off
     // leaves the others at none
     void early_blocks(std::vector<KernelStep>& steps) const;
 
@@ -104,10 +100,10 @@ public:
 
     // gemv.load=bulk geometry (gemv.cu BULK): an item is `chunk` columns of a warp's `dr` rows
     // (quants, then scales; chunk: a multiple of 256 dividing the columns, at most 2048); each of
-    // `warps` warps has a ring of `slots` items, 2 to 16, in --gemv-bulk-kb (default 200 KiB of
+    // `warps` warps has a ring of `slots` items, 2 to 16, in gemv.bulk_kb (default 200 KiB of
     // rings per block, less what the x copy of `x_bytes` and 2 KiB of static shared memory leave
     // of the block's opt-in maximum). The largest chunk that still leaves 4 slots (3 items in
-    // flight while one is read; --gemv-bulk-min-slots N: N), else the smallest.
+    // flight while one is read; gemv.bulk_min_slots=N: N slots), else the smallest.
     struct Bulk {
         int chunk = 0, slots = 0, ring_bytes = 0;
         bool fits = false;  // 2 slots of the smallest item at least (else the gemv keeps `lanes`)
@@ -124,7 +120,7 @@ public:
     KArg rope_angles(Variant& v, const WeightTensor* freq);
 
     // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products; small: the
-    // products as row-batched gemv kernels (the list for steps of up to --batch-small-rows rows).
+    // products as row-batched gemv kernels (the list for steps of up to batch.small_rows rows).
     // small: the small-step gemv list (gate batch.small); xrows > 1: its split-layout Q4_0/Q8_0
     // products read each weight row once for up to xrows of a step's rows (gate batch.xrows)
     void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
@@ -244,7 +240,7 @@ private:
     // there) and records whether it can produce for the next
     void gemv_xq_links(KernelStep& k, const Gemv& g, const GemvShape& s);
 
-    // --gemv-xq-norm (under gemv.xq=producer): `p`, the embedding or a residual gemv whose block pass
+    // gemv.xq_norm (under gemv.xq=producer): `p`, the embedding or a residual gemv whose block pass
     // is one group of 32 rows, writes the residual stream times the norm weight `nw` of the normed gemv
     // `c` after it quantized, and each group's sum of squares (common/xq8_group.cuh
     // xq8_group_store_norm: embed.cu XQ_OUT, gemv.cu XQ_NORM); c (gemv.cu XQ_IN with NORM_IN) copies it,
@@ -290,12 +286,10 @@ private:
     void attn_xq_link(KernelStep& a, KernelStep& c, int cols, GgmlType ctype);
 
     // Decode attention with attn.kv=tma (attention_decode_tma.cu): a block per (kv head, split) of
-    // --attn-chunk / 16 warps (64: 4; 128: 8, default; 256: 16), tiles of that many positions through a
-    // ring of --attn-kv-stages slots (default 2: a block's whole work at depth 4096 with 16 splits),
-    // the splits filling the SMs with the blocks the shared memory allows (--attn-splits: fixed), at
-    // most one a tile of the context. H200, 8B Q8_0, depth 0 / 4096 (one machine): 64-position
-    // tiles, 4 slots 462.26 / 419.49; 128, 2 slots 471.18 / 427.13; 128, 1 slot (33 splits) 471.22 /
-    // 401.88; 256, 1 slot 458.71 / 416.23; 64, 2 slots (49 splits) 442.47 / 363.47.
+    // attn.chunk / 16 warps (64: 4; 128: 8, default; 256: 16), tiles of that many positions through a
+    // ring of attn.kv_stages slots (default 2: a block's whole work at depth 4096 with 16 splits),
+    // the splits filling the SMs with the blocks the shared memory allows (attn.splits: fixed), at
+    // most one a tile of the context.
     void tma_attention(size_t i, const Task& a);
 
     static KArg rows_arg() { KArg a; a.kind = KArg::Kind::Rows; return a; }
@@ -390,7 +384,7 @@ private:
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
-    std::optional<NormProducer> norm_prev_;  // --gemv-xq-norm: the kernel just lowered, if it can produce for a normed gemv
+    std::optional<NormProducer> norm_prev_;  // gemv.xq_norm: the kernel just lowered, if it can produce for a normed gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task
 };
 

@@ -70,8 +70,7 @@ void Lowering::xq_link(KernelStep& p, KernelStep& c, const XqProducer& x, GgmlTy
         p.cluster = Dim3(unsigned(cl), 1, 1);
         // the kernel before it (8B Q4_0: attn_output on 76 of 132 SMs) in clusters of 2 as well,
         // which it does not use: its blocks then hold whole TPCs and the pairs land on the free
-        // ones (H200 8B Q4_0 tg128: 770.1 / 770.3 against 758.7 / 758.6); not where
-        // --gemv-cluster-for names that kernel's kind
+        // ones; not where gemv.cluster.KIND names that kernel's kind
         if (x.at > 0) {
             KernelStep& before = (*out_)[x.at - 1];
             const auto kind = task_kind_name(t(size_t(before.tasks[0])).kind);
@@ -81,7 +80,7 @@ void Lowering::xq_link(KernelStep& p, KernelStep& c, const XqProducer& x, GgmlTy
                 before.cluster = Dim3(2, 1, 1);
         }
     }
-    if (o_.gemv_xq_lag != 1) p.variant.set("XQ_LAG", o_.gemv_xq_lag);  // --gemv-xq-lag
+    if (o_.gemv_xq_lag != 1) p.variant.set("XQ_LAG", o_.gemv_xq_lag);  // gemv.xq_lag
     p.args[7] = xq_consume(c, "gemv_xq", x.rows, ctype, 4);  // y1
 }
 
