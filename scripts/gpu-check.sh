@@ -9,9 +9,11 @@
 #   kernels : the GPU kernel tests against the CPU (kernels_vs_cpu, kernels_gemm GemmVsCpu,
 #             kernels_draw, kernels_attn_prefill)
 #   golden  : engine_golden_test on the GPU with the default gates, with every sibling at once, and
-#             with each set of GATES forced (JITLLM_TEST_CUDA_FORCE)
+#             with each set of GATES forced (JITLLM_TEST_CUDA_FORCE; a variant's prerequisites from
+#             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
 #   modes   : prefill_modes_test (every prompt mode against llama.cpp and single-token steps) with the
-#             defaults and each set of GATES forced; runtime_generate_test (run-ahead, device draws)
+#             defaults and each set of GATES forced, as golden; runtime_generate_test (run-ahead,
+#             device draws)
 #   decode  : tg128 of SHAPES (bench's md row, copy bandwidth and % of it)
 #   prefill : pp512 with -b 512 of PREFILL_SHAPES; time to first token of a 2048-token prompt
 #   depth   : tg128 at depths 0 and DEPTH of DEPTH_SHAPES (one n_ctx for both rows)
@@ -37,7 +39,8 @@
 #   DEPTH_SHAPES   [llama3.1-8b:q8_0]    DEPTH: the deeper depth [4096]
 #   BENCH_R        bench repetitions [3]    BENCH_ARGS: extra flags for every bench and run []
 #   GATES          space-separated forced sets "gate=variant[,gate=variant]"; "none": defaults only
-#                  [every gate's sibling, from `jitllm plan --target sm_90` of GATE_MODELS]
+#                  [every gate's sibling, from `jitllm plan --target sm_90` of GATE_MODELS, with the
+#                  companions GATE_WITH names]
 #   GATE_MODELS    files whose plans give the gates [golden llama-q4_0 and llama-f16]
 #   GATE_SHARD     I/N: only every N-th forced set from the I-th (1-based), to split a long list
 #                  over several device calls [1/1]
@@ -127,18 +130,37 @@ cuda_test() {
     grep -E "golden\]|modes\]|^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which|actual" "$OUT/$file.txt" |
         grep -v absent | head -80 | note
 }
-# gate_sets: the forced sets of GATES, or every gate's sibling from the plans of GATE_MODELS
+# Forced variants that the test files do not all take alone (the refusals `jitllm plan
+# --force-variant` gives on the golden files):
+#   gemv.xq=producer  the producer's pairs are the bulk gemvs' blocks: forced with gemv.load=bulk
+#   attn.kv=tma       head_dim 64 or 128: not the bundled stories260K (head_dim 8), the synthetic
+#                     files only
+GATE_WITH="gemv.xq=producer:gemv.load=bulk"        # VARIANT:COMPANION[,COMPANION] ...
+GATE_SKIP="attn.kv=tma:Stories260KGolden.*"        # VARIANT:GTEST_PATTERN ... (tests left out)
+# gate_sets: the forced sets of GATES, or every gate's sibling from the plans of GATE_MODELS; each with
+# the companions GATE_WITH names for its variants
 gate_sets() {
-    local m p
+    local m p set w
     if [ -n "${GATES:-}" ]; then
         [ "$GATES" = none ] || echo "$GATES" | tr ' ' '\n'
-        return
-    fi
-    for m in ${GATE_MODELS:-$JITLLM_SHARED_DIR/golden/synthetic/llama-q4_0.gguf $JITLLM_SHARED_DIR/golden/synthetic/llama-f16.gguf}; do
-        # the plan needs no GPU: "  gate  chosen  (sibling other ) reason"
-        p=$("$B/jitllm" plan -m "$m" --target sm_90 2>/dev/null)
-        echo "$p" | awk '$3 == "(sibling" {v = $4; sub(/\)$/, "", v); print $1 "=" v}'
-    done | sort -u
+    else
+        for m in ${GATE_MODELS:-$JITLLM_SHARED_DIR/golden/synthetic/llama-q4_0.gguf $JITLLM_SHARED_DIR/golden/synthetic/llama-f16.gguf}; do
+            # the plan needs no GPU: "  gate  chosen  (sibling other ) reason"
+            p=$("$B/jitllm" plan -m "$m" --target sm_90 2>/dev/null)
+            echo "$p" | awk '$3 == "(sibling" {v = $4; sub(/\)$/, "", v); print $1 "=" v}'
+        done | sort -u
+    fi | while read -r set; do
+        for w in $GATE_WITH; do
+            [[ ",$set," == *",${w%%:*},"* && ",$set," != *",${w#*:},"* ]] && set="$set,${w#*:}"
+        done
+        echo "$set"
+    done
+}
+# gate_filter SET: the gtest filter leaving out the tests GATE_SKIP names for a variant of SET
+gate_filter() {
+    local s out=()
+    for s in $GATE_SKIP; do [[ ",$1," == *",${s%%:*},"* ]] && out+=("${s#*:}"); done
+    [ ${#out[@]} = 0 ] || (IFS=:; echo "--gtest_filter=-${out[*]}")
 }
 # forced_tests NAME TEST: TEST with each forced set of gate_sets (GATE_SHARD's share of them)
 forced_tests() {
@@ -146,7 +168,8 @@ forced_tests() {
     for set in $(gate_sets); do
         n=$((n + 1))
         [ $(((n - ${shard%/*}) % ${shard#*/})) = 0 ] || continue
-        cuda_test "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set"
+        # shellcheck disable=SC2046
+        cuda_test "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" $(gate_filter "$set")
     done
 }
 # greedy_md5 BIN MODEL PROMPT: md5 of BIN's greedy continuation of PROMPT (AB_TOKENS tokens)
