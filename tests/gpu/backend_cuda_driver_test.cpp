@@ -96,23 +96,6 @@ TEST(CudaDevice, published_figures_per_target) {
     }
 }
 
-// --attn-overlap's arithmetic on the H200's figures: two attention blocks under 96 registers and
-// the 256-thread gemv at 64 registers with its rings fit together; at today's 118 registers and the
-// 512-thread gemv they do not; shared memory alone can also be the limit
-TEST(CudaDevice, blocks_beside_counts_registers_shared_memory_and_threads) {
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    const BlockDemand attn96{256, 96, 8385}, gemv256{256, 64, 179200 + 1200};
-    EXPECT_EQ(blocks_beside(h200, attn96, 2, gemv256), 1);
-    const BlockDemand attn118{256, 118, 8385}, gemv512{512, 56, 210000};
-    EXPECT_EQ(blocks_beside(h200, attn118, 2, gemv512), 0);
-    EXPECT_EQ(blocks_beside(h200, attn118, 1, gemv512), 1);          // 30 K + 28 K registers
-    EXPECT_EQ(blocks_beside(h200, attn96, 2, {256, 64, 215000}), 0);  // 2 x 9.4 K + 216 K > 228 K
-    EXPECT_EQ(blocks_beside(h200, attn96, 2, {256, 97, 1000}), 0);    // 104 x 32 x 8 = 26 K > 16 K left
-    EXPECT_EQ(blocks_beside(h200, {1024, 32, 0}, 2, {256, 16, 0}), 0);  // 2048 threads taken
-    EXPECT_EQ(blocks_beside(h200, {256, 32, 0}, 0, {256, 32, 0}), 8);   // 8 x 8 K registers
-    EXPECT_EQ(blocks_beside(h200, {256, 255, 0}, 3, {32, 8, 0}), 0);    // a's blocks alone too many
-}
-
 TEST(CudaDevice, format_bytes_uses_binary_units) {
     EXPECT_EQ(format_bytes(512), "512 B");
     EXPECT_EQ(format_bytes(1536), "1.50 KiB");

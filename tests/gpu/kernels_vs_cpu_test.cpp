@@ -125,7 +125,7 @@ float warp_sum_host(const float (&lanes)[32]) {
     return v[0];
 }
 
-// --gemv-xq-norm: the residual stream h as its producer leaves it for a normed gemv whose norm weight
+// gemv.xq_norm: the residual stream h as its producer leaves it for a normed gemv whose norm weight
 // is w (common/xq8_group.cuh xq8_group_store_norm): y = h * w quantized as above (the spec's values)
 // but each d unrounded (max |y| / 127), then each group's sum of h^2 as the warp adds them (warp_sum)
 std::vector<uint8_t> xq8_norm_layout(const float* h, const float* w, size_t n, bool planes) {
@@ -147,7 +147,7 @@ std::vector<uint8_t> xq8_norm_layout(const float* h, const float* w, size_t n, b
 }
 
 // A gemv with XQ_IN: its x slot (its first task's first input), the scratch buffer it copies x from,
-// whether that is Q4_0's layout, and (NORM_IN: --gemv-xq-norm) its norm weight
+// whether that is Q4_0's layout, and (NORM_IN: gemv.xq_norm) its norm weight
 struct XqInput {
     Slot x;
     std::string scratch;
@@ -167,7 +167,7 @@ std::vector<uint8_t> xq_bytes(const XqInput& xi, const float* x, size_t n) {
     return xi.nw ? xq8_norm_layout(x, xi.nw, n, xi.planes) : xq8_layout(x, n, xi.planes);
 }
 
-// --gemv-xq-norm's numerics (no GPU): the producer's layout of the residual h and the norm weight w
+// gemv.xq_norm's numerics (no GPU): the producer's layout of the residual h and the norm weight w
 // (y = h * w quantized, d unrounded, the groups' sums of h^2), scaled as the consumer scales it (1 / rms
 // from the groups' sums in its order, d -> f16(d / rms)), is the CPU spec's quantization of rms_norm(h,
 // w) up to the last bits of the products: a q value differs only at a tie within a few ulps (by one),
@@ -294,7 +294,7 @@ const Variant kVariants[] = {
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2}},
     {"onepass+attn-1-head-per-block", {.force = {{"attn.algo", "onepass"}}, .attn_heads_per_block = 1}},
     {"gated+fused+kv-f32", {.force = gated({}), .kv_f32 = true}},
-    // --attn-pipe: blocks with several chunks (hist2500: 20 chunks on 16 blocks, forced; chunk 32 over 3
+    // attn.pipe: blocks with several chunks (hist2500: 20 chunks on 16 blocks, forced; chunk 32 over 3
     // blocks: many), all heads per block and one
     {"gated+attn-pipe", {.force = gated({}), .attn_splits = 16, .attn_pipe = 1}},
     {"gated+attn-pipe+all-heads+chunk32+splits3",
@@ -303,12 +303,13 @@ const Variant kVariants[] = {
     // its sibling, f32 sums; and f32 sums without a pipeline and with the two-trip merge
     {"gated+attn-vsum-float", {.force = gated({{"attn.vsum", "float"}})}},
     {"gated+attn-vh2+chunk32+splits3", {.force = gated({{"attn.vsum", "half2"}}), .attn_chunk = 32, .attn_splits = 3}},
-    // the ticketed merge's loads at once (the default; SIMT: 16 splits on hist2500; mma: float4 rows)
-    // and in two trips (--attn-merge-two-trips)
-    // --attn-pipe 2 (the SIMT default): the next chunk's K and V into the current chunk's registers
-    // after each half's use; --attn-pipe 0: each chunk loaded at the top of its trip
+    // the ticketed merge reads every split's state at once up to 16 splits (MERGE1: the 16-split cases
+    // here), in two trips beyond (20 splits on hist2500's 20 chunks of 128)
+    {"gated+attn-splits20", {.force = gated({}), .attn_splits = 20, .attn_pipe = 2}},
+    // attn.pipe 2 (the SIMT default): the next chunk's K and V into the current chunk's registers
+    // after each half's use; attn.pipe 0: each chunk loaded at the top of its trip
     {"gated+attn-pipe2", {.force = gated({}), .attn_splits = 16, .attn_pipe = 2}},
-    // --attn-early-kv: first chunks before the PDL wait (several splits, chunks of 32 positions:
+    // attn.early=kv: first chunks before the PDL wait (several splits, chunks of 32 positions:
     // the current row in a later chunk too), with PDL and serial
     {"gated+attn-early-kv+chunk32+splits3",
      {.force = gated({{"attn.early", "kv"}}), .attn_chunk = 32, .attn_splits = 3, .attn_pipe = 2}},
@@ -320,7 +321,7 @@ const Variant kVariants[] = {
     {"gated+attn-pipe0+splits16", {.force = gated({}), .attn_splits = 16, .attn_pipe = 0}},
     {"gated+attn-pipe2+2-heads+chunk32+splits3",
      {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_heads_per_block = 2, .attn_pipe = 2}},
-    // --attn-kv-stages: the cp.async ring (3 deep; 2 deep with many chunks per block)
+    // attn.kv_stages: the cp.async ring (3 deep; 2 deep with many chunks per block)
     {"gated+attn-kv-stages3", {.force = gated({}), .attn_kv_stages = 3}},
     {"gated+attn-kv-stages2+chunk32+splits3", {.force = gated({}), .attn_chunk = 32, .attn_splits = 3, .attn_kv_stages = 2}},
     // ... shared by 2 query heads a block (the K/V ring read by both)
@@ -334,7 +335,7 @@ const Variant kVariants[] = {
     {"gated+attn-tma+chunk128+stages1+splits2",
      {.force = gated({{"attn.kv", "tma"}}), .attn_chunk = 128, .attn_splits = 2, .attn_kv_stages = 1, .attn_tma_cluster = 0}},
     // (the ticket merge pinned above: on a GPU the default takes a cluster where the device's fit)
-    // --attn-tma-cluster: the splits merged through distributed shared memory (3 splits: a tile each
+    // attn.tma_cluster: the splits merged through distributed shared memory (3 splits: a tile each
     // at the short contexts, inactive blocks at the first positions; 12: the non-portable size)
     {"gated+attn-tma+cluster+stages2+splits3",
      {.force = gated({{"attn.kv", "tma"}}), .attn_splits = 3, .attn_kv_stages = 2, .attn_tma_cluster = 1}},
@@ -353,11 +354,11 @@ const Variant kVariants[] = {
     // gemv.load=bulk: the defaults' ring (a pass per item on these shapes), and a 1 KiB budget
     // (2 slots of 256-column items: every refill path, several items per pass) with 3 blocks
     {"gated+fused+bulk", {.force = gated({{"gemv.load", "bulk"}})}},
-    // (the bulk gemvs' x units in registers by default; --no-gemv-x-regs: from the shared-memory copy, with
+    // (the bulk gemvs' x units in registers by default; gemv.x_regs=off: from the shared-memory copy, with
     // the producers' quantized x (xq-producer) too)
     {"gated+fused+bulk+no-x-regs", {.force = gated({{"gemv.load", "bulk"}}), .gemv_x_regs = false}},
     {"gated+fused+bulk+xq-producer+no-x-regs", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_x_regs = false}},
-    // --gemv-early-blocks-for: the first blocks of gate/up, ffn_down and attn_output fill their whole ring
+    // gemv.early_blocks.KIND: the first blocks of gate/up, ffn_down and attn_output fill their whole ring
     // before the PDL wait (with the 1 KiB ring: several items a pass, refilled from the slot after the ring)
     {"gated+fused+bulk+early-blocks",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_early_blocks_for = {{"ffn_norm", 2}, {"ffn_down", 2}, {"attn_output", 1}}}},
@@ -372,7 +373,7 @@ const Variant kVariants[] = {
     {"gated+fused+bulk+ring1k+grid8", {.force = gated({{"gemv.load", "bulk"}}), .gemv_bulk_kb = 1, .gemv_grid_for = kGrid8}},
     {"gated+fused+bulk+xq-producer+grid8", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "producer"}}), .gemv_grid_for = kGrid8}},
     {"gated+fused+bulk+xq-block", {.force = gated({{"gemv.load", "bulk"}, {"gemv.xq", "block"}})}},
-    // --gemv-xq-norm: the embedding and the residual gemvs quantize the residual stream times the next
+    // gemv.xq_norm: the embedding and the residual gemvs quantize the residual stream times the next
     // norm weight for the normed gemvs (one pass; 2-3 passes on 8 blocks); forced for Q8_0
     {"gated+fused+bulk+xq-norm", {.force = gated({{"gemv.load", "bulk"}}), .gemv_xq_norm = true}},
     {"gated+fused+bulk+xq-norm+grid8", {.force = gated({{"gemv.load", "bulk"}}), .gemv_xq_norm = true, .gemv_grid_for = kGrid8}},
@@ -388,17 +389,17 @@ const Variant kVariants[] = {
     {"gated+fused+bulk+attn-tma+cluster+chunk64+splits12",
      {.force = gated({{"gemv.load", "bulk"}, {"attn.kv", "tma"}, {"gemv.xq", "producer"}}), .attn_chunk = 64, .attn_splits = 12,
       .attn_kv_stages = 1, .attn_tma_cluster = 1}},
-    // --gemv-early-slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
+    // gemv.early_slots 1: one slot a warp before the PDL wait, the ring's other slots after the x prologue
     {"gated+fused+bulk+ring1k+grid3+early1",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_bulk_kb = 1, .gemv_early_slots = 1, .gemv_grid_for = kGrid3, .gemv_fill_at_loads = false}},
-    // ... with the late slots issued behind the x prologue's loads (--gemv-fill-at-loads)
+    // ... with the late slots issued behind the x prologue's loads (gemv.fill_at_loads)
     {"gated+fused+bulk+ring1k+grid3+early1+at-loads",
      {.force = gated({{"gemv.load", "bulk"}}), .gemv_bulk_kb = 1, .gemv_early_slots = 1, .gemv_grid_for = kGrid3, .gemv_fill_at_loads = true}},
-    // one weight row per warp item (--gemv-rows 1; gate/up keep their pair): for row counts that
+    // one weight row per warp item (gemv.rows 1; gate/up keep their pair): for row counts that
     // 2-row sets spread unevenly over the warps (8B q/k/v: 3072 sets on 2112 warps)
     {"gated+fused+bulk+rows1", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows = 1}},
     {"gated+fused+bulk+rows4-down", {.force = gated({{"gemv.load", "bulk"}}), .gemv_rows_for = {{"ffn_down", 4}}}},
-    // --gemv-q4-shift: the split-layout Q4_0 unit dot in its one-chain form (default: two
+    // gemv.q4_shift: the split-layout Q4_0 unit dot in its one-chain form (default: two
     // chains, high nibbles in place), through the bulk ring and the default loops
     {"gated+fused+bulk+q4-shift", {.force = gated({{"gemv.load", "bulk"}}), .gemv_q4_shift = true}},
     {"gated+fused+q4-shift", {.force = gated({}), .gemv_q4_shift = true}},

@@ -249,9 +249,8 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_TRUE(has_define(k.variant, "BULK_S", "5")) << k.symbol;
         EXPECT_GE(k.smem, 16u * 5 * 2 * 1152) << k.symbol;
         EXPECT_LE(k.smem, 227u * 1024) << k.symbol;
-        EXPECT_FALSE(defines(k.variant, "BULK_PF")) << k.symbol;  // --l2-prefetch: off by default
-        // Q4_0: 2 of the 5 slots before the PDL wait, the rest once the x prologue's loads are out
-        // (sessions 24-25); attn_output, whose x the attention quantizes (gemv.xq=producer): 3
+        // Q4_0: 2 of the 5 slots before the PDL wait, the rest once the x prologue's loads are out;
+        // attn_output, whose x the attention quantizes (gemv.xq=producer): 3
         EXPECT_TRUE(has_define(k.variant, "BULK_PRE", k.variant.has("XQ_IN") ? "3" : "2")) << k.symbol;
         EXPECT_EQ(k.variant.has("XQ_IN"), k.group == "attn_output_residual") << k.symbol;
         EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;

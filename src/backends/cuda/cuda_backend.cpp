@@ -47,7 +47,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     fill_rope_table();
     encode_kv_maps();
     bind(sched_.decode, decode_lists_[0]);
-    bind(sched_.decode_short, decode_lists_[1]);         // (--attn-tma-from; empty otherwise)
+    bind(sched_.decode_short, decode_lists_[1]);         // (attn.tma_from; empty otherwise)
     bind(sched_.decode_greedy, decode_lists_[2]);        // (sample.fuse=gemv; empty otherwise)
     bind(sched_.decode_short_greedy, decode_lists_[3]);  // (both)
     bind(sched_.prefill, prefill_launches_);
@@ -145,10 +145,10 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
             ctx_->set_max_dynamic_shared(l.fn, int(k.smem));
         }
         if (k.carveout >= 0) ctx_->set_carveout(l.fn, k.carveout);
-        // more than 8 blocks a cluster (--attn-tma-cluster): the non-portable size (sm_90: up to 16),
+        // more than 8 blocks a cluster (attn.tma_cluster): the non-portable size (sm_90: up to 16),
         // allowed per function
         if (k.cluster.x * k.cluster.y * k.cluster.z > 8) ctx_->allow_non_portable_clusters(l.fn);
-        // thread-block clusters (attn.merge=cluster, --attn-tma-cluster): say so once per kernel when
+        // thread-block clusters (attn.tma_cluster, gemv.xq's pairs): say so once per kernel when
         // its clusters do not all fit at once (the rest wait for a second wave: the gate then costs
         // time), or with --verbose-init how many fit
         if (const unsigned per = k.cluster.x * k.cluster.y * k.cluster.z; per > 1 && k.layer <= 0) {
@@ -161,20 +161,6 @@ void CudaBackend::bind(const std::vector<KernelStep>& steps, std::vector<Launch>
                 std::fprintf(stderr, "[jitllm] %s: %d of its %u thread-block clusters of (%u,%u,%u) resident at once; "
                              "the others wait for a second wave\n", k.symbol.c_str(), fit, want, k.cluster.x,
                              k.cluster.y, k.cluster.z);
-        }
-        // --attn-overlap: the gemv after a register-capped attention kernel should fit an SM beside
-        // attention's two blocks; say what the compiled kernels give (first layer only)
-        if (i > 0 && k.layer <= 0 && steps[i - 1].variant.has("MAX_REGS")) {
-            const KernelStep& pk = steps[i - 1];
-            const FuncAttributes fa = ctx_->attributes(out[i - 1].fn), fb = ctx_->attributes(l.fn);
-            const BlockDemand a{int(pk.block.x * pk.block.y * pk.block.z), fa.registers, fa.static_shared + int(pk.smem)};
-            const BlockDemand b{int(k.block.x * k.block.y * k.block.z), fb.registers, static_smem + int(k.smem)};
-            const int fit = blocks_beside(ctx_->device(), a, 2, b);
-            if (fit < 1 || opt_.verbose_init)
-                std::fprintf(stderr, "[jitllm] --attn-overlap: %s (%d registers, %d bytes, 2 blocks an SM) leaves room "
-                             "for %d block(s) of %s (%d registers, %d threads, %d bytes)%s\n", pk.symbol.c_str(),
-                             fa.registers, a.shared, fit, k.symbol.c_str(), fb.registers, b.threads, b.shared,
-                             fit < 1 ? ": no overlap" : "");
         }
         l.vals.resize(k.args.size());
         for (size_t a = 0; a < k.args.size(); ++a) {
@@ -193,7 +179,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     host_io_[0] = token;
     host_io_[1] = pos;
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Token)], host_io_, 8, st));
-    // decode: the list for the position (--attn-tma-from) and the pick (sample.fuse=gemv)
+    // decode: the list for the position (attn.tma_from) and the pick (sample.fuse=gemv)
     const int li = ph == Phase::Decode ? decode_list(pos) : 0;
     auto& launches = ph == Phase::Decode ? decode_lists_[li] : prefill_launches_;
     const int iph = int(ph);

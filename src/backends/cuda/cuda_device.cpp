@@ -113,27 +113,6 @@ DeviceInfo DeviceInfo::for_target(const std::string& arch_in) {
     fail("cuda target '{}': no published figures; expected one of {}", arch_in, known);
 }
 
-int blocks_beside(const DeviceInfo& d, const BlockDemand& a, int n_a, const BlockDemand& b) {
-    const int regs_sm = d.max_regs_per_block > 0 ? d.max_regs_per_block : 65536;
-    const int reserve = d.cc() >= 80 ? 1024 : 0;
-    auto regs = [&](const BlockDemand& k) {  // per block, as allocated
-        const int per_thread = (k.registers + 7) / 8 * 8;
-        const int warps = (k.threads + d.warp_size - 1) / d.warp_size;
-        return warps * ((per_thread * d.warp_size + 255) / 256 * 256);
-    };
-    auto smem = [&](const BlockDemand& k) { return k.shared + reserve; };
-    const int64_t left_regs = int64_t(regs_sm) - int64_t(n_a) * regs(a);
-    const int64_t left_smem = int64_t(d.max_shared_per_sm) - int64_t(n_a) * smem(a);
-    const int64_t left_threads = int64_t(d.max_threads_per_sm) - int64_t(n_a) * a.threads;
-    const int64_t left_blocks = 32 - int64_t(n_a);
-    if (left_regs < 0 || left_smem < 0 || left_threads < 0 || left_blocks < 0) return 0;
-    int64_t n = left_blocks;
-    if (regs(b) > 0) n = std::min(n, left_regs / regs(b));
-    n = std::min(n, left_smem / smem(b));
-    if (b.threads > 0) n = std::min(n, left_threads / b.threads);
-    return int(std::max<int64_t>(0, n));
-}
-
 // --- CudaContext ---
 
 CudaContext::CudaContext(int ordinal) : drv_(CudaDriver::load()) {

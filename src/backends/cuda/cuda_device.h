@@ -71,18 +71,6 @@ struct FuncAttributes {
     int max_threads = 0;    // per block for this function
 };
 
-// One kernel's per-block demand on an SM, for residency arithmetic.
-struct BlockDemand {
-    int threads = 0;
-    int registers = 0;  // per thread, as compiled
-    int shared = 0;     // bytes: static + dynamic
-};
-// Blocks of `b` that fit on one SM beside `n_a` resident blocks of `a` (registers allocated per
-// warp in 256-register units after rounding each thread's count up to 8, the SM's 64 K registers;
-// shared memory plus 1 KiB reserved per block (sm_80+) against the SM's maximum; threads and 32
-// blocks per SM). 0 when `a`'s blocks alone do not fit.
-int blocks_beside(const DeviceInfo& d, const BlockDemand& a, int n_a, const BlockDemand& b);
-
 // Owns device `ordinal`'s primary context (never cuCtxCreate), one non-blocking stream, every
 // allocation (freed on destruction) and every module. All calls make the context current first
 // on the calling thread, so any thread may use the object; calls are not otherwise serialised

@@ -142,13 +142,6 @@ __device__ __forceinline__ unsigned long long warp_max_key(unsigned long long b)
 #endif
 }
 
-#ifndef DRAW_RANK  // --draw-merge rank: the last block ranks the keys above a threshold (see below)
-#define DRAW_RANK 0
-#endif
-#ifndef DRAW_RANK_MAX  // more survivors than this: the k merge rounds instead
-#define DRAW_RANK_MAX 1024
-#endif
-
 // The draw (temperature > 0, 1 <= k <= KMAX): see the header. keys: dynamic shared memory.
 __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned long long* part_keys,
                           unsigned* counter, unsigned long long* keys, int* token_out, int* pos_ptr, int* token_in,
@@ -222,49 +215,6 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
     __syncthreads();
     if (!last) return;
     __threadfence();
-#if DRAW_RANK
-    // DRAW_RANK (--draw-merge rank): the global k-th key is at least L, the largest of the blocks'
-    // k-th keys (that block alone has k keys >= L), so only keys >= L can be among the k best.
-    // The block collects those (typically about k to 3 k of the N_PARTS x k) and every thread
-    // ranks some of them against all (keys are unique but 0): rank r < k lands in top[r]. More
-    // than DRAW_RANK_MAX survivors (e.g. logits repeating with the chunk's period): the rounds.
-    __shared__ unsigned long long wmax[BLOCK / 32];
-    __shared__ int n_surv;
-    bool ranked;
-    {
-        unsigned long long kth = 0ull;
-        for (int q = t; q < N_PARTS; q += BLOCK) {
-            const unsigned long long x = __ldcg(part_keys + q * KMAX + k - 1);
-            kth = x > kth ? x : kth;
-        }
-        kth = warp_max_key(kth);
-        if ((t & 31) == 0) wmax[t >> 5] = kth;
-        if (t == 0) n_surv = 0;
-        for (int r = t; r < k; r += BLOCK) top[r] = 0ull;
-        __syncthreads();
-        unsigned long long L = wmax[0];
-#pragma unroll
-        for (int w = 1; w < BLOCK / 32; ++w) L = wmax[w] > L ? wmax[w] : L;
-#pragma unroll 4
-        for (int j = t; j < N_PARTS * k; j += BLOCK) {
-            const int q = j / k;
-            const unsigned long long x = __ldcg(part_keys + q * KMAX + (j - q * k));
-            if (x != 0ull && x >= L) keys[atomicAdd(&n_surv, 1)] = x;
-        }
-        __syncthreads();
-        const int ns = n_surv;
-        ranked = ns <= DRAW_RANK_MAX;  // the same in every thread
-        if (ranked)
-            for (int j = t; j < ns; j += BLOCK) {
-                const unsigned long long x = keys[j];
-                int rank = 0;
-                for (int i = 0; i < ns; ++i) rank += keys[i] > x ? 1 : 0;
-                if (rank < k) top[rank] = x;
-            }
-        __syncthreads();
-    }
-    if (!ranked) {
-#endif
     // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
 #pragma unroll 4
     for (int j = t; j < N_PARTS * k; j += BLOCK) {
@@ -299,9 +249,6 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             if (t == 0) top[r] = w;
         }
     }
-#if DRAW_RANK
-    }
-#endif
     if (t >= 32) return;
     __syncwarp();
     const DrawParams p = *dp;

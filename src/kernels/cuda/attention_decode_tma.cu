@@ -38,9 +38,8 @@
 //
 // params:  N_HEADS, N_KV_HEADS, HEAD_DIM (64 | 128), SCALE (float), N_SPLITS, WARPS (4 | 8 | 16: TP =
 //          64 | 128 | 256 positions a tile), STAGES (ring slots, 1 .. 8), WINDOW (optional: the
-//          last WINDOW positions only), MERGE1 (0 default; 1: the last block's merge in one round
-//          trip, each thread forming its head's split weights itself), CLUSTER (0 default; 1:
-//          --attn-tma-cluster, launched as clusters of 1 x N_SPLITS blocks, N_SPLITS <= 16: above 8
+//          last WINDOW positions only), CLUSTER (0 default; 1:
+//          attn.tma_cluster, launched as clusters of 1 x N_SPLITS blocks, N_SPLITS <= 16: above 8
 //          the non-portable size), PDL, XQ_OUT (0 default; 1: gate gemv.xq=producer): every output
 //          also written quantized to Q8_0 blocks at xq in the next gemv's x layout (XQ_PLANES 1: Q4_0's
 //          planes), by the warp that writes the group's 32 outputs (attention_decode.cu XQ_OUT)
@@ -79,10 +78,7 @@
 #ifndef WINDOW  // sliding window in positions; 0 = attend to the whole cache
 #define WINDOW 0
 #endif
-#ifndef MERGE1  // 1 (--attn-tma-merge1): the last block reads the splits' states in one round trip
-#define MERGE1 0
-#endif
-#ifndef CLUSTER  // 1 (--attn-tma-cluster): a kv head's splits are one cluster, merged through DSMEM
+#ifndef CLUSTER  // 1 (attn.tma_cluster): a kv head's splits are one cluster, merged through DSMEM
 #define CLUSTER 0
 #endif
 
@@ -102,7 +98,7 @@ static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "HEAD_DIM: 64 or 128");
 static_assert(WARPS == 4 || WARPS == 8 || WARPS == 16, "WARPS: 4, 8 or 16 (box rows <= 256)");
 static_assert(STAGES >= 1 && STAGES <= 8, "STAGES: 1 .. 8");
 static_assert(WARPS * 8 * MROW * 4 <= STAGES * SLOT_B, "the warps' merge fits the drained ring");
-static_assert(!CLUSTER || (N_SPLITS >= 2 && N_SPLITS <= 16 && !MERGE1), "CLUSTER: 2 .. 16 splits a cluster, no MERGE1");
+static_assert(!CLUSTER || (N_SPLITS >= 2 && N_SPLITS <= 16), "CLUSTER: 2 .. 16 splits a cluster");
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "attention_decode_tma needs sm_90 (tensor-map copies, mbarrier transaction counts)"
@@ -354,20 +350,6 @@ KERNEL_NAME(const float* q, const half* k_cache, const half* v_cache, const uint
     __syncthreads();
     if (!last) return;
     __threadfence();
-#if MERGE1
-    // one round trip: a thread loads its head's (m_s, l_s) and its dim's O_s of every split at once
-    // (m_s, l_s: one address across a warp's lanes), then forms the weights itself
-    for (int idx = tid; idx < QPG * HEAD_DIM; idx += BLOCK) {
-        const int h = idx / HEAD_DIM, d = idx % HEAD_DIM, hq = kvh * QPG + h;
-        const float* sc = scratch + (size_t)hq * N_SPLITS * SROW;
-        put(hq * HEAD_DIM + d,
-            merge_one<N_SPLITS>([&](int sp, int i) { return __ldcg(sc + sp * SROW + (i == 0 ? d : HEAD_DIM + i - 1)); }, n_active));
-    }
-    (void)wsp;
-    (void)lsp;
-    (void)lsum;
-#else
     merge_split_states<QPG, HEAD_DIM, N_SPLITS, BLOCK>(scratch, put, kvh * QPG, n_active, wsp, lsp, lsum);
-#endif
     if (tid == 0) tickets[kvh] = 0u;
 }

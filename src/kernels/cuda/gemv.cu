@@ -81,31 +81,27 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 #error "XQ_IN: a split-layout Q4_0 / Q8_0 bulk gemv of one activation row"
 #endif
 #if XQ_OUT
-#if !((EPI == 2 || (EPI == 1 && XQ_NORM && !NORM_IN)) && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !LAST_SPREAD && !ARGMAX)  // (XQ_NGB: its own pass rows)
+#if !((EPI == 2 || (EPI == 1 && XQ_NORM && !NORM_IN)) && REDUCE && BULK && XROWS == 1 && !WARP_MAJOR && !ARGMAX)
 #error "XQ_OUT: a bulk SwiGLU gemv (or residual gemv, XQ_NORM), a warp per row set, block-major passes"
 #endif
-#if XQ_NORM && (EPI != 1 || XQ_CL != 1 || XQ_NGB)
+#if XQ_NORM && (EPI != 1 || XQ_CL != 1)
 #error "XQ_NORM: a residual gemv whose block pass is one group of 32 rows"
 #endif
 #if !(defined(XQ_NP) && defined(XQ_C) && defined(XQ_PLANES))
 #error "XQ_OUT: XQ_NP (passes), XQ_C (the consumer's columns), XQ_PLANES (Q4_0 layout)"
 #endif
-#if XQ_NGB ? (XQ_CL != 1 || 32 % ((BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32))) != 0) \
-           : (BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32)) * XQ_CL != 32
-#error "XQ_OUT: a cluster's rows of a pass are one aligned group of 32 (XQ_NGB: a block's rows of XQ_PP passes)"
+#if (BLOCK / 32) * (ROWS_PER_BLOCK / (BLOCK / 32)) * XQ_CL != 32
+#error "XQ_OUT: a cluster's rows of a pass are one aligned group of 32"
 #endif
 #if ROWS0 % 32 != 0 || XQ_C != ROWS0
 #error "XQ_OUT: the consumer's columns, whole groups of 32"
-#endif
-#if XQ_NGB && XQ_NP != XQ_NGB
-#error "XQ_OUT: a slot for each of the block's groups"
 #endif
 #endif
 #define GEMV_NACC (GEMV_DR * XROWS)  // accumulators a thread keeps a pass
 
 #define GEMV_GPB (BLOCK / GROUP)                   // groups per block
 #define GEMV_OPG (ROWS_PER_BLOCK / GEMV_GPB)       // output rows per group pass
-#define XQ_PP (32 / (GEMV_GPB * GEMV_OPG * XQ_CL))  // XQ_OUT: a group's passes of a block (XQ_NGB: 32 / its rows)
+#define XQ_PP (32 / (GEMV_GPB * GEMV_OPG * XQ_CL))  // XQ_OUT: a group's passes of a block
 #define GEMV_DR (EPI == 2 ? 2 * GEMV_OPG : GEMV_OPG)  // weight rows per group pass
 #define GEMV_OUT_ROWS (EPI == 2 ? ROWS0 : ROWS0 + (N_MAT > 1 ? ROWS1 : 0) + (N_MAT > 2 ? ROWS2 : 0))
 
@@ -214,26 +210,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #define GEMV_O_FIRST(g) ((GEMV_BX * GEMV_GPB + (g)) * GEMV_OPG)
 #endif
 #define GEMV_O_STRIDE (GEMV_NBX * GEMV_GPB * GEMV_OPG)  // output rows of one pass of every group
-#if LAST_SPREAD
-    // group g's first output row of its pass p (rows o, .., o + GEMV_OPG - 1; >= GEMV_OUT_ROWS:
-    // no more passes): the full passes block-major, the partial one (p == full) group-major
-    auto gemv_pass_row = [&](int g, int p) {
-        return (p == GEMV_OUT_ROWS / GEMV_O_STRIDE ? (g * GEMV_NBX + GEMV_BX) * GEMV_OPG : GEMV_O_FIRST(g)) + p * GEMV_O_STRIDE;
-    };
-#define GEMV_ROW0(g) gemv_pass_row(g, 0)
-#elif XQ_NGB
-    // XQ_OUT's groups of 32 rows (the consumer's quantization blocks) whole in one block: block b
-    // takes groups b * XQ_NGB .. + XQ_NGB - 1, each in XQ_PP consecutive passes of the block's
-    // GEMV_GPB * GEMV_OPG rows (the same row for every warp past the block's last group: out of range)
-    auto gemv_pass_row = [&](int g, int p) {
-        const int grp = GEMV_BX * XQ_NGB + p / XQ_PP;
-        return p < XQ_PP * XQ_NGB && grp * 32 < GEMV_OUT_ROWS ? grp * 32 + (p % XQ_PP) * (GEMV_GPB * GEMV_OPG) + g * GEMV_OPG
-                                                               : GEMV_OUT_ROWS;
-    };
-#define GEMV_ROW0(g) gemv_pass_row(g, 0)
-#else
 #define GEMV_ROW0(g) GEMV_O_FIRST(g)
-#endif
     if (GEMV_BY) {  // batch row (the batch phase: row GEMV_BY of the step; XROWS: its first row)
         const unsigned long long r = (unsigned long long)GEMV_BY * XROWS;
         x += r * COLS;
@@ -285,54 +262,20 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     __shared__ __align__(8) uint64_t bulk_bar[GEMV_GPB * BULK_S];
     extern __shared__ __align__(128) uint8_t bulk_dyn[];
     const int bulk_w = tid / 32, lane = tid % 32;
-#if LAST_SPREAD
-    // (passes: the full ones, and the partial one if this warp's row set of it is in range)
-    const int n_full = GEMV_OUT_ROWS / GEMV_O_STRIDE;
-    const int n_items = (n_full + (gemv_pass_row(bulk_w, n_full) < GEMV_OUT_ROWS ? 1 : 0)) * BULK_NCH;
-#define BULK_PASS_ROW(i) gemv_pass_row(bulk_w, (i) / BULK_NCH)
-#elif XQ_NGB
-    // (passes: XQ_PP for each of the block's groups)
-    const int n_items = XQ_PP * max(0, min(XQ_NGB, GEMV_OUT_ROWS / 32 - int(GEMV_BX) * XQ_NGB)) * BULK_NCH;
-#define BULK_PASS_ROW(i) gemv_pass_row(bulk_w, (i) / BULK_NCH)
-#else
     const int o_first = GEMV_O_FIRST(bulk_w), o_stride = GEMV_O_STRIDE;
     const int n_items = (o_first < GEMV_OUT_ROWS ? (GEMV_OUT_ROWS - 1 - o_first) / o_stride + 1 : 0) * BULK_NCH;
 #define BULK_PASS_ROW(i) (o_first + ((i) / BULK_NCH) * o_stride)
-#endif
     const uint32_t bar0 = smem_addr(bulk_bar + bulk_w * BULK_S);
     const uint32_t ring = smem_addr(bulk_dyn + BULK_XBYTES + bulk_w * BULK_S * BULK_SLOT);
-#if BULK_PF
-    auto bulk_prefetch = [&](int i) {  // lane 0: item i into L2 (BULK_PF items beyond the ring)
-        if (i >= n_items) return;
-        const uint8_t* rows[GEMV_DR];
-        pass_rows(W0, W1, W2, BULK_PASS_ROW(i), rows);
-        const int c = i % BULK_NCH;
-#pragma unroll
-        for (int r = 0; r < GEMV_DR; ++r) {
-            bulk_prefetch_l2(rows[r] + c * BULK_QB, BULK_QB);
-#if GEMV_XQ8
-            bulk_prefetch_l2(rows[r] + GEMV_QBYTES + c * BULK_SB, BULK_SB);
-#endif
-        }
-    };
-#endif
-#if KV_PF || NEXT_L2
-    // the L2 prefetches' shares: this warp's index among the grid's warps, and their count
+#if KV_PF
+    // the L2 prefetch's share: this warp's index among the grid's warps, and their count
     const unsigned long long pf_nw = (unsigned long long)GEMV_NBX * GEMV_GPB,
                              pf_w = (unsigned long long)GEMV_BX * GEMV_GPB + bulk_w;
-#endif
-#if KV_PF
     auto kv_prefetch = [&](int n_pos) {  // lane 0: this warp's share of K and V rows [0, n_pos)
         constexpr unsigned long long ROW_B = (unsigned long long)ROWS1 * sizeof(KV_T);
         static_assert(ROW_B % 16 == 0, "KV_PF: 16-byte multiples of cache rows");
         bulk_prefetch_l2_share(k_cache, (unsigned long long)n_pos * ROW_B, pf_w, pf_nw);
         bulk_prefetch_l2_share(v_cache, (unsigned long long)n_pos * ROW_B, pf_w, pf_nw);
-    };
-#endif
-#if NEXT_L2
-    auto next_l2 = [&] {  // lane 0: this warp's share of the next gemv's first bytes
-        if (NEXT_L2_B1) bulk_prefetch_l2_share(w1, NEXT_L2_B1, pf_w, pf_nw);
-        if (NEXT_L2_B2) bulk_prefetch_l2_share(w2, NEXT_L2_B2, pf_w, pf_nw);
     };
 #endif
     auto bulk_issue = [&](int i) {  // lane 0: item i into slot i % BULK_S
@@ -348,9 +291,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             bulk_g2s(dst + r * BULK_RB + BULK_QB, rows[r] + GEMV_QBYTES + c * BULK_SB, BULK_SB, bar);
 #endif
         }
-#if BULK_PF
-        if (i >= BULK_S) bulk_prefetch(i + BULK_PF);  // the ring's first fill prefetched its own
-#endif
     };
 #if BULK_PRE_B
     const int bulk_pre = int(GEMV_BX) < BULK_PRE_B ? BULK_S : BULK_PRE;  // slots before the PDL wait
@@ -361,15 +301,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         for (int s = 0; s < BULK_S; ++s) mbar_init(bar0 + 8 * s, 1);
         mbar_init_fence();
         for (int i = 0; i < min(bulk_pre, n_items); ++i) bulk_issue(i);
-#if BULK_PF
-        for (int i = BULK_S; i < BULK_S + BULK_PF; ++i) bulk_prefetch(i);
-#endif
 #if KV_PF == 1 || KV_PF == 2
         // PRECOND: *pos_ptr and the rows before it are final before the step's first kernel
         if (KV_PF == 1 || n_items <= BULK_S) kv_prefetch(*pos_ptr);
-#endif
-#if NEXT_L2 == 1 || (NEXT_L2 == 2 && BULK_PRE >= BULK_S)
-        next_l2();
 #endif
     }
     __syncwarp();
@@ -380,9 +314,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     auto late_fill = [&] {
         if (lane == 0) {
             for (int i = bulk_pre; i < min(BULK_S, n_items); ++i) bulk_issue(i);
-#if NEXT_L2 == 2
-            next_l2();
-#endif
         }
     };
 #endif
@@ -403,8 +334,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     __shared__ float xq_nw[XQ_NP * 32];  // (the rows' norm weights, beside their values in xq_val)
 #endif
     __shared__ __align__(8) uint64_t xq_bar[XQ_NP];
-    if (!XQ_NGB && GEMV_O_STRIDE * XQ_NP < GEMV_OUT_ROWS) __trap();  // PRECOND: XQ_NP covers the grid's passes
-    if (XQ_NGB && gridDim.x * XQ_NGB * 32 < GEMV_OUT_ROWS) __trap();  // PRECOND: ... the groups
+    if (GEMV_O_STRIDE * XQ_NP < GEMV_OUT_ROWS) __trap();  // PRECOND: XQ_NP covers the grid's passes
     if (tid == 0) {
         for (int i = 0; i < XQ_NP; ++i) {
             mbar_init(smem_addr(xq_bar + i), XQ_CL > 1 ? 1 : 32 / GEMV_OPG);
@@ -429,7 +359,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         const int row0 = GEMV_O_FIRST(0) + u * GEMV_O_STRIDE;  // the group's row 0 (leader's warp 0)
 #else
         mbar_wait(smem_addr(xq_bar + u), 0);
-        const int row0 = GEMV_ROW0(0) + (XQ_NGB ? 32 * u : u * GEMV_O_STRIDE);
+        const int row0 = GEMV_ROW0(0) + u * GEMV_O_STRIDE;
 #endif
 #if XQ_NORM
         xq8_group_store_norm<XQ_C, XQ_PLANES>(xq_val[u * 32 + lane], xq_nw[u * 32 + lane], row0 / 32, reinterpret_cast<uint8_t*>(y1), lane);
@@ -479,7 +409,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             bulk_g2s(smem_addr(xsm), x, XIN_BYTES, xb);
         }
 #if NORM_IN
-        // --gemv-xq-norm: the producer quantized x * norm_w; every warp sums the groups' squares (the
+        // gemv.xq_norm: the producer quantized x * norm_w; every warp sums the groups' squares (the
         // same bits in each) while the copy is in flight, their loads issued ahead of the late slots
         // (an L2 read queued behind ring copies waits for microseconds: a block trace of 2026-12-03), and
         // each d is scaled by 1 / rms once the copy lands
@@ -599,15 +529,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if ARGMAX
     unsigned long long am_best = 0ull;  // the best key of the rows this thread wrote
 #endif
-#if LAST_SPREAD || XQ_NGB
-    for (int p = 0, o0 = gemv_pass_row(g, 0); o0 < GEMV_OUT_ROWS; o0 = gemv_pass_row(g, ++p)) {
-#define GEMV_FIRST_PASS (p == 0)
-#define GEMV_LAST_PASS (gemv_pass_row(g, p + 1) >= GEMV_OUT_ROWS)
-#else
     for (int o0 = GEMV_O_FIRST(g); o0 < GEMV_OUT_ROWS; o0 += GEMV_O_STRIDE) {
 #define GEMV_FIRST_PASS (o0 == GEMV_O_FIRST(g))
 #define GEMV_LAST_PASS (o0 + GEMV_O_STRIDE >= GEMV_OUT_ROWS)
-#endif
         float acc[GEMV_NACC];  // XROWS: activation row j's at j * GEMV_DR
 #pragma unroll
         for (int i = 0; i < GEMV_NACC; ++i) acc[i] = 0.0f;

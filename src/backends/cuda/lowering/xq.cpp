@@ -11,7 +11,7 @@ namespace jitllm::lowering {
 void Lowering::gemv_xq_links(KernelStep& k, const Gemv& g, const GemvShape& s) {
     const bool q8x = act_q8_type(s.type);
     const bool ctype_ok = s.type == GgmlType::Q4_0 || g_.gemv_xq_all;
-    const bool block_major = !k.variant.has("WARP_MAJOR") && !k.variant.has("LAST_SPREAD");
+    const bool block_major = !k.variant.has("WARP_MAJOR");
     const size_t at = out_->size() - 1;
     // this gemv's x quantized by the SwiGLU gemv just before it, or by decode attention
     const bool xq_consumer = g_.gemv_xq && ctype_ok && !batch_ && s.bulk && s.wsplit && q8x && !s.xrows &&

@@ -35,52 +35,38 @@
 //                   prologue, the ring's other BULK_S - BULK_PRE after the prologue.
 //                   Dynamic smem: BULK_XBYTES (x) + BLOCK / 32 * BULK_S * BULK_SLOT
 //   BULK_PRE        BULK: ring slots each warp fills before the PDL wait (default BULK_S; the
-//                   schedule's 4 of 5 for Q4_0, --gemv-early-slots): fewer copies queued ahead of
+//                   schedule's 4 of 5 for Q4_0, gemv.early_slots): fewer copies queued ahead of
 //                   the prologue's x loads in the memory system
 //   BULK_PRE_B      BULK: blocks 0 .. BULK_PRE_B - 1 fill their whole ring before the PDL wait, the others
-//                   BULK_PRE slots (--gemv-early-blocks-for). Blocks land in index order: the first ones
+//                   BULK_PRE slots (gemv.early_blocks.KIND). Blocks land in index order: the first ones
 //                   on the SMs that the kernel before leaves first (8B Q4_0 gate/up: the 56 SMs beside
 //                   attn_output's 76), microseconds before its end, when their x prologue does not wait
 //                   behind those copies; the late ones keep x close to the front of their SM's queue.
 //                   0 = off (default)
-//   NW_EARLY        1 (--gemv-norm-early; NORM_IN, Q4_0 / Q8_0, x in one chunk of the prologue): the norm
+//   NW_EARLY        1 (gemv.norm_early; NORM_IN, Q4_0 / Q8_0, x in one chunk of the prologue): the norm
 //                   weight's loads before the PDL wait (a weight), only x's after it. Default 0
-//   BULK_PF         BULK: items each warp prefetches into L2 beyond its ring (cp.async.bulk.prefetch;
-//                   item i + BULK_PF goes out with item i's copy): more bytes in flight than the
-//                   shared-memory rings hold. 0 = off (default)
-//   KV_PF           EPI=4, BULK, decode (--kv-l2-prefetch): the K and V cache rows 0..*pos_ptr-1
+//   KV_PF           EPI=4, BULK, decode (kv.l2_prefetch): the K and V cache rows 0..*pos_ptr-1
 //                   (earlier steps' rows, read by the attention kernel that follows) are prefetched
 //                   into L2 in one cp.async.bulk.prefetch per warp and cache (each warp an equal
 //                   share), so attention at depth reads them from L2. 1: at the kernel's start
 //                   (before the PDL wait: PRECOND the position is final before the step's first
 //                   kernel, as attention_decode.cu EARLY_KV); 2: once the warp's last weight copy is
 //                   out (the stream's tail, when DRAM has room). 0 = off (default)
-//   NEXT_L2         BULK, N_MAT 1, decode (--gemv-l2-next): the first NEXT_L2_B1 / NEXT_L2_B2 bytes
-//                   of the next gemv's matrices, passed as w1 / w2 (unused by one matrix), are
-//                   prefetched into L2 (each warp an equal share, one cp.async.bulk.prefetch per
-//                   warp and matrix): attn_output's blocks land beside decode attention, when DRAM
-//                   is mostly idle, and gate/up's rows come first from L2. 1: after the warp's
-//                   early ring slots (before the PDL wait), 2: after its ring's first fill (once
-//                   x is in). 0 = off (default)
 //   XREG            BULK, split-layout Q4_0 / Q8_0, one activation row: each lane keeps its x units of
 //                   every chunk in registers (loaded once after the x prologue; gemv_dot.cuh
 //                   bulk_dot_xr), so an item reads only its weights from shared memory. The same
 //                   bits. Set by the schedule where a lane's units take <= ~40 registers
-//                   (--no-gemv-x-regs: never); 0 = off
+//                   (gemv.x_regs=off: never); 0 = off
 //   PREFETCH        bytes of each row of the block's first pass to prefetch into L2 before the
 //                   x prologue (and before the PDL wait); 0 = off (default)
 //   PDL             1: griddepcontrol wait/launch_dependents (sm_90, common.cuh); default 0
 //   TRIGGER_EARLY   PDL: launch_dependents at the kernel's start (default: when each warp's last
 //                   weight load is out), so the next kernel's blocks take the room this one's leave
-//                   on each SM (with rings small enough for two blocks: --gemv-bulk-kb) and start
+//                   on each SM (with rings small enough for two blocks: gemv.bulk_kb) and start
 //                   their weight copies while this one streams; the next kernel's pdl_wait still
 //                   waits for this one's completion
 //   WARP_MAJOR      1: row sets of a pass assigned group-major (group g of block b takes set g * blocks
 //                   + b), so a last, partial pass spreads over every block; 0: block-major (default)
-//   LAST_SPREAD     1 (WARP_MAJOR 0; --gemv-last-spread): the full passes block-major, the last,
-//                   partial one group-major: each block's row sets stay adjacent where every block
-//                   has the same count, and the remainder spreads over every block (8B gate/up's
-//                   7th pass on 104 of 132 blocks, q/k/v's 2nd on 60, ffn_down's only one on 128)
 //   ARGMAX          1 (gate sample.fuse=gemv; N_MAT 1, EPI 0 or 3, REDUCE 1, decode): the greedy pick
 //                   too: each thread keeps the best (value, row) it wrote as one 64-bit key (the
 //                   value's order-preserving bits, then ~row: the lowest row on ties; NaN never,
@@ -91,7 +77,7 @@
 //                   ARGMAX_ADVANCE (gate step.advance=device): that block also writes the token to
 //                   the token slot (the k_cache argument) and to the host's pinned ring at *pos_ptr % 4
 //                   (the v_cache argument), and adds one to *pos_ptr (the position slot)
-//   XROWS           batch steps (gate batch.small, --batch-xrows; split-layout Q4_0/Q8_0, REDUCE=1, no
+//   XROWS           batch steps (gate batch.small, batch.xrows; split-layout Q4_0/Q8_0, REDUCE=1, no
 //                   BULK / ROWS_INNER / EPI 4 / ARGMAX / pipe / early load): each block multiplies the
 //                   weight rows it reads with up to XROWS activation rows, rows GEMV_BY * XROWS + j for
 //                   j < min(XROWS, n_rows - GEMV_BY * XROWS) (n_rows: an extra int argument, the step's
@@ -106,12 +92,6 @@
 #endif
 #ifndef WARP_MAJOR  // 1: a pass's row sets go to group 0 of every block first (GEMV_O_FIRST)
 #define WARP_MAJOR 0
-#endif
-#ifndef LAST_SPREAD  // 1: block-major full passes, the last partial pass group-major (gemv_pass_row)
-#define LAST_SPREAD 0
-#endif
-#if LAST_SPREAD && WARP_MAJOR
-#error "LAST_SPREAD: block-major passes (WARP_MAJOR 0)"
 #endif
 #ifndef EARLY_LOAD  // 1: the first weight step before the PDL wait (plain types, split layout)
 #define EARLY_LOAD 0
@@ -146,16 +126,13 @@
 #ifndef TRIGGER_EARLY
 #define TRIGGER_EARLY 0
 #endif
-#ifndef BULK_PF
-#define BULK_PF 0
-#endif
-#ifndef BULK_PRE  // BULK: ring slots each warp fills before the PDL wait (--gemv-early-slots); the rest
+#ifndef BULK_PRE  // BULK: ring slots each warp fills before the PDL wait (gemv.early_slots); the rest
 #define BULK_PRE BULK_S  // after the x prologue
 #endif
-#ifndef BULK_PRE_B  // BULK: blocks below this fill every ring slot before the PDL wait (--gemv-early-blocks-for)
+#ifndef BULK_PRE_B  // BULK: blocks below this fill every ring slot before the PDL wait (gemv.early_blocks.KIND)
 #define BULK_PRE_B 0
 #endif
-#ifndef BULK_FILL_AT_LOADS  // 1 (--gemv-fill-at-loads): the late slots as soon as the x prologue's loads are
+#ifndef BULK_FILL_AT_LOADS  // 1 (gemv.fill_at_loads): the late slots as soon as the x prologue's loads are
 #define BULK_FILL_AT_LOADS 0  // issued (split-layout Q4_0 / Q8_0, one activation row), not after the prologue
 #endif
 #ifndef KV_PF  // EPI=4 + BULK: earlier K/V cache rows into L2 (1: at the start, 2: after the last weight copy)
@@ -164,36 +141,21 @@
 #if KV_PF && !(EPI == 4 && BULK)
 #error "KV_PF: the q/k/v gemv with RoPE and the KV store (EPI=4), bulk rings"
 #endif
-#ifndef NEXT_L2  // BULK, N_MAT 1: the next gemv's first bytes (w1, w2) into L2 (1: early, 2: after the fill)
-#define NEXT_L2 0
-#endif
-#ifndef NEXT_L2_B1
-#define NEXT_L2_B1 0ull
-#endif
-#ifndef NEXT_L2_B2
-#define NEXT_L2_B2 0ull
-#endif
-#if NEXT_L2 && !(BULK && N_MAT == 1)
-#error "NEXT_L2: a one-matrix gemv with bulk rings (w1 / w2 carry the next gemv's matrices)"
-#endif
 #ifndef XQ_OUT  // gate gemv.xq=producer, EPI=2: the output also quantized to Q8_0 blocks for the next gemv
 #define XQ_OUT 0    // (y1, in its XQ_IN layout), each group of 32 rows completed across a cluster of XQ_CL blocks
 #endif
-#ifndef XQ_NORM  // XQ_OUT with EPI=1 (--gemv-xq-norm): the next gemv RMS-normalises its x (the residual stream this
+#ifndef XQ_NORM  // XQ_OUT with EPI=1 (gemv.xq_norm): the next gemv RMS-normalises its x (the residual stream this
 #define XQ_NORM 0   // one writes) first: each output times norm_w (that gemv's norm weight; NORM_IN is 0 here) is
 #endif              // quantized with d unrounded, and each group's sum of squares stored (xq8_group_store_norm)
-#ifndef XQ_NGB  // XQ_OUT with XQ_CL 1: groups of 32 rows a block (gemv_pass_row), each in XQ_PP passes
-#define XQ_NGB 0
-#endif
 #ifndef XQ_CL  // XQ_OUT: blocks a cluster whose rows of a pass are a group of 32 (1: a block's own)
 #define XQ_CL 1
 #endif
-#ifndef XQ_LAG  // XQ_OUT: unit u quantized after the leader's unit u + XQ_LAG (--gemv-xq-lag)
+#ifndef XQ_LAG  // XQ_OUT: unit u quantized after the leader's unit u + XQ_LAG (gemv.xq_lag)
 #define XQ_LAG 1
 #endif
 #ifndef XQ_IN   // gate gemv.xq=producer: x arrives quantized by the previous gemv (XQ_OUT); one bulk copy
 #define XQ_IN 0
 #endif
-#ifndef NW_EARLY  // --gemv-norm-early: NORM_IN's norm weight loaded before the PDL wait (the x prologue's one-chunk path)
+#ifndef NW_EARLY  // gemv.norm_early: NORM_IN's norm weight loaded before the PDL wait (the x prologue's one-chunk path)
 #define NW_EARLY 0
 #endif
