@@ -498,7 +498,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GemmVsCpu, ::testing::ValuesIn(kTypes),
 // gemv.cu over the rows of a batch step (the small-step list, gate batch.small): split-layout
 // Q4_0 / Q8_0 weights, x quantized to Q8_0 blocks as the engine does (cpu::matvec's Engine
 // numerics), every epilogue, with and without the fused norm, for XROWS 1 (a block row a step
-// row, grid.y = rows) and XROWS 2 / 4 / 8 (--batch-xrows: each block reads its weight rows once
+// row, grid.y = rows) and XROWS 2 / 4 / 8 (batch.xrows: each block reads its weight rows once
 // for up to XROWS step rows), against the CPU per row. Errors scaled as GemmVsCpu's; limit 1e-4
 // (2e-3 with the norm: its sum in another order can move one int8 rounding).
 class GemvRowsVsCpu : public ::testing::TestWithParam<GgmlType> {};

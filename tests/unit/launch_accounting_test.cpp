@@ -67,7 +67,7 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
     EXPECT_EQ(per_chunk, int64_t(sched.batch_body));
 }
 
-// --attn-tma-from: decode steps at positions below decode_short_below run the second list, so a
+// attn.tma_from: decode steps at positions below decode_short_below run the second list, so a
 // kernel of one list only is launched on its own positions, and --launch-skip counts the runs as
 // they come (the steady state's list sets the launches a step shown).
 TEST(LaunchAccountingTwoLists, DecodeBelowTheSwitchRunsTheShortList) {

@@ -117,7 +117,7 @@ private:
     std::vector<CUdeviceptr> k_cache_, v_cache_;
     std::map<std::string, CUdeviceptr> scratch_;
     std::map<std::string, CUfunction> functions_;  // symbol -> function
-    // The decode lists, each its own graph: 0 sched_.decode, 1 decode_short (--attn-tma-from: positions
+    // The decode lists, each its own graph: 0 sched_.decode, 1 decode_short (attn.tma_from: positions
     // below it), 2 decode_greedy, 3 decode_short_greedy (sample.fuse=gemv: steps without a device
     // draw); the schedule's empty ones stay empty
     static constexpr int kDecodeLists = 4;

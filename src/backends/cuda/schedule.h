@@ -128,7 +128,7 @@ struct Schedule {
     // bytes a layer), 2-D f16 [rows][kv_dim], boxes of 64 halves x kv_map_rows rows, 128-byte
     // swizzle, encoded by the backend once the caches exist; 0: none
     int kv_map_rows = 0;
-    // --attn-tma-from N (with attn.kv=tma): decode steps at positions below decode_short_below run
+    // attn.tma_from N (with attn.kv=tma): decode steps at positions below decode_short_below run
     // decode_short instead of decode: the same kernels in the same order but the register kernel's
     // decode attention (a second decode graph); empty and 0 otherwise
     std::vector<KernelStep> decode_short;

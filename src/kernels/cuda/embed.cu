@@ -7,7 +7,7 @@
 //              the host validates tokens before they reach the device)
 //   EMB_SCALE  float multiplier (1.0f: none)
 //   BLOCK      threads per block
-//   XQ_OUT     1 (gate gemv.xq=producer with --gemv-xq-norm; decode, one row): the row times nw (the
+//   XQ_OUT     1 (gate gemv.xq=producer with gemv.xq_norm; decode, one row): the row times nw (the
 //              first layer's attn_norm weight) also quantized into xq for the q/k/v gemv (gemv.cu
 //              XQ_IN with NORM_IN), each warp's 32 elements one group (common/xq8_group.cuh
 //              xq8_group_store_norm); XQ_PLANES: Q4_0's layout. Default 0

@@ -23,7 +23,7 @@
 // block and row.
 #define GEMV_XQ8 (WTYPE == Q4_0 || WTYPE == Q8_0)
 
-#ifndef GEMV_Q4_SHIFT  // --gemv-q4-shift: the Q4_0 unit's high nibbles shifted before one dp4a chain
+#ifndef GEMV_Q4_SHIFT  // gemv.q4_shift: the Q4_0 unit's high nibbles shifted before one dp4a chain
 #define GEMV_Q4_SHIFT 0
 #endif
 
@@ -34,7 +34,7 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
     return d;
 }
 
-#ifndef XREG  // the bulk split-layout loop's x units in registers (bulk_dot_xr; --no-gemv-x-regs: 0)
+#ifndef XREG  // the bulk split-layout loop's x units in registers (bulk_dot_xr; gemv.x_regs=off: 0)
 #define XREG 0
 #endif
 
@@ -236,7 +236,7 @@ __device__ __forceinline__ void split_load(SplitSet<R>& s, const uint8_t* const*
 // Q4_0: word i holds elements 4i..4i+3 (low nibbles, x plane A word i) and 16+4i.. (high nibbles,
 // x plane B word i); nibbles 0..15, the -8 via the block's 8 * sum
 __device__ __forceinline__ int split_unit_int(uint4 w, uint4 xa, uint4 xb) {
-#if GEMV_Q4_SHIFT  // --gemv-q4-shift: the form before 2026-12-05 (58df4f9), one chain, each high nibble shifted down
+#if GEMV_Q4_SHIFT  // gemv.q4_shift: the form before 2026-12-05 (58df4f9), one chain, each high nibble shifted down
     int t = __dp4a(int(w.x & 0x0F0F0F0Fu), int(xa.x), 0);
     t = __dp4a(int((w.x >> 4) & 0x0F0F0F0Fu), int(xb.x), t);
     t = __dp4a(int(w.y & 0x0F0F0F0Fu), int(xa.y), t);
@@ -332,7 +332,7 @@ __device__ __forceinline__ void bulk_dot(const uint8_t* sm, const XSrc& xs, int 
     }
 }
 #if XREG
-// gemv.cu XREG (the schedule's default where it fits; --no-gemv-x-regs: off): a lane's x units of
+// gemv.cu XREG (the schedule's default where it fits; gemv.x_regs=off: off): a lane's x units of
 // every chunk in registers, loaded once after the x prologue, so each item reads only its weights
 // from shared memory (the x copy's reads were ~40 bytes a unit against the weights' 16-18 a row).
 // Lane t's units of chunk c are c * NU + t + 32 j, the same for every pass; XREG_NX of them

@@ -9,7 +9,7 @@
 
 #include "common/common.cuh"
 
-#ifndef ROPE_TABLE  // 1: freq_factors is the (cos, sin) table [n_ctx][N_ROT / 2] (--rope-table)
+#ifndef ROPE_TABLE  // 1: freq_factors is the (cos, sin) table [n_ctx][N_ROT / 2] (gate rope.angles=table)
 #define ROPE_TABLE 0
 #endif
 #ifndef YARN  // 1: YaRN's ramp, YARN_FREQ_SCALE (1 / factor), YARN_LOW, YARN_HIGH (correction dims)

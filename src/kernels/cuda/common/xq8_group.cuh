@@ -52,7 +52,7 @@ __device__ __forceinline__ void xq8_group_store(float v, int G, uint8_t* xq, int
     if (lane == 0) reinterpret_cast<float2*>(xq + C)[G] = make_float2(ROUND_D ? f16_to_f32(f32_to_f16(d)) : d, 8.0f * float(sum));
 }
 
-// The form for a consumer that RMS-normalises its x first (gate gemv.xq=producer with --gemv-xq-norm:
+// The form for a consumer that RMS-normalises its x first (gate gemv.xq=producer with gemv.xq_norm:
 // gemv.cu XQ_NORM, embed.cu XQ_OUT; the consumer is gemv.cu XQ_IN with NORM_IN). Lane i holds h,
 // element 32 G + i of the residual stream, and w, its norm weight. The group of y = h * w is stored
 // as above with d unrounded, and the group's sum of h^2 (warp_sum's xor butterfly) as a float at xq + C +
