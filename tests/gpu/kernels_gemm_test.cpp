@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "backends/cpu/cpu_ops.h"
@@ -330,6 +331,46 @@ RefOut epi_reference(int epi, int n_mat, bool bias, int i, int m, int r, int up_
     return {a, scale};
 }
 
+// ||row r|| of each of the rows of W (the error scale's weight part)
+std::vector<float> row_norms(GgmlType t, const std::vector<uint8_t>& W, int rows, int cols) {
+    const size_t rb = row_bytes(t, uint64_t(cols));
+    std::vector<float> deq(static_cast<size_t>(cols)), wn(static_cast<size_t>(rows));
+    for (int r = 0; r < rows; ++r) {
+        dequantize_row(t, W.data() + size_t(r) * rb, deq.data(), cols);
+        double ss = 0;
+        for (float f : deq) ss += double(f) * f;
+        wn[size_t(r)] = float(std::sqrt(ss));
+    }
+    return wn;
+}
+
+// The device outputs y_i (n_out matrices, out_rows[i] values a row, m rows, at dy[i]) against the
+// CPU's reference(i, row, r, o) (o: the index of (row, r) in y_i), each error scaled by its size;
+// reports the first five misses over `lim`, keeps the largest scaled error in *worst and returns
+// the misses
+int64_t count_misses(CudaContext& ctx, const CUdeviceptr* dy, int n_out, const int* out_rows, int m, double lim,
+                     const std::function<RefOut(int, int, int, size_t)>& reference, double* worst) {
+    int64_t bad = 0;
+    for (int i = 0; i < n_out; ++i) {
+        std::vector<float> y(size_t(m) * size_t(out_rows[i]));
+        ctx.download(y.data(), dy[i], y.size() * 4);
+        for (int row = 0; row < m; ++row)
+            for (int r = 0; r < out_rows[i]; ++r) {
+                const size_t o = size_t(row) * size_t(out_rows[i]) + size_t(r);
+                const auto [ref, scale] = reference(i, row, r, o);
+                const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
+                if (!(e <= lim)) {
+                    if (bad < 5)
+                        ADD_FAILURE() << "y" << i << "[" << row << "," << r << "] = " << y[o] << ", cpu " << ref
+                                      << " (scaled error " << e << ")";
+                    ++bad;
+                }
+                if (e > *worst || std::isnan(e)) *worst = std::isnan(e) ? 1e30 : e;
+            }
+    }
+    return bad;
+}
+
 class GemmVsCpu : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
@@ -381,20 +422,13 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         // CPU reference: raw accumulations per matrix and row, plus scale ||w_r|| * ||x_m|| / sqrt(K)
         const size_t rb = row_bytes(t, uint64_t(cols));
         std::vector<std::vector<float>> acc(size_t(c.n_mat)), wn(size_t(c.n_mat));
-        std::vector<float> deq(static_cast<size_t>(cols));
         for (int i = 0; i < c.n_mat; ++i) {
             const int nr = wrows[size_t(i)];
             acc[size_t(i)].resize(size_t(c.m) * size_t(nr));
             for (int m = 0; m < c.m; ++m)
                 cpu::matvec(t, W[size_t(i)].data(), rb, nr, cols, X.data() + size_t(m) * size_t(cols),
                             acc[size_t(i)].data() + size_t(m) * size_t(nr), 8, cpu::XNumerics::Float);
-            wn[size_t(i)].resize(size_t(nr));
-            for (int r = 0; r < nr; ++r) {
-                dequantize_row(t, W[size_t(i)].data() + size_t(r) * rb, deq.data(), cols);
-                double ss = 0;
-                for (float f : deq) ss += double(f) * f;
-                wn[size_t(i)][size_t(r)] = float(std::sqrt(ss));
-            }
+            wn[size_t(i)] = row_norms(t, W[size_t(i)], nr, cols);
         }
         std::vector<float> xn(size_t(c.m));
         for (int m = 0; m < c.m; ++m) {
@@ -463,26 +497,10 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             ctx.synchronize();
             const double lim = mma ? (t == GgmlType::BF16 ? 2.5e-2 : 1e-2) : 1e-4;
             double worst = 0;
-            int64_t bad = 0;
-            for (int i = 0; i < n_out; ++i) {
-                std::vector<float> y(size_t(c.m) * size_t(s.rows[i]));
-                ctx.download(y.data(), dy[i], y.size() * 4);
-                for (int m = 0; m < c.m; ++m)
-                    for (int r = 0; r < s.rows[i]; ++r) {
-                        const size_t o = size_t(m) * size_t(s.rows[i]) + size_t(r);
-                        const auto [ref, scale] = epi_reference(c.epi, c.n_mat, c.bias, i, m, r, s.up_offset_rows, s.res_scale,
-                                                                s.out_scale, acc, wn, wrows, B, c.epi == 1 ? R[o] : 0.0f,
-                                                                xn[size_t(m)]);
-                        const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
-                        if (!(e <= lim)) {
-                            if (bad < 5)
-                                ADD_FAILURE() << "y" << i << "[" << m << "," << r << "] = " << y[o] << ", cpu " << ref
-                                              << " (scaled error " << e << ")";
-                            ++bad;
-                        }
-                        if (e > worst || std::isnan(e)) worst = std::isnan(e) ? 1e30 : e;
-                    }
-            }
+            const int64_t bad = count_misses(ctx, dy, n_out, s.rows, c.m, lim, [&](int i, int m, int r, size_t o) {
+                return epi_reference(c.epi, c.n_mat, c.bias, i, m, r, s.up_offset_rows, s.res_scale, s.out_scale, acc,
+                                     wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
+            }, &worst);
             std::printf("%-5s %s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
                         type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt", split ? " split" : "", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
                         k.usage.registers, bad ? "  FAIL" : "");
@@ -538,7 +556,7 @@ TEST_P(GemvRowsVsCpu, matches_cpu_matvec_per_row) {
         const float eps = 1e-5f, res_scale = 0.22f, out_scale = 0.125f;
         // CPU: per row, the normed x (as the fused NORM_IN), then each matrix's accumulations
         std::vector<std::vector<float>> acc(3), wn(3);
-        std::vector<float> xin(static_cast<size_t>(cols)), deq(static_cast<size_t>(cols)), xn(static_cast<size_t>(c.m));
+        std::vector<float> xin(static_cast<size_t>(cols)), xn(static_cast<size_t>(c.m));
         for (int i = 0; i < c.n_mat; ++i) acc[size_t(i)].resize(size_t(c.m) * size_t(wrows[size_t(i)]));
         for (int m = 0; m < c.m; ++m) {
             const float* xm = X.data() + size_t(m) * size_t(cols);
@@ -553,15 +571,7 @@ TEST_P(GemvRowsVsCpu, matches_cpu_matvec_per_row) {
                 cpu::matvec(t, W[size_t(i)].data(), rb, wrows[size_t(i)], cols, xin.data(),
                             acc[size_t(i)].data() + size_t(m) * size_t(wrows[size_t(i)]), 8, cpu::XNumerics::Engine);
         }
-        for (int i = 0; i < c.n_mat; ++i) {
-            wn[size_t(i)].resize(size_t(wrows[size_t(i)]));
-            for (int r = 0; r < wrows[size_t(i)]; ++r) {
-                dequantize_row(t, W[size_t(i)].data() + size_t(r) * rb, deq.data(), cols);
-                double ss = 0;
-                for (float f : deq) ss += double(f) * f;
-                wn[size_t(i)][size_t(r)] = float(std::sqrt(ss));
-            }
-        }
+        for (int i = 0; i < c.n_mat; ++i) wn[size_t(i)] = row_norms(t, W[size_t(i)], wrows[size_t(i)], cols);
         Dev dev{ctx, {}};
         CUdeviceptr dw[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {0, 0, 0};
         for (int i = 0; i < c.n_mat; ++i) {
@@ -614,25 +624,10 @@ TEST_P(GemvRowsVsCpu, matches_cpu_matvec_per_row) {
             ctx.synchronize();
             const double lim = c.norm ? 2e-3 : 1e-4;
             double worst = 0;
-            int64_t bad = 0;
-            for (int i = 0; i < n_out; ++i) {
-                std::vector<float> y(size_t(c.m) * size_t(out_rows[i]));
-                ctx.download(y.data(), dy[i], y.size() * 4);
-                for (int m = 0; m < c.m; ++m)
-                    for (int r = 0; r < out_rows[i]; ++r) {
-                        const size_t o = size_t(m) * size_t(out_rows[i]) + size_t(r);
-                        const auto [ref, scale] = epi_reference(c.epi, c.n_mat, c.bias, i, m, r, up_off, res_scale, out_scale,
-                                                                acc, wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
-                        const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
-                        if (!(e <= lim)) {
-                            if (bad < 5)
-                                ADD_FAILURE() << "y" << i << "[" << m << "," << r << "] = " << y[o] << ", cpu " << ref
-                                              << " (scaled error " << e << ")";
-                            ++bad;
-                        }
-                        if (e > worst || std::isnan(e)) worst = std::isnan(e) ? 1e30 : e;
-                    }
-            }
+            const int64_t bad = count_misses(ctx, dy, n_out, out_rows, c.m, lim, [&](int i, int m, int r, size_t o) {
+                return epi_reference(c.epi, c.n_mat, c.bias, i, m, r, up_off, res_scale, out_scale, acc, wn, wrows, B,
+                                     c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
+            }, &worst);
             std::printf("%-5s gemv rows XROWS=%d m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d norm=%d  max scaled err %.3g "
                         "(limit %.0e) regs %d%s\n",
                         type_name(t), xrows, c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), int(c.norm), worst, lim,
