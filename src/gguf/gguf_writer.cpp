@@ -91,6 +91,14 @@ GgufValue scalar(GgufValueType t) {
     return v;
 }
 
+// a scalar of type t holding v in `field`
+template <class M, class V>
+GgufValue scalar(GgufValueType t, M GgufValue::* field, const V& v) {
+    GgufValue x = scalar(t);
+    x.*field = M(v);
+    return x;
+}
+
 GgufValue array_of(GgufValueType elem) {
     GgufValue v;
     v.type = GgufValueType::ARRAY;
@@ -124,40 +132,13 @@ void GgufWriter::set(const std::string& key, GgufValue v) {
     kvs_.push_back(GgufKv{key, std::move(v)});
 }
 
-void GgufWriter::set_u32(const std::string& key, uint32_t v) {
-    GgufValue x = scalar(GgufValueType::U32);
-    x.u = v;
-    set(key, std::move(x));
-}
-
-void GgufWriter::set_i32(const std::string& key, int32_t v) {
-    GgufValue x = scalar(GgufValueType::I32);
-    x.i = v;
-    set(key, std::move(x));
-}
-
-void GgufWriter::set_u64(const std::string& key, uint64_t v) {
-    GgufValue x = scalar(GgufValueType::U64);
-    x.u = v;
-    set(key, std::move(x));
-}
-
-void GgufWriter::set_f32(const std::string& key, float v) {
-    GgufValue x = scalar(GgufValueType::F32);
-    x.f = v;
-    set(key, std::move(x));
-}
-
-void GgufWriter::set_bool(const std::string& key, bool v) {
-    GgufValue x = scalar(GgufValueType::BOOL);
-    x.b = v;
-    set(key, std::move(x));
-}
-
+void GgufWriter::set_u32(const std::string& key, uint32_t v) { set(key, scalar(GgufValueType::U32, &GgufValue::u, v)); }
+void GgufWriter::set_i32(const std::string& key, int32_t v) { set(key, scalar(GgufValueType::I32, &GgufValue::i, v)); }
+void GgufWriter::set_u64(const std::string& key, uint64_t v) { set(key, scalar(GgufValueType::U64, &GgufValue::u, v)); }
+void GgufWriter::set_f32(const std::string& key, float v) { set(key, scalar(GgufValueType::F32, &GgufValue::f, v)); }
+void GgufWriter::set_bool(const std::string& key, bool v) { set(key, scalar(GgufValueType::BOOL, &GgufValue::b, v)); }
 void GgufWriter::set_string(const std::string& key, const std::string& v) {
-    GgufValue x = scalar(GgufValueType::STRING);
-    x.str = v;
-    set(key, std::move(x));
+    set(key, scalar(GgufValueType::STRING, &GgufValue::str, v));
 }
 
 void GgufWriter::set_string_array(const std::string& key, const std::vector<std::string>& v) {
@@ -229,8 +210,7 @@ std::vector<uint8_t> make_head(uint64_t alignment, const std::vector<GgufKv>& kv
                  "alignment {}", alignment);
     // The writer's alignment wins over a general.alignment key copied from another file.
     std::vector<GgufKv> kvs = kvs_in;
-    GgufValue av = scalar(GgufValueType::U32);
-    av.u = alignment;
+    const GgufValue av = scalar(GgufValueType::U32, &GgufValue::u, alignment);
     bool found = false;
     for (GgufKv& kv : kvs) {
         if (kv.key == kAlignmentKey) {
