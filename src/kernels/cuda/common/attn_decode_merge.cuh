@@ -98,12 +98,7 @@
         // (m_s, l_s) of every split read once, in parallel; the per-head loop below touches only
         // shared memory (it used to re-read l_s from L2 split by split, one latency per split)
         __shared__ float wsm[HPB * N_SPLITS], lss[HPB * N_SPLITS], lsm[HPB];
-        for (int idx = tid; idx < HPB * n_active; idx += BLOCK) {
-            const int h = idx / n_active, sp = idx % n_active;
-            const float* st = scratch + ((unsigned long long)(hb + h) * N_SPLITS + sp) * SROW;
-            wsm[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM);  // m_s for now
-            lss[h * N_SPLITS + sp] = __ldcg(st + HEAD_DIM + 1);
-        }
+        load_split_ml<HPB, HEAD_DIM, N_SPLITS, BLOCK, SROW>(scratch, hb, n_active, wsm, lss);
         __syncthreads();
         if (tid < HPB) {
             float* w = wsm + tid * N_SPLITS;

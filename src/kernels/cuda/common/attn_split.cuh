@@ -69,17 +69,25 @@ __device__ __forceinline__ void mma_rows8(float& c0, float& c1, uint32_t a0, uin
 // and L by a warp a head (lanes over the splits) into wsp and lsum (NH floats), then a dim a thread
 // with every split's O loaded at once and summed in split order. scratch: a split's state at
 // ((hq0 + h) * NS + s) * (HD + 4) floats: O, m, l.
-template <int NH, int HD, int NS, int NT, class Put>  // heads, head dim, splits, threads a block
-__device__ __forceinline__ void merge_split_states(const float* scratch, Put put, int hq0, int n_active, float* wsp,
-                                                   float* lsp, float* lsum) {
-    constexpr int SROW = HD + 4;
-    const int tid = threadIdx.x, lane = tid % 32, wp = tid / 32;
-    for (int idx = tid; idx < NH * n_active; idx += NT) {
+// The splits' (m_s, l_s) of NH heads into wsp / lsp (NH x NS floats each), the block's NT threads
+// sharing the loads: split s of head h at ((hq0 + h) * NS + s) * SROW floats, m and l after its HD
+// outputs
+template <int NH, int HD, int NS, int NT, int SROW>
+__device__ __forceinline__ void load_split_ml(const float* scratch, int hq0, int n_active, float* wsp, float* lsp) {
+    for (int idx = threadIdx.x; idx < NH * n_active; idx += NT) {
         const int h = idx / n_active, sp = idx % n_active;
         const float* st = scratch + ((unsigned long long)(hq0 + h) * NS + sp) * SROW;
         wsp[h * NS + sp] = __ldcg(st + HD);  // m_s for now
         lsp[h * NS + sp] = __ldcg(st + HD + 1);
     }
+}
+
+template <int NH, int HD, int NS, int NT, class Put>  // heads, head dim, splits, threads a block
+__device__ __forceinline__ void merge_split_states(const float* scratch, Put put, int hq0, int n_active, float* wsp,
+                                                   float* lsp, float* lsum) {
+    constexpr int SROW = HD + 4;
+    const int tid = threadIdx.x, lane = tid % 32, wp = tid / 32;
+    load_split_ml<NH, HD, NS, NT, SROW>(scratch, hq0, n_active, wsp, lsp);
     __syncthreads();
     for (int h = wp; h < NH; h += NT / 32) {
         float* w = wsp + h * NS;
