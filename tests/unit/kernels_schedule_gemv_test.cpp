@@ -256,6 +256,38 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
     }
     EXPECT_EQ(bulk, 4);  // 2 layers
+    // the batch phase keeps its kernels
+    for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
+    // gemv.bulk_min_slots=6: the bulk gemvs' items shrink until 6 slots fit their 200 KiB
+    ScheduleOptions six;
+    six.gemv_bulk_min_slots = 6;
+    int six_n = 0;
+    for (const KernelStep& k : schedule_build(p, h200, six).decode) {
+        if (!has_define(k.variant, "BULK", "1")) continue;
+        int slots = 0;
+        for (const auto& [name, val] : k.variant.defines)
+            if (name == "BULK_S") slots = std::stoi(val);
+        EXPECT_GE(slots, 6) << k.symbol;
+        ++six_n;
+    }
+    EXPECT_GT(six_n, 0);
+    // a 1 KiB budget: the smallest items (256 columns), 2 slots
+    ScheduleOptions small;
+    small.gemv_bulk_kb = 1;
+    for (const KernelStep& k : schedule_build(p, h200, small).decode)
+        if (has_define(k.variant, "BULK", "1")) {
+            EXPECT_TRUE(has_define(k.variant, "BULK_CH", "256")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BULK_S", "2")) << k.symbol;
+        }
+}
+
+// The bulk gemvs' early ring slots and grids: gemv.early_slots (and .KIND) before the PDL wait,
+// gemv.fill_at_loads, gemv.grid.KIND (by default a Q4_0 attn_output after attention on 76 of 132
+// SMs), and Q8_0's 3 of 5 slots early.
+TEST(ScheduleGates, BulkGemvsEarlySlotsAndGrids) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    auto wide = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 4096);
+    const Plan p = plan_build(*wide, PlanOptions{128, 16, 1});
     // gemv.early_slots=N sets it (N >= the slots: all before the wait, no define);
     // gemv.fill_at_loads=off: no hook, and all slots early unless N is given
     ScheduleOptions early;
@@ -287,19 +319,6 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     }
     EXPECT_EQ(seen, 4);  // 2 layers
     early.gemv_early_slots_for.clear();
-    // gemv.bulk_min_slots=6: the bulk gemvs' items shrink until 6 slots fit their 200 KiB
-    ScheduleOptions six;
-    six.gemv_bulk_min_slots = 6;
-    int six_n = 0;
-    for (const KernelStep& k : schedule_build(p, h200, six).decode) {
-        if (!has_define(k.variant, "BULK", "1")) continue;
-        int slots = 0;
-        for (const auto& [name, val] : k.variant.defines)
-            if (name == "BULK_S") slots = std::stoi(val);
-        EXPECT_GE(slots, 6) << k.symbol;
-        ++six_n;
-    }
-    EXPECT_GT(six_n, 0);
     // gemv.grid.KIND attn_output=66: that kernel on 66 blocks, the others on every SM
     ScheduleOptions half;
     half.gemv_grid_for = {{"attn_output", 66}};
@@ -344,8 +363,14 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
         EXPECT_TRUE(has_define(k.variant, "BULK_FILL_AT_LOADS", "1")) << k.symbol;
     }
     EXPECT_GT(bulk8, 0);
-    // the batch phase keeps its kernels
-    for (const KernelStep& k : s.batch) EXPECT_FALSE(has_define(k.variant, "BULK", "1")) << k.symbol;
+}
+
+// gemv.load=bulk for plain-type (F16) gemvs: by default for every one with x in shared memory and
+// 256-column multiples (narrow models too), rows round the blocks first; `lanes` below sm_90.
+TEST(ScheduleGates, BulkRingsForPlainTypeGemvs) {
+    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
+    ScheduleOptions o;
+    o.force = {{"gemv.load", "bulk"}};
     // F16: bulk by default for every plain-type gemv with x in shared memory and
     // 256-column multiples (narrow models too), rows round the blocks first; `lanes` below sm_90.
     // The rings: 512-column items (2 rows x 1 KiB; 16 warps x 6 slots = 192 KiB + the 16 KiB
@@ -371,14 +396,6 @@ TEST(ScheduleGates, BulkRingsForDecodeSplitLayoutGemvsOnSm90) {
     // per layer q/k/v, attn_output, gate/up (4096 columns; ffn_down's 352 are no 256-multiple);
     // the output; by default and forced
     EXPECT_EQ(f16_bulk, 2 * (2 * 3 + 1));
-    // a 1 KiB budget: the smallest items (256 columns), 2 slots
-    ScheduleOptions small;
-    small.gemv_bulk_kb = 1;
-    for (const KernelStep& k : schedule_build(p, h200, small).decode)
-        if (has_define(k.variant, "BULK", "1")) {
-            EXPECT_TRUE(has_define(k.variant, "BULK_CH", "256")) << k.symbol;
-            EXPECT_TRUE(has_define(k.variant, "BULK_S", "2")) << k.symbol;
-        }
 }
 
 // gemv.trigger=start (gemv.cu TRIGGER_EARLY): with PDL, the split-layout bulk gemvs trigger their
