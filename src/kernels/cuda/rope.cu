@@ -6,6 +6,9 @@
 //   (a, b) -> (a cos - b sin, a sin + b cos); dims >= N_ROT pass through
 //   YaRN (YARN=1, or in the host's table): the angle ramp of common/rope_angle.cuh
 //   ATTN_TEMP != 0: every q element then times attn_temperature(pos) (rope_angle.cuh)
+//   QK_NORM=1: each head is first RMS-normalised over its HEAD_DIM values and scaled by its norm
+//     weight (q_norm_w for q heads, k_norm_w for k heads; qwen3's attn_qk_norm) in place, so
+//     attn_qk_norm + attn_rope + attn_kv_store are one launch
 // The angle is computed as the CPU does (float exponent, float pos * base^e, float division by
 // the factor) but with pow/sin/cos in double then rounded, i.e. correctly rounded, which is
 // what glibc's powf/sinf/cosf return in all but rare cases; no fast-math intrinsics.
@@ -16,8 +19,9 @@
 //   KV_T        cache element type: half | float
 // PDL:     PDL=1 enables griddepcontrol (common.cuh); default 0
 // launch:  grid = N_HEADS + N_KV_HEADS (block h < N_HEADS: q head h; else kv head h - N_HEADS),
-//          block = HEAD_DIM / 2, smem = 0
-// args:    (q, k, v, k_cache, v_cache, pos_ptr, freq_factors, freq_base, seq_ptr)
+//          block = ROPE_BLOCK (HEAD_DIM / 2 rounded up to whole warps), smem = 0
+// args:    (q, k, v, k_cache, v_cache, pos_ptr, freq_factors, freq_base, seq_ptr, q_norm_w,
+//          k_norm_w, qk_eps); the last three are read only with QK_NORM=1 (else null, 0)
 //          BATCH=1 (with N_CTX): grid.y = rows; row r rotates q/k row r at pos_ptr[r] and stores
 //          into cache row seq_ptr[r] * N_CTX + pos_ptr[r]; BATCH=0: pos = *pos_ptr, seq_ptr unused
 //          q: (N_HEADS, HEAD_DIM) in/out; k: (N_KV_HEADS, HEAD_DIM) in/out; v: same, in;
@@ -25,7 +29,9 @@
 //          N_ROT/2 floats or null. PRECOND: 0 <= *pos_ptr < n_ctx (not checked here).
 // bytes:   4 * HEAD_DIM * (2 * N_HEADS + 3 * N_KV_HEADS)   (q, k read and written; v read)
 //          + 2 * N_KV_HEADS * HEAD_DIM * sizeof(KV_T)       (k, v cache rows written)
-// reference: cpu::rope (q and k) + the cache copy   test: tests/kernels/rope_test.cpp
+//          + QK_NORM: 8 * HEAD_DIM (the two norm weights)
+// reference: cpu::rope (q and k) + the cache copy (QK_NORM: cpu::rms_norm of each head first)
+//            test: tests/gpu/kernels_vs_cpu_test.cpp (whole plans, qwen3 and qwen3moe ones too)
 
 #ifndef JITLLM_JIT  // defaults for a standalone syntax check only
 #define KERNEL_NAME rope
@@ -51,9 +57,40 @@ static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && HEAD_DIM % 2 == 0, "rope di
 
 #include "common/rope_angle.cuh"
 
-extern "C" __global__ void __launch_bounds__(HEAD_DIM / 2)
+#ifndef QK_NORM
+#define QK_NORM 0
+#endif
+#define ROPE_BLOCK ((HEAD_DIM / 2 + 31) / 32 * 32)
+
+// QK_NORM: hv[0 .. HEAD_DIM) = hv * (1 / sqrt(mean(hv^2) + eps)) * w, as cpu::rms_norm (the sum's
+// order differs: per thread, per warp, then the warps in order). Every thread of the block calls it.
+__device__ __forceinline__ void head_rms_norm(float* hv, const float* w, float eps) {
+    __shared__ float part[ROPE_BLOCK / 32];
+    const int t = threadIdx.x;
+    constexpr int H = HEAD_DIM / 2;
+    float x0 = 0.0f, x1 = 0.0f;
+    if (t < H) {
+        x0 = hv[t];
+        x1 = hv[t + H];
+    }
+    float ss = warp_sum(x0 * x0 + x1 * x1);
+    if ((t & 31) == 0) part[t >> 5] = ss;
+    __syncthreads();
+    ss = part[0];
+#pragma unroll
+    for (int i = 1; i < ROPE_BLOCK / 32; ++i) ss += part[i];
+    const float scale = 1.0f / sqrtf(ss / float(HEAD_DIM) + eps);
+    if (t < H) {
+        hv[t] = x0 * scale * __ldg(w + t);
+        hv[t + H] = x1 * scale * __ldg(w + t + H);
+    }
+    __syncthreads();  // the rotation below reads other threads' values
+}
+
+extern "C" __global__ void __launch_bounds__(ROPE_BLOCK)
 KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
-            const int* pos_ptr, const float* freq_factors, float freq_base, const int* seq_ptr) {
+            const int* pos_ptr, const float* freq_factors, float freq_base, const int* seq_ptr,
+            const float* q_norm_w, const float* k_norm_w, float qk_eps) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     pdl_launch_dependents();
     pdl_wait();
@@ -73,6 +110,12 @@ KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
     const int head = is_q ? blockIdx.x : blockIdx.x - N_HEADS;
     float* hv = (is_q ? q : k) + head * HEAD_DIM;
     KV_T* kc = k_cache + cache_row * KV_DIM + head * HEAD_DIM;
+#if QK_NORM
+    head_rms_norm(hv, is_q ? q_norm_w : k_norm_w, qk_eps);
+#else
+    (void)q_norm_w, (void)k_norm_w, (void)qk_eps;
+#endif
+    if (t >= HEAD_DIM / 2) return;  // the padding of a block to whole warps
     if (t < N_ROT / 2) {
         const int i = t;
         float c, s;

@@ -155,6 +155,10 @@ size_t Lowering::lower_at(size_t i) {
             return 1 + extra;
         }
         case K::AttnQkNorm:
+            if (fuse && is(i + 1, K::AttnRope)) {  // rope.cu QK_NORM: the heads' norm in the rotation
+                rope(i + 1, &a);
+                return 3;
+            }
             rms_norm(i, Slot::Q, Slot::Q, c_.n_heads, c_.head_dim, a.w[0], a.eps);
             rms_norm(i, Slot::K, Slot::K, c_.n_kv_heads, c_.head_dim, a.w[1], a.eps);
             return 1;
@@ -241,7 +245,7 @@ void Lowering::embed(size_t i) {
     if (c_.dim % 32 == 0) norm_prev_ = NormProducer{out_->size() - 1, Slot::X, c_.dim, true};
 }
 
-void Lowering::rope(size_t i) {
+void Lowering::rope(size_t i, const Task* qk_norm) {
     const Task& a = t(i);
     JITLLM_CHECK(is(i + 1, K::AttnKvStore), "attn_rope must precede attn_kv_store");
     Variant v("cuda/rope.cu", "");
@@ -249,18 +253,25 @@ void Lowering::rope(size_t i) {
         .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
         .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
     if (batch_) v.set("BATCH", 1).set("N_CTX", p_.n_ctx);
+    if (qk_norm) v.set("QK_NORM", 1);
     const KArg angles = rope_angles(v, a.w[0]);
     const std::string algo = c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm";
-    auto& k = add({i, i + 1}, batch_ ? algo + "_rows" : algo, v);
-    k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads)); k.block = Dim3(unsigned(c_.head_dim / 2));
+    std::vector<size_t> idx{i, i + 1};
+    if (qk_norm) idx.insert(idx.begin(), i - 1);
+    auto& k = add(idx, batch_ ? algo + "_rows" : algo, v);
+    k.grid = Dim3(unsigned(c_.n_heads + c_.n_kv_heads));
+    k.block = Dim3(unsigned((c_.head_dim / 2 + 31) / 32 * 32));  // rope.cu ROPE_BLOCK
     if (batch_) {
         k.grid.y = unsigned(std::max(1, p_.batch_rows));
         rows_grid(k, 1);
     }
     k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer),
-              slot(batch_ ? Slot::Positions : Slot::Pos), angles, f32(c_.rope_base), batch_ ? slot(Slot::Seqs) : null()};
+              slot(batch_ ? Slot::Positions : Slot::Pos), angles, f32(c_.rope_base), batch_ ? slot(Slot::Seqs) : null(),
+              weight(qk_norm ? qk_norm->w[0] : nullptr), weight(qk_norm ? qk_norm->w[1] : nullptr),
+              f32(qk_norm ? qk_norm->eps : 0.0f)};
     const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
-    k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz;
+    k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz +
+              (qk_norm ? uint64_t(c_.head_dim) * 8 : 0);
 }
 
 void Lowering::sample(size_t i) {

@@ -169,7 +169,7 @@ private:
     void rms_norm_rows(KernelStep& k, size_t i, Slot in, Slot outs, int per_row, int D, bool weighted);
     // the row-wise kernels of embedding, RoPE + KV store and the pick, in either phase
     void embed(size_t i);
-    void rope(size_t i);
+    void rope(size_t i, const Task* qk_norm = nullptr);  // qk_norm: the attn_qk_norm folded in
     void sample(size_t i);
 
     // --- gemv with fusions ---
