@@ -50,7 +50,7 @@ size_t Lowering::lower_moe_at(size_t i) {
             const Task& router = norm ? t(i + 1) : a;
             JITLLM_CHECK(is(i + (norm ? 2 : 1), K::FfnTopk), "{} must precede ffn_topk", router.name);
             const Task& topk = t(i + (norm ? 2 : 1));
-            const int warps = 4;
+            const int warps = o_.moe_router_warps;
             Variant v("cuda/moe.cu", "");
             v.set("MOE", 0).set("WARPS", warps).set("NORM", int(norm)).set("RENORM", int(topk.renorm));
             common(v);
