@@ -113,7 +113,7 @@ struct ScheduleOptions {
     bool gemv_fill_at_loads = true;              // gemv.fill_at_loads: the late ring slots once the x prologue's loads are out (off: after it, and no auto early slots; BULK_FILL_AT_LOADS)
     int attn_tma_from = -1;                      // attn.tma_from: with attn.kv=tma, decode positions below N take a second graph with the register kernel's attention (0: one graph; -1: auto, kTmaFromAuto where attn.kv=tma is the default, 0 where forced)
     int attn_tma_stages = 0;                     // attn.tma_stages: attn.kv=tma's ring slots only (0: attn.kv_stages, else 2)
-    int moe_router_warps = 4;                    // moe.router_warps: router rows (warps) per block of the MoE router + top-k kernel (moe.cu MOE=0)
+    int moe_router_warps = 8;                    // moe.router_warps: router rows (warps) per block of the MoE router + top-k kernel (moe.cu MOE=0)
     int attn_tma_cluster = -1;                   // attn.tma_cluster: attn.kv=tma's splits of a kv head as one cluster, merged through DSMEM (CLUSTER): 1 on, 0 off, -1 where the device's clusters fit
 };
 

@@ -61,7 +61,7 @@ const std::vector<Tunable> kTable = {
     {"gemv.xq_lag", "1", "gemv.xq=producer: the cluster leader quantizes a group after its own pass N groups later",
      &O::gemv_xq_lag, range(1, 8)},
     // moe: the mixture-of-experts kernels (moe.cu)
-    {"moe.router_warps", "4", "router rows per block of the MoE router and top-k, 1 to 8 (each block normalises x)",
+    {"moe.router_warps", "8", "router rows per block of the MoE router and top-k, 1 to 8 (each block normalises x)",
      &O::moe_router_warps, range(1, 8)},
     {"attn.xq", "on", "gemv.xq=producer: decode attention writes its output quantized for attn_output", &O::attn_xq,
      on_off()},
