@@ -3,6 +3,8 @@
 // executes, for several prompt lengths, generation lengths and modes.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "backends/cuda/schedule.h"
 #include "fixtures/test_support.h"
 #include "runtime/engine.h"
@@ -48,23 +50,122 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
         ASSERT_TRUE(counted.count(name)) << name;
         EXPECT_EQ(counted.at(name), n) << name;
     }
-    // Kernel-level accounting for a CUDA target sums to the schedule's launches per phase run.
+    // Kernel-level accounting for a CUDA target sums to the schedule's launches per phase run; a
+    // prompt chunk (and the output tail) takes the list its rows choose (CudaBackend::batch: the
+    // small-step gemv lists for steps of at most batch_small_rows rows)
     const auto sched = jitllm::schedule_build(e.plan(), jitllm::DeviceInfo::for_target("sm_90"), {});
     const auto pr = jitllm::plan_phase_runs(rs);
-    int64_t total = 0;
+    auto sizes = [&](int rows) -> std::pair<size_t, size_t> {  // (body, tail) of that step's list
+        if (sched.batch_small.empty() || rows > sched.batch_small_rows)
+            return {sched.batch_body, sched.batch.size() - sched.batch_body};
+        if (rows >= 2 && !sched.batch_xrows.empty())
+            return {sched.batch_xrows_body, sched.batch_xrows.size() - sched.batch_xrows_body};
+        return {sched.batch_small_body, sched.batch_small.size() - sched.batch_small_body};
+    };
+    int64_t batch_launches = 0;
+    for (int64_t ch = 0; ch < pr.batch; ++ch)
+        batch_launches += int64_t(sizes(int(std::min<int64_t>(c.chunk, c.n_prompt - ch * c.chunk))).first);
+    if (pr.batch_tail) batch_launches += int64_t(sizes(1).second);
+    const int64_t before_decode = int64_t(sched.prefill.size()) * pr.prefill + batch_launches;
+    int64_t total = 0, skip_decode = 0;
     for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) {
         total += k.total;
-        EXPECT_EQ(k.skip_decode, int64_t(k.per_prefill) * pr.prefill + int64_t(k.per_chunk) * pr.batch +
-                                     int64_t(k.per_tail) * pr.batch_tail + int64_t(k.per_decode) * (pr.decode_in_prompt + 2));
-        EXPECT_EQ(k.skip_chunk, int64_t(k.per_chunk) * std::min<int64_t>(2, pr.batch));
+        skip_decode += k.skip_decode;
+        if (sched.batch_small.empty()) {
+            EXPECT_EQ(k.skip_chunk, int64_t(k.per_chunk) * std::min<int64_t>(2, pr.batch));
+        }
     }
-    EXPECT_EQ(total, int64_t(sched.decode.size()) * pr.decode + int64_t(sched.prefill.size()) * pr.prefill +
-                         int64_t(sched.batch_body) * pr.batch +
-                         int64_t(sched.batch.size() - sched.batch_body) * pr.batch_tail);
+    EXPECT_EQ(total, int64_t(sched.decode.size()) * pr.decode + before_decode);
+    EXPECT_EQ(skip_decode, before_decode + int64_t(sched.decode.size()) * std::min<int64_t>(pr.decode, pr.decode_in_prompt + 2));
     // the chunk kernels are the batch phase's body: launches per chunk sum to batch_body
     int64_t per_chunk = 0;
     for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) per_chunk += k.per_chunk;
     EXPECT_EQ(per_chunk, int64_t(sched.batch_body));
+    // the launch walk (jitllm ncu's picks) issues as many launches of each kernel as the accounting
+    // counts, and its pick of the steady state's first launch of a kernel has the accounting's skip
+    std::map<std::string, int64_t> walked;
+    jitllm::schedule_for_each_launch(sched, rs, [&](const jitllm::LaunchRef& l) {
+        ++walked[l.step->symbol];
+        return true;
+    });
+    for (const auto& k : jitllm::schedule_launch_accounting(sched, rs, 2)) {
+        EXPECT_EQ(walked[k.kernel], k.total) << k.kernel;
+        if (k.per_decode == 0 || pr.decode <= pr.decode_in_prompt + 2) continue;
+        const auto pick = jitllm::schedule_pick_launch(sched, rs, [&](const jitllm::LaunchRef& l) {
+            return l.phase == jitllm::Phase::Decode && l.run == pr.decode_in_prompt + 2 && l.step->symbol == k.kernel;
+        });
+        ASSERT_TRUE(pick) << k.kernel;
+        EXPECT_EQ(pick->skip, k.skip_decode) << k.kernel;
+        EXPECT_EQ(pick->total, k.total) << k.kernel;
+    }
+}
+
+// The walk's order and the pick's skip on a hand-made schedule: prefill steps, then decode steps;
+// a kernel used twice a step (two layers) counts both launches of every earlier step.
+TEST(LaunchPick, SkipCountsEveryEarlierLaunchOfTheSymbol) {
+    jitllm::Schedule s;
+    s.prefill = {step("norm"), step("gemv"), step("gemv"), step("attn_p")};
+    s.decode = {step("norm"), step("gemv"), step("attn"), step("gemv"), step("pick")};
+    // --with-prefill-decode, prompt 4, -n 3: prefill runs at positions 0..2, decode at 3..5
+    const jitllm::RunShape rs{4, 3, true, 0};
+    std::vector<std::string> order;
+    jitllm::schedule_for_each_launch(s, rs, [&](const jitllm::LaunchRef& l) {
+        order.push_back(std::string(jitllm::phase_name(l.phase)) + std::to_string(l.position) + ":" + l.step->symbol);
+        return true;
+    });
+    ASSERT_EQ(order.size(), 3u * 4 + 3u * 5);
+    EXPECT_EQ(order.front(), std::string(jitllm::phase_name(jitllm::Phase::Prefill)) + "0:norm");
+    EXPECT_EQ(order[12], std::string(jitllm::phase_name(jitllm::Phase::Decode)) + "3:norm");
+    // the second gemv (index 3) of decode run 1 (position 4): 3 prefill runs x 2 + 1 decode run x 2 + 1
+    auto p = jitllm::schedule_pick_launch(s, rs, [](const jitllm::LaunchRef& l) {
+        return l.phase == jitllm::Phase::Decode && l.position == 4 && l.index == 3;
+    });
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->at.step->symbol, "gemv");
+    EXPECT_EQ(p->skip, 9);
+    EXPECT_EQ(p->total, 12);
+    // the first prefill launch of attn_p, the last decode pick
+    p = jitllm::schedule_pick_launch(s, rs, [](const jitllm::LaunchRef& l) { return l.step->symbol == "attn_p"; });
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->skip, 0);
+    EXPECT_EQ(p->total, 3);
+    p = jitllm::schedule_pick_launch(s, rs, [](const jitllm::LaunchRef& l) {
+        return l.phase == jitllm::Phase::Decode && l.position == 5 && l.step->symbol == "pick";
+    });
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->skip, 2);
+    // nothing at a position the run never reaches
+    EXPECT_FALSE(jitllm::schedule_pick_launch(s, rs, [](const jitllm::LaunchRef& l) { return l.position == 6; }));
+}
+
+// Prompt chunks: each chunk's list by its rows (a short last chunk from the small-step list), the
+// output tail once, after the last chunk, from the one-row list
+TEST(LaunchPick, ChunksTakeTheirListByRowsAndTheTailComesLast) {
+    jitllm::Schedule s;
+    s.batch = {step("norm_rows"), step("gemm"), step("out_gemm")};
+    s.batch_body = 2;
+    s.batch_small = {step("norm_rows"), step("gemv_rows"), step("out_gemv")};
+    s.batch_small_body = 2;
+    s.batch_small_rows = 4;
+    s.decode = {step("gemv")};
+    // prompt 19 in chunks of 8: rows 8, 8, 3 (the last from the small list), then the tail, then
+    // 2 decode steps (-n 3)
+    const jitllm::RunShape rs{19, 3, false, 8};
+    std::vector<std::string> order;
+    jitllm::schedule_for_each_launch(s, rs, [&](const jitllm::LaunchRef& l) {
+        order.push_back(l.step->symbol + "@" + std::to_string(l.run) + (l.tail ? "t" : ""));
+        return true;
+    });
+    const std::vector<std::string> want{"norm_rows@0", "gemm@0", "norm_rows@1", "gemm@1", "norm_rows@2",
+                                        "gemv_rows@2", "out_gemv@2t", "gemv@0", "gemv@1"};
+    EXPECT_EQ(order, want);
+    auto p = jitllm::schedule_pick_launch(s, rs, [](const jitllm::LaunchRef& l) {
+        return l.phase == jitllm::Phase::Batch && l.run == 2 && l.step->symbol == "norm_rows";
+    });
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->skip, 2);
+    EXPECT_EQ(p->at.rows, 3);
+    EXPECT_EQ(p->at.position, 16);
 }
 
 // attn.tma_from: decode steps at positions below decode_short_below run the second list, so a

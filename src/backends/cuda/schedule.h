@@ -8,6 +8,7 @@
 // dropped (attn_norm + attn_qkv -> attn_norm_qkv), e.g. attn_norm_qkv__gemv_warp_q8_0.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -198,6 +199,32 @@ struct KernelLaunchCount {
     int64_t total = 0, skip_decode = 0, skip_prefill = 0, skip_chunk = 0;
 };
 std::vector<KernelLaunchCount> schedule_launch_accounting(const Schedule& s, const RunShape& r, int warmup_tokens);
+
+// One kernel launch of a run, as the backend issues it: the phase, the run of that phase (prefill
+// step, prompt chunk or decode step, from 0), the token position it starts at, the list entry and
+// its index in the list it came from (the batch phase's body and output tail may come from the
+// small-step lists: `rows` is what chose it).
+struct LaunchRef {
+    Phase phase = Phase::Decode;
+    int64_t run = 0, position = 0;
+    const KernelStep* step = nullptr;
+    size_t index = 0;
+    int rows = 1;
+    bool tail = false;  // the batch phase's output tail (the prompt's last row, after its chunk)
+};
+// Calls f for every kernel launch of a run of shape r in issue order (prefill steps, then prompt
+// chunks each followed by nothing but the last by the output tail, then decode steps with the list
+// their position and draw take), until f returns false. No early end of generation is assumed.
+void schedule_for_each_launch(const Schedule& s, const RunShape& r, const std::function<bool(const LaunchRef&)>& f);
+// The first launch of a run that `want` accepts, with ncu's --launch-skip for it: the launches of
+// the same kernel symbol before it. Empty when no launch of the run matches.
+struct LaunchPick {
+    LaunchRef at;
+    int64_t skip = 0;   // earlier launches of at.step->symbol
+    int64_t total = 0;  // launches of that symbol in the whole run
+};
+std::optional<LaunchPick> schedule_pick_launch(const Schedule& s, const RunShape& r,
+                                               const std::function<bool(const LaunchRef&)>& want);
 std::string schedule_describe_launches(const Schedule& s, const RunShape& r, int warmup_tokens);
 
 // Every distinct variant of the schedule (both phases), in first-use order.
