@@ -1,0 +1,54 @@
+// The flags of `jitllm [run]`, shared with the commands that wrap a run (`jitllm ncu`, `jitllm nsys`):
+// one declaration, so a wrapped run's arguments mean what they mean to `jitllm run`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/gpu_flags.h"
+#include "runtime/sampler.h"
+
+namespace jitllm {
+class GgufReader;
+class Tokenizer;
+}  // namespace jitllm
+
+namespace jitllm::cli {
+
+struct RunFlags {
+    std::string model = default_model_path();
+    std::string prompt = "Once upon a time";
+    std::string prompt_file;  // -f/--file
+    std::string system_prompt;
+    int max_tokens = 256;
+    int64_t seed = -1;
+    SamplerParams sp;
+    bool stream = true;
+    bool echo = false;
+    bool interactive = false;
+    bool instruct = false;
+    int threads = 1;
+    int ctx_size = 0;
+    bool gpu = false;
+    bool with_prefill_decode = false;
+    int batch_prefill_size = 0;
+    bool print_plan = false;
+    GpuFlags g;
+    std::string metrics;  // "" | "json"
+    int launch_skip_warmup = 2;
+};
+
+void add_run_flags(CLI::App& app, RunFlags& f);
+// After parsing: the seed (random when not given), the sampler's checks, the prompt file read, and
+// every text checked as UTF-8 (usage errors otherwise).
+void run_flags_finish(RunFlags& f);
+// The prompt's token ids as the run feeds them (the chat format with --instruct); usage errors for
+// an empty prompt or one longer than n_ctx.
+std::vector<int32_t> run_prompt_ids(const RunFlags& f, const Tokenizer& tok, const GgufReader& gguf, int n_ctx);
+// Refuses text that is not UTF-8 (a usage error naming `what`).
+void check_utf8(const char* what, const std::string& text);
+
+}  // namespace jitllm::cli
