@@ -21,6 +21,8 @@ int cmd_bench(const Args& args);     // jitllm bench -m MODEL -p 512 -n 128 -r 5
 int cmd_perplexity(const Args& args);  // jitllm perplexity -m MODEL -f TEXT -c 512
 int cmd_version(const Args& args);     // jitllm version (--version)
 int cmd_devices(const Args& args);     // jitllm devices (--list-devices)
+int cmd_ncu(const Args& args);         // jitllm ncu --task blk.3.ffn_down --token 40 -- -m MODEL --gpu
+int cmd_nsys(const Args& args);        // jitllm nsys -- -m MODEL --gpu
 
 // $JITLLM_MODEL, else the bundled model (bundled_model_name()).
 std::string default_model_path();

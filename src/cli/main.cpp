@@ -25,6 +25,8 @@ const Command kCommands[] = {
     {"serve", jitllm::cli::cmd_serve, "OpenAI-compatible HTTP server (docs/server.md)"},
     {"bench", jitllm::cli::cmd_bench, "llama-bench-style pp/tg speed with GB/s and % of copy bandwidth"},
     {"perplexity", jitllm::cli::cmd_perplexity, "perplexity of a model over a text (chunks of --ctx-size)"},
+    {"ncu", jitllm::cli::cmd_ncu, "Nsight Compute on the kernel of one task, layer and token (docs/profiling.md)"},
+    {"nsys", jitllm::cli::cmd_nsys, "an Nsight Systems timeline of a run with one NVTX range per task"},
     {"devices", jitllm::cli::cmd_devices, "the NVRTC library and the CUDA devices --gpu can use (--list-devices)"},
     {"version", jitllm::cli::cmd_version, "the release, build commit and compiler (--version)"},
 };
