@@ -178,14 +178,16 @@ ModelConfig parse_common_config(const GgufReader& g, const std::string& a) {
     return c;
 }
 
-void parse_moe_config(const GgufReader& g, const std::string& a, bool shared_expert, ModelConfig& c) {
+void parse_moe_config(const GgufReader& g, const std::string& a, bool shared_expert, ModelConfig& c,
+                      int expert_ff_default) {
     constexpr int64_t kMaxDim = 1 << 20;
     c.n_expert = get_positive(g, a + ".expert_count", 1 << 16);
     c.n_expert_used = get_positive(g, a + ".expert_used_count", 1 << 16);
     if (c.n_expert_used > c.n_expert)
         fail("{}: key '{}.expert_used_count': expected at most expert_count {}, found {}", g.path(), a,
              c.n_expert, c.n_expert_used);
-    c.expert_ff = get_positive(g, a + ".expert_feed_forward_length", kMaxDim);
+    c.expert_ff = expert_ff_default > 0 ? get_positive_or(g, a + ".expert_feed_forward_length", expert_ff_default, kMaxDim)
+                                        : get_positive(g, a + ".expert_feed_forward_length", kMaxDim);
     if (shared_expert) c.shared_expert_ff = get_positive(g, a + ".expert_shared_feed_forward_length", kMaxDim);
 }
 

@@ -81,10 +81,12 @@ struct ModelConfig {
 // the file and key when a required key is missing or out of range).
 ModelConfig parse_common_config(const GgufReader& g, const std::string& arch);
 
-// Reads the mixture-of-experts keys of architecture prefix `arch` into c (all required; the
-// shared expert's width only when `shared_expert`); throws Error naming the file and key when one is
+// Reads the mixture-of-experts keys of architecture prefix `arch` into c (all required, but the
+// experts' width where expert_ff_default > 0 stands in for it; the shared expert's width only when
+// `shared_expert`); throws Error naming the file and key when one is
 // missing or out of range (no experts, more used than there are).
-void parse_moe_config(const GgufReader& g, const std::string& arch, bool shared_expert, ModelConfig& c);
+void parse_moe_config(const GgufReader& g, const std::string& arch, bool shared_expert, ModelConfig& c,
+                      int expert_ff_default = 0);
 
 // mistral3's optional attention temperature (attention.temperature_scale; absent: none).
 void parse_attn_temperature(const GgufReader& g, const std::string& arch, ModelConfig& c);

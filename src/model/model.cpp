@@ -22,7 +22,7 @@ const ArchEntry kArchs[] = {
     {"granite", granite_parse_config, llama_family_bind_layer},
     {"qwen2moe", qwen2moe_parse_config, moe_bind_layer},
     {"qwen3moe", qwen3moe_parse_config, moe_bind_layer},
-    {"mistral3", mistral3_parse_config, llama_family_bind_layer},
+    {"mistral3", mistral3_parse_config, mistral3_bind_layer},
 };
 
 std::string shape_str(const std::vector<uint64_t>& s) {

@@ -30,5 +30,6 @@ ModelConfig granite_parse_config(const GgufReader& g);
 ModelConfig qwen2moe_parse_config(const GgufReader& g);
 ModelConfig qwen3moe_parse_config(const GgufReader& g);
 ModelConfig mistral3_parse_config(const GgufReader& g);
+void mistral3_bind_layer(WeightBinder& b, const ModelConfig& c, int i, LayerWeights& w);
 
 }  // namespace jitllm
