@@ -19,7 +19,8 @@
 #   depth   : tg128 at depths 0 and DEPTH of DEPTH_SHAPES (one n_ctx for both rows)
 #   serve   : `jitllm serve --gpu` under scripts/serve-load.py (aggregate decode tok/s by clients)
 #   profile : --profiler's per-kernel table of PROFILE_SHAPES (decode, and the batch phase)
-#   ncu     : Nsight Compute on plan tasks of NCU_SHAPE (the docs/profiling.md workflow)
+#   ncu     : `jitllm ncu` on NCU_TASKS of NCU_SHAPE at a decode token and a prompt chunk; each launch
+#             checked against ncu's grid and its NVTX step range (the launch asked for is the one profiled)
 #   ab      : this build against .gpu/bin/jitllm-base: tg128 of AB_SHAPES and pp512 of AB_PREFILL
 #             alternated AB_ROUNDS times, a before / after / ratio table, and the greedy md5 of each
 #             build on each shape and prompt (equal md5s: the same text)
@@ -48,10 +49,8 @@
 #   SERVE_SHAPE [llama3.2-1b:q4_0]  SERVE_CLIENTS [1,8,32]  SERVE_TEMPS [0 0.8]  SERVE_SECONDS [10]
 #   SERVE_ARGS     extra `jitllm serve` flags []
 #   PROFILE_SHAPES [llama3.2-1b:f16 llama3.1-8b:q4_0]  PROFILE_BATCH: 1 also profiles pp512 -b 512 [1]
-#   NCU_SHAPE [llama3.2-1b:f16]  NCU_KERNELS (regexes over task kernel names)
-#                  [ffn_norm_gate_up_act__gemv.* attn__split_kv.*]  NCU_SECTIONS: "full" adds stall
-#                  reasons etc., or a list of section names (e.g. "SourceCounters WarpStateStats")
-#                  [SpeedOfLight LaunchStats Occupancy]  NCU_ARGS: extra run flags (--ctx-size 4224) []
+#   NCU_SHAPE [llama3.2-1b:f16]  NCU_TASKS: task:layer ('-': a global task) [ffn_down:2 attn:1 output:-]
+#                  NCU_TOKEN: the decode token [30]  NCU_ARGS: extra run flags []
 #   AB_SHAPES [the six]  AB_PREFILL [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q4_0]
 #   AB_ROUNDS [2]  AB_ARGS: flags for both builds []  AB_PROMPTS: '|'-separated prompts for the md5s
 #                  [Once upon a time]  AB_TOKENS: greedy tokens each [48]
@@ -268,34 +267,50 @@ profile)
     done
     ;;
 ncu)
-    # find each kernel's launch skip in --print-plan's launch accounting, then ncu that kernel
+    # `jitllm ncu` on NCU_TASKS in single-token decode and in prompt chunks; each launch checked
+    # twice: ncu's grid against the plan's, and ncu's NVTX step range (--print-nvtx-rename kernel)
+    # of the launch and of the ones before it: the layer's launch is the L+1-th of its step
     f=$(synth "${NCU_SHAPE:-llama3.2-1b:f16}")
-    names="SpeedOfLight LaunchStats Occupancy"
-    case ${NCU_SECTIONS:-} in
-    "") ;;
-    full) names="$names WarpStateStats SchedulerStats MemoryWorkloadAnalysis ComputeWorkloadAnalysis InstructionStats" ;;
-    *) names=$NCU_SECTIONS ;;
-    esac
-    secs=()
-    for n in $names; do secs+=(--section "$n"); done
-    # shellcheck disable=SC2206
-    run=("$B/jitllm" --gpu -m "$f" -p "Once upon a time" -n 64 --seed 42 --temperature 0 ${NCU_ARGS:-})
-    log "launch accounting: ${run[*]} --print-plan"
-    x "${run[@]}" --print-plan 2>&1 > /dev/null | tee "$OUT/print-plan.txt" | grep -A60 "launch accounting" \
-        > "$OUT/launch-accounting.txt"
-    head -30 "$OUT/launch-accounting.txt" | note
-    for kr in ${NCU_KERNELS:-ffn_norm_gate_up_act__gemv.* attn__split_kv.*}; do
-        k=$(awk -v k="^$kr\$" '$1 ~ k {print $1; exit}' "$OUT/launch-accounting.txt")
-        skip=$(awk -v k="$k" '$1 == k {print $7}' "$OUT/launch-accounting.txt")
-        if [ "$DRY" = 1 ] && [ -z "$k" ]; then k=$kr skip=SKIP; fi
-        [ -n "$k" ] || { log "ncu: no task kernel matches $kr"; continue; }
-        log "ncu $k --launch-skip $skip"
-        x timeout 300 ncu --clock-control none "${secs[@]}" --csv --kernel-name "regex:^$k\$" --launch-skip "$skip" \
-            --launch-count 4 -- "${run[@]}" > "$OUT/ncu-$k.csv" 2> "$OUT/ncu-$k.err"
-        echo "rc=$? $(wc -l < "$OUT/ncu-$k.csv") lines" | note
-        grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Dynamic Shared|Static Shared" \
-            "$OUT/ncu-$k.csv" | head -20 | note
-        tail -3 "$OUT/ncu-$k.err" | note
+    prompt="Once upon a time there was a little girl named Lily who loved to play outside in the park with her friends"
+    for mode in "--token ${NCU_TOKEN:-30}" "--chunk 1"; do
+        # shellcheck disable=SC2206
+        run=(-m "$f" -p "$prompt" -n 16 --temperature 0 --gpu ${NCU_ARGS:-})
+        [ "$mode" = "--chunk 1" ] && run+=(--batch-prefill-size 8)
+        for tl in ${NCU_TASKS:-ffn_down:2 attn:1 output:-}; do
+            t=${tl%%:*} l=${tl#*:} lay=()
+            [ "$l" = - ] && l=0 || lay=(--layer "$l")
+            tag="$t-${l}-${mode// /}"
+            log "jitllm ncu --task $t ${lay[*]} $mode -- ${run[*]}"
+            # shellcheck disable=SC2086
+            x timeout 300 "$B/jitllm" ncu --task "$t" "${lay[@]}" $mode --out "$OUT/ncu-$tag" -- "${run[@]}" \
+                > "$OUT/ncu-$tag.txt" 2>&1
+            echo "rc=$?" | note
+            grep -vE "^==PROF==|^ *$" "$OUT/ncu-$tag.txt" | grep -vE "^(Once|[A-Za-z ,.']+$)" | head -16 | note
+            pr=$(grep -m1 "^profiles" "$OUT/ncu-$tag.txt")
+            k=$(echo "$pr" | awk '{print $2}')
+            skip=$(echo "$pr" | sed -n 's/.*--launch-skip \([0-9]*\)).*/\1/p')
+            grid=$(echo "$pr" | sed -n 's/.*grid (\([0-9]*\), \([0-9]*\), \([0-9]*\)).*/\1 \2 \3/p' | awk '{print $1 * $2 * $3}')
+            want=$(echo "$pr" | sed -n -e 's/.*step at position \([0-9]*\).*/(pos \1)/p' -e 's/.*rows from position \([0-9]*\)).*/from pos \1)/p')
+            [ -n "$skip" ] || { echo "ncu check $tag: no launch in jitllm ncu's output" | note; continue; }
+            from=$((skip - l - 1)); [ $from -lt 0 ] && from=0
+            x timeout 300 ncu --clock-control none --nvtx --print-nvtx-rename kernel --csv --page raw \
+                --metrics launch__grid_size,launch__block_size --kernel-name "regex:^$k\$" --launch-skip "$from" \
+                --launch-count $((skip - from + 1)) "$B/jitllm" "${run[@]}" > "$OUT/ncu-nvtx-$tag.csv" 2>&1
+            # rows: "ID",...,"Kernel Name",... with the kernel renamed to its step's NVTX range
+            python3 - "$OUT/ncu-nvtx-$tag.csv" "$want" "$grid" "$l" "$((skip - from))" "$tag" <<'PY' | note
+import csv, sys
+path, want, grid, layer, before, tag = sys.argv[1:7]
+lines = [x for x in open(path) if x.startswith('"')]
+rows = list(csv.DictReader(lines))[1:] if lines else []
+names = [r.get("Kernel Name", "") for r in rows]
+ok = len(rows) == int(before) + 1
+ok = ok and all(want in n for n in names[-(int(layer) + 1):]) and rows[-1].get("launch__grid_size") == grid
+if ok and len(rows) > int(layer) + 1:
+    ok = want not in names[-(int(layer) + 2)]
+print(f"ncu check {tag}: {'PASS' if ok else 'FAIL'}: want step '{want}', grid {grid}, layer {layer}; ncu saw",
+      [(n, r.get("launch__grid_size")) for n, r in zip(names, rows)])
+PY
+        done
     done
     ;;
 ab)

@@ -183,7 +183,7 @@ void CudaBackend::run(Phase ph, int32_t token, int pos) {
     const int li = ph == Phase::Decode ? decode_list(pos) : 0;
     auto& launches = ph == Phase::Decode ? decode_lists_[li] : prefill_launches_;
     const int iph = int(ph);
-    NvtxRange range(fmt::format("{} {}", phase_name(ph), steps_[iph]),
+    NvtxRange range(fmt::format("{} {} (pos {})", phase_name(ph), steps_[iph], pos),
                     ph == Phase::Decode ? NvtxColor::Decode : NvtxColor::Prefill);
     Profiler* prof = opt_.profiler;
     bool capturing = false;

@@ -76,7 +76,7 @@ void CudaBackend::batch(const BatchStep& b) {
     }
     const size_t n_launch = seq.size();
     const int iph = int(Phase::Batch);
-    NvtxRange range(fmt::format("batch {} ({} rows)", steps_[iph], b.n), NvtxColor::Prefill);
+    NvtxRange range(fmt::format("batch {} ({} rows from pos {})", steps_[iph], b.n, b.pos[0]), NvtxColor::Prefill);
     Profiler* prof = opt_.profiler;
     if (prof && !origin_) {
         JITLLM_CUDA_TRY(d, cuEventCreate(&origin_, CU_EVENT_DEFAULT));
