@@ -7,7 +7,7 @@
 #   info    : device, driver, clocks, build-info, `jitllm --version`, --list-devices, the driver round
 #             trip test, the bundled model's greedy text on the GPU
 #   kernels : the GPU kernel tests against the CPU (kernels_vs_cpu, kernels_gemm GemmVsCpu,
-#             kernels_draw, kernels_attn_prefill)
+#             kernels_draw, kernels_attn_prefill, kernels_moe_group MoeGroupVsCpu)
 #   golden  : engine_golden_test on the GPU with the default gates, with every sibling at once, and
 #             with each set of GATES forced (JITLLM_TEST_CUDA_FORCE; a variant's prerequisites from
 #             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
@@ -198,6 +198,7 @@ kernels)
     cuda_test "gemm vs cpu" kernels-gemm kernels_gemm_test --gtest_filter='*GemmVsCpu*'
     cuda_test "device draw vs the host sampler" kernels-draw kernels_draw_test
     cuda_test "prefill attention vs cpu" kernels-attn-prefill kernels_attn_prefill_test
+    cuda_test "grouped experts vs cpu" kernels-moe-group kernels_moe_group_test --gtest_filter='*MoeGroupVsCpu*'
     ;;
 golden)
     cuda_test "golden, default gates" golden-default engine_golden_test

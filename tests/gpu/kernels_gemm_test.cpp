@@ -27,11 +27,15 @@
 #include "fixtures/engine_factory.h"  // cuda_available
 #include "jit/jit_compiler.h"
 #include "quant/quant.h"
+#include "gpu/random_weights.h"
 
 namespace jitllm {
 // gtest prints a GgmlType parameter by name (ctest's test list shows "q4_0", not its bytes)
 void PrintTo(GgmlType t, std::ostream* os) { *os << type_name(t); }
 namespace {
+
+using test::f16_bits;
+using test::random_weights;
 
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
@@ -232,48 +236,6 @@ uint16_t bf16_bits(float f) {  // round to nearest even (finite values)
     return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-uint16_t f16_bits(float f) {  // round to nearest (test data only: normal range)
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    const uint32_t sign = (u >> 16) & 0x8000u;
-    int e = int((u >> 23) & 0xFF) - 127 + 15;
-    uint32_t mant = u & 0x7FFFFFu;
-    if (e <= 0) return uint16_t(sign);
-    uint32_t h = sign | (uint32_t(e) << 10) | (mant >> 13);
-    if ((mant >> 12) & 1) ++h;
-    return uint16_t(h);
-}
-
-// rows x row_bytes of weights: quantized from random floats where quantize_row exists, else
-// (K-quants) random block bytes with sane f16 scales.
-std::vector<uint8_t> random_weights(GgmlType t, int rows, int cols) {
-    const size_t rb = row_bytes(t, uint64_t(cols));
-    std::vector<uint8_t> w(rb * size_t(rows));
-    if (can_quantize(t)) {
-        std::vector<float> v(static_cast<size_t>(cols));
-        for (int r = 0; r < rows; ++r) {
-            for (float& f : v) f = 0.5f * urand();
-            quantize_row(t, v.data(), w.data() + size_t(r) * rb, cols);
-        }
-        return w;
-    }
-    for (auto& b : w) b = uint8_t(g_rng() & 0xFF);
-    const int bb = int(type_traits(t).type_size);
-    for (size_t off = 0; off + size_t(bb) <= w.size(); off += size_t(bb)) {
-        auto put = [&](size_t at, float f) {
-            const uint16_t h = f16_bits(f);
-            std::memcpy(&w[off + at], &h, 2);
-        };
-        if (t == GgmlType::Q6_K) {
-            put(208, 0.002f + 0.002f * std::fabs(urand()));
-        } else {  // Q4_K, Q5_K: d, dmin
-            put(0, 0.002f + 0.002f * std::fabs(urand()));
-            put(2, 0.002f + 0.002f * std::fabs(urand()));
-        }
-    }
-    return w;
-}
-
 struct Dev {
     CudaContext& ctx;
     std::vector<CUdeviceptr> held;
@@ -406,7 +368,7 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         std::vector<int> wrows(size_t(c.n_mat));
         for (int i = 0; i < c.n_mat; ++i) {
             wrows[size_t(i)] = (c.epi == 2 && c.n_mat == 1) ? s.up_offset_rows + c.rows0 : s.rows[i];
-            W[size_t(i)] = random_weights(t, wrows[size_t(i)], cols);
+            W[size_t(i)] = random_weights(t, wrows[size_t(i)], cols, g_rng);
         }
         std::vector<std::vector<float>> B(size_t(c.n_mat));
         for (int i = 0; i < c.n_mat; ++i) {
@@ -543,7 +505,7 @@ TEST_P(GemvRowsVsCpu, matches_cpu_matvec_per_row) {
         std::vector<std::vector<float>> B(3);
         const size_t rb = row_bytes(t, uint64_t(cols));
         for (int i = 0; i < c.n_mat; ++i) {
-            W[size_t(i)] = random_weights(t, wrows[size_t(i)], cols);
+            W[size_t(i)] = random_weights(t, wrows[size_t(i)], cols, g_rng);
             WS[size_t(i)].resize(W[size_t(i)].size());
             repack_split_rows(t, W[size_t(i)].data(), WS[size_t(i)].data(), wrows[size_t(i)], cols);
             B[size_t(i)].resize(size_t(wrows[size_t(i)]));

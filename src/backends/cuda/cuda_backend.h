@@ -83,6 +83,8 @@ public:
     void download_scratch(const std::string& name, void* dst, size_t bytes);
     // (greedy_list: decode's step `index` of schedule().decode_greedy, the sample.fuse=gemv list)
     void run_step(Phase ph, size_t index, int32_t token, int pos, bool greedy_list = false);
+    // ... step `index` of the batch phase's GEMM list (schedule().batch) for a step of `rows` rows
+    void run_batch_step(size_t index, int rows);
     int32_t device_token_out();  // what the `sample` kernel wrote
 
 private:

@@ -141,6 +141,20 @@ void CudaBackend::batch(const BatchStep& b) {
     steps_[iph]++;
 }
 
+void CudaBackend::run_batch_step(size_t index, int rows) {
+    JITLLM_CHECK(index < batch_launches_.size(), "batch step {} of {}", index, batch_launches_.size());
+    JITLLM_CHECK(rows >= 1 && rows <= plan_.batch_rows, "batch of {} rows, plan has {}", rows, plan_.batch_rows);
+    dev_pos_ = -1;
+    Launch& l = batch_launches_[index];
+    for (size_t a : l.rows_args) {
+        l.vals[a] = 0;
+        std::memcpy(&l.vals[a], &rows, 4);
+    }
+    ctx_->launch(l.fn, l.step->grid_for_rows(rows), l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl,
+                 l.step->cluster);
+    ctx_->synchronize();
+}
+
 const float* CudaBackend::batch_logits(int row) {
     // without set_logits_needed the rows are not copied back (greedy picks on the device): stale
     JITLLM_CHECK(batch_logits_ && row >= 0 && row < batch_n_, "batch row {} has no logits", row);

@@ -47,6 +47,8 @@ bool raw_ring(const GemmSpec& s) {
 
 }  // namespace
 
+bool gemm_type_supported(GgmlType t) { return gemm_type_ok(t); }
+
 int gemm_producers(const GemmSpec& s) {
     if (s.mma != 2) return 0;
     if (s.producers > 0) return s.producers;
@@ -79,6 +81,10 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.wsplit && (!split_layout_type(s.wtype) || s.cols % 256 != 0))
         fail("gemm: the split layout takes Q4_0/Q8_0 rows of a multiple of 256, not {} x {}", type_name(s.wtype), s.cols);
     if (s.x_f16 && s.mma != 2) fail("gemm: x_f16 needs mma 2");
+    if (s.grouped < 0 || s.grouped > 2) fail("gemm: grouped {} not in 0..2", s.grouped);
+    if (s.grouped && (s.mma == 2 || s.has_bias || !(s.epi == 0 || (s.epi == 2 && s.n_mat == 2)) ||
+                      s.group_k < 1 || s.groups < 1))
+        fail("gemm: grouped takes mma 0 / 1, no bias, epi 0 or epi 2 with two matrices, group_k and groups >= 1");
     if (s.mma == 2) {
         if (s.wtype == GgmlType::F32) fail("gemm: mma 2 (wgmma) takes F16/BF16 or quantized weights, not F32");
         if (!async_w(s) && !s.x_f16)
@@ -100,6 +106,7 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.mma && s.stages > 0) v.set("STAGES", s.stages);
     if (s.x_f16) v.set("X_F16", 1);
     if (s.wsplit) v.set("WSPLIT", 1);
+    if (s.grouped) v.set("GROUPED", s.grouped).set("GROUP_K", s.group_k);
     if (s.mma == 2) {
         const int pw = gemm_producers(s);
         if (pw < 1 || pw > 2) fail("gemm: mma 2 takes 1 or 2 producer warpgroups, not {}", pw);
@@ -123,11 +130,17 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     return unsigned(st * bm * bk * 4 + 2 * bm * bk * 2 + w_slots * bn * bk * 2);
 }
 
+int gemm_group_tiles(const GemmSpec& s, int m) {
+    const int64_t entries = int64_t(std::max(m, 1)) * s.group_k;
+    return int((entries + tile_m(s) - 1) / tile_m(s) + std::min<int64_t>(s.groups, entries));
+}
+
 GemmLaunch gemm_launch(const GemmSpec& s, int m) {
     const int bm = tile_m(s), bn = tile_n(s);
     const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
     GemmLaunch l;
-    l.grid = Dim3(unsigned((std::max(m, 1) + bm - 1) / bm), unsigned((out_w + bn - 1) / bn));
+    const int mt = s.grouped ? gemm_group_tiles(s, m) : (std::max(m, 1) + bm - 1) / bm;
+    l.grid = Dim3(unsigned(mt), unsigned((out_w + bn - 1) / bn));
     l.block = Dim3(s.mma == 2 ? 128u * unsigned(2 + gemm_producers(s)) : 256u);
     l.smem = gemm_smem_bytes(s);
     return l;
@@ -136,6 +149,10 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m) {
 uint64_t gemm_bytes(const GemmSpec& s, int m) {
     const uint64_t out = uint64_t(gemm_out_rows(s));
     uint64_t b = uint64_t(gemm_weight_rows(s)) * row_bytes(s.wtype, uint64_t(s.cols));
+    if (s.grouped) {
+        b *= uint64_t(s.groups);
+        m *= s.group_k;
+    }
     b += (s.x_f16 ? 2ull : 4ull) * uint64_t(m) * uint64_t(s.cols) + 4ull * uint64_t(m) * out;
     if (s.epi == 1) b += 4ull * uint64_t(m) * out;
     if (s.has_bias) b += 4ull * uint64_t(gemm_weight_rows(s));
@@ -143,6 +160,7 @@ uint64_t gemm_bytes(const GemmSpec& s, int m) {
 }
 
 uint64_t gemm_flops(const GemmSpec& s, int m) {
+    if (s.grouped) m *= s.group_k;
     return 2ull * uint64_t(m) * uint64_t(s.cols) * uint64_t(gemm_weight_rows(s));
 }
 

@@ -31,11 +31,21 @@ struct GemmSpec {
                                  // required for quantized weights
     bool wsplit = false;         // Q4_0/Q8_0 weights in the split device layout (quant.h); cols % 256 == 0
     int producers = 0;           // MMA=2 producer warpgroups (G2_PW); 0 = auto (gemm_producers)
+    // GROUPED (mixture of experts, gemm.cu): 1 x rows gathered through the group list (entry /
+    // group_k), 2 x rows in group order; 0 off. The matrices are stacked per expert (`groups` of
+    // them); a step of m tokens has m * group_k entries, in at most ceil(m * group_k / bm) +
+    // min(groups, m * group_k) tiles (the grid's x bound). MMA 0 / 1, epi 0 or 2 (two matrices).
+    int grouped = 0;
+    int group_k = 1;             // entries per token (the experts a token uses)
+    int groups = 0;              // experts
 };
 
 // MMA=2 producer warpgroups: `producers` when set, else 2 for quantized weights dequantized from
 // registers (not the raw ring) at BN <= 128, else 1. Other MMA levels: 0.
 int gemm_producers(const GemmSpec& s);
+
+// Whether gemm.cu has a weight loader for type t (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K).
+bool gemm_type_supported(GgmlType t);
 
 // Variant of "cuda/gemm.cu" with every define of `s` (symbol = entry point name).
 Variant gemm_variant(const GemmSpec& s, const std::string& symbol);
@@ -44,8 +54,11 @@ struct GemmLaunch {
     Dim3 grid, block;
     unsigned smem = 0;  // dynamic shared memory; above 48 KiB the host raises the function limit
 };
-// Launch geometry for m activation rows (m >= 1).
+// Launch geometry for m activation rows (m >= 1; grouped: m tokens).
 GemmLaunch gemm_launch(const GemmSpec& s, int m);
+// grouped: tiles of the group list, at most ceil(entries / bm) + min(groups, entries) (every
+// expert's last tile may be partial); the grid's x bound for m tokens
+int gemm_group_tiles(const GemmSpec& s, int m);
 // Dynamic shared memory of the variant (the same for every m).
 unsigned gemm_smem_bytes(const GemmSpec& s);
 
@@ -54,8 +67,10 @@ int gemm_out_rows(const GemmSpec& s);
 // Weight rows read: 2 * rows[0] for EPI=2, else the sum.
 int gemm_weight_rows(const GemmSpec& s);
 // Bytes moved from/to DRAM in the ideal case (weights once, x once, y once, + resid / bias).
+// Grouped: every expert's matrices once (which experts a step uses is known only on the device),
+// x and y per entry.
 uint64_t gemm_bytes(const GemmSpec& s, int m);
-// 2 * m * cols * weight rows.
+// 2 * m * cols * weight rows (grouped: per entry).
 uint64_t gemm_flops(const GemmSpec& s, int m);
 
 // Whether MMA level `mma` (1: mma.sync, 2: wgmma) supports wtype on compute capability `sm`

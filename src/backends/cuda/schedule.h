@@ -54,8 +54,10 @@ struct KernelStep {
     uint64_t flops_per_pos = 0;  // plus this many per cached position (attention)
     uint64_t bytes_fixed = 0;    // batch: bytes independent of the rows (weights)
     // Batch phase: grid dimension `rows_dim` (0 x, 1 y, 2 z; -1 none) is ceil(m * rows_mul /
-    // rows_div) for a step of m rows (`grid` holds the value for the plan's batch_rows).
-    int rows_dim = -1, rows_mul = 1, rows_div = 1;
+    // rows_div) + min(rows_add, m * rows_mul) for a step of m rows (`grid` holds the value for the
+    // plan's batch_rows). rows_add: the grouped expert GEMMs' tiles, one partial tile per expert at
+    // most, never more than one per (row, choice) entry (gemm_group_tiles).
+    int rows_dim = -1, rows_mul = 1, rows_div = 1, rows_add = 0;
     Dim3 grid_for_rows(int m) const;
     // Programmatic dependent launch (gate launch.pdl): compiled with PDL=1 and launched with
     // programmatic stream serialization, so its prologue overlaps the previous kernel's tail.
@@ -80,6 +82,7 @@ struct ScheduleOptions {
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // gemm.bm: MMA tile rows (0: auto 64 | 128)
+    int moe_bm = 0;                              // moe.bm: rows of a grouped expert GEMM tile (0: auto 64)
     int gemv_min_blocks = 0;                     // gemv.min_blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // gemv.prefetch: bytes of each row prefetched to L2
     int gemv_block = 0;                          // gemv.block: threads per gemv block (0: auto 256)

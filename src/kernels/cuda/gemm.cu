@@ -31,6 +31,15 @@
 //   WARPS_M, WARPS_N  MMA warp grid (default 2 x 4: each warp a 64 x 32 sub-tile)
 //   STAGES          MMA cp.async ring depth (default 4, >= 3)
 //   BK              32 (fixed: the f16 tiles are 64-byte rows with an XOR swizzle)
+//   GROUPED         1 / 2: the mixture-of-experts GEMM of the batch phase (lowering/moe_batch.cpp;
+//                   moe_group.cu MG=0 builds the group list): blockIdx.x is a tile of the list
+//                   `tiles` (its count, 3 ints of padding, then int4 records (expert, first,
+//                   count <= BM)); W0 / W1 are stacked tensors [experts][ROWS_i][COLS] and the
+//                   tile multiplies its expert's matrices; the tile's activation row r is x row
+//                   ent[first + r] / GROUP_K (1: the token of a (token, choice) entry) or first + r
+//                   (2: x already in group order), its output row first + r. Blocks past the list
+//                   return at once. MMA 0 / 1, EPI 0 / 2 (N_MAT 2), no bias; two more arguments
+//                   (tiles, ent) after m
 //   MIN_BLOCKS      __launch_bounds__ minimum (MMA default: 2 for F16/BF16 on sm_90+ = 128
 //                   registers, 1 otherwise: the register-staged types spill a few bytes at 128,
 //                   and sm_8x holds one 112 KiB block per SM anyway)
@@ -42,7 +51,8 @@
 //                  cp.async ring) or 2*BN*BK*2 (other types, dequantized double buffer)
 //                  = 112 KiB (F16/BF16) / 96 KiB at 128x128, STAGES 4 (host raises the limit)
 //            SIMT: 2 * BK * ((BM + 4) + (BN + 4)) * 4 = 34 KiB at 64 x 64
-// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m); unused ones = null.
+// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m[, tiles, ent]); unused ones = null.
+//          GROUPED: m unused; grid.x = the list's bound (gemm_launch).
 //          x f32 [m, COLS], y_i f32 [m, ROWS_i] (EPI=2: y0 [m, ROWS0]), resid f32 [m, ROWS0].
 //          PRECOND: W pointers and x 16-byte aligned; y does not overlap x; m >= 1.
 // bytes:   weights once from DRAM (sum_i ROWS_i * row_bytes; L2 serves the M tiles after the
@@ -80,6 +90,12 @@
 
 #ifndef X_F16
 #define X_F16 0
+#endif
+#ifndef GROUPED
+#define GROUPED 0
+#endif
+#ifndef GROUP_K
+#define GROUP_K 1
 #endif
 #ifndef BK
 #define BK (MMA == 2 ? 64 : 32)
@@ -153,6 +169,8 @@ static_assert(COLS % 32 == 0 && COLS % QK_ELEMS(WTYPE) == 0, "COLS: multiple of 
 static_assert(BK == (MMA == 2 ? 64 : 32), "BK: 32 (MMA 0/1), 64 (MMA 2)");
 static_assert(MMA >= 0 && MMA <= 2, "MMA: 0..2");
 static_assert(!X_F16 || MMA == 2, "X_F16: MMA=2 only");
+static_assert(!GROUPED || (MMA < 2 && !HAS_BIAS && (EPI == 0 || (EPI == 2 && N_MAT == 2))),
+              "GROUPED: MMA 0 / 1, no bias, EPI 0 or EPI 2 with two matrices");
 
 // EPI=2: a tile's BN columns are groups of 2*G: G gate rows, then the same G rows of up, so one
 // thread holds gate and up of the same outputs (MMA: G = half a warp's columns).
@@ -217,6 +235,43 @@ __device__ __forceinline__ void gemm_store_swiglu(float* y0, const float* b0, co
     (void)b0; (void)b1;
 }
 
+// The block's activation rows: `count` of them from output row `first` on, and x row xrow(r) of
+// row r (GROUPED=1: through the group list's entries; else x rows are the output rows).
+struct GemmRows {
+    int first, count;
+    const int* ent;
+    __device__ __forceinline__ int xrow(int r) const {
+#if GROUPED == 1
+        return ent[first + r] / GROUP_K;
+#else
+        return first + r;
+#endif
+    }
+};
+
+#if GROUPED
+// GROUPED: the block's tile of the group list as its rows, W0 / W1 moved to the tile's expert;
+// false past the list's end.
+__device__ __forceinline__ bool gemm_group_rows(const int* tiles, const int* ent, GemmRows& rows,
+                                                const uint8_t*& W0, const uint8_t*& W1) {
+    if (int(blockIdx.x) >= tiles[0]) return false;
+    const int4 t = reinterpret_cast<const int4*>(tiles + 4)[blockIdx.x];
+    W0 += (unsigned long long)t.x * ROWS0 * GEMM_ROW_BYTES;
+    if (N_MAT > 1) W1 += (unsigned long long)t.x * ROWS1 * GEMM_ROW_BYTES;
+    rows = GemmRows{t.y, t.z, ent};
+    return true;
+}
+#define GEMM_GROUP_PARAMS , const int* tiles, const int* ent
+// the block's rows `br` (a block past the group list returns)
+#define GEMM_BLOCK_ROWS(br)                                \
+    GemmRows br;                                           \
+    if (!gemm_group_rows(tiles, ent, br, W0, W1)) return; \
+    (void)m
+#else
+#define GEMM_GROUP_PARAMS
+#define GEMM_BLOCK_ROWS(br) const GemmRows br{int(blockIdx.x) * BM, m - int(blockIdx.x) * BM, nullptr}
+#endif
+
 #if MMA
 // (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits (both MMA paths)
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
@@ -258,7 +313,7 @@ __device__ __forceinline__ uint32_t swz(int r, int c) { return uint32_t(r * 64 +
 extern "C" __global__ void __launch_bounds__(GEMM_NT, MIN_BLOCKS)
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
-            const float* resid, int m) {
+            const float* resid, int m GEMM_GROUP_PARAMS) {
     JITLLM_DYN_SMEM(uint8_t, smem);
     uint8_t* xf = smem;                                       // STAGES x [BM][BK] f32
     uint8_t* xh = xf + STAGES * GEMM_XF_BYTES;                // 2 x [BM][BK] f16, swizzled
@@ -266,11 +321,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     const uint32_t xf_s = smem_addr(xf), xh_s = smem_addr(xh), wh_s = smem_addr(wh);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int m0 = blockIdx.x * BM, tile = blockIdx.y;
+    const int tile = blockIdx.y;
     const uint8_t* W0 = static_cast<const uint8_t*>(w0);
     const uint8_t* W1 = static_cast<const uint8_t*>(w1);
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
     constexpr int NK = COLS / BK;
+    GEMM_BLOCK_ROWS(br);
 
     // this thread's x chunks (row, 4 floats) and weight units (row, 8 elements), fixed over k
     const float* xsrc[GEMM_XC];
@@ -278,8 +334,8 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #pragma unroll
     for (int i = 0; i < GEMM_XC; ++i) {
         const int u = tid + GEMM_NT * i, r = u / (BK / 4), c = u % (BK / 4);
-        const bool ok = m0 + r < m;
-        xsrc[i] = x + (unsigned long long)(ok ? m0 + r : 0) * COLS + 4 * c;
+        const bool ok = r < br.count;
+        xsrc[i] = x + (unsigned long long)(ok ? br.xrow(r) : 0) * COLS + 4 * c;
         xbytes[i] = ok ? 16 : 0;
     }
     const uint8_t* wsrc[GEMM_WC];
@@ -410,8 +466,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     for (int i = 0; i < GEMM_MT; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int mr = m0 + wm * GEMM_WTM + i * 16 + (lane >> 2) + 8 * h;
-            if (mr >= m) continue;
+            const int lr = wm * GEMM_WTM + i * 16 + (lane >> 2) + 8 * h;
+            if (lr >= br.count) continue;
+            const int mr = br.first + lr;
 #if EPI == 2
 #pragma unroll
             for (int j = 0; j < GEMM_NTL / 2; ++j)
@@ -450,29 +507,33 @@ static_assert(BM == 64 && BN == 64, "SIMT: BM = BN = 64");
 extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS)
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
-            const float* resid, int m) {
+            const float* resid, int m GEMM_GROUP_PARAMS) {
     JITLLM_DYN_SMEM(float, smem);
     float* xs = smem;                       // 2 x [BK][XP]
     float* ws = smem + 2 * BK * GEMM_XP;    // 2 x [BK][WP]
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    const int m0 = blockIdx.x * BM, tile = blockIdx.y;
+    const int tile = blockIdx.y;
     const uint8_t* W0 = static_cast<const uint8_t*>(w0);
     const uint8_t* W1 = static_cast<const uint8_t*>(w1);
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
     constexpr int NK = COLS / BK;
+    GEMM_BLOCK_ROWS(br);
 
     const uint8_t* wsrc[GEMM_SW];
 #pragma unroll
     for (int i = 0; i < GEMM_SW; ++i) wsrc[i] = gemm_wrow(W0, W1, W2, tile, (tid + 256 * i) / (BK / 8));
+    const float* xsrc[GEMM_SX];  // this thread's x chunks (null past the block's rows), fixed over k
+#pragma unroll
+    for (int i = 0; i < GEMM_SX; ++i) {
+        const int u = tid + 256 * i, r = u / (BK / 4), c = u % (BK / 4);
+        xsrc[i] = r < br.count ? x + (unsigned long long)br.xrow(r) * COLS + 4 * c : nullptr;
+    }
     float4 xr[GEMM_SX];
     WRaw wr[GEMM_SW];
     auto load = [&](int s) {
 #pragma unroll
-        for (int i = 0; i < GEMM_SX; ++i) {
-            const int u = tid + 256 * i, r = u / (BK / 4), c = u % (BK / 4);
-            xr[i] = m0 + r < m ? __ldg(reinterpret_cast<const float4*>(x + (unsigned long long)(m0 + r) * COLS + s * BK + 4 * c))
-                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
+        for (int i = 0; i < GEMM_SX; ++i)
+            xr[i] = xsrc[i] ? __ldg(reinterpret_cast<const float4*>(xsrc[i] + s * BK)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
         for (int i = 0; i < GEMM_SW; ++i) {
             const int u = tid + 256 * i, c = u % (BK / 8);
@@ -535,8 +596,8 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const int mr = m0 + ty + 16 * i;
-        if (mr >= m) continue;
+        if (ty + 16 * i >= br.count) continue;
+        const int mr = br.first + ty + 16 * i;
 #if EPI == 2
 #pragma unroll
         for (int j = 0; j < 2; ++j) {

@@ -82,7 +82,8 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
 Dim3 KernelStep::grid_for_rows(int m) const {
     Dim3 g = grid;
     if (rows_dim < 0) return g;
-    const unsigned n = unsigned((int64_t(m) * rows_mul + rows_div - 1) / rows_div);
+    const unsigned n = unsigned((int64_t(m) * rows_mul + rows_div - 1) / rows_div +
+                                std::min<int64_t>(rows_add, int64_t(m) * rows_mul));
     (rows_dim == 0 ? g.x : rows_dim == 1 ? g.y : g.z) = std::max(1u, n);
     return g;
 }

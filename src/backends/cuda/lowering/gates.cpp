@@ -144,6 +144,22 @@ GateVerdict batch_xrows(In in, Gates& g, const Schedule&) {
             why};
 }
 
+// The batch phase's GEMM list runs a step's mixture-of-experts layers as grouped GEMMs: the rows
+// sorted by expert (moe_group.cu), each expert's rows as tensor-core tiles over its matrices
+// (gemm.cu GROUPED), then the weighted combine; a layer whose expert matrices gemm.cu cannot take
+// keeps the rows kernels, and so do the small-step lists (moe.cu: each row reads its experts' rows).
+GateVerdict moe_batch(In in, Gates&, const Schedule&) {
+    const ModelConfig& c = in.cfg;
+    if (!c.moe()) return {false, "no mixture-of-experts layers"};
+    std::string why;
+    if (c.dim % 32 != 0 || c.expert_ff % 32 != 0)
+        why = fmt::format("dim {} and expert width {}: gemm.cu takes multiples of 32", c.dim, c.expert_ff);
+    return {true, "the GEMM list's experts as grouped GEMMs: a step's rows sorted by expert, each expert's rows as "
+                  "tensor-core tiles over its matrices (moe.bm rows), then the weighted combine; the small-step lists "
+                  "keep the rows kernels",
+            why};
+}
+
 // Q4_0/Q8_0 matrices in the split device layout: their 18/34-byte blocks are only 2-aligned, so
 // 16-byte loads need the quants and the scales in separate runs. Every weight a matrix product reads
 // qualifies when its rows are whole 256-element multiples (both runs 16-byte aligned); the embedding
@@ -359,6 +375,7 @@ const std::vector<GateSpec>& gate_table() {
         {"attn.kv", "tma", "ld", attn_kv, &G::attn_tma},
         {"batch.small", "gemv", "gemm", batch_small, &G::batch_small},
         {"batch.xrows", "shared", "per-row", batch_xrows, &G::batch_xrows},
+        {"moe.batch", "grouped", "rows", moe_batch, &G::moe_group},
         {"weights.layout", "split", "blocks", weights_layout,
          [](In, Gates& g, Schedule& s, bool f) {
              if (f) s.split_weights = std::move(g.split_candidates);

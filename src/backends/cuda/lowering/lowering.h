@@ -338,6 +338,18 @@ private:
     // prefill and batch alike (batch_: grids over the rows). moe_at: whether task i is one.
     bool moe_at(size_t i) const;
     size_t lower_moe_at(size_t i);
+    // The batch phase's GEMM list (gate moe.batch=grouped; moe_batch.cpp): whether task i's layer
+    // runs its experts as grouped GEMMs (its expert matrices suit gemm.cu; the router stays in
+    // moe.cpp), and that lowering
+    bool moe_grouped_at(size_t i) const;
+    size_t lower_moe_grouped_at(size_t i);
+    // the grouped GEMM of task i's layer: gate/up (epi 2) or down; its MMA level and tile rows are
+    // the layer's (the group list's tiles serve both)
+    GemmSpec moe_gemm_spec(size_t i, bool down) const;
+    // the group list of task i's layer (moe_group.cu MG=0), a grouped GEMM, the weighted combine
+    void moe_group_list(size_t i, const GemmSpec& s);
+    void moe_gemm(std::vector<size_t> idx, const GemmSpec& s, KArg w0, KArg w1, KArg x, KArg y);
+    void moe_combine(const std::vector<size_t>& idx, const GemmSpec& s, bool shared, bool resid);
     // Decode attention: the tensor-map kernel (gate attn.kv=tma) or the register kernel
     // (attention_decode.cu), split-KV (gate attn.algo=split) or one block per kv head.
     void decode_attention(size_t i, const Task& a);

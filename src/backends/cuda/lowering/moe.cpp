@@ -3,7 +3,8 @@
 //   ffn_exp_gate_up + ffn_exp_act [+ ffn_shexp_gate_up + ffn_shexp_act] -> ..__moe_gate_up_<type>
 //   ffn_exp_down [+ ffn_shexp_down] [+ ffn_residual]        -> ..__moe_down_<type>
 // In the batch phase each row chooses its own experts: the grids gain a dimension over the rows,
-// and each row reads its experts' rows (no grouping by expert yet).
+// and each row reads its experts' rows; the GEMM list groups the rows by expert instead (gate
+// moe.batch=grouped, moe_batch.cpp) and keeps only the router here.
 #include "backends/cuda/lowering/lowering.h"
 
 #include "core/error.h"
@@ -35,6 +36,7 @@ bool Lowering::moe_at(size_t i) const {
 }
 
 size_t Lowering::lower_moe_at(size_t i) {
+    if (moe_grouped_at(i)) return lower_moe_grouped_at(i);  // the batch phase's GEMM list (moe_batch.cpp)
     const Task& a = t(i);
     const int R = std::max(1, p_.batch_rows);
     const int K = c_.n_expert_used, FF = c_.expert_ff, SFF = c_.shared_expert_ff;

@@ -60,9 +60,11 @@ const std::vector<Tunable> kTable = {
      &O::gemv_xq_norm, on_off()},
     {"gemv.xq_lag", "1", "gemv.xq=producer: the cluster leader quantizes a group after its own pass N groups later",
      &O::gemv_xq_lag, range(1, 8)},
-    // moe: the mixture-of-experts kernels (moe.cu)
+    // moe: the mixture-of-experts kernels (moe.cu; the batch phase's grouped GEMMs, moe_group.cu)
     {"moe.router_warps", "8", "router rows per block of the MoE router and top-k, 1 to 8 (each block normalises x)",
      &O::moe_router_warps, range(1, 8)},
+    {"moe.bm", "auto", "rows of a grouped expert GEMM tile (gate moe.batch): 32, 64 or 128 (auto: 64; SIMT: 64)",
+     &O::moe_bm, one_of({32, 64, 128}, 0)},
     {"attn.xq", "on", "gemv.xq=producer: decode attention writes its output quantized for attn_output", &O::attn_xq,
      on_off()},
     {"kv.l2_prefetch", "off", "the q/k/v bulk gemv prefetches earlier K/V rows into L2: at its start or after its last copy",
