@@ -36,8 +36,22 @@ def cubins(arg):
         return
     for root, _dirs, files in sorted(os.walk(arg)):
         if 'kernel.cubin' in files:
-            # the cache entry's folder: <symbol>.<defines>.<key>; the key hashes the source, drop it
-            yield os.path.basename(root).rsplit('.', 1)[0], os.path.join(root, 'kernel.cubin')
+            yield entry_label(root), os.path.join(root, 'kernel.cubin')
+
+
+def entry_label(root):
+    """The entry's variant (symbol<defines>) and arch from its options.txt: the folder name
+    (<symbol>.<defines>.<key>, the key hashing the source) is cut short for long define lists, so two
+    variants can share it."""
+    arch = os.path.basename(os.path.dirname(root))
+    try:
+        with open(os.path.join(root, 'options.txt')) as f:
+            for line in f:
+                if line.startswith('# variant:'):
+                    return line.split(':', 1)[1].strip().replace(' ', '') + '@' + arch
+    except OSError:
+        pass
+    return os.path.basename(root).rsplit('.', 1)[0] + '@' + arch
 
 
 if len(sys.argv) < 2:
