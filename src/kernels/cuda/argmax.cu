@@ -142,22 +142,19 @@ __device__ __forceinline__ unsigned long long warp_max_key(unsigned long long b)
 #endif
 }
 
-// The draw (temperature > 0, 1 <= k <= KMAX): see the header. keys: dynamic shared memory.
-__device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned long long* part_keys,
-                          unsigned* counter, unsigned long long* keys, int* token_out, int* pos_ptr, int* token_in,
-                          int* token_ring) {
-    __shared__ unsigned long long top[KMAX];
-    __shared__ double prob[KMAX], wt[KMAX], share[KMAX];
-    __shared__ bool last;
+// The block's DRAW_P keys (zeros past its chunk [lo, hi)) sorted descending into v: thread t holds keys
+// i = t * DRAW_E + e. A bitonic network held in registers: a stage pairs key i with i ^ stride (the
+// lower index keeps the larger key where (i & size) == 0): strides below DRAW_E inside the thread,
+// below 32 DRAW_E through warp shuffles, larger ones through shared memory `keys` (only those wait
+// for the block).
+// (enumerators, not constexpr variables: those would be emitted as device globals)
+enum : int {
+    DRAW_E = DRAW_P >= BLOCK ? DRAW_P / BLOCK : 1,
+    DRAW_NT = DRAW_P / DRAW_E,  // threads holding keys
+};
+__device__ __forceinline__ void draw_block_sort(unsigned long long (&v)[DRAW_E], const float* logits, int lo, int hi,
+                                                unsigned long long* keys) {
     const int t = threadIdx.x;
-    const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);
-    // The block's keys, sorted descending by a bitonic network held in registers: thread t holds
-    // keys i = t * DRAW_E + e. A stage pairs key i with i ^ stride (the lower index keeps the
-    // larger key where (i & size) == 0): strides below DRAW_E inside the thread, below 32 DRAW_E
-    // through warp shuffles, larger ones through shared memory (only those wait for the block).
-    constexpr int DRAW_E = DRAW_P >= BLOCK ? DRAW_P / BLOCK : 1;
-    constexpr int DRAW_NT = DRAW_P / DRAW_E;  // threads holding keys
-    unsigned long long v[DRAW_E];
 #pragma unroll
     for (int e = 0; e < DRAW_E; ++e) {
         const int i = t * DRAW_E + e;
@@ -197,31 +194,12 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             }
         }
     }
-    // the block's first k (zeros past its DRAW_P keys), fenced by each writer before the ticket
-    bool wrote = false;
-#pragma unroll
-    for (int e = 0; e < DRAW_E; ++e)
-        if (t < DRAW_NT && t * DRAW_E + e < k) {
-            part_keys[blockIdx.x * KMAX + t * DRAW_E + e] = v[e];
-            wrote = true;
-        }
-    for (int i = DRAW_P + t; i < k; i += BLOCK) {
-        part_keys[blockIdx.x * KMAX + i] = 0ull;
-        wrote = true;
-    }
-    if (wrote) __threadfence();  // the list visible before the ticket
-    __syncthreads();
-    if (t == 0) last = atomicAdd(counter, 1u) == N_PARTS - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
-#pragma unroll 4
-    for (int j = t; j < N_PARTS * k; j += BLOCK) {
-        const int q = j / k;
-        keys[j] = __ldcg(part_keys + q * KMAX + (j - q * k));
-    }
-    __syncthreads();
+}
+
+// The last block: one warp merges the N_PARTS lists (list p at keys[p * k ..)) by their heads, k
+// times, the winners into top[0 .. k)
+__device__ __forceinline__ void draw_merge_lists(const unsigned long long* keys, int k, unsigned long long* top) {
+    const int t = threadIdx.x;
     if (t < 32) {  // one warp merges the lists' heads k times
         constexpr int LPL = (N_PARTS + 31) / 32;  // lists a lane merges: t, t + 32, ...
         int head[LPL];
@@ -249,9 +227,14 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             if (t == 0) top[r] = w;
         }
     }
-    if (t >= 32) return;
-    __syncwarp();
-    const DrawParams p = *dp;
+}
+
+// Warp 0: Sampler::sample over the merged top k with the draw's parameters (softmax terms, top_p
+// and min_p cuts, the weighted draw); lane 0 returns the pick's index into top (other lanes: -1).
+// prob, wt, share: shared scratch of KMAX each.
+__device__ __forceinline__ int draw_sample_top(const unsigned long long* top, int k, const DrawParams& p, double* prob,
+                                               double* wt, double* share) {
+    const int t = threadIdx.x;
     // softmax terms (Sampler::sample: prob at temperature 1 for the p filters, weights at T)
     const double mx = pick_key_value(top[0]);
     for (int i = t; i < k; i += 32) {
@@ -274,7 +257,7 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
         for (int i = t; i < k; i += 32) share[i] = prob[i] / sum;
         __syncwarp();
     }
-    if (t != 0) return;
+    if (t != 0) return -1;
     int n = k;
     if (p.top_p < 1.0f) {  // the first prefix whose shares reach top_p
         double acc = 0;
@@ -312,6 +295,51 @@ __device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned l
             r = __dsub_rn(r, wt[i]);
             if (r <= 0) pick = i, drawn = true;
         }
+    return pick;
+}
+
+// The draw (temperature > 0, 1 <= k <= KMAX): see the header. keys: dynamic shared memory.
+__device__ void draw_pick(const float* logits, DrawParams* dp, int k, unsigned long long* part_keys,
+                          unsigned* counter, unsigned long long* keys, int* token_out, int* pos_ptr, int* token_in,
+                          int* token_ring) {
+    __shared__ unsigned long long top[KMAX];
+    __shared__ double prob[KMAX], wt[KMAX], share[KMAX];
+    __shared__ bool last;
+    const int t = threadIdx.x;
+    const int lo = blockIdx.x * CHUNK, hi = min(N, lo + CHUNK);
+    unsigned long long v[DRAW_E];
+    draw_block_sort(v, logits, lo, hi, keys);
+    // the block's first k (zeros past its DRAW_P keys), fenced by each writer before the ticket
+    bool wrote = false;
+#pragma unroll
+    for (int e = 0; e < DRAW_E; ++e)
+        if (t < DRAW_NT && t * DRAW_E + e < k) {
+            part_keys[blockIdx.x * KMAX + t * DRAW_E + e] = v[e];
+            wrote = true;
+        }
+    for (int i = DRAW_P + t; i < k; i += BLOCK) {
+        part_keys[blockIdx.x * KMAX + i] = 0ull;
+        wrote = true;
+    }
+    if (wrote) __threadfence();  // the list visible before the ticket
+    __syncthreads();
+    if (t == 0) last = atomicAdd(counter, 1u) == N_PARTS - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // the lists, list p at keys[p * k ..): L2 loads (ld.global.cg, not volatile: they pipeline)
+#pragma unroll 4
+    for (int j = t; j < N_PARTS * k; j += BLOCK) {
+        const int q = j / k;
+        keys[j] = __ldcg(part_keys + q * KMAX + (j - q * k));
+    }
+    __syncthreads();
+    draw_merge_lists(keys, k, top);
+    if (t >= 32) return;
+    __syncwarp();
+    const DrawParams p = *dp;
+    const int pick = draw_sample_top(top, k, p, prob, wt, share);
+    if (t != 0) return;
     const unsigned long long key = top[pick];
     publish(key != 0ull ? pick_key_id(key) : 0, token_out, pos_ptr, token_in, token_ring);
     dp->draw = p.draw + 1;
