@@ -338,6 +338,13 @@ private:
     // prefill and batch alike (batch_: grids over the rows). moe_at: whether task i is one.
     bool moe_at(size_t i) const;
     size_t lower_moe_at(size_t i);
+    // The tasks an expert down product at i takes with it, in both lowerings: the shared expert's
+    // down (at i + 1) and, fused, the residual after them
+    struct MoeDownGroup {
+        std::vector<size_t> idx;
+        bool shared = false, resid = false;
+    };
+    MoeDownGroup moe_down_group(size_t i) const;
     // The batch phase's GEMM list (gate moe.batch=grouped; moe_batch.cpp): whether task i's layer
     // runs its experts as grouped GEMMs (its expert matrices suit gemm.cu; the router stays in
     // moe.cpp), and that lowering

@@ -35,6 +35,15 @@ bool Lowering::moe_at(size_t i) const {
     return is_moe_task(t(i).kind) || (t(i).kind == K::FfnNorm && o_.fuse && is(i + 1, K::FfnRouter));
 }
 
+Lowering::MoeDownGroup Lowering::moe_down_group(size_t i) const {
+    MoeDownGroup g{{i}};
+    g.shared = is(i + 1, K::FfnShexpDown);
+    if (g.shared) g.idx.push_back(i + 1);
+    g.resid = o_.fuse && is(g.idx.back() + 1, K::FfnResidual);
+    if (g.resid) g.idx.push_back(g.idx.back() + 1);
+    return g;
+}
+
 size_t Lowering::lower_moe_at(size_t i) {
     if (moe_grouped_at(i)) return lower_moe_grouped_at(i);  // the batch phase's GEMM list (moe_batch.cpp)
     const Task& a = t(i);
@@ -101,11 +110,7 @@ size_t Lowering::lower_moe_at(size_t i) {
             return idx.size();
         }
         case K::FfnExpDown: {
-            std::vector<size_t> idx{i};
-            const bool shared = is(i + 1, K::FfnShexpDown);
-            if (shared) idx.push_back(i + 1);
-            const bool resid = o_.fuse && is(idx.back() + 1, K::FfnResidual);
-            if (resid) idx.push_back(idx.back() + 1);
+            const auto [idx, shared, resid] = moe_down_group(i);
             const GgmlType wt = a.w[0]->type, st = shared ? t(i + 1).w[0]->type : wt;
             const int rb = row_bytes_of(wt, FF), rbs = shared ? row_bytes_of(st, SFF) : 0;
             const int stage = K * stage_slot(rb) + (shared ? stage_slot(rbs) : 0);

@@ -111,11 +111,7 @@ size_t Lowering::lower_moe_grouped_at(size_t i) {
             return 2;
         }
         case K::FfnExpDown: {
-            std::vector<size_t> idx{i};
-            const bool shared = is(i + 1, K::FfnShexpDown);
-            if (shared) idx.push_back(i + 1);
-            const bool resid = o_.fuse && is(idx.back() + 1, K::FfnResidual);
-            if (resid) idx.push_back(idx.back() + 1);
+            const auto [idx, shared, resid] = moe_down_group(i);
             const GemmSpec s = moe_gemm_spec(i, true);
             const size_t y_bytes = size_t(R) * size_t(c_.n_expert_used) * size_t(c_.dim) * 4;
             s_.scratch["moe_y"] = std::max(s_.scratch["moe_y"], y_bytes);
