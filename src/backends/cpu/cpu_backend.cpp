@@ -5,14 +5,15 @@
 #include <chrono>
 #include <cstring>
 
+#include "backends/cpu/fast/fast_ops.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace jitllm {
 
-CpuBackend::CpuBackend(const Plan& plan, int n_threads)
-    : plan_(plan), c_(*plan.config), n_threads_(std::max(1, n_threads)) {
+CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
+    : plan_(plan), c_(*plan.config), n_threads_(std::max(1, n_threads)), fast_(fast) {
     (void)cpu_isa();  // JITLLM_CPU_ISA read here, on the caller's thread, not first in a worker
     slots_.resize(size_t(Slot::Count));
     for (const auto& b : plan.buffers) {
@@ -28,6 +29,12 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads)
     for (const auto& t : plan.prefill) count_ptrs_prefill_.push_back(&counts_[t.name]);
     for (const auto& t : plan.batch) count_ptrs_batch_.push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
+}
+
+std::string CpuBackend::products() const {
+    const std::string exact = std::string("exact ") + cpu_isa_name(cpu_isa());
+    if (!fast_ || cpu::fast::fast_isa() == cpu::fast::FastIsa::None) return exact;
+    return std::string("fast ") + cpu::fast::fast_isa_name(cpu::fast::fast_isa()) + ", other types " + exact;
 }
 
 float* CpuBackend::slot(Slot s, int layer) {
@@ -144,6 +151,10 @@ bool CpuBackend::run_products(const Task& t) {
     // rows [r0, r0 + n) of w times every current row of slot `in` into `out` (cpu::matmul: each
     // weight tile read once for all rows; each row's bits those of its own matvec)
     auto mm = [&](const WeightTensor* w, int r0, int n, Slot in, Slot out) {
+        if (fast_ && cpu::fast::matmul(w->type, w->data + size_t(r0) * w->row_bytes, w->row_bytes, n, int(w->cols),
+                                  row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_, row(out, 0),
+                                  size_t(slot_row_elems(plan_, out)), n_threads_))
+            return;
         cpu::matmul(w->type, w->data + size_t(r0) * w->row_bytes, w->row_bytes, n, int(w->cols), row(in, 0),
                     size_t(slot_row_elems(plan_, in)), n_rows_, row(out, 0), size_t(slot_row_elems(plan_, out)),
                     n_threads_);
@@ -253,7 +264,7 @@ void CpuBackend::run_task(const Task& t) {
                 int first = 0;
                 if (c_.sliding_window > 0) first = std::max(0, pos + 1 - c_.sliding_window);
                 const size_t kd = size_t(c_.kv_dim());
-                cpu::attention(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
+                (fast_ ? cpu::fast::attention : cpu::attention)(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
                                cache_row(Slot::VCache, L, seq, first), kd, c_.n_heads, c_.n_kv_heads,
                                c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r), n_threads_);
                 break;

@@ -16,8 +16,13 @@ double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes);
 
 class CpuBackend : public Backend {
 public:
-    CpuBackend(const Plan& plan, int n_threads);
+    // fast: the products and attention of cpu/fast (fast_ops.h) where the CPU has them; false: the
+    // exact reference operations only (--cpu-exact; the kernel tests' reference)
+    CpuBackend(const Plan& plan, int n_threads, bool fast = false);
     std::string name() const override { return "cpu"; }
+    // The instruction sets the products run with: "fast avx512-vnni" (other types: the exact
+    // path's) or "exact avx2" (bench and run print it)
+    std::string products() const;
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
@@ -56,6 +61,7 @@ private:
     const Plan& plan_;
     const ModelConfig& c_;
     int n_threads_;
+    bool fast_;
     int pos_ = 0;
     int32_t token_ = 0, token_out_ = 0;
     // rows of the task being run: decode/prefill = one row (token_, pos_, sequence 0)

@@ -1,0 +1,55 @@
+// Internal to src/backends/cpu/fast: the instruction-set forms of the fast products, over a range of
+// weight rows (fast_ops.cpp splits the rows over the threads and picks the form).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace jitllm::cpu::fast::detail {
+
+// One 32-value block of an activation row for the integer products: q = x / d rounded to the
+// nearest (ties to even), d = max|x| / 127 rounded to f16 (as a Q8_0 block keeps it; llama.cpp's
+// activation blocks); cc[i] = -off * (q[4i] + .. + q[4i + 3] + q[16 + 4i] + .. + q[16 + 4i + 3]),
+// the correction of the weights' unsigned encoding (Q4_0: nibble = w + 8, off 8; Q8_0: byte
+// w ^ 0x80 = w + 128, off 128), folded into the integer sums before any rounding.
+struct alignas(64) XBlock {
+    int8_t q[32];
+    int32_t cc[4];
+    float d;
+    int32_t pad[3];
+};
+static_assert(sizeof(XBlock) == 64);
+
+// Whether this CPU (and build) runs the AVX-512 forms (AVX-512 F/BW/VL/DQ + VNNI, FMA, F16C) and the
+// AVX2 forms (AVX2, FMA, F16C).
+bool cpu_has_avx512_vnni();
+bool cpu_has_avx2_fma();
+
+// x[0, 32 * nb) into nb blocks (off: 8 or 128, see XBlock).
+void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock* out);
+
+// Rows [r0, r1) of Q4_0 (q4) or Q8_0 weights (row r at W + r * stride, nb blocks) times n_x
+// activation rows (row j's blocks at x + j * nb), row j's results at Y + j * y_stride.
+void q_rows_avx512(bool q4, const uint8_t* W, size_t stride, int r0, int r1, int64_t nb, const XBlock* x,
+                   int n_x, float* Y, size_t y_stride);
+
+// Rows [r0, r1) of F16 (f16) or F32 weights of n elements times n_x float rows (row j at
+// X + j * x_stride), results as above.
+void f_rows_avx512(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n, const float* X,
+                   size_t x_stride, int n_x, float* Y, size_t y_stride);
+void f_rows_avx2(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n, const float* X,
+                 size_t x_stride, int n_x, float* Y, size_t y_stride);
+
+// Rows [r0, r1) of W in passes of up to P rows: f(rp, r, n_valid) with rp[k] the address of row r + k;
+// a short pass repeats its last row in the slots after n_valid (computed, not stored)
+template <int P, class F>
+inline void row_passes(const uint8_t* W, size_t stride, int r0, int r1, F&& f) {
+    for (int r = r0; r < r1; r += P) {
+        const int nr = r1 - r < P ? r1 - r : P;
+        const uint8_t* rp[P];
+        for (int k = 0; k < P; ++k) rp[k] = W + size_t(r + (k < nr ? k : nr - 1)) * stride;
+        f(rp, r, nr);
+    }
+}
+
+}  // namespace jitllm::cpu::fast::detail

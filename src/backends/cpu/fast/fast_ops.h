@@ -1,0 +1,44 @@
+// Fast CPU products and attention: the default CPU path beside the exact specification of
+// cpu_ops.h (selected with --cpu-exact). Chosen at run time by what the CPU has (fast_isa()):
+// fused multiply-add, integer dot products on 8-bit values, F16 conversions in vector registers.
+// Numerics: close to llama.cpp's CPU (Q4_0 / Q8_0 weights times x quantized to Q8_0 blocks, float
+// products with FMA for F16 / F32), within the golden tolerances, not the exact path's bits. Each
+// output element is summed in one fixed order whatever the thread count and the number of
+// activation rows, so a batch row gets the bits of the same row alone (decode) on either path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace jitllm::cpu::fast {
+
+// The instruction sets of the fast kernels, best first. None: this CPU (or build) has no fast
+// form; every product then takes the exact path.
+enum class FastIsa { Avx512Vnni, Avx2Fma, None };
+// What this CPU runs: the environment's JITLLM_CPU_FAST=avx512-vnni|avx2-fma|none picks a lower
+// one (tests, comparisons); asking for one the CPU lacks is a usage error.
+FastIsa fast_isa();
+const char* fast_isa_name(FastIsa isa);
+bool cpu_has_fast_isa(FastIsa isa);
+
+// The CPU's physical cores (distinct core ids of /sys/devices/system/cpu; the hardware threads where
+// that cannot be read): the default thread count of the CPU backend.
+int physical_cores();
+
+// Whether matmul() has a fast form for weights of type t on this CPU.
+bool has_matmul(GgmlType t);
+
+// Y row j = W X row j for j < n_x, as cpu::matmul (W: `rows` rows of `cols` elements of type t,
+// row r at W + r * row_stride bytes; X row j at X + j * x_stride floats, Y row j at
+// Y + j * y_stride floats), rows split over n_threads of the global pool. Returns false (nothing
+// written) where has_matmul(t) is false. PRECOND: cols % block_size(t) == 0.
+bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X,
+            size_t x_stride, int n_x, float* Y, size_t y_stride, int n_threads);
+
+// cpu::attention with FMA and vector exponentials (same arguments and layout).
+void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride, int n_heads,
+               int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads);
+
+}  // namespace jitllm::cpu::fast

@@ -1,0 +1,110 @@
+// AVX2 + FMA forms of the fast F16 / F32 products (fast_kernels.h), for x86-64 CPUs without
+// AVX-512: eight columns a step with FMA, four weight rows times up to three activation rows a
+// pass, each row's sum in the same order whatever the pass shape. (Q4_0 / Q8_0 on these CPUs take
+// the exact path, whose AVX2 integer form is already as fast as the memory.)
+#include "backends/cpu/fast/fast_kernels.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <algorithm>
+
+#define JITLLM_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
+
+namespace jitllm::cpu::fast::detail {
+namespace {
+
+// Columns [k, k + 8) of row p as floats (F16 or F32); `tail` columns (< 8) zero-filled after them
+template <bool H>
+JITLLM_AVX2_FMA inline __m256 load_w(const uint8_t* p, int64_t k, int tail) {
+    if (tail == 0) {
+        if constexpr (H) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * size_t(k))));
+        else return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + k);
+    }
+    alignas(32) float t[8] = {};
+    if constexpr (H) {
+        alignas(16) uint16_t h[8] = {};
+        for (int i = 0; i < tail; ++i) h[i] = uint16_t(p[2 * (k + i)] | p[2 * (k + i) + 1] << 8);
+        return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+    }
+    for (int i = 0; i < tail; ++i) t[i] = reinterpret_cast<const float*>(p)[k + i];
+    return _mm256_load_ps(t);
+}
+
+JITLLM_AVX2_FMA inline __m256 load_x(const float* x, int64_t k, int tail) {
+    if (tail == 0) return _mm256_loadu_ps(x + k);
+    alignas(32) float t[8] = {};
+    for (int i = 0; i < tail; ++i) t[i] = x[k + i];
+    return _mm256_load_ps(t);
+}
+
+// The 8 lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
+JITLLM_AVX2_FMA inline float sum8(__m256 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+template <bool H, int R, int C>
+JITLLM_AVX2_FMA inline void f_step(__m256 (&acc)[R][C], const uint8_t* const* rp, const float* X, size_t x_stride,
+                                   int64_t k, int tail) {
+    __m256 w[R];
+    for (int r = 0; r < R; ++r) w[r] = load_w<H>(rp[r], k, tail);
+    for (int c = 0; c < C; ++c) {
+        const __m256 xv = load_x(X + size_t(c) * x_stride, k, tail);
+        for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(w[r], xv, acc[r][c]);
+    }
+}
+
+template <bool H, int R, int C>
+JITLLM_AVX2_FMA void f_tile(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, float* y,
+                            size_t y_stride, int n_valid) {
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) f_step<H, R, C>(acc, rp, X, x_stride, k, 0);
+    if (k < n) f_step<H, R, C>(acc, rp, X, x_stride, k, int(n - k));
+    for (int c = 0; c < C; ++c)
+        for (int r = 0; r < n_valid; ++r) y[size_t(c) * y_stride + size_t(r)] = sum8(acc[r][c]);
+}
+
+template <bool H>
+JITLLM_AVX2_FMA void f_rows4(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, int n_x, float* y,
+                             size_t y_stride, int n_valid) {
+    int j = 0;
+    for (; j + 3 <= n_x; j += 3)
+        f_tile<H, 4, 3>(rp, n, X + size_t(j) * x_stride, x_stride, y + size_t(j) * y_stride, y_stride, n_valid);
+    X += size_t(j) * x_stride, y += size_t(j) * y_stride;
+    if (n_x - j == 2) f_tile<H, 4, 2>(rp, n, X, x_stride, y, y_stride, n_valid);
+    if (n_x - j == 1) f_tile<H, 4, 1>(rp, n, X, x_stride, y, y_stride, n_valid);
+}
+
+}  // namespace
+
+bool cpu_has_avx2_fma() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
+}
+
+JITLLM_AVX2_FMA void f_rows_avx2(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n,
+                                 const float* X, size_t x_stride, int n_x, float* Y, size_t y_stride) {
+    row_passes<4>(W, stride, r0, r1, [&](const uint8_t* const* rp, int r, int nr) {
+        if (f16) f_rows4<true>(rp, n, X, x_stride, n_x, Y + r, y_stride, nr);
+        else f_rows4<false>(rp, n, X, x_stride, n_x, Y + r, y_stride, nr);
+    });
+}
+
+}  // namespace jitllm::cpu::fast::detail
+
+#else  // not x86-64: no AVX2 forms
+
+namespace jitllm::cpu::fast::detail {
+bool cpu_has_avx2_fma() { return false; }
+void f_rows_avx2(bool, const uint8_t*, size_t, int, int, int64_t, const float*, size_t, int, float*, size_t) {}
+}  // namespace jitllm::cpu::fast::detail
+
+#endif
