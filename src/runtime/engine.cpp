@@ -9,8 +9,7 @@ namespace jitllm {
 
 namespace {
 EngineOptions with_prompt_chunks(EngineOptions opt) {
-    if (opt.batch_prefill_size == kAutoPromptChunks)
-        opt.batch_prefill_size = opt.gpu || opt.with_prefill_decode ? 0 : kCpuPromptChunk;
+    opt.batch_prefill_size = prompt_chunk_rows(opt.batch_prefill_size, opt.gpu, opt.with_prefill_decode);
     return opt;
 }
 }  // namespace

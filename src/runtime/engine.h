@@ -15,6 +15,12 @@ namespace jitllm {
 // (weights read once a chunk), one token at a time on the GPU
 constexpr int kAutoPromptChunks = -1;
 constexpr int kCpuPromptChunk = 64;
+// The prompt chunk rows a run gets: batch_prefill_size, kAutoPromptChunks resolved (0 on the GPU or
+// with the prefill phase, else kCpuPromptChunk)
+inline int prompt_chunk_rows(int batch_prefill_size, bool gpu, bool with_prefill_decode) {
+    if (batch_prefill_size != kAutoPromptChunks) return batch_prefill_size;
+    return gpu || with_prefill_decode ? 0 : kCpuPromptChunk;
+}
 
 // The model, context, threads and backend (LoadOptions), and how a prompt is fed.
 struct EngineOptions : LoadOptions {

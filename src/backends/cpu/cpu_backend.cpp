@@ -31,10 +31,13 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
     for (auto& [k, v] : counts_) v = 0;
 }
 
-std::string CpuBackend::products() const {
-    const std::string exact = std::string("exact ") + cpu_isa_name(cpu_isa());
-    if (!fast_ || cpu::fast::fast_isa() == cpu::fast::FastIsa::None) return exact;
-    return std::string("fast ") + cpu::fast::fast_isa_name(cpu::fast::fast_isa()) + ", other types " + exact;
+BackendInfo CpuBackend::info() const {
+    BackendInfo i;
+    i.cpu_products = std::string("exact ") + cpu_isa_name(cpu_isa());
+    if (fast_ && cpu::fast::fast_isa() != cpu::fast::FastIsa::None)
+        i.cpu_products = std::string("fast ") + cpu::fast::fast_isa_name(cpu::fast::fast_isa()) + ", other types " +
+                         i.cpu_products;
+    return i;
 }
 
 float* CpuBackend::slot(Slot s, int layer) {

@@ -20,9 +20,9 @@ public:
     // exact reference operations only (--cpu-exact; the kernel tests' reference)
     CpuBackend(const Plan& plan, int n_threads, bool fast = false);
     std::string name() const override { return "cpu"; }
-    // The instruction sets the products run with: "fast avx512-vnni" (other types: the exact
-    // path's) or "exact avx2" (bench and run print it)
-    std::string products() const;
+    // cpu_products: the instruction sets the products run with, "fast avx512-vnni, other types
+    // exact avx2" or "exact avx2" (bench and run print it)
+    BackendInfo info() const override;
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
