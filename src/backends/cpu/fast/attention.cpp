@@ -1,13 +1,13 @@
-// Fast decode attention (fast_ops.h): per head, the scores as FMA dot products sixteen elements a
-// step, the softmax in float, the output mixed sixteen elements a step with FMA; heads over the
-// threads. Head sizes that are not a multiple of 16 (and CPUs without AVX-512) take cpu::attention.
+// Fast decode attention (fast_ops.h): per head, the positions sixteen at a time: their scores as
+// FMA dot products, a running softmax (the maximum so far, the output and the sum rescaled when it
+// grows; exponentials in vector registers), the values mixed in with FMA. No scratch memory; heads
+// over the team's threads. Heads over 256 elements (and CPUs without AVX-512) take cpu::attention.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/fast/fast_ops.h"
-#include "core/thread_pool.h"
+#include "backends/cpu/fast/team.h"
 
 #include "backends/cpu/fast/avx512_util.h"
 
@@ -22,48 +22,55 @@ struct AttnJob {
     float* out;
 };
 
-#if defined(__x86_64__)
 constexpr int kMaxVecs = 16;  // head_dim up to 256
 
-JITLLM_AVX512 void heads_avx512(const AttnJob& j, int h0, int h1, float* att) {
-    const int nv = j.head_dim / 16;
+#if defined(__x86_64__)
+
+JITLLM_AVX512 void heads_avx512(const AttnJob& j, int h0, int h1) {
+    const int nv = (j.head_dim + 15) / 16;
+    __mmask16 m[kMaxVecs];  // the head's elements in each 16-lane vector (the last may be partial)
+    for (int i = 0; i < nv; ++i) m[i] = __mmask16(j.head_dim - 16 * i >= 16 ? 0xFFFF : (1u << (j.head_dim - 16 * i)) - 1);
     for (int h = h0; h < h1; ++h) {
         const float* qh = j.q + size_t(h) * size_t(j.head_dim);
         const size_t koff = size_t(h / j.group) * size_t(j.head_dim);
-        __m512 qv[kMaxVecs];
-        for (int i = 0; i < nv; ++i) qv[i] = _mm512_loadu_ps(qh + 16 * i);
-        float mx = -INFINITY;
-        for (int p = 0; p < j.n_pos; ++p) {
-            const float* kp = j.k + size_t(p) * j.kv_stride + koff;
-            __m512 s = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kp));
-            for (int i = 1; i < nv; ++i) s = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(kp + 16 * i), s);
-            att[p] = detail::sum16(s) * j.scale;
-            mx = std::max(mx, att[p]);
-        }
-        float sum = 0.0f;
-        for (int p = 0; p < j.n_pos; ++p) {
-            att[p] = std::exp(att[p] - mx);
-            sum += att[p];
+        __m512 qv[kMaxVecs], o[kMaxVecs];
+        for (int i = 0; i < nv; ++i) qv[i] = _mm512_maskz_loadu_ps(m[i], qh + 16 * i), o[i] = _mm512_setzero_ps();
+        float mx = -INFINITY, sum = 0.0f;
+        for (int p0 = 0; p0 < j.n_pos; p0 += 16) {
+            const int np = std::min(16, j.n_pos - p0);
+            alignas(64) float sc[16];
+            for (int p = 0; p < np; ++p) {
+                const float* kp = j.k + size_t(p0 + p) * j.kv_stride + koff;
+                __m512 s = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(m[0], kp));
+                for (int i = 1; i < nv; ++i) s = _mm512_fmadd_ps(qv[i], _mm512_maskz_loadu_ps(m[i], kp + 16 * i), s);
+                sc[p] = detail::sum16(s) * j.scale;
+            }
+            const __mmask16 valid = __mmask16((1u << np) - 1);
+            const __m512 sv = _mm512_mask_load_ps(_mm512_set1_ps(-INFINITY), valid, sc);
+            const float m_new = std::max(mx, _mm512_reduce_max_ps(sv));
+            const __m512 e = _mm512_maskz_mov_ps(valid, detail::exp16(_mm512_sub_ps(sv, _mm512_set1_ps(m_new))));
+            const float corr = std::exp(mx - m_new);  // 0 at the first chunk
+            sum = sum * corr + _mm512_reduce_add_ps(e);
+            mx = m_new;
+            const __m512 cv = _mm512_set1_ps(corr);
+            for (int i = 0; i < nv; ++i) o[i] = _mm512_mul_ps(o[i], cv);
+            _mm512_store_ps(sc, e);
+            for (int p = 0; p < np; ++p) {
+                const float* vp = j.v + size_t(p0 + p) * j.kv_stride + koff;
+                const __m512 a = _mm512_set1_ps(sc[p]);
+                for (int i = 0; i < nv; ++i) o[i] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[i], vp + 16 * i), o[i]);
+            }
         }
         const __m512 inv = _mm512_set1_ps(1.0f / sum);
-        __m512 o[kMaxVecs];
-        for (int i = 0; i < nv; ++i) o[i] = _mm512_setzero_ps();
-        for (int p = 0; p < j.n_pos; ++p) {
-            const float* vp = j.v + size_t(p) * j.kv_stride + koff;
-            const __m512 a = _mm512_set1_ps(att[p]);
-            for (int i = 0; i < nv; ++i) o[i] = _mm512_fmadd_ps(a, _mm512_loadu_ps(vp + 16 * i), o[i]);
-        }
         float* oh = j.out + size_t(h) * size_t(j.head_dim);
-        for (int i = 0; i < nv; ++i) _mm512_storeu_ps(oh + 16 * i, _mm512_mul_ps(o[i], inv));
+        for (int i = 0; i < nv; ++i) _mm512_mask_storeu_ps(oh + 16 * i, m[i], _mm512_mul_ps(o[i], inv));
     }
 }
 #endif
 
 void heads(const AttnJob& j, int h0, int h1) {
-    thread_local std::vector<float> att;  // grows to the longest context once
-    if (att.size() < size_t(j.n_pos)) att.resize(size_t(j.n_pos));
 #if defined(__x86_64__)
-    heads_avx512(j, h0, h1, att.data());
+    heads_avx512(j, h0, h1);
 #endif
 }
 
@@ -71,21 +78,19 @@ void heads(const AttnJob& j, int h0, int h1) {
 
 void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride, int n_heads,
                int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads) {
-    if (fast_isa() != FastIsa::Avx512Vnni || head_dim % 16 != 0 || head_dim > 256)
+    if (fast_isa() != FastIsa::Avx512Vnni || head_dim > 16 * kMaxVecs)
         return cpu::attention(q, k_cache, v_cache, kv_stride, n_heads, n_kv_heads, head_dim, n_pos, scale, out,
                               n_threads);
     AttnJob j{q, k_cache, v_cache, kv_stride, n_heads / n_kv_heads, head_dim, n_pos, 0, n_heads, scale, out};
-    ThreadPool& pool = ThreadPool::global();
-    const int n = std::min({n_threads, pool.size(), n_heads});
+    const int n = std::min(n_threads, n_heads);
     if (n <= 1 || size_t(n_pos) * size_t(head_dim) * size_t(n_heads) < (size_t(1) << 15)) {
         heads(j, 0, n_heads);
         return;
     }
-    j.per = (n_heads + n - 1) / n;
-    const AttnJob* jp = &j;
-    pool.parallel_for(n, [jp](int i) {
-        const int h0 = std::min(jp->n_heads, i * jp->per), h1 = std::min(jp->n_heads, (i + 1) * jp->per);
-        if (h1 > h0) heads(*jp, h0, h1);
+    const int parts = std::min(n_heads, 4 * n);
+    j.per = (n_heads + parts - 1) / parts;
+    team_for(n, (n_heads + j.per - 1) / j.per, [&j](int i) {
+        heads(j, i * j.per, std::min(j.n_heads, (i + 1) * j.per));
     });
 }
 

@@ -1,19 +1,15 @@
 // Fast CPU products (see fast_ops.h): the instruction set picked once, activations prepared once a
-// call for every row range, weight rows split over the global pool's threads.
+// call for every row range, weight rows split over the team's threads (team.h).
 #include "backends/cpu/fast/fast_ops.h"
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <set>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/fast/team.h"
 
 namespace jitllm::cpu::fast {
 
@@ -47,22 +43,6 @@ FastIsa fast_isa() {
     return isa;
 }
 
-int physical_cores() {
-    static const int n = [] {
-        std::set<std::pair<std::string, std::string>> cores;  // (package, core)
-        for (unsigned i = 0;; ++i) {
-            const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(i) + "/topology/";
-            std::ifstream pkg(dir + "physical_package_id"), core(dir + "core_id");
-            std::string p, c;
-            if (!(pkg >> p) || !(core >> c)) break;
-            cores.emplace(p, c);
-        }
-        const int hw = int(std::thread::hardware_concurrency());
-        return cores.empty() ? std::max(1, hw) : int(cores.size());
-    }();
-    return n;
-}
-
 bool has_matmul(GgmlType t) {
     switch (fast_isa()) {
         case FastIsa::Avx512Vnni:
@@ -74,6 +54,10 @@ bool has_matmul(GgmlType t) {
 }
 
 namespace {
+
+// Multiply-adds a thread must get before a product is split (a hand-over costs about as much as
+// a few thousand)
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 16;
 
 // One call's operands, shared by the row ranges (the pool's task captures only its address, so
 // handing it over allocates nothing)
@@ -88,7 +72,7 @@ struct Job {
     float* Y;
     size_t y_stride;
     const detail::XBlock* xq;  // the integer products' activations (n_x rows of cols / 32 blocks)
-    int per;                   // rows a range (a multiple of 8)
+    int per;                   // rows a part (a multiple of 8)
 };
 
 void run_rows(const Job& j, int r0, int r1) {
@@ -122,20 +106,16 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
                                       xq.data() + size_t(r) * nb);
         j.xq = xq.data();
     }
-    // rows over the threads once each gets enough work to outweigh the hand-over
-    ThreadPool& pool = ThreadPool::global();
+    // rows over the threads once each gets enough work to outweigh the hand-over, in parts of a
+    // multiple of 8 rows, about four a thread (the parts go to whichever thread is free first)
     const int64_t work = int64_t(rows) * int64_t(cols) * int64_t(n_x);
-    const int n = std::min({n_threads, pool.size(), int(std::max<int64_t>(1, work / (int64_t(1) << 16)))});
+    const int n = std::min(n_threads, int(std::max<int64_t>(1, work / kMinWorkPerThread)));
     if (n <= 1 || rows < 16) {
         run_rows(j, 0, rows);
         return true;
     }
-    j.per = ((rows + n - 1) / n + 7) & ~7;
-    const Job* jp = &j;
-    pool.parallel_for(n, [jp](int i) {
-        const int r0 = std::min(jp->rows, i * jp->per), r1 = std::min(jp->rows, (i + 1) * jp->per);
-        if (r1 > r0) run_rows(*jp, r0, r1);
-    });
+    j.per = ((rows + 4 * n - 1) / (4 * n) + 7) & ~7;
+    team_for(n, (rows + j.per - 1) / j.per, [&j](int i) { run_rows(j, i * j.per, std::min(j.rows, (i + 1) * j.per)); });
     return true;
 }
 
