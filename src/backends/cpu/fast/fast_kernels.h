@@ -20,6 +20,20 @@ struct alignas(64) XBlock {
 };
 static_assert(sizeof(XBlock) == 64);
 
+// One 256-value block of an activation row for the K-quant products (llama.cpp's Q8_K rule):
+// q = x * iscale rounded to the nearest (ties to even), iscale = -127 / m with m the value of the
+// largest magnitude, d = 1 / iscale (all zero for a zero block); ms[j] = d * the sum of q over
+// group j, the 16 values [16j, 16j + 16) (Q6_K) or the 32 values [32j, 32j + 32) (Q4_K, j < 8).
+// Q4_K's q are stored in its weights' nibble order: each 128 values as [0, 32) [64, 96) [32, 64)
+// [96, 128), so one 64-byte load of weights' low (high) nibbles meets its activations in one load.
+struct alignas(64) XBlockK {
+    int8_t q[256];
+    float ms[16];
+    float d;
+    int32_t pad[15];
+};
+static_assert(sizeof(XBlockK) == 384);
+
 // Whether this CPU (and build) runs the AVX-512 forms (AVX-512 F/BW/VL/DQ + VNNI, FMA, F16C) and the
 // AVX2 forms (AVX2, FMA, F16C).
 bool cpu_has_avx512_vnni();
@@ -31,6 +45,14 @@ void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock* out);
 // Rows [r0, r1) of Q4_0 (q4) or Q8_0 weights (row r at W + r * stride, nb blocks) times n_x
 // activation rows (row j's blocks at x + j * nb), row j's results at Y + j * y_stride.
 void q_rows_avx512(bool q4, const uint8_t* W, size_t stride, int r0, int r1, int64_t nb, const XBlock* x,
+                   int n_x, float* Y, size_t y_stride);
+
+// x[0, 256 * nb) into nb blocks, in Q4_K's order (q4k) or in order (Q6_K)
+void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out);
+
+// Rows [r0, r1) of Q4_K (q4k) or Q6_K weights (row r at W + r * stride, nb blocks of 256) times n_x
+// activation rows (row j's blocks at x + j * nb), row j's results at Y + j * y_stride.
+void k_rows_avx512(bool q4k, const uint8_t* W, size_t stride, int r0, int r1, int64_t nb, const XBlockK* x,
                    int n_x, float* Y, size_t y_stride);
 
 // Rows [r0, r1) of F16 (f16) or F32 weights of n elements times n_x float rows (row j at

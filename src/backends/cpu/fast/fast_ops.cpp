@@ -46,7 +46,8 @@ FastIsa fast_isa() {
 bool has_matmul(GgmlType t) {
     switch (fast_isa()) {
         case FastIsa::Avx512Vnni:
-            return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::F16 || t == GgmlType::F32;
+            return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K ||
+                   t == GgmlType::F16 || t == GgmlType::F32;
         case FastIsa::Avx2Fma: return t == GgmlType::F16 || t == GgmlType::F32;
         case FastIsa::None: return false;
     }
@@ -71,14 +72,20 @@ struct Job {
     int n_x;
     float* Y;
     size_t y_stride;
-    const detail::XBlock* xq;  // the integer products' activations (n_x rows of cols / 32 blocks)
-    int per;                   // rows a part (a multiple of 8)
+    const detail::XBlock* xq;   // Q4_0 / Q8_0 products' activations (n_x rows of cols / 32 blocks)
+    const detail::XBlockK* xk;  // Q4_K / Q6_K products' activations (n_x rows of cols / 256 blocks)
+    int per;                    // rows a part (a multiple of 8)
 };
 
 void run_rows(const Job& j, int r0, int r1) {
     const bool avx512 = fast_isa() == FastIsa::Avx512Vnni;
     if (j.xq) {
         detail::q_rows_avx512(j.t == GgmlType::Q4_0, j.W, j.row_stride, r0, r1, j.cols / 32, j.xq, j.n_x, j.Y,
+                              j.y_stride);
+        return;
+    }
+    if (j.xk) {
+        detail::k_rows_avx512(j.t == GgmlType::Q4_K, j.W, j.row_stride, r0, r1, j.cols / 256, j.xk, j.n_x, j.Y,
                               j.y_stride);
         return;
     }
@@ -89,22 +96,48 @@ void run_rows(const Job& j, int r0, int r1) {
         detail::f_rows_avx2(f16, j.W, j.row_stride, r0, r1, j.cols, j.X, j.x_stride, j.n_x, j.Y, j.y_stride);
 }
 
+// The activation rows quantized for the integer products, in a buffer that grows to the largest
+// call once and is reused (no allocation in the decode loop)
+template <class B>
+const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, void (*q)(const float*, int64_t, B*)) {
+    thread_local std::vector<B> buf;
+    if (buf.size() < size_t(nb) * size_t(n_x)) buf.resize(size_t(nb) * size_t(n_x));
+    for (int r = 0; r < n_x; ++r) q(X + size_t(r) * x_stride, nb, buf.data() + size_t(r) * size_t(nb));
+    return buf.data();
+}
+
 }  // namespace
 
 bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X, size_t x_stride,
             int n_x, float* Y, size_t y_stride, int n_threads) {
     if (!has_matmul(t)) return false;
-    Job j{t, static_cast<const uint8_t*>(W), row_stride, rows, cols, X, x_stride, n_x, Y, y_stride, nullptr, 0};
-    if (t == GgmlType::Q4_0 || t == GgmlType::Q8_0) {
-        JITLLM_CHECK(cols % 32 == 0, "{} product over {} columns", type_name(t), cols);
-        // grows to the largest call once, then reused: no allocation in the decode loop
-        thread_local std::vector<detail::XBlock> xq;
-        const size_t nb = size_t(cols) / 32;
-        if (xq.size() < nb * size_t(n_x)) xq.resize(nb * size_t(n_x));
-        for (int r = 0; r < n_x; ++r)
-            detail::quantize_x_avx512(X + size_t(r) * x_stride, int64_t(nb), t == GgmlType::Q4_0 ? 8 : 128,
-                                      xq.data() + size_t(r) * nb);
-        j.xq = xq.data();
+    Job j{t, static_cast<const uint8_t*>(W), row_stride, rows, cols, X, x_stride, n_x, Y, y_stride, nullptr,
+          nullptr, 0};
+    const int64_t bs = type_traits(t).block_size;
+    JITLLM_CHECK(cols % bs == 0, "{} product over {} columns", type_name(t), cols);
+    switch (t) {
+        case GgmlType::Q4_0:
+            j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, [](const float* x, int64_t nb, detail::XBlock* o) {
+                detail::quantize_x_avx512(x, nb, 8, o);
+            });
+            break;
+        case GgmlType::Q8_0:
+            j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, [](const float* x, int64_t nb, detail::XBlock* o) {
+                detail::quantize_x_avx512(x, nb, 128, o);
+            });
+            break;
+        case GgmlType::Q4_K:
+            j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, [](const float* x, int64_t nb, detail::XBlockK* o) {
+                detail::quantize_xk_avx512(x, nb, true, o);
+            });
+            break;
+        case GgmlType::Q6_K:
+            j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, [](const float* x, int64_t nb, detail::XBlockK* o) {
+                detail::quantize_xk_avx512(x, nb, false, o);
+            });
+            break;
+        default:
+            break;
     }
     // rows over the threads once each gets enough work to outweigh the hand-over, in parts of a
     // multiple of 8 rows, about four a thread (the parts go to whichever thread is free first)

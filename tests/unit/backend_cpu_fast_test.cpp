@@ -1,0 +1,151 @@
+// The fast CPU path (src/backends/cpu/fast) against the exact specification: each product type's
+// results within the error its activation rounding allows of the float dot product of the
+// dequantized weights (quant.h dot_row; int8 activations lose at most half a step of each block's
+// scale), every activation row the bits of the same row alone at any thread count, and attention
+// within float rounding of the spec's loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/fast/fast_ops.h"
+#include "core/fp16.h"
+#include "fixtures/cpu_attention_reference.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+std::vector<float> normal_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& f : v) f = nd(rng);
+    return v;
+}
+
+// `rows` rows of `cols` weights of type t: the legacy and plain types quantized from normal values,
+// the K-quants random bytes (every bit pattern is a valid block) with moderate block scales
+std::vector<uint8_t> random_weights(GgmlType t, int rows, int cols, uint32_t seed) {
+    const size_t rb = row_bytes(t, uint64_t(cols));
+    std::vector<uint8_t> w(rb * size_t(rows));
+    if (can_quantize(t)) {
+        const auto f = normal_floats(size_t(rows) * size_t(cols), seed);
+        for (int r = 0; r < rows; ++r)
+            quantize_row(t, f.data() + size_t(r) * size_t(cols), w.data() + size_t(r) * rb, cols);
+        return w;
+    }
+    std::mt19937 rng(seed);
+    for (auto& b : w) b = uint8_t(rng());
+    const size_t bb = type_traits(t).type_size;
+    for (size_t off = 0; off < w.size(); off += bb) {
+        const uint16_t d = fp32_to_fp16(0.01f + 0.01f * float(rng() % 100) / 100.0f);
+        const uint16_t dmin = fp32_to_fp16(0.005f);
+        if (t == GgmlType::Q4_K) {
+            std::memcpy(&w[off], &d, 2);
+            std::memcpy(&w[off + 2], &dmin, 2);
+        } else {  // Q6_K: d last, int8 scales before it
+            std::memcpy(&w[off + bb - 2], &d, 2);
+            for (int j = 0; j < 16; ++j) w[off + bb - 18 + size_t(j)] = uint8_t(int8_t(int(rng() % 128) - 64));
+        }
+    }
+    return w;
+}
+
+// The bound on |fast - float dot| for one row: half an activation step (the block's max|x| / 127
+// over 2) times the |weights| of the block, plus float rounding
+double error_bound(GgmlType t, const float* w, const float* x, int cols) {
+    const int xb = t == GgmlType::Q4_0 || t == GgmlType::Q8_0 ? 32 : t == GgmlType::Q4_K || t == GgmlType::Q6_K ? 256 : 0;
+    double bound = 0, mag = 0;
+    for (int b0 = 0; b0 < cols; b0 += xb ? xb : cols) {
+        const int n = xb ? xb : cols;
+        double amax = 0, wsum = 0;
+        for (int i = b0; i < b0 + n; ++i) {
+            amax = std::max(amax, double(std::fabs(x[i])));
+            wsum += std::fabs(w[i]);
+            mag += std::fabs(double(w[i]) * x[i]);
+        }
+        // Q4_0 / Q8_0 keep the activation scale in f16 as well (relative 2^-11)
+        if (xb) bound += wsum * amax * (0.5 / 127.0 + 1.0 / 2048.0);
+    }
+    return bound + 1e-5 * mag + 1e-6;
+}
+
+const GgmlType kFastTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                               GgmlType::Q6_K};
+
+TEST(FastMatmul, WithinTheActivationRoundingOfTheFloatProduct) {
+    const int cols = 512, rows = 37;
+    for (GgmlType t : kFastTypes) {
+        SCOPED_TRACE(type_name(t));
+        if (!cpu::fast::has_matmul(t)) GTEST_SKIP() << "no fast " << type_name(t) << " product on this CPU";
+        const size_t rb = row_bytes(t, cols);
+        const auto w = random_weights(t, rows, cols, 5);
+        const auto x = normal_floats(size_t(cols) * 3, 9);
+        std::vector<float> y(size_t(rows) * 3), wf(cols);
+        ASSERT_TRUE(cpu::fast::matmul(t, w.data(), rb, rows, cols, x.data(), cols, 3, y.data(), rows, 2));
+        for (int j = 0; j < 3; ++j)
+            for (int r = 0; r < rows; ++r) {
+                const uint8_t* row = w.data() + size_t(r) * rb;
+                const float* xj = x.data() + size_t(j) * cols;
+                dequantize_row(t, row, wf.data(), cols);
+                const double want = dot_row(t, row, xj, cols);
+                EXPECT_NEAR(y[size_t(j) * rows + size_t(r)], want, error_bound(t, wf.data(), xj, cols))
+                    << "activation row " << j << ", output " << r;
+            }
+    }
+}
+
+// 1 to 9 activation rows (the passes of 4 and 6 and their tails), weight rows not a multiple of 8
+// over one and two threads, strided rows in and out: each row the bits of its own one-row product
+TEST(FastMatmul, EachRowHasTheBitsOfItsOwnProduct) {
+    const int cols = 768, rows = 203;
+    for (GgmlType t : kFastTypes) {
+        SCOPED_TRACE(type_name(t));
+        if (!cpu::fast::has_matmul(t)) continue;
+        const size_t rb = row_bytes(t, cols);
+        const auto w = random_weights(t, rows, cols, 21);
+        for (int n_x : {1, 2, 4, 5, 7, 9})
+            for (int threads : {1, 2}) {
+                const size_t xs = cols + 5, ys = rows + 3;
+                const auto x = normal_floats(xs * size_t(n_x), uint32_t(40 + n_x));
+                std::vector<float> y(ys * size_t(n_x), -1.0f), one(rows);
+                ASSERT_TRUE(cpu::fast::matmul(t, w.data(), rb, rows, cols, x.data(), xs, n_x, y.data(), ys, threads));
+                for (int j = 0; j < n_x; ++j) {
+                    cpu::fast::matmul(t, w.data(), rb, rows, cols, x.data() + size_t(j) * xs, xs, 1, one.data(),
+                                      rows, 1);
+                    for (int r = 0; r < rows; ++r)
+                        ASSERT_EQ(y[size_t(j) * ys + size_t(r)], one[size_t(r)])
+                            << n_x << " rows, " << threads << " threads: row " << j << ", output " << r;
+                }
+            }
+    }
+}
+
+TEST(FastAttention, WithinFloatRoundingOfTheSpec) {
+    std::mt19937 rng(4);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int hd : {8, 64, 72, 128})
+        for (int n_pos : {1, 17, 300})
+            for (int threads : {1, 2}) {
+                const int n_heads = 8, n_kv = 2;
+                const size_t kv_stride = size_t(n_kv) * size_t(hd) + 16;
+                std::vector<float> q(size_t(n_heads) * size_t(hd)), k(kv_stride * size_t(n_pos)), v(k.size());
+                for (auto* a : {&q, &k, &v})
+                    for (auto& x : *a) x = nd(rng);
+                std::vector<float> got(q.size(), -1.0f), want(q.size(), -2.0f);
+                const float scale = 1.0f / std::sqrt(float(hd));
+                cpu::fast::attention(q.data(), k.data(), v.data(), kv_stride, n_heads, n_kv, hd, n_pos, scale,
+                                     got.data(), threads);
+                testref::attention_reference(q.data(), k.data(), v.data(), kv_stride, n_heads, n_kv, hd, n_pos, scale,
+                                             want.data());
+                for (size_t i = 0; i < q.size(); ++i)
+                    ASSERT_NEAR(got[i], want[i], 1e-5 * (1.0 + std::fabs(want[i])))
+                        << "head_dim " << hd << ", " << n_pos << " positions, " << threads << " threads, element " << i;
+            }
+}
+
+}  // namespace
+}  // namespace jitllm
