@@ -79,6 +79,18 @@ const float* CpuBackend::decode(int32_t token, int pos) {
 
 void CpuBackend::prefill(int32_t token, int pos) { run_phase(plan_.prefill, token, pos); }
 
+void CpuBackend::decode_queue(int32_t token, int pos) {
+    decode(token >= 0 ? token : token_out_, pos);
+    if (queued_head_ == queued_picks_.size()) queued_picks_.clear(), queued_head_ = 0;
+    queued_picks_.push_back(token_out_);
+}
+
+int32_t CpuBackend::decode_collect() {
+    JITLLM_CHECK(queued_head_ < queued_picks_.size(), "decode_collect with no queued decode step");
+    token_out_ = queued_picks_[queued_head_++];
+    return token_out_;
+}
+
 void CpuBackend::set_rows(const BatchStep& b) {
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n,

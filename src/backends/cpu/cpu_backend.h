@@ -26,6 +26,10 @@ public:
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
+    // Each step at once (as Backend's), the picks kept in a buffer that never shrinks: no
+    // allocation in the decode loop
+    void decode_queue(int32_t token, int pos) override;
+    int32_t decode_collect() override;
     void batch(const BatchStep& step) override;
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
@@ -77,6 +81,8 @@ private:
     std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
     std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;
     std::vector<float> moe_y_;  // one expert's output row (run_moe)
+    std::vector<int32_t> queued_picks_;  // decode_queue's picks; the oldest not collected at queued_head_
+    size_t queued_head_ = 0;
 };
 
 }  // namespace jitllm
