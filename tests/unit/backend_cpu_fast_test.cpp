@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/fast/fast_ops.h"
+#include "backends/cpu/fast/packed.h"
 #include "core/fp16.h"
 #include "fixtures/cpu_attention_reference.h"
 #include "quant/quant.h"
@@ -122,6 +123,51 @@ TEST(FastMatmul, EachRowHasTheBitsOfItsOwnProduct) {
                 }
             }
     }
+}
+
+// The packed products (packed.h): within the activation rounding of the float product, each
+// (row, activation row) the bits of its own one-row product whatever the rows around it, the
+// activation rows, the threads or the first row of a sub-range (a fused matrix's parts)
+TEST(FastPacked, WithinTheRoundingAndEachRowItsOwnBits) {
+    const int cols = 512, rows = 83;  // not a multiple of 16: a last group in part
+    int checked = 0;
+    for (GgmlType t : kFastTypes) {
+        SCOPED_TRACE(type_name(t));
+        if (!cpu::fast::PackedWeights::packs(t)) continue;
+        const size_t rb = row_bytes(t, cols);
+        const auto w = random_weights(t, rows, cols, 31);
+        cpu::fast::PackedWeights pw;
+        pw.add(t, w.data(), rb, rows, cols, 2);
+        const cpu::fast::PackedMatrix* p = pw.find(w.data());
+        ASSERT_NE(p, nullptr);
+        std::vector<float> wf(cols);
+        for (int n_x : {1, 3, 8, 11})
+            for (int threads : {1, 2}) {
+                const size_t xs = cols + 5, ys = rows + 3;
+                const auto x = normal_floats(xs * size_t(n_x), uint32_t(60 + n_x));
+                std::vector<float> y(ys * size_t(n_x), -1.0f), one(rows), part(rows, -1.0f);
+                ASSERT_TRUE(cpu::fast::matmul_packed(*p, 0, rows, x.data(), xs, n_x, y.data(), ys, threads));
+                for (int j = 0; j < n_x; ++j) {
+                    const float* xj = x.data() + size_t(j) * xs;
+                    cpu::fast::matmul_packed(*p, 0, rows, xj, xs, 1, one.data(), rows, 1);
+                    cpu::fast::matmul_packed(*p, 16, 37, xj, xs, 1, part.data(), rows, 1);
+                    for (int r = 0; r < rows; ++r) {
+                        ASSERT_EQ(y[size_t(j) * ys + size_t(r)], one[size_t(r)])
+                            << n_x << " rows, " << threads << " threads: row " << j << ", output " << r;
+                        if (r >= 16 && r < 16 + 37) {
+                            ASSERT_EQ(part[size_t(r - 16)], one[size_t(r)]) << "output " << r;
+                        }
+                        const uint8_t* row = w.data() + size_t(r) * rb;
+                        dequantize_row(t, row, wf.data(), cols);
+                        EXPECT_NEAR(one[size_t(r)], dot_row(t, row, xj, cols), error_bound(t, wf.data(), xj, cols))
+                            << "output " << r;
+                        ++checked;
+                    }
+                }
+            }
+        EXPECT_FALSE(cpu::fast::matmul_packed(*p, 8, 16, nullptr, 0, 1, nullptr, 0, 1)) << "a sub-range off a group";
+    }
+    std::printf("[packed] %d outputs checked\n", checked);
 }
 
 TEST(FastAttention, WithinFloatRoundingOfTheSpec) {

@@ -12,6 +12,14 @@
 
 namespace jitllm {
 
+namespace {
+// The task kinds run_products runs (their weights: matrices, and biases of one row)
+bool is_product(TaskKind k) {
+    return k == TaskKind::AttnQkv || k == TaskKind::AttnOutput || k == TaskKind::FfnGateUp ||
+           k == TaskKind::FfnDown || k == TaskKind::Output;
+}
+}  // namespace
+
 CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
     : plan_(plan), c_(*plan.config), n_threads_(std::max(1, n_threads)), fast_(fast) {
     (void)cpu_isa();  // JITLLM_CPU_ISA read here, on the caller's thread, not first in a worker
@@ -25,6 +33,12 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
     const size_t kv = size_t(plan.n_seq) * size_t(plan.n_ctx) * size_t(c_.kv_dim());
     k_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
     v_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
+    if (fast_)
+        for (const auto* phase : {&plan.decode, &plan.batch})
+            for (const Task& t : *phase)
+                if (is_product(t.kind))
+                    for (const WeightTensor* w : t.w)
+                        if (w) packed_.add(w->type, w->data, w->row_bytes, int(w->rows), int(w->cols), n_threads_);
     for (const auto& t : plan.decode) count_ptrs_decode_.push_back(&counts_[t.name]);
     for (const auto& t : plan.prefill) count_ptrs_prefill_.push_back(&counts_[t.name]);
     for (const auto& t : plan.batch) count_ptrs_batch_.push_back(&counts_[t.name]);
@@ -153,7 +167,6 @@ int32_t CpuBackend::batch_sampled(int r) const {
 
 namespace {
 
-
 void add_bias(float* y, const WeightTensor* b) {
     if (!b) return;
     const float* bv = b->f32();
@@ -166,6 +179,10 @@ bool CpuBackend::run_products(const Task& t) {
     // rows [r0, r0 + n) of w times every current row of slot `in` into `out` (cpu::matmul: each
     // weight tile read once for all rows; each row's bits those of its own matvec)
     auto mm = [&](const WeightTensor* w, int r0, int n, Slot in, Slot out) {
+        const cpu::fast::PackedMatrix* p = fast_ ? packed_.find(w->data) : nullptr;
+        if (p && cpu::fast::matmul_packed(*p, r0, n, row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_,
+                                          row(out, 0), size_t(slot_row_elems(plan_, out)), n_threads_))
+            return;
         if (fast_ && cpu::fast::matmul(w->type, w->data + size_t(r0) * w->row_bytes, w->row_bytes, n, int(w->cols),
                                   row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_, row(out, 0),
                                   size_t(slot_row_elems(plan_, out)), n_threads_))

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/fast/packed.h"
 #include "backends/cpu/cpu_ops.h"
 
 namespace jitllm {
@@ -66,6 +67,7 @@ private:
     const ModelConfig& c_;
     int n_threads_;
     bool fast_;
+    cpu::fast::PackedWeights packed_;  // fast_: the products' weights in the packed layout (where it has one)
     int pos_ = 0;
     int32_t token_ = 0, token_out_ = 0;
     // rows of the task being run: decode/prefill = one row (token_, pos_, sequence 0)

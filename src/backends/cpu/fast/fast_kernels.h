@@ -16,7 +16,8 @@ struct alignas(64) XBlock {
     int8_t q[32];
     int32_t cc[4];
     float d;
-    int32_t pad[3];
+    int32_t cc_all;  // cc[0] + .. + cc[3]: the correction of a whole block (the packed products')
+    int32_t pad[2];
 };
 static_assert(sizeof(XBlock) == 64);
 
@@ -54,6 +55,12 @@ void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out);
 // activation rows (row j's blocks at x + j * nb), row j's results at Y + j * y_stride.
 void k_rows_avx512(bool q4k, const uint8_t* W, size_t stride, int r0, int r1, int64_t nb, const XBlockK* x,
                    int n_x, float* Y, size_t y_stride);
+
+// Packed forms (packed.h): n_groups groups of 16 rows of a packed Q4_0 (q4) or Q8_0 matrix
+// (group i at P + i * group_bytes, nb blocks a row) times n_x activation rows; the group's row k
+// result for activation row j to Y[j * y_stride + 16 i + k], for the first n_rows rows only.
+void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
+                      int n_x, float* Y, size_t y_stride, int n_rows);
 
 // Rows [r0, r1) of F16 (f16) or F32 weights of n elements times n_x float rows (row j at
 // X + j * x_stride), results as above.

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/fast/packed.h"
 #include "backends/cpu/fast/team.h"
 
 namespace jitllm::cpu::fast {
@@ -106,6 +107,11 @@ const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, void (*
     return buf.data();
 }
 
+void quantize_q4(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 8, o); }
+void quantize_q8(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 128, o); }
+void quantize_q4k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx512(x, nb, true, o); }
+void quantize_q6k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx512(x, nb, false, o); }
+
 }  // namespace
 
 bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X, size_t x_stride,
@@ -116,28 +122,11 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
     const int64_t bs = type_traits(t).block_size;
     JITLLM_CHECK(cols % bs == 0, "{} product over {} columns", type_name(t), cols);
     switch (t) {
-        case GgmlType::Q4_0:
-            j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, [](const float* x, int64_t nb, detail::XBlock* o) {
-                detail::quantize_x_avx512(x, nb, 8, o);
-            });
-            break;
-        case GgmlType::Q8_0:
-            j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, [](const float* x, int64_t nb, detail::XBlock* o) {
-                detail::quantize_x_avx512(x, nb, 128, o);
-            });
-            break;
-        case GgmlType::Q4_K:
-            j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, [](const float* x, int64_t nb, detail::XBlockK* o) {
-                detail::quantize_xk_avx512(x, nb, true, o);
-            });
-            break;
-        case GgmlType::Q6_K:
-            j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, [](const float* x, int64_t nb, detail::XBlockK* o) {
-                detail::quantize_xk_avx512(x, nb, false, o);
-            });
-            break;
-        default:
-            break;
+        case GgmlType::Q4_0: j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, quantize_q4); break;
+        case GgmlType::Q8_0: j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, quantize_q8); break;
+        case GgmlType::Q4_K: j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, quantize_q4k); break;
+        case GgmlType::Q6_K: j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, quantize_q6k); break;
+        default: break;
     }
     // rows over the threads once each gets enough work to outweigh the hand-over, in parts of a
     // multiple of 8 rows, about four a thread (the parts go to whichever thread is free first)
@@ -149,6 +138,27 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
     }
     j.per = ((rows + 4 * n - 1) / (4 * n) + 7) & ~7;
     team_for(n, (rows + j.per - 1) / j.per, [&j](int i) { run_rows(j, i * j.per, std::min(j.rows, (i + 1) * j.per)); });
+    return true;
+}
+
+bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t x_stride, int n_x, float* Y,
+                   size_t y_stride, int n_threads) {
+    if (r0 % 16 != 0) return false;
+    const bool q4 = p.t == GgmlType::Q4_0;
+    const int64_t nb = p.cols / 32;
+    const detail::XBlock* xq = quantized<detail::XBlock>(X, x_stride, n_x, nb, q4 ? quantize_q4 : quantize_q8);
+    const uint8_t* P = p.data.get() + size_t(r0 / 16) * p.group_bytes;
+    const int groups = (n + 15) / 16;
+    const int64_t work = int64_t(n) * int64_t(p.cols) * int64_t(n_x);
+    const int nt = std::min(n_threads, int(std::max<int64_t>(1, work / kMinWorkPerThread)));
+    // groups over the threads, about four parts a thread (one part on one thread)
+    const int per = nt <= 1 ? groups : std::max(1, (groups + 4 * nt - 1) / (4 * nt));
+    auto part = [&](int i) {
+        const int g0 = i * per, g1 = std::min(groups, g0 + per);
+        detail::qp_groups_avx512(q4, P + size_t(g0) * p.group_bytes, p.group_bytes, g1 - g0, nb, xq, n_x, Y + 16 * g0,
+                                 y_stride, n - 16 * g0);
+    };
+    team_for(nt, (groups + per - 1) / per, part);
     return true;
 }
 

@@ -67,8 +67,12 @@ JITLLM_AVX2_FMA void f_tile(const uint8_t* const* rp, int64_t n, const float* X,
     int64_t k = 0;
     for (; k + 8 <= n; k += 8) f_step<H, R, C>(acc, rp, X, x_stride, k, 0);
     if (k < n) f_step<H, R, C>(acc, rp, X, x_stride, k, int(n - k));
-    for (int c = 0; c < C; ++c)
-        for (int r = 0; r < n_valid; ++r) y[size_t(c) * y_stride + size_t(r)] = sum8(acc[r][c]);
+    // (every row reduced, then the valid ones copied: acc indexed by constants only stays in registers)
+    for (int c = 0; c < C; ++c) {
+        float s[R];
+        for (int r = 0; r < R; ++r) s[r] = sum8(acc[r][c]);
+        std::copy_n(s, n_valid, y + size_t(c) * y_stride);
+    }
 }
 
 template <bool H>

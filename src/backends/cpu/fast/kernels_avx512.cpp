@@ -108,36 +108,37 @@ JITLLM_AVX512 void q_rows_g(const uint8_t* const* rp, int64_t nb, const XBlock* 
     }
 }
 
-// One 16-column step (m: the columns present) of f_tile's R x C products
-template <bool H, int R, int C>
-JITLLM_AVX512 inline void f_step(__m512 (&acc)[R][C], const uint8_t* const* rp, const float* X, size_t x_stride,
-                                 int64_t k, __mmask16 m) {
-    __m512 w[R];
-    for (int r = 0; r < R; ++r) {
-        if constexpr (H)
-            w[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, rp[r] + 2 * size_t(k)));
-        else
-            w[r] = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(rp[r]) + k);
-    }
-    for (int c = 0; c < C; ++c) {
-        const __m512 xv = _mm512_maskz_loadu_ps(m, X + size_t(c) * x_stride + size_t(k));
-        for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(w[r], xv, acc[r][c]);
-    }
-}
-
 // R weight rows (row k at rp[k], n elements, F16 or F32) times C activation rows; row k's result
-// for activation row c to y[c * y_stride + k] for k < n_valid
+// for activation row c to y[c * y_stride + k] for k < n_valid. (One loop with the last step's mask
+// computed in it, and every row reduced before the valid ones are copied: acc is indexed by
+// constants only and stays in registers.)
 template <bool H, int R, int C>
 JITLLM_AVX512 void f_tile(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, float* y,
                           size_t y_stride, int n_valid) {
     __m512 acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) f_step<H, R, C>(acc, rp, X, x_stride, k, __mmask16(0xFFFF));
-    if (k < n) f_step<H, R, C>(acc, rp, X, x_stride, k, __mmask16((1u << (n - k)) - 1));
-    for (int c = 0; c < C; ++c)
-        for (int r = 0; r < n_valid; ++r) y[size_t(c) * y_stride + size_t(r)] = sum16(acc[r][c]);
+    for (int64_t k = 0; k < n; k += 16) {
+        const __mmask16 m = n - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - k)) - 1);
+        __m512 w[R];
+        for (int r = 0; r < R; ++r) {
+            if constexpr (H)
+                w[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, rp[r] + 2 * size_t(k)));
+            else
+                w[r] = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(rp[r]) + k);
+        }
+        for (int c = 0; c < C; ++c) {
+            const __m512 xv = _mm512_maskz_loadu_ps(m, X + size_t(c) * x_stride + size_t(k));
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(w[r], xv, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+        float s[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) s[r] = sum16(acc[r][c]);
+        std::copy_n(s, n_valid, y + size_t(c) * y_stride);
+    }
 }
 
 template <bool H>
@@ -180,6 +181,7 @@ JITLLM_AVX512 void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock
         alignas(64) int32_t t[16];
         _mm512_store_si512(t, _mm512_add_epi32(q0, q1));
         for (int l = 0; l < 4; ++l) o.cc[l] = -off * ((t[4 * l] + t[4 * l + 1]) + (t[4 * l + 2] + t[4 * l + 3]));
+        o.cc_all = (o.cc[0] + o.cc[1]) + (o.cc[2] + o.cc[3]);
         o.d = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
     }
 }

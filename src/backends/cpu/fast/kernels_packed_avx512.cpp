@@ -1,0 +1,101 @@
+// AVX-512 forms of the packed products (packed.h, fast_kernels.h): a group of 16 weight rows times
+// up to 8 activation rows a pass. Per 32-value block, eight registers hold four values of each of
+// the 16 rows (Q4_0: four loads split into low and high nibbles; Q8_0: eight loads, stored with the
+// sign bit flipped), each met by the activation block's same four bytes broadcast (VPDPBUSD), so
+// lane k of the 32-bit sum is row k's whole block; the sum starts from the activation's correction
+// of the weights' unsigned encoding (XBlock::cc_all). One FMA a block with the 16 rows' scales
+// times the activation's. Each (row, activation row) result is one lane's own sequence, whatever
+// the pass shape or the thread split.
+#include "backends/cpu/fast/fast_kernels.h"
+
+#if defined(__x86_64__)
+#include "backends/cpu/fast/avx512_util.h"
+
+#include <cstring>
+
+namespace jitllm::cpu::fast::detail {
+namespace {
+
+// Bytes of a packed group fetched ahead of the block being read
+constexpr size_t kPrefetchAhead = 1024;
+
+JITLLM_AVX512 inline __m512i bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+template <bool Q4, int C>
+JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float* y, size_t y_stride,
+                           __mmask16 valid) {
+    constexpr size_t kValues = Q4 ? 256 : 512;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint8_t* scales = g + size_t(nb) * kValues;
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* p = g + size_t(b) * kValues;
+        for (size_t o = 0; o < kValues; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + o), _MM_HINT_T0);
+        if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + 32 * b + 512), _MM_HINT_T0);
+        __m512i w[8];
+        if constexpr (Q4) {
+            for (int u = 0; u < 4; ++u) {
+                const __m512i v = _mm512_load_si512(p + 64 * u);
+                w[u] = _mm512_and_si512(v, m4);                             // values 4u .. 4u + 3
+                w[4 + u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // values 16 + 4u ..
+            }
+        } else {
+            for (int t = 0; t < 8; ++t) w[t] = _mm512_load_si512(p + 64 * t);
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + 32 * b)));
+        for (int c = 0; c < C; ++c) {
+            const XBlock& xb = x[size_t(c) * size_t(nb) + size_t(b)];
+            __m512i i = _mm512_set1_epi32(xb.cc_all);
+            for (int t = 0; t < 8; ++t) i = _mm512_dpbusd_epi32(i, w[t], bcast4(xb.q + 4 * t));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + size_t(c) * y_stride, valid, acc[c]);
+}
+
+template <bool Q4>
+JITLLM_AVX512 void qp_group(const uint8_t* g, int64_t nb, const XBlock* x, int n_x, float* y, size_t y_stride,
+                            __mmask16 valid) {
+    int j = 0;
+    for (; j + 8 <= n_x; j += 8)
+        qp_tile<Q4, 8>(g, nb, x + size_t(j) * size_t(nb), y + size_t(j) * y_stride, y_stride, valid);
+    x += size_t(j) * size_t(nb), y += size_t(j) * y_stride;
+    switch (n_x - j) {
+        case 7: return qp_tile<Q4, 7>(g, nb, x, y, y_stride, valid);
+        case 6: return qp_tile<Q4, 6>(g, nb, x, y, y_stride, valid);
+        case 5: return qp_tile<Q4, 5>(g, nb, x, y, y_stride, valid);
+        case 4: return qp_tile<Q4, 4>(g, nb, x, y, y_stride, valid);
+        case 3: return qp_tile<Q4, 3>(g, nb, x, y, y_stride, valid);
+        case 2: return qp_tile<Q4, 2>(g, nb, x, y, y_stride, valid);
+        case 1: return qp_tile<Q4, 1>(g, nb, x, y, y_stride, valid);
+        default: return;
+    }
+}
+
+}  // namespace
+
+JITLLM_AVX512 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb,
+                                    const XBlock* x, int n_x, float* Y, size_t y_stride, int n_rows) {
+    for (int i = 0; i < n_groups; ++i) {
+        const int left = n_rows - 16 * i;
+        const __mmask16 valid = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+        if (q4) qp_group<true>(P + size_t(i) * group_bytes, nb, x, n_x, Y + 16 * i, y_stride, valid);
+        else qp_group<false>(P + size_t(i) * group_bytes, nb, x, n_x, Y + 16 * i, y_stride, valid);
+    }
+}
+
+}  // namespace jitllm::cpu::fast::detail
+
+#else  // not x86-64: no AVX-512 forms
+
+namespace jitllm::cpu::fast::detail {
+void qp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const XBlock*, int, float*, size_t, int) {}
+}  // namespace jitllm::cpu::fast::detail
+
+#endif

@@ -1,0 +1,47 @@
+// Weight matrices in the fast kernels' packed layout, made once when a model loads (the CPU
+// backend packs its products' weights). Rows go in groups of 16: for each block of 32 values
+// (Q4_0, Q8_0) the group's quantized values are interleaved four bytes at a time, so one aligned
+// 64-byte load holds the same four bytes of each of the 16 rows and one VPDPBUSD lane sums one
+// row's products whole. A group is its blocks' values one after another, then their scales (the
+// 16 rows' f16 scales side by side, block after block): a product streams two runs of memory a
+// group instead of 16 rows. Rows past the matrix's last (its last group) are zero.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "core/dtype.h"
+
+namespace jitllm::cpu::fast {
+
+struct PackedMatrix {
+    GgmlType t;
+    int rows, cols;
+    size_t group_bytes;  // one group of 16 rows, all its blocks
+    std::unique_ptr<uint8_t[], void (*)(void*)> data{nullptr, nullptr};
+};
+
+class PackedWeights {
+public:
+    // Whether weights of type t have a packed form on this CPU
+    static bool packs(GgmlType t);
+    // Packs the matrix at W (rows of cols values, row_stride bytes apart) unless it is packed
+    // already or has no packed form (or fewer than 16 rows); keyed by W; on n_threads threads.
+    void add(GgmlType t, const void* W, size_t row_stride, int rows, int cols, int n_threads);
+    // The packed form of the matrix at W, or null
+    const PackedMatrix* find(const void* W) const;
+    size_t bytes() const { return bytes_; }
+
+private:
+    std::unordered_map<const void*, PackedMatrix> m_;
+    size_t bytes_ = 0;
+};
+
+// Rows [r0, r0 + n) of the packed matrix p times n_x activation rows, as matmul() (fast_ops.h).
+// Returns false (nothing written) where r0 is not a multiple of 16.
+bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t x_stride, int n_x, float* Y,
+                   size_t y_stride, int n_threads);
+
+}  // namespace jitllm::cpu::fast
