@@ -62,6 +62,17 @@ void k_rows_avx512(bool q4k, const uint8_t* W, size_t stride, int r0, int r1, in
 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
                       int n_x, float* Y, size_t y_stride, int n_rows);
 
+// The float products' activation rows in panels of kFpPanel rows (the last one shorter): value k
+// of the panel's c rows side by side, k after k (one panel of n_x rows of n values: n_x * n floats
+// at xp + j0 * n for the panel of rows j0 ..), so that a product's broadcasts read one run of memory
+// (rows a multiple of 4 KiB apart met in the same cache sets)
+constexpr int kFpPanel = 14;
+void fp_panels(const float* X, size_t x_stride, int n_x, int64_t n, float* xp);
+// The same as qp_groups_avx512 for a packed F16 (f16) or F32 matrix of n values a row times n_x
+// activation rows in fp_panels' layout
+void fp_groups_avx512(bool f16, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* xp,
+                      int n_x, float* Y, size_t y_stride, int n_rows);
+
 // Rows [r0, r1) of F16 (f16) or F32 weights of n elements times n_x float rows (row j at
 // X + j * x_stride), results as above.
 void f_rows_avx512(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n, const float* X,

@@ -144,9 +144,18 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
 bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t x_stride, int n_x, float* Y,
                    size_t y_stride, int n_threads) {
     if (r0 % 16 != 0) return false;
+    const bool quant = p.t == GgmlType::Q4_0 || p.t == GgmlType::Q8_0;
     const bool q4 = p.t == GgmlType::Q4_0;
     const int64_t nb = p.cols / 32;
-    const detail::XBlock* xq = quantized<detail::XBlock>(X, x_stride, n_x, nb, q4 ? quantize_q4 : quantize_q8);
+    const detail::XBlock* xq =
+        quant ? quantized<detail::XBlock>(X, x_stride, n_x, nb, q4 ? quantize_q4 : quantize_q8) : nullptr;
+    const float* xp = nullptr;
+    if (!quant) {
+        thread_local std::vector<float> panels;  // grows to the largest call once
+        if (panels.size() < size_t(n_x) * size_t(p.cols)) panels.resize(size_t(n_x) * size_t(p.cols));
+        detail::fp_panels(X, x_stride, n_x, p.cols, panels.data());
+        xp = panels.data();
+    }
     const uint8_t* P = p.data.get() + size_t(r0 / 16) * p.group_bytes;
     const int groups = (n + 15) / 16;
     const int64_t work = int64_t(n) * int64_t(p.cols) * int64_t(n_x);
@@ -155,8 +164,12 @@ bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t 
     const int per = nt <= 1 ? groups : std::max(1, (groups + 4 * nt - 1) / (4 * nt));
     auto part = [&](int i) {
         const int g0 = i * per, g1 = std::min(groups, g0 + per);
-        detail::qp_groups_avx512(q4, P + size_t(g0) * p.group_bytes, p.group_bytes, g1 - g0, nb, xq, n_x, Y + 16 * g0,
-                                 y_stride, n - 16 * g0);
+        if (quant)
+            detail::qp_groups_avx512(q4, P + size_t(g0) * p.group_bytes, p.group_bytes, g1 - g0, nb, xq, n_x,
+                                     Y + 16 * g0, y_stride, n - 16 * g0);
+        else
+            detail::fp_groups_avx512(p.t == GgmlType::F16, P + size_t(g0) * p.group_bytes, p.group_bytes, g1 - g0,
+                                     p.cols, xp, n_x, Y + 16 * g0, y_stride, n - 16 * g0);
     };
     team_for(nt, (groups + per - 1) / per, part);
     return true;

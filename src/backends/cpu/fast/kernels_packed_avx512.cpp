@@ -11,6 +11,7 @@
 #if defined(__x86_64__)
 #include "backends/cpu/fast/avx512_util.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace jitllm::cpu::fast::detail {
@@ -78,13 +79,104 @@ JITLLM_AVX512 void qp_group(const uint8_t* g, int64_t nb, const XBlock* x, int n
     }
 }
 
+template <bool H>
+JITLLM_AVX512 inline __m512 fp_column(const uint8_t* g, int64_t k) {
+    if constexpr (H) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * size_t(k))));
+    else return _mm512_load_ps(reinterpret_cast<const float*>(g + 64 * size_t(k)));
+}
+
+// G packed F16 / F32 groups (group i at g + i * group_bytes: value k of its 16 rows at + k * 16
+// values) times C activation rows (a panel: value k of the C rows at xp + k * C): each group's
+// column k times activation value k broadcast, one FMA chain a (group, activation row) in k order.
+// Two groups a pass: two loads a column for every broadcast, and two chains even when C is 1.
+template <bool H, int G, int C>
+JITLLM_AVX512 void fp_tile(const uint8_t* g, size_t group_bytes, int64_t n, const float* xp, float* y,
+                           size_t y_stride, const __mmask16* valid) {
+    constexpr size_t kCol = H ? 32 : 64;
+    __m512 acc[G][C];
+    for (int i = 0; i < G; ++i)
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; ++k) {
+        if ((k & 1) == 0)
+            for (int i = 0; i < G; ++i)
+                _mm_prefetch(reinterpret_cast<const char*>(g + size_t(i) * group_bytes + size_t(k) * kCol + kPrefetchAhead),
+                             _MM_HINT_T0);
+        __m512 w[G];
+        for (int i = 0; i < G; ++i) w[i] = fp_column<H>(g + size_t(i) * group_bytes, k);
+        const float* x = xp + size_t(k) * C;
+        for (int c = 0; c < C; ++c) {
+            const __m512 xv = _mm512_set1_ps(x[c]);
+            for (int i = 0; i < G; ++i) acc[i][c] = _mm512_fmadd_ps(w[i], xv, acc[i][c]);
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        for (int i = 0; i < G; ++i) _mm512_mask_storeu_ps(y + size_t(c) * y_stride + 16 * i, valid[i], acc[i][c]);
+}
+
+// G groups times n_x activation rows, in panels of kFpPanel (fp_panels' layout)
+template <bool H, int G>
+JITLLM_AVX512 void fp_pass(const uint8_t* g, size_t group_bytes, int64_t n, const float* xp, int n_x, float* y,
+                           size_t y_stride, const __mmask16* valid) {
+    int j = 0;
+    for (; j + kFpPanel <= n_x; j += kFpPanel)
+        fp_tile<H, G, kFpPanel>(g, group_bytes, n, xp + size_t(j) * size_t(n), y + size_t(j) * y_stride, y_stride, valid);
+    xp += size_t(j) * size_t(n), y += size_t(j) * y_stride;
+    static_assert(kFpPanel == 14, "the tails below");
+    switch (n_x - j) {
+        case 13: return fp_tile<H, G, 13>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 12: return fp_tile<H, G, 12>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 11: return fp_tile<H, G, 11>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 10: return fp_tile<H, G, 10>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 9: return fp_tile<H, G, 9>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 8: return fp_tile<H, G, 8>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 7: return fp_tile<H, G, 7>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 6: return fp_tile<H, G, 6>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 5: return fp_tile<H, G, 5>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 4: return fp_tile<H, G, 4>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 3: return fp_tile<H, G, 3>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 2: return fp_tile<H, G, 2>(g, group_bytes, n, xp, y, y_stride, valid);
+        case 1: return fp_tile<H, G, 1>(g, group_bytes, n, xp, y, y_stride, valid);
+        default: return;
+    }
+}
+
+JITLLM_AVX512 inline __mmask16 group_mask(int n_rows, int i) {
+    const int left = n_rows - 16 * i;
+    return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+}
+
 }  // namespace
+
+void fp_panels(const float* X, size_t x_stride, int n_x, int64_t n, float* xp) {
+    for (int j0 = 0; j0 < n_x; j0 += kFpPanel) {
+        const int c_n = std::min(kFpPanel, n_x - j0);
+        float* panel = xp + size_t(j0) * size_t(n);
+        for (int c = 0; c < c_n; ++c) {
+            const float* x = X + size_t(j0 + c) * x_stride;
+            for (int64_t k = 0; k < n; ++k) panel[size_t(k) * size_t(c_n) + size_t(c)] = x[k];
+        }
+    }
+}
+
+JITLLM_AVX512 void fp_groups_avx512(bool f16, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n,
+                                    const float* xp, int n_x, float* Y, size_t y_stride, int n_rows) {
+    for (int i = 0; i < n_groups; i += 2) {
+        const __mmask16 valid[2] = {group_mask(n_rows, i), group_mask(n_rows, i + 1)};
+        const uint8_t* g = P + size_t(i) * group_bytes;
+        if (i + 1 < n_groups) {
+            if (f16) fp_pass<true, 2>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
+            else fp_pass<false, 2>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
+        } else {
+            if (f16) fp_pass<true, 1>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
+            else fp_pass<false, 1>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
+        }
+    }
+}
 
 JITLLM_AVX512 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb,
                                     const XBlock* x, int n_x, float* Y, size_t y_stride, int n_rows) {
     for (int i = 0; i < n_groups; ++i) {
-        const int left = n_rows - 16 * i;
-        const __mmask16 valid = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+        const __mmask16 valid = group_mask(n_rows, i);
         if (q4) qp_group<true>(P + size_t(i) * group_bytes, nb, x, n_x, Y + 16 * i, y_stride, valid);
         else qp_group<false>(P + size_t(i) * group_bytes, nb, x, n_x, Y + 16 * i, y_stride, valid);
     }
@@ -96,6 +188,8 @@ JITLLM_AVX512 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_byte
 
 namespace jitllm::cpu::fast::detail {
 void qp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const XBlock*, int, float*, size_t, int) {}
+void fp_panels(const float*, size_t, int, int64_t, float*) {}
+void fp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const float*, int, float*, size_t, int) {}
 }  // namespace jitllm::cpu::fast::detail
 
 #endif

@@ -11,8 +11,16 @@
 namespace jitllm::cpu::fast {
 namespace {
 
-// Bytes of the 16 rows' values of one block in the packed layout (their f16 scales: 32 more)
+// Bytes of the 16 rows' values of one Q4_0 / Q8_0 block in the packed layout (their f16 scales:
+// 32 more)
 size_t packed_values_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512; }
+
+// Bytes of a packed group of 16 rows of `cols` values, a multiple of 64 (groups stay aligned)
+size_t packed_group_bytes(GgmlType t, int cols) {
+    const size_t n = size_t(cols);
+    const size_t b = t == GgmlType::F32 ? 64 * n : t == GgmlType::F16 ? 32 * n : n / 32 * (packed_values_bytes(t) + 32);
+    return (b + 63) / 64 * 64;
+}
 
 // Block b of the 16 rows at rp[0..16) (null: a zero row past the matrix) into values and scales.
 // Q4_0: four runs of 64 bytes, run u holding bytes 4u .. 4u + 3 of each row's 16 nibble bytes;
@@ -20,8 +28,6 @@ size_t packed_values_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512;
 // rows' f16 scales
 void pack_block(GgmlType t, const uint8_t* const* rp, size_t b, uint8_t* values, uint8_t* scales) {
     const size_t bb = type_traits(t).type_size, runs = packed_values_bytes(t) / 64;
-    std::memset(values, 0, packed_values_bytes(t));
-    std::memset(scales, 0, 32);
     for (int k = 0; k < 16; ++k) {
         if (!rp[k]) continue;
         const uint8_t* src = rp[k] + b * bb;
@@ -34,32 +40,47 @@ void pack_block(GgmlType t, const uint8_t* const* rp, size_t b, uint8_t* values,
     }
 }
 
+// The 16 rows at rp[0..16) into a zeroed group: F16 / F32 value k of the 16 rows side by side
+// (32 or 64 bytes), k after k; Q4_0 / Q8_0 the blocks' values (pack_block), then their scales
+void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
+    if (t == GgmlType::F16 || t == GgmlType::F32) {
+        const size_t ts = type_traits(t).type_size;
+        for (int r = 0; r < 16; ++r)
+            if (rp[r])
+                for (int k = 0; k < cols; ++k)
+                    std::memcpy(dst + (size_t(k) * 16 + size_t(r)) * ts, rp[r] + size_t(k) * ts, ts);
+        return;
+    }
+    const size_t nb = size_t(cols) / 32, vb = packed_values_bytes(t);
+    for (size_t b = 0; b < nb; ++b) pack_block(t, rp, b, dst + b * vb, dst + nb * vb + 32 * b);
+}
+
 }  // namespace
 
 bool PackedWeights::packs(GgmlType t) {
-    return fast_isa() == FastIsa::Avx512Vnni && (t == GgmlType::Q4_0 || t == GgmlType::Q8_0);
+    return fast_isa() == FastIsa::Avx512Vnni && (t == GgmlType::Q4_0 || t == GgmlType::Q8_0 ||
+                                                 t == GgmlType::F16 || t == GgmlType::F32);
 }
 
 void PackedWeights::add(GgmlType t, const void* W, size_t row_stride, int rows, int cols, int n_threads) {
     if (!packs(t) || rows < 16 || m_.count(W)) return;
     const int64_t bs = type_traits(t).block_size;
     JITLLM_CHECK(cols % bs == 0, "{} matrix of {} columns", type_name(t), cols);
-    const size_t nb = size_t(cols / bs), groups = size_t(rows + 15) / 16;
-    PackedMatrix p{t, rows, cols, (nb * (packed_values_bytes(t) + 32) + 63) / 64 * 64};  // groups 64-aligned
+    const size_t groups = size_t(rows + 15) / 16;
+    PackedMatrix p{t, rows, cols, packed_group_bytes(t, cols)};
     const size_t total = groups * p.group_bytes;
-    p.data = {static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64)), std::free};
+    p.data = {static_cast<uint8_t*>(std::aligned_alloc(64, total)), std::free};
     JITLLM_CHECK(p.data != nullptr, "out of memory packing a {} x {} {} matrix", rows, cols, type_name(t));
     const auto* w = static_cast<const uint8_t*>(W);
     uint8_t* base = p.data.get();
-    const size_t vb = packed_values_bytes(t);
     team_for(n_threads, int(groups), [&](int g) {
         const uint8_t* rp[16];
         for (int k = 0; k < 16; ++k) {
             const int r = 16 * g + k;
             rp[k] = r < rows ? w + size_t(r) * row_stride : nullptr;
         }
-        uint8_t* group = base + size_t(g) * p.group_bytes;
-        for (size_t b = 0; b < nb; ++b) pack_block(t, rp, b, group + b * vb, group + nb * vb + 32 * b);
+        std::memset(base + size_t(g) * p.group_bytes, 0, p.group_bytes);
+        pack_group(t, rp, cols, base + size_t(g) * p.group_bytes);
     });
     bytes_ += total;
     m_.emplace(W, std::move(p));

@@ -1,10 +1,11 @@
 // Weight matrices in the fast kernels' packed layout, made once when a model loads (the CPU
-// backend packs its products' weights). Rows go in groups of 16: for each block of 32 values
-// (Q4_0, Q8_0) the group's quantized values are interleaved four bytes at a time, so one aligned
-// 64-byte load holds the same four bytes of each of the 16 rows and one VPDPBUSD lane sums one
-// row's products whole. A group is its blocks' values one after another, then their scales (the
-// 16 rows' f16 scales side by side, block after block): a product streams two runs of memory a
-// group instead of 16 rows. Rows past the matrix's last (its last group) are zero.
+// backend packs its products' weights). Rows go in groups of 16, so that one vector lane holds one
+// row's products whole (no sums across lanes) and a group streams from one run of memory instead
+// of 16 rows. F16 / F32: value k of the 16 rows side by side, k after k (one load: a column of
+// the group). Q4_0 / Q8_0: for each block of 32 values, the group's quantized values four bytes a
+// row at a time (one aligned 64-byte load holds the same four bytes of each of the 16 rows, for
+// VPDPBUSD), block after block, then the blocks' scales (the 16 rows' f16 scales side by side).
+// Rows past the matrix's last (its last group) are zero.
 #pragma once
 
 #include <cstddef>
