@@ -81,7 +81,7 @@ TEST(FastMatmul, WithinTheActivationRoundingOfTheFloatProduct) {
     const int cols = 512, rows = 37;
     for (GgmlType t : kFastTypes) {
         SCOPED_TRACE(type_name(t));
-        if (!cpu::fast::has_matmul(t)) GTEST_SKIP() << "no fast " << type_name(t) << " product on this CPU";
+        if (!cpu::fast::has_matmul(t)) continue;  // (the packed form only: FastPacked)
         const size_t rb = row_bytes(t, cols);
         const auto w = random_weights(t, rows, cols, 5);
         const auto x = normal_floats(size_t(cols) * 3, 9);

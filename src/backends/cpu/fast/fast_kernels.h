@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace jitllm::cpu::fast::detail {
 
@@ -23,17 +24,20 @@ static_assert(sizeof(XBlock) == 64);
 
 // One 256-value block of an activation row for the K-quant products (llama.cpp's Q8_K rule):
 // q = x * iscale rounded to the nearest (ties to even), iscale = -127 / m with m the value of the
-// largest magnitude, d = 1 / iscale (all zero for a zero block); ms[j] = d * the sum of q over
-// group j, the 16 values [16j, 16j + 16) (Q6_K) or the 32 values [32j, 32j + 32) (Q4_K, j < 8).
-// Q4_K's q are stored in its weights' nibble order: each 128 values as [0, 32) [64, 96) [32, 64)
-// [96, 128), so one 64-byte load of weights' low (high) nibbles meets its activations in one load.
+// largest magnitude, d = 1 / iscale (all zero for a zero block). off: Q6_K: off[s] = -32 * the
+// sum of q over the 16 values of group s (the weights' offset of 32, where each group's integer
+// sum starts); Q4_K: off[i], i < 4, the sums of q over the 32-value sub-blocks 2i and 2i + 1 as
+// the low and high 16 bits (VPDPWSSD with the mins).
 struct alignas(64) XBlockK {
     int8_t q[256];
-    float ms[16];
+    int32_t off[16];
     float d;
     int32_t pad[15];
 };
 static_assert(sizeof(XBlockK) == 384);
+
+// Bytes of one 256-value block of a packed Q4_K / Q6_K group of 16 rows (packed.cpp's layouts)
+constexpr size_t kQ4kGroupBlock = 2368, kQ6kGroupBlock = 3392;
 
 // Whether this CPU (and build) runs the AVX-512 forms (AVX-512 F/BW/VL/DQ + VNNI, FMA, F16C) and the
 // AVX2 forms (AVX2, FMA, F16C).
@@ -43,23 +47,17 @@ bool cpu_has_avx2_fma();
 // x[0, 32 * nb) into nb blocks (off: 8 or 128, see XBlock).
 void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock* out);
 
-// Rows [r0, r1) of Q4_0 (q4) or Q8_0 weights (row r at W + r * stride, nb blocks) times n_x
-// activation rows (row j's blocks at x + j * nb), row j's results at Y + j * y_stride.
-void q_rows_avx512(bool q4, const uint8_t* W, size_t stride, int r0, int r1, int64_t nb, const XBlock* x,
-                   int n_x, float* Y, size_t y_stride);
-
-// x[0, 256 * nb) into nb blocks, in Q4_K's order (q4k) or in order (Q6_K)
+// x[0, 256 * nb) into nb blocks, off for Q4_K (q4k) or Q6_K
 void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out);
-
-// Rows [r0, r1) of Q4_K (q4k) or Q6_K weights (row r at W + r * stride, nb blocks of 256) times n_x
-// activation rows (row j's blocks at x + j * nb), row j's results at Y + j * y_stride.
-void k_rows_avx512(bool q4k, const uint8_t* W, size_t stride, int r0, int r1, int64_t nb, const XBlockK* x,
-                   int n_x, float* Y, size_t y_stride);
 
 // Packed forms (packed.h): n_groups groups of 16 rows of a packed Q4_0 (q4) or Q8_0 matrix
 // (group i at P + i * group_bytes, nb blocks a row) times n_x activation rows; the group's row k
 // result for activation row j to Y[j * y_stride + 16 i + k], for the first n_rows rows only.
 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
+                      int n_x, float* Y, size_t y_stride, int n_rows);
+
+// The same for a packed Q4_K (q4k) or Q6_K matrix, nb blocks of 256 a row
+void kp_groups_avx512(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlockK* x,
                       int n_x, float* Y, size_t y_stride, int n_rows);
 
 // The float products' activation rows in panels of kFpPanel rows (the last one shorter): value k
@@ -73,12 +71,27 @@ void fp_panels(const float* X, size_t x_stride, int n_x, int64_t n, float* xp);
 void fp_groups_avx512(bool f16, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* xp,
                       int n_x, float* Y, size_t y_stride, int n_rows);
 
-// Rows [r0, r1) of F16 (f16) or F32 weights of n elements times n_x float rows (row j at
-// X + j * x_stride), results as above.
-void f_rows_avx512(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n, const float* X,
-                   size_t x_stride, int n_x, float* Y, size_t y_stride);
+// Rows [r0, r1) of F16 (f16) or F32 weights of n elements (row r at W + r * stride) times n_x
+// float rows (row j at X + j * x_stride), row j's results at Y + j * y_stride: the unpacked form
+// (AVX2 CPUs, and matrices too small to pack)
 void f_rows_avx2(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n, const float* X,
                  size_t x_stride, int n_x, float* Y, size_t y_stride);
+
+// The passes of a product over n_x activation rows, up to N at a time: f(j, C) for the pass of
+// the C rows from row j (C a std::integral_constant: each pass shape its own compiled tile)
+template <int C, class F>
+inline void last_pass(int rest, int j, F& f) {
+    if constexpr (C > 0) {
+        if (rest == C) return f(j, std::integral_constant<int, C>{});
+        last_pass<C - 1>(rest, j, f);
+    }
+}
+template <int N, class F>
+inline void passes(int n_x, F&& f) {
+    int j = 0;
+    for (; j + N <= n_x; j += N) f(j, std::integral_constant<int, N>{});
+    last_pass<N - 1>(n_x - j, j, f);
+}
 
 // Rows [r0, r1) of W in passes of up to P rows: f(rp, r, n_valid) with rp[k] the address of row r + k;
 // a short pass repeats its last row in the slots after n_valid (computed, not stored)

@@ -47,8 +47,6 @@ FastIsa fast_isa() {
 bool has_matmul(GgmlType t) {
     switch (fast_isa()) {
         case FastIsa::Avx512Vnni:
-            return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K ||
-                   t == GgmlType::F16 || t == GgmlType::F32;
         case FastIsa::Avx2Fma: return t == GgmlType::F16 || t == GgmlType::F32;
         case FastIsa::None: return false;
     }
@@ -61,10 +59,10 @@ namespace {
 // a few thousand)
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 16;
 
-// One call's operands, shared by the row ranges (the pool's task captures only its address, so
+// One call's operands, shared by the row ranges (the team's parts capture only its address, so
 // handing it over allocates nothing)
 struct Job {
-    GgmlType t;
+    bool f16;
     const uint8_t* W;
     size_t row_stride;
     int rows, cols;
@@ -73,28 +71,11 @@ struct Job {
     int n_x;
     float* Y;
     size_t y_stride;
-    const detail::XBlock* xq;   // Q4_0 / Q8_0 products' activations (n_x rows of cols / 32 blocks)
-    const detail::XBlockK* xk;  // Q4_K / Q6_K products' activations (n_x rows of cols / 256 blocks)
-    int per;                    // rows a part (a multiple of 8)
+    int per;  // rows a part (a multiple of 8)
 };
 
 void run_rows(const Job& j, int r0, int r1) {
-    const bool avx512 = fast_isa() == FastIsa::Avx512Vnni;
-    if (j.xq) {
-        detail::q_rows_avx512(j.t == GgmlType::Q4_0, j.W, j.row_stride, r0, r1, j.cols / 32, j.xq, j.n_x, j.Y,
-                              j.y_stride);
-        return;
-    }
-    if (j.xk) {
-        detail::k_rows_avx512(j.t == GgmlType::Q4_K, j.W, j.row_stride, r0, r1, j.cols / 256, j.xk, j.n_x, j.Y,
-                              j.y_stride);
-        return;
-    }
-    const bool f16 = j.t == GgmlType::F16;
-    if (avx512)
-        detail::f_rows_avx512(f16, j.W, j.row_stride, r0, r1, j.cols, j.X, j.x_stride, j.n_x, j.Y, j.y_stride);
-    else
-        detail::f_rows_avx2(f16, j.W, j.row_stride, r0, r1, j.cols, j.X, j.x_stride, j.n_x, j.Y, j.y_stride);
+    detail::f_rows_avx2(j.f16, j.W, j.row_stride, r0, r1, j.cols, j.X, j.x_stride, j.n_x, j.Y, j.y_stride);
 }
 
 // The activation rows quantized for the integer products, in a buffer that grows to the largest
@@ -117,17 +98,7 @@ void quantize_q6k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quan
 bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X, size_t x_stride,
             int n_x, float* Y, size_t y_stride, int n_threads) {
     if (!has_matmul(t)) return false;
-    Job j{t, static_cast<const uint8_t*>(W), row_stride, rows, cols, X, x_stride, n_x, Y, y_stride, nullptr,
-          nullptr, 0};
-    const int64_t bs = type_traits(t).block_size;
-    JITLLM_CHECK(cols % bs == 0, "{} product over {} columns", type_name(t), cols);
-    switch (t) {
-        case GgmlType::Q4_0: j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, quantize_q4); break;
-        case GgmlType::Q8_0: j.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, quantize_q8); break;
-        case GgmlType::Q4_K: j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, quantize_q4k); break;
-        case GgmlType::Q6_K: j.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, quantize_q6k); break;
-        default: break;
-    }
+    Job j{t == GgmlType::F16, static_cast<const uint8_t*>(W), row_stride, rows, cols, X, x_stride, n_x, Y, y_stride, 0};
     // rows over the threads once each gets enough work to outweigh the hand-over, in parts of a
     // multiple of 8 rows, about four a thread (the parts go to whichever thread is free first)
     const int64_t work = int64_t(rows) * int64_t(cols) * int64_t(n_x);
@@ -144,13 +115,17 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
 bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t x_stride, int n_x, float* Y,
                    size_t y_stride, int n_threads) {
     if (r0 % 16 != 0) return false;
-    const bool quant = p.t == GgmlType::Q4_0 || p.t == GgmlType::Q8_0;
-    const bool q4 = p.t == GgmlType::Q4_0;
-    const int64_t nb = p.cols / 32;
-    const detail::XBlock* xq =
-        quant ? quantized<detail::XBlock>(X, x_stride, n_x, nb, q4 ? quantize_q4 : quantize_q8) : nullptr;
+    const bool q4 = p.t == GgmlType::Q4_0, q4k = p.t == GgmlType::Q4_K;
+    const bool legacy = q4 || p.t == GgmlType::Q8_0, kq = q4k || p.t == GgmlType::Q6_K;
+    // the activations as the type's products take them: quantized blocks, or float panels
+    const detail::XBlock* xq = nullptr;
+    const detail::XBlockK* xk = nullptr;
     const float* xp = nullptr;
-    if (!quant) {
+    if (legacy) {
+        xq = quantized<detail::XBlock>(X, x_stride, n_x, p.cols / 32, q4 ? quantize_q4 : quantize_q8);
+    } else if (kq) {
+        xk = quantized<detail::XBlockK>(X, x_stride, n_x, p.cols / 256, q4k ? quantize_q4k : quantize_q6k);
+    } else {
         thread_local std::vector<float> panels;  // grows to the largest call once
         if (panels.size() < size_t(n_x) * size_t(p.cols)) panels.resize(size_t(n_x) * size_t(p.cols));
         detail::fp_panels(X, x_stride, n_x, p.cols, panels.data());
@@ -164,12 +139,15 @@ bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t 
     const int per = nt <= 1 ? groups : std::max(1, (groups + 4 * nt - 1) / (4 * nt));
     auto part = [&](int i) {
         const int g0 = i * per, g1 = std::min(groups, g0 + per);
-        if (quant)
-            detail::qp_groups_avx512(q4, P + size_t(g0) * p.group_bytes, p.group_bytes, g1 - g0, nb, xq, n_x,
-                                     Y + 16 * g0, y_stride, n - 16 * g0);
+        const uint8_t* Pg = P + size_t(g0) * p.group_bytes;
+        float* Yg = Y + 16 * g0;
+        if (legacy)
+            detail::qp_groups_avx512(q4, Pg, p.group_bytes, g1 - g0, p.cols / 32, xq, n_x, Yg, y_stride, n - 16 * g0);
+        else if (kq)
+            detail::kp_groups_avx512(q4k, Pg, p.group_bytes, g1 - g0, p.cols / 256, xk, n_x, Yg, y_stride, n - 16 * g0);
         else
-            detail::fp_groups_avx512(p.t == GgmlType::F16, P + size_t(g0) * p.group_bytes, p.group_bytes, g1 - g0,
-                                     p.cols, xp, n_x, Y + 16 * g0, y_stride, n - 16 * g0);
+            detail::fp_groups_avx512(p.t == GgmlType::F16, Pg, p.group_bytes, g1 - g0, p.cols, xp, n_x, Yg, y_stride,
+                                     n - 16 * g0);
     };
     team_for(nt, (groups + per - 1) / per, part);
     return true;

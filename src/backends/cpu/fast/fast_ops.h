@@ -1,10 +1,12 @@
 // Fast CPU products and attention: the default CPU path beside the exact specification of
 // cpu_ops.h (selected with --cpu-exact). Chosen at run time by what the CPU has (fast_isa()):
 // fused multiply-add, integer dot products on 8-bit values, F16 conversions in vector registers.
-// Numerics: close to llama.cpp's CPU (Q4_0 / Q8_0 weights times x quantized to Q8_0 blocks, float
-// products with FMA for F16 / F32), within the golden tolerances, not the exact path's bits. Each
-// output element is summed in one fixed order whatever the thread count and the number of
-// activation rows, so a batch row gets the bits of the same row alone (decode) on either path.
+// Numerics: close to llama.cpp's CPU (Q4_0 / Q8_0 weights times x quantized to Q8_0 blocks, Q4_K /
+// Q6_K times x quantized to Q8_K blocks, float products with FMA for F16 / F32), within the golden
+// tolerances, not the exact path's bits. Each output element is summed in one fixed order whatever
+// the thread count and the number of activation rows, so a batch row gets the bits of the same row
+// alone (decode) on either path. The products of a loaded model run on its weights packed once
+// (packed.h: matmul_packed); matmul() below is the unpacked form for F16 / F32.
 #pragma once
 
 #include <cstddef>
@@ -27,13 +29,13 @@ bool cpu_has_fast_isa(FastIsa isa);
 // that cannot be read): the default thread count of the CPU backend.
 int physical_cores();
 
-// Whether matmul() has a fast form for weights of type t on this CPU.
+// Whether matmul() has a fast form for weights of type t on this CPU (F16, F32: AVX2 + FMA).
 bool has_matmul(GgmlType t);
 
 // Y row j = W X row j for j < n_x, as cpu::matmul (W: `rows` rows of `cols` elements of type t,
 // row r at W + r * row_stride bytes; X row j at X + j * x_stride floats, Y row j at
-// Y + j * y_stride floats), rows split over n_threads of the global pool. Returns false (nothing
-// written) where has_matmul(t) is false. PRECOND: cols % block_size(t) == 0.
+// Y + j * y_stride floats), rows split over n_threads of the team (team.h). Returns false
+// (nothing written) where has_matmul(t) is false.
 bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, const float* X,
             size_t x_stride, int n_x, float* Y, size_t y_stride, int n_threads);
 

@@ -15,28 +15,11 @@
 namespace jitllm::cpu::fast::detail {
 namespace {
 
-// Columns [k, k + 8) of row p as floats (F16 or F32); `tail` columns (< 8) zero-filled after them
+// Eight values at p as floats (F16 or F32)
 template <bool H>
-JITLLM_AVX2_FMA inline __m256 load_w(const uint8_t* p, int64_t k, int tail) {
-    if (tail == 0) {
-        if constexpr (H) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * size_t(k))));
-        else return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + k);
-    }
-    alignas(32) float t[8] = {};
-    if constexpr (H) {
-        alignas(16) uint16_t h[8] = {};
-        for (int i = 0; i < tail; ++i) h[i] = uint16_t(p[2 * (k + i)] | p[2 * (k + i) + 1] << 8);
-        return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
-    }
-    for (int i = 0; i < tail; ++i) t[i] = reinterpret_cast<const float*>(p)[k + i];
-    return _mm256_load_ps(t);
-}
-
-JITLLM_AVX2_FMA inline __m256 load_x(const float* x, int64_t k, int tail) {
-    if (tail == 0) return _mm256_loadu_ps(x + k);
-    alignas(32) float t[8] = {};
-    for (int i = 0; i < tail; ++i) t[i] = x[k + i];
-    return _mm256_load_ps(t);
+JITLLM_AVX2_FMA inline __m256 load8(const uint8_t* p) {
+    if constexpr (H) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    else return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
 }
 
 // The 8 lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
@@ -47,29 +30,35 @@ JITLLM_AVX2_FMA inline float sum8(__m256 a) {
     return _mm_cvtss_f32(s);
 }
 
-template <bool H, int R, int C>
-JITLLM_AVX2_FMA inline void f_step(__m256 (&acc)[R][C], const uint8_t* const* rp, const float* X, size_t x_stride,
-                                   int64_t k, int tail) {
-    __m256 w[R];
-    for (int r = 0; r < R; ++r) w[r] = load_w<H>(rp[r], k, tail);
-    for (int c = 0; c < C; ++c) {
-        const __m256 xv = load_x(X + size_t(c) * x_stride, k, tail);
-        for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(w[r], xv, acc[r][c]);
-    }
-}
-
+// R weight rows (row k at rp[k]) times C activation rows; row k's result for activation row c to
+// y[c * y_stride + k] for k < n_valid. The last n % 8 values of each row come from zero-padded
+// copies, read by the same loop body; every row is reduced before the valid ones are copied (acc
+// indexed by constants only: it stays in registers).
 template <bool H, int R, int C>
 JITLLM_AVX2_FMA void f_tile(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, float* y,
                             size_t y_stride, int n_valid) {
+    constexpr size_t kEs = H ? 2 : 4;
+    const int64_t full = n & ~int64_t(7);
+    alignas(32) uint8_t wt[R][32] = {};
+    alignas(32) float xt[C][8] = {};
+    for (int r = 0; r < R; ++r) std::copy_n(rp[r] + size_t(full) * kEs, size_t(n - full) * kEs, wt[r]);
+    for (int c = 0; c < C; ++c) std::copy_n(X + size_t(c) * x_stride + size_t(full), size_t(n - full), xt[c]);
     __m256 acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= n; k += 8) f_step<H, R, C>(acc, rp, X, x_stride, k, 0);
-    if (k < n) f_step<H, R, C>(acc, rp, X, x_stride, k, int(n - k));
-    // (every row reduced, then the valid ones copied: acc indexed by constants only stays in registers)
+    for (int64_t k = 0; k < n; k += 8) {
+        const bool tail = k == full;
+        __m256 w[R];
+        for (int r = 0; r < R; ++r) w[r] = load8<H>(tail ? wt[r] : rp[r] + size_t(k) * kEs);
+        for (int c = 0; c < C; ++c) {
+            const __m256 xv = _mm256_loadu_ps(tail ? xt[c] : X + size_t(c) * x_stride + size_t(k));
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(w[r], xv, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         float s[R];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) s[r] = sum8(acc[r][c]);
         std::copy_n(s, n_valid, y + size_t(c) * y_stride);
     }
@@ -78,12 +67,10 @@ JITLLM_AVX2_FMA void f_tile(const uint8_t* const* rp, int64_t n, const float* X,
 template <bool H>
 JITLLM_AVX2_FMA void f_rows4(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, int n_x, float* y,
                              size_t y_stride, int n_valid) {
-    int j = 0;
-    for (; j + 3 <= n_x; j += 3)
-        f_tile<H, 4, 3>(rp, n, X + size_t(j) * x_stride, x_stride, y + size_t(j) * y_stride, y_stride, n_valid);
-    X += size_t(j) * x_stride, y += size_t(j) * y_stride;
-    if (n_x - j == 2) f_tile<H, 4, 2>(rp, n, X, x_stride, y, y_stride, n_valid);
-    if (n_x - j == 1) f_tile<H, 4, 1>(rp, n, X, x_stride, y, y_stride, n_valid);
+    passes<3>(n_x, [&](int j, auto c) {
+        f_tile<H, 4, decltype(c)::value>(rp, n, X + size_t(j) * x_stride, x_stride, y + size_t(j) * y_stride, y_stride,
+                                         n_valid);
+    });
 }
 
 }  // namespace

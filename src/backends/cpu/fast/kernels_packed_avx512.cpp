@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/fp16.h"
+
 namespace jitllm::cpu::fast::detail {
 namespace {
 
@@ -63,20 +65,9 @@ JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float*
 template <bool Q4>
 JITLLM_AVX512 void qp_group(const uint8_t* g, int64_t nb, const XBlock* x, int n_x, float* y, size_t y_stride,
                             __mmask16 valid) {
-    int j = 0;
-    for (; j + 8 <= n_x; j += 8)
-        qp_tile<Q4, 8>(g, nb, x + size_t(j) * size_t(nb), y + size_t(j) * y_stride, y_stride, valid);
-    x += size_t(j) * size_t(nb), y += size_t(j) * y_stride;
-    switch (n_x - j) {
-        case 7: return qp_tile<Q4, 7>(g, nb, x, y, y_stride, valid);
-        case 6: return qp_tile<Q4, 6>(g, nb, x, y, y_stride, valid);
-        case 5: return qp_tile<Q4, 5>(g, nb, x, y, y_stride, valid);
-        case 4: return qp_tile<Q4, 4>(g, nb, x, y, y_stride, valid);
-        case 3: return qp_tile<Q4, 3>(g, nb, x, y, y_stride, valid);
-        case 2: return qp_tile<Q4, 2>(g, nb, x, y, y_stride, valid);
-        case 1: return qp_tile<Q4, 1>(g, nb, x, y, y_stride, valid);
-        default: return;
-    }
+    passes<8>(n_x, [&](int j, auto c) {
+        qp_tile<Q4, decltype(c)::value>(g, nb, x + size_t(j) * size_t(nb), y + size_t(j) * y_stride, y_stride, valid);
+    });
 }
 
 template <bool H>
@@ -117,27 +108,10 @@ JITLLM_AVX512 void fp_tile(const uint8_t* g, size_t group_bytes, int64_t n, cons
 template <bool H, int G>
 JITLLM_AVX512 void fp_pass(const uint8_t* g, size_t group_bytes, int64_t n, const float* xp, int n_x, float* y,
                            size_t y_stride, const __mmask16* valid) {
-    int j = 0;
-    for (; j + kFpPanel <= n_x; j += kFpPanel)
-        fp_tile<H, G, kFpPanel>(g, group_bytes, n, xp + size_t(j) * size_t(n), y + size_t(j) * y_stride, y_stride, valid);
-    xp += size_t(j) * size_t(n), y += size_t(j) * y_stride;
-    static_assert(kFpPanel == 14, "the tails below");
-    switch (n_x - j) {
-        case 13: return fp_tile<H, G, 13>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 12: return fp_tile<H, G, 12>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 11: return fp_tile<H, G, 11>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 10: return fp_tile<H, G, 10>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 9: return fp_tile<H, G, 9>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 8: return fp_tile<H, G, 8>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 7: return fp_tile<H, G, 7>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 6: return fp_tile<H, G, 6>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 5: return fp_tile<H, G, 5>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 4: return fp_tile<H, G, 4>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 3: return fp_tile<H, G, 3>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 2: return fp_tile<H, G, 2>(g, group_bytes, n, xp, y, y_stride, valid);
-        case 1: return fp_tile<H, G, 1>(g, group_bytes, n, xp, y, y_stride, valid);
-        default: return;
-    }
+    passes<kFpPanel>(n_x, [&](int j, auto c) {
+        fp_tile<H, G, decltype(c)::value>(g, group_bytes, n, xp + size_t(j) * size_t(n), y + size_t(j) * y_stride,
+                                          y_stride, valid);
+    });
 }
 
 JITLLM_AVX512 inline __mmask16 group_mask(int n_rows, int i) {
@@ -146,6 +120,32 @@ JITLLM_AVX512 inline __mmask16 group_mask(int n_rows, int i) {
 }
 
 }  // namespace
+
+bool cpu_has_avx512_vnni() {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && cpu_has_avx2_fma();
+}
+
+JITLLM_AVX512 void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock* out) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m512 v0 = _mm512_loadu_ps(x + 32 * i), v1 = _mm512_loadu_ps(x + 32 * i + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        // rounded to the nearest, ties to even (the default rounding mode)
+        const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+        const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+        XBlock& o = out[i];
+        _mm_store_si128(reinterpret_cast<__m128i*>(o.q), _mm512_cvtepi32_epi8(q0));
+        _mm_store_si128(reinterpret_cast<__m128i*>(o.q + 16), _mm512_cvtepi32_epi8(q1));
+        alignas(64) int32_t t[16];
+        _mm512_store_si512(t, _mm512_add_epi32(q0, q1));
+        for (int l = 0; l < 4; ++l) o.cc[l] = -off * ((t[4 * l] + t[4 * l + 1]) + (t[4 * l + 2] + t[4 * l + 3]));
+        o.cc_all = (o.cc[0] + o.cc[1]) + (o.cc[2] + o.cc[3]);
+        o.d = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
+    }
+}
 
 void fp_panels(const float* X, size_t x_stride, int n_x, int64_t n, float* xp) {
     for (int j0 = 0; j0 < n_x; j0 += kFpPanel) {
@@ -187,6 +187,8 @@ JITLLM_AVX512 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_byte
 #else  // not x86-64: no AVX-512 forms
 
 namespace jitllm::cpu::fast::detail {
+bool cpu_has_avx512_vnni() { return false; }
+void quantize_x_avx512(const float*, int64_t, int, XBlock*) {}
 void qp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const XBlock*, int, float*, size_t, int) {}
 void fp_panels(const float*, size_t, int, int64_t, float*) {}
 void fp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const float*, int, float*, size_t, int) {}

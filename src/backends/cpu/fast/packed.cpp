@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/fast/fast_ops.h"
 #include "backends/cpu/fast/team.h"
 #include "core/error.h"
+#include "quant/blocks.h"
 
 namespace jitllm::cpu::fast {
 namespace {
@@ -18,8 +20,55 @@ size_t packed_values_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512;
 // Bytes of a packed group of 16 rows of `cols` values, a multiple of 64 (groups stay aligned)
 size_t packed_group_bytes(GgmlType t, int cols) {
     const size_t n = size_t(cols);
-    const size_t b = t == GgmlType::F32 ? 64 * n : t == GgmlType::F16 ? 32 * n : n / 32 * (packed_values_bytes(t) + 32);
+    size_t b = 0;
+    switch (t) {
+        case GgmlType::F32: b = 64 * n; break;
+        case GgmlType::F16: b = 32 * n; break;
+        case GgmlType::Q4_K: b = n / 256 * detail::kQ4kGroupBlock; break;
+        case GgmlType::Q6_K: b = n / 256 * detail::kQ6kGroupBlock; break;
+        default: b = n / 32 * (packed_values_bytes(t) + 32); break;
+    }
     return (b + 63) / 64 * 64;
+}
+
+// Run `run` of a packed block: bytes [4 * i, 4 * i + 4) of each row's `src` (at rp[k] + src, a
+// row at a time; null rows stay zero) side by side, for i = first .. first + n - 1, 64 bytes a run
+void pack_runs(const uint8_t* const* rp, size_t src, int first, int n, uint8_t* dst) {
+    for (int k = 0; k < 16; ++k)
+        if (rp[k])
+            for (int i = 0; i < n; ++i) std::memcpy(dst + 64 * size_t(i) + 4 * size_t(k), rp[k] + src + 4 * size_t(first + i), 4);
+}
+
+// One Q4_K block (at byte off of each row) of the 16 rows: 32 runs of the 128 nibble bytes; the
+// 8 sub-blocks' scales (run j: the 16 rows' 6-bit scale of sub-block j, a byte each); the mins in
+// pairs (run i: (min 2i, min 2i + 1) of each row); the 16 rows' d, then their dmin (f16)
+void pack_q4k(const uint8_t* const* rp, size_t off, uint8_t* dst) {
+    pack_runs(rp, off + 16, 0, 32, dst);
+    for (int k = 0; k < 16; ++k) {
+        if (!rp[k]) continue;
+        const uint8_t* blk = rp[k] + off;
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            k_scale_min(j, blk + 4, &sc, &m);
+            dst[2048 + 16 * j + k] = sc;
+            dst[2176 + 32 * (j / 2) + 2 * k + (j % 2)] = m;
+        }
+        std::memcpy(dst + 2304 + 2 * k, blk, 2);
+        std::memcpy(dst + 2336 + 2 * k, blk + 2, 2);
+    }
+}
+
+// One Q6_K block of the 16 rows: 32 runs of the 128 ql bytes, 16 runs of the 64 qh bytes, the 16
+// sub-blocks' int8 scales (run s: the 16 rows' scale of sub-block s), the 16 rows' d (f16)
+void pack_q6k(const uint8_t* const* rp, size_t off, uint8_t* dst) {
+    pack_runs(rp, off, 0, 32, dst);
+    pack_runs(rp, off + 128, 0, 16, dst + 2048);
+    for (int k = 0; k < 16; ++k) {
+        if (!rp[k]) continue;
+        const uint8_t* blk = rp[k] + off;
+        for (int s = 0; s < 16; ++s) dst[3072 + 16 * s + k] = blk[192 + s];
+        std::memcpy(dst + 3328 + 2 * k, blk + 208, 2);
+    }
 }
 
 // Block b of the 16 rows at rp[0..16) (null: a zero row past the matrix) into values and scales.
@@ -51,6 +100,15 @@ void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
                     std::memcpy(dst + (size_t(k) * 16 + size_t(r)) * ts, rp[r] + size_t(k) * ts, ts);
         return;
     }
+    if (t == GgmlType::Q4_K || t == GgmlType::Q6_K) {
+        const bool q4k = t == GgmlType::Q4_K;
+        const size_t gb = q4k ? detail::kQ4kGroupBlock : detail::kQ6kGroupBlock, bb = type_traits(t).type_size;
+        for (size_t b = 0; b < size_t(cols) / 256; ++b) {
+            if (q4k) pack_q4k(rp, b * bb, dst + b * gb);
+            else pack_q6k(rp, b * bb, dst + b * gb);
+        }
+        return;
+    }
     const size_t nb = size_t(cols) / 32, vb = packed_values_bytes(t);
     for (size_t b = 0; b < nb; ++b) pack_block(t, rp, b, dst + b * vb, dst + nb * vb + 32 * b);
 }
@@ -58,8 +116,8 @@ void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
 }  // namespace
 
 bool PackedWeights::packs(GgmlType t) {
-    return fast_isa() == FastIsa::Avx512Vnni && (t == GgmlType::Q4_0 || t == GgmlType::Q8_0 ||
-                                                 t == GgmlType::F16 || t == GgmlType::F32);
+    return fast_isa() == FastIsa::Avx512Vnni && (t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
+                                                 t == GgmlType::Q6_K || t == GgmlType::F16 || t == GgmlType::F32);
 }
 
 void PackedWeights::add(GgmlType t, const void* W, size_t row_stride, int rows, int cols, int n_threads) {

@@ -5,7 +5,9 @@
 // the group). Q4_0 / Q8_0: for each block of 32 values, the group's quantized values four bytes a
 // row at a time (one aligned 64-byte load holds the same four bytes of each of the 16 rows, for
 // VPDPBUSD), block after block, then the blocks' scales (the 16 rows' f16 scales side by side).
-// Rows past the matrix's last (its last group) are zero.
+// Q4_K / Q6_K: for each block of 256 values, the quantized bytes four a row at a time likewise,
+// then the sub-blocks' scales (and Q4_K's mins) unpacked to a byte a row, then the rows' block
+// scales (packed.cpp pack_q4k, pack_q6k). Rows past the matrix's last (its last group) are zero.
 #pragma once
 
 #include <cstddef>
