@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/fast/fast_ops.h"
 #include "backends/cpu/fast/packed.h"
 #include "core/fp16.h"
@@ -191,6 +192,25 @@ TEST(FastAttention, WithinFloatRoundingOfTheSpec) {
                     ASSERT_NEAR(got[i], want[i], 1e-5 * (1.0 + std::fabs(want[i])))
                         << "head_dim " << hd << ", " << n_pos << " positions, " << threads << " threads, element " << i;
             }
+}
+
+// RMS norm and SwiGLU in vector registers within float rounding of the spec's loops, at sizes
+// around the 16- and 32-element steps, gates far into either tail of the sigmoid
+TEST(FastRowwise, NormAndSwigluWithinFloatRoundingOfTheSpec) {
+    for (int n : {1, 15, 16, 33, 64, 2051}) {
+        auto x = normal_floats(size_t(n), uint32_t(n)), w = normal_floats(size_t(n), uint32_t(n + 1));
+        auto u = normal_floats(size_t(n), uint32_t(n + 2));
+        for (int i = 0; i < n; i += 7) x[size_t(i)] *= 40.0f;  // silu near 0 and near the identity
+        std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+        for (const float* wp : {static_cast<const float*>(nullptr), static_cast<const float*>(w.data())}) {
+            cpu::fast::rms_norm(x.data(), wp, got.data(), n, 1e-5f);
+            cpu::rms_norm(x.data(), wp, want.data(), n, 1e-5f);
+            for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << n << " " << i;
+        }
+        cpu::fast::swiglu(x.data(), u.data(), got.data(), n);
+        cpu::swiglu(x.data(), u.data(), want.data(), n);
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << n << " " << i;
+    }
 }
 
 }  // namespace

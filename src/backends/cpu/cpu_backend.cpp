@@ -260,7 +260,7 @@ void CpuBackend::run_task(const Task& t) {
             case TaskKind::AttnNorm:
             case TaskKind::FfnNorm:
             case TaskKind::OutputNorm:
-                cpu::rms_norm(x, t.w[0]->f32(), xb, c_.dim, t.eps);
+                (fast_ ? cpu::fast::rms_norm : cpu::rms_norm)(x, t.w[0]->f32(), xb, c_.dim, t.eps);
                 break;
             case TaskKind::AttnQkNorm: {
                 float* q = row(Slot::Q, r);
@@ -306,7 +306,8 @@ void CpuBackend::run_task(const Task& t) {
                 cpu::add_scaled(x, row(Slot::Tmp, r), t.scale, c_.dim);
                 break;
             case TaskKind::FfnAct:
-                cpu::swiglu(row(Slot::Hb, r), row(Slot::Hb2, r), row(Slot::Hb, r), c_.hidden_dim);
+                (fast_ ? cpu::fast::swiglu : cpu::swiglu)(row(Slot::Hb, r), row(Slot::Hb2, r), row(Slot::Hb, r),
+                                                          c_.hidden_dim);
                 break;
             case TaskKind::AttnQkv:
             case TaskKind::AttnOutput:

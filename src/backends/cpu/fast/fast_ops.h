@@ -43,4 +43,9 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
 void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride, int n_heads,
                int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads);
 
+// cpu::rms_norm and cpu::swiglu in vector registers (same arguments; the sum of squares in 32
+// lanes, e^x as attention's)
+void rms_norm(const float* x, const float* w, float* y, int n, float eps);
+void swiglu(const float* gate, const float* up, float* out, int n);
+
 }  // namespace jitllm::cpu::fast

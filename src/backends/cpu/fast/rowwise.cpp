@@ -1,0 +1,69 @@
+// Fast row-wise operations (fast_ops.h): RMS norm and SwiGLU sixteen elements a step in vector
+// registers (the exact path's are one element at a time, the sum of squares one dependent chain).
+#include <cmath>
+
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/fast/fast_ops.h"
+
+#include "backends/cpu/fast/avx512_util.h"
+
+namespace jitllm::cpu::fast {
+
+#if defined(__x86_64__)
+namespace {
+
+JITLLM_AVX512 inline __mmask16 tail_mask(int n, int i) {
+    return n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+}
+
+JITLLM_AVX512 void rms_norm_avx512(const float* x, const float* w, float* y, int n, float eps) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+        s0 = _mm512_fmadd_ps(a, a, s0);
+        s1 = _mm512_fmadd_ps(b, b, s1);
+    }
+    for (; i < n; i += 16) {
+        const __m512 a = _mm512_maskz_loadu_ps(tail_mask(n, i), x + i);
+        s0 = _mm512_fmadd_ps(a, a, s0);
+    }
+    const float scale = 1.0f / std::sqrt(detail::sum16(_mm512_add_ps(s0, s1)) / float(n) + eps);
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n, i);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv);
+        if (w) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
+JITLLM_AVX512 void swiglu_avx512(const float* gate, const float* up, float* out, int n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n, i);
+        const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+        const __m512 e = detail::exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+        const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
+        _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+    }
+}
+
+}  // namespace
+#endif
+
+void rms_norm(const float* x, const float* w, float* y, int n, float eps) {
+#if defined(__x86_64__)
+    if (fast_isa() == FastIsa::Avx512Vnni) return rms_norm_avx512(x, w, y, n, eps);
+#endif
+    cpu::rms_norm(x, w, y, n, eps);
+}
+
+void swiglu(const float* gate, const float* up, float* out, int n) {
+#if defined(__x86_64__)
+    if (fast_isa() == FastIsa::Avx512Vnni) return swiglu_avx512(gate, up, out, n);
+#endif
+    cpu::swiglu(gate, up, out, n);
+}
+
+}  // namespace jitllm::cpu::fast
