@@ -59,7 +59,9 @@ std::vector<uint8_t> random_weights(GgmlType t, int rows, int cols, uint32_t see
 // The bound on |fast - float dot| for one row: half an activation step (the block's max|x| / 127
 // over 2) times the |weights| of the block, plus float rounding
 double error_bound(GgmlType t, const float* w, const float* x, int cols) {
-    const int xb = t == GgmlType::Q4_0 || t == GgmlType::Q8_0 ? 32 : t == GgmlType::Q4_K || t == GgmlType::Q6_K ? 256 : 0;
+    const int xb = t == GgmlType::Q4_0 || t == GgmlType::Q8_0   ? 32
+                   : t == GgmlType::Q4_K || t == GgmlType::Q6_K ? 256
+                                                                : 0;
     double bound = 0, mag = 0;
     for (int b0 = 0; b0 < cols; b0 += xb ? xb : cols) {
         const int n = xb ? xb : cols;
@@ -205,11 +207,13 @@ TEST(FastRowwise, NormAndSwigluWithinFloatRoundingOfTheSpec) {
         for (const float* wp : {static_cast<const float*>(nullptr), static_cast<const float*>(w.data())}) {
             cpu::fast::rms_norm(x.data(), wp, got.data(), n, 1e-5f);
             cpu::rms_norm(x.data(), wp, want.data(), n, 1e-5f);
-            for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << n << " " << i;
+            for (size_t i = 0; i < got.size(); ++i)
+                ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << n << " " << i;
         }
         cpu::fast::swiglu(x.data(), u.data(), got.data(), n);
         cpu::swiglu(x.data(), u.data(), want.data(), n);
-        for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << n << " " << i;
+        for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << n << " " << i;
     }
 }
 

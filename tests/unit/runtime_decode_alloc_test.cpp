@@ -46,7 +46,8 @@ long decode_allocations(const std::string& file, int warm, int steps) {
         o.n_threads = 2;
         o.batch_prefill_size = 16;
     });
-    const std::vector<int32_t> prompt{1, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200, 210};
+    std::vector<int32_t> prompt{1};  // 18 tokens: a chunk of 16 and a partial one
+    for (int i = 1; i < 18; ++i) prompt.push_back(40 + 10 * i);
     e->feed(prompt);
     int32_t tok = 5;
     for (int i = 0; i < warm; ++i) {

@@ -29,7 +29,10 @@ constexpr int kMaxVecs = 16;  // head_dim up to 256
 JITLLM_AVX512 void heads_avx512(const AttnJob& j, int h0, int h1) {
     const int nv = (j.head_dim + 15) / 16;
     __mmask16 m[kMaxVecs];  // the head's elements in each 16-lane vector (the last may be partial)
-    for (int i = 0; i < nv; ++i) m[i] = __mmask16(j.head_dim - 16 * i >= 16 ? 0xFFFF : (1u << (j.head_dim - 16 * i)) - 1);
+    for (int i = 0; i < nv; ++i) {
+        const int left = j.head_dim - 16 * i;
+        m[i] = __mmask16(left >= 16 ? 0xFFFF : (1u << left) - 1);
+    }
     for (int h = h0; h < h1; ++h) {
         const float* qh = j.q + size_t(h) * size_t(j.head_dim);
         const size_t koff = size_t(h / j.group) * size_t(j.head_dim);

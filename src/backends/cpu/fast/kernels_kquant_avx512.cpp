@@ -40,7 +40,8 @@ JITLLM_AVX512 inline __m512 halves(const uint8_t* p) {
 }
 
 JITLLM_AVX512 inline void prefetch_block(const uint8_t* p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + o), _MM_HINT_T0);
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + o), _MM_HINT_T0);
 }
 
 // One packed Q4_K group (kQ4kGroupBlock bytes a block, packed.h) times C activation rows
@@ -83,7 +84,8 @@ JITLLM_AVX512 void q4k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, floa
                     ia = _mm512_dpbusd_epi32(ia, lo[j], bcast4(q + 4 * j));
                     ib = _mm512_dpbusd_epi32(ib, hi[j], bcast4(q + 32 + 4 * j));
                 }
-                isum[c] = _mm512_add_epi32(isum[c], _mm512_add_epi32(_mm512_mullo_epi32(ia, sa), _mm512_mullo_epi32(ib, sb)));
+                const __m512i scaled = _mm512_add_epi32(_mm512_mullo_epi32(ia, sa), _mm512_mullo_epi32(ib, sb));
+                isum[c] = _mm512_add_epi32(isum[c], scaled);
             }
         }
         for (int c = 0; c < C; ++c) {

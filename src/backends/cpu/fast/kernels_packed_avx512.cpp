@@ -89,9 +89,10 @@ JITLLM_AVX512 void fp_tile(const uint8_t* g, size_t group_bytes, int64_t n, cons
         for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
     for (int64_t k = 0; k < n; ++k) {
         if ((k & 1) == 0)
-            for (int i = 0; i < G; ++i)
-                _mm_prefetch(reinterpret_cast<const char*>(g + size_t(i) * group_bytes + size_t(k) * kCol + kPrefetchAhead),
-                             _MM_HINT_T0);
+            for (int i = 0; i < G; ++i) {
+                const uint8_t* ahead = g + size_t(i) * group_bytes + size_t(k) * kCol + kPrefetchAhead;
+                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+            }
         __m512 w[G];
         for (int i = 0; i < G; ++i) w[i] = fp_column<H>(g + size_t(i) * group_bytes, k);
         const float* x = xp + size_t(k) * C;

@@ -36,7 +36,8 @@ size_t packed_group_bytes(GgmlType t, int cols) {
 void pack_runs(const uint8_t* const* rp, size_t src, int first, int n, uint8_t* dst) {
     for (int k = 0; k < 16; ++k)
         if (rp[k])
-            for (int i = 0; i < n; ++i) std::memcpy(dst + 64 * size_t(i) + 4 * size_t(k), rp[k] + src + 4 * size_t(first + i), 4);
+            for (int i = 0; i < n; ++i)
+                std::memcpy(dst + 64 * size_t(i) + 4 * size_t(k), rp[k] + src + 4 * size_t(first + i), 4);
 }
 
 // One Q4_K block (at byte off of each row) of the 16 rows: 32 runs of the 128 nibble bytes; the
@@ -89,8 +90,9 @@ void pack_block(GgmlType t, const uint8_t* const* rp, size_t b, uint8_t* values,
     }
 }
 
-// The 16 rows at rp[0..16) into a zeroed group: F16 / F32 value k of the 16 rows side by side
-// (32 or 64 bytes), k after k; Q4_0 / Q8_0 the blocks' values (pack_block), then their scales
+// The 16 rows at rp[0..16) into a group (zeroed first where rows are missing): F16 / F32 value k
+// of the 16 rows side by side (32 or 64 bytes), k after k; Q4_0 / Q8_0 the blocks' values
+// (pack_block), then their scales; Q4_K / Q6_K block after block (pack_q4k, pack_q6k)
 void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
     if (t == GgmlType::F16 || t == GgmlType::F32) {
         const size_t ts = type_traits(t).type_size;
@@ -137,7 +139,7 @@ void PackedWeights::add(GgmlType t, const void* W, size_t row_stride, int rows, 
             const int r = 16 * g + k;
             rp[k] = r < rows ? w + size_t(r) * row_stride : nullptr;
         }
-        std::memset(base + size_t(g) * p.group_bytes, 0, p.group_bytes);
+        if (!rp[15]) std::memset(base + size_t(g) * p.group_bytes, 0, p.group_bytes);  // rows past the last
         pack_group(t, rp, cols, base + size_t(g) * p.group_bytes);
     });
     bytes_ += total;

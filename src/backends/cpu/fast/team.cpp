@@ -173,11 +173,12 @@ int physical_cores() {
 }
 
 void team_run(int threads, int parts, void (*fn)(const void*, int), const void* ctx) {
-    std::unique_lock<std::mutex> lk(team_mutex(), std::try_to_lock);
-    if (threads <= 1 || parts <= 1 || parts > Team::kMaxParts || !lk.owns_lock()) {
+    auto serial = [&] {
         for (int i = 0; i < parts; ++i) fn(ctx, i);
-        return;
-    }
+    };
+    if (threads <= 1 || parts <= 1 || parts > Team::kMaxParts) return serial();
+    std::unique_lock<std::mutex> lk(team_mutex(), std::try_to_lock);
+    if (!lk.owns_lock()) return serial();
     threads = std::min(threads, Team::kMaxThreads);
     static std::unique_ptr<Team> team;
     if (!team || team->size() < threads) {
