@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cpu/fast/fast_ops.h"
+#include "backends/cpu/fast/team.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
@@ -17,6 +18,19 @@ namespace {
 bool is_product(TaskKind k) {
     return k == TaskKind::AttnQkv || k == TaskKind::AttnOutput || k == TaskKind::FfnGateUp ||
            k == TaskKind::FfnDown || k == TaskKind::Output;
+}
+// The row-wise task kinds whose rows may run on the fast path's threads at once: each writes its
+// own row (attention reads the cache rows of positions stored by an earlier task) and calls
+// nothing that uses the global ThreadPool
+bool rows_in_parallel(TaskKind k) {
+    switch (k) {
+        case TaskKind::TokenEmbd: case TaskKind::AttnNorm: case TaskKind::FfnNorm: case TaskKind::OutputNorm:
+        case TaskKind::AttnQkNorm: case TaskKind::AttnRope: case TaskKind::AttnKvStore: case TaskKind::Attn:
+        case TaskKind::AttnResidual: case TaskKind::FfnResidual: case TaskKind::FfnAct:
+            return true;
+        default:
+            return false;
+    }
 }
 }  // namespace
 
@@ -244,7 +258,7 @@ void CpuBackend::run_task(const Task& t) {
     // Every other task is row-wise except attention (which reads other rows only through the cache):
     // row r is token row_tok_[r] at position row_pos_[r] of sequence row_seq_[r].
     const int L = t.layer;
-    for (int r = 0; r < n_rows_; ++r) {
+    auto one_row = [&](int r) {
         const int pos = row_pos_[r];
         const int seq = row_seq_ ? row_seq_[r] : 0;
         float* x = row(Slot::X, r);
@@ -328,7 +342,10 @@ void CpuBackend::run_task(const Task& t) {
             case TaskKind::Count:
                 JITLLM_CHECK(false, "task kind Count");
         }
-    }
+    };
+    // the fast path's batch steps: rows over the team (each row's bits its own either way)
+    if (fast_ && n_rows_ > 1 && rows_in_parallel(t.kind)) return cpu::fast::team_for(n_threads_, n_rows_, one_row);
+    for (int r = 0; r < n_rows_; ++r) one_row(r);
 }
 
 DecodeBytes CpuBackend::decode_bytes() const {

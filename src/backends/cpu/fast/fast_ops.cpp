@@ -78,14 +78,17 @@ void run_rows(const Job& j, int r0, int r1) {
     detail::f_rows_avx2(j.f16, j.W, j.row_stride, r0, r1, j.cols, j.X, j.x_stride, j.n_x, j.Y, j.y_stride);
 }
 
-// The activation rows quantized for the integer products, in a buffer that grows to the largest
-// call once and is reused (no allocation in the decode loop)
+// The activation rows quantized for the integer products (rows over the threads where there are
+// several), in a buffer that grows to the largest call once and is reused (no allocation in the
+// decode loop)
 template <class B>
-const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, void (*q)(const float*, int64_t, B*)) {
+const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, void (*q)(const float*, int64_t, B*),
+                   int n_threads) {
     thread_local std::vector<B> buf;
     if (buf.size() < size_t(nb) * size_t(n_x)) buf.resize(size_t(nb) * size_t(n_x));
-    for (int r = 0; r < n_x; ++r) q(X + size_t(r) * x_stride, nb, buf.data() + size_t(r) * size_t(nb));
-    return buf.data();
+    B* out = buf.data();
+    team_for(n_x >= 8 ? n_threads : 1, n_x, [&](int r) { q(X + size_t(r) * x_stride, nb, out + size_t(r) * size_t(nb)); });
+    return out;
 }
 
 void quantize_q4(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 8, o); }
@@ -122,9 +125,10 @@ bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t 
     const detail::XBlockK* xk = nullptr;
     const float* xp = nullptr;
     if (legacy) {
-        xq = quantized<detail::XBlock>(X, x_stride, n_x, p.cols / 32, q4 ? quantize_q4 : quantize_q8);
+        xq = quantized<detail::XBlock>(X, x_stride, n_x, p.cols / 32, q4 ? quantize_q4 : quantize_q8, n_threads);
     } else if (kq) {
-        xk = quantized<detail::XBlockK>(X, x_stride, n_x, p.cols / 256, q4k ? quantize_q4k : quantize_q6k);
+        xk = quantized<detail::XBlockK>(X, x_stride, n_x, p.cols / 256, q4k ? quantize_q4k : quantize_q6k,
+                                        n_threads);
     } else {
         thread_local std::vector<float> panels;  // grows to the largest call once
         if (panels.size() < size_t(n_x) * size_t(p.cols)) panels.resize(size_t(n_x) * size_t(p.cols));
