@@ -1,6 +1,8 @@
 // Packing weight matrices into the fast kernels' layout (packed.h).
 #include "backends/cpu/fast/packed.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -90,18 +92,23 @@ void pack_block(GgmlType t, const uint8_t* const* rp, size_t b, uint8_t* values,
     }
 }
 
+// Value k of the 16 rows side by side, k after k (written in order, read from 16 streams)
+template <class T>
+void pack_columns(const uint8_t* const* rp, int cols, uint8_t* dst) {
+    const T* src[16];
+    for (int r = 0; r < 16; ++r) src[r] = reinterpret_cast<const T*>(rp[r]);
+    T* d = reinterpret_cast<T*>(dst);
+    for (int k = 0; k < cols; ++k, d += 16)
+        for (int r = 0; r < 16; ++r)
+            if (src[r]) std::memcpy(d + r, src[r] + k, sizeof(T));
+}
+
 // The 16 rows at rp[0..16) into a group (zeroed first where rows are missing): F16 / F32 value k
 // of the 16 rows side by side (32 or 64 bytes), k after k; Q4_0 / Q8_0 the blocks' values
 // (pack_block), then their scales; Q4_K / Q6_K block after block (pack_q4k, pack_q6k)
 void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
-    if (t == GgmlType::F16 || t == GgmlType::F32) {
-        const size_t ts = type_traits(t).type_size;
-        for (int r = 0; r < 16; ++r)
-            if (rp[r])
-                for (int k = 0; k < cols; ++k)
-                    std::memcpy(dst + (size_t(k) * 16 + size_t(r)) * ts, rp[r] + size_t(k) * ts, ts);
-        return;
-    }
+    if (t == GgmlType::F16) return pack_columns<uint16_t>(rp, cols, dst);
+    if (t == GgmlType::F32) return pack_columns<uint32_t>(rp, cols, dst);
     if (t == GgmlType::Q4_K || t == GgmlType::Q6_K) {
         const bool q4k = t == GgmlType::Q4_K;
         const size_t gb = q4k ? detail::kQ4kGroupBlock : detail::kQ6kGroupBlock, bb = type_traits(t).type_size;
@@ -129,7 +136,12 @@ void PackedWeights::add(GgmlType t, const void* W, size_t row_stride, int rows, 
     const size_t groups = size_t(rows + 15) / 16;
     PackedMatrix p{t, rows, cols, packed_group_bytes(t, cols)};
     const size_t total = groups * p.group_bytes;
-    p.data = {static_cast<uint8_t*>(std::aligned_alloc(64, total)), std::free};
+    // 2 MiB pages where the system gives them (fewer faults while packing, fewer TLB misses in
+    // the products' streams)
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t alloc = total >= kHuge ? (total + kHuge - 1) / kHuge * kHuge : total;
+    p.data = {static_cast<uint8_t*>(std::aligned_alloc(total >= kHuge ? kHuge : 64, alloc)), std::free};
+    if (p.data && total >= kHuge) madvise(p.data.get(), alloc, MADV_HUGEPAGE);
     JITLLM_CHECK(p.data != nullptr, "out of memory packing a {} x {} {} matrix", rows, cols, type_name(t));
     const auto* w = static_cast<const uint8_t*>(W);
     uint8_t* base = p.data.get();
