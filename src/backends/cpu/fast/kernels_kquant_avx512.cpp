@@ -79,12 +79,14 @@ JITLLM_AVX512 void q4k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, floa
             const __m512i sa = bytes_u32(p + 2048 + 16 * (2 * h)), sb = bytes_u32(p + 2048 + 16 * (2 * h + 1));
             for (int c = 0; c < C; ++c) {
                 const int8_t* q = x[size_t(c) * size_t(nb) + size_t(b)].q + 64 * h;
-                __m512i ia = _mm512_setzero_si512(), ib = _mm512_setzero_si512();
+                // two chains each (integer sums: the same bits in any order)
+                __m512i ia[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}, ib[2] = {ia[0], ia[0]};
                 for (int j = 0; j < 8; ++j) {
-                    ia = _mm512_dpbusd_epi32(ia, lo[j], bcast4(q + 4 * j));
-                    ib = _mm512_dpbusd_epi32(ib, hi[j], bcast4(q + 32 + 4 * j));
+                    ia[j & 1] = _mm512_dpbusd_epi32(ia[j & 1], lo[j], bcast4(q + 4 * j));
+                    ib[j & 1] = _mm512_dpbusd_epi32(ib[j & 1], hi[j], bcast4(q + 32 + 4 * j));
                 }
-                const __m512i scaled = _mm512_add_epi32(_mm512_mullo_epi32(ia, sa), _mm512_mullo_epi32(ib, sb));
+                const __m512i scaled = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_add_epi32(ia[0], ia[1]), sa),
+                                                        _mm512_mullo_epi32(_mm512_add_epi32(ib[0], ib[1]), sb));
                 isum[c] = _mm512_add_epi32(isum[c], scaled);
             }
         }

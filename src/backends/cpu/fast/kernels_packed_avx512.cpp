@@ -20,7 +20,7 @@ namespace jitllm::cpu::fast::detail {
 namespace {
 
 // Bytes of a packed group fetched ahead of the block being read
-constexpr size_t kPrefetchAhead = 1024;
+constexpr size_t kPrefetchAhead = 8192;
 
 JITLLM_AVX512 inline __m512i bcast4(const int8_t* p) {
     int32_t v;
@@ -40,7 +40,7 @@ JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float*
         const uint8_t* p = g + size_t(b) * kValues;
         for (size_t o = 0; o < kValues; o += 64)
             _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + o), _MM_HINT_T0);
-        if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + 32 * b + 512), _MM_HINT_T0);
+        if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + 32 * b + 1024), _MM_HINT_T0);
         __m512i w[8];
         if constexpr (Q4) {
             for (int u = 0; u < 4; ++u) {
@@ -54,9 +54,9 @@ JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float*
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + 32 * b)));
         for (int c = 0; c < C; ++c) {
             const XBlock& xb = x[size_t(c) * size_t(nb) + size_t(b)];
-            __m512i i = _mm512_set1_epi32(xb.cc_all);
-            for (int t = 0; t < 8; ++t) i = _mm512_dpbusd_epi32(i, w[t], bcast4(xb.q + 4 * t));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[c]);
+            __m512i sum = _mm512_set1_epi32(xb.cc_all);
+            for (int t = 0; t < 8; ++t) sum = _mm512_dpbusd_epi32(sum, w[t], bcast4(xb.q + 4 * t));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[c]);
         }
     }
     for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + size_t(c) * y_stride, valid, acc[c]);
