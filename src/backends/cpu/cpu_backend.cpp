@@ -108,7 +108,10 @@ const float* CpuBackend::decode(int32_t token, int pos) {
 void CpuBackend::prefill(int32_t token, int pos) { run_phase(plan_.prefill, token, pos); }
 
 void CpuBackend::decode_queue(int32_t token, int pos) {
-    decode(token >= 0 ? token : token_out_, pos);
+    // token < 0: the newest step's pick, which is the last queued one while any is not collected
+    // (collecting sets token_out_ to an older pick); else token_out_ (a collect or a feed since)
+    if (token < 0) token = queued_head_ < queued_picks_.size() ? queued_picks_.back() : token_out_;
+    decode(token, pos);
     if (queued_head_ == queued_picks_.size()) queued_picks_.clear(), queued_head_ = 0;
     queued_picks_.push_back(token_out_);
 }
