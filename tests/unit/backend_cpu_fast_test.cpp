@@ -173,6 +173,44 @@ TEST(FastPacked, WithinTheRoundingAndEachRowItsOwnBits) {
     std::printf("[packed] %d outputs checked\n", checked);
 }
 
+// Products fused into one job (q / k / v, gate / up): each product's results the bits of its own
+// call, for two matrices and a sub-range of one; refused for mixed types or a sub-range off a group
+TEST(FastPacked, FusedProductsGiveEachItsOwnBits) {
+    const int cols = 512, rows = 83, n_x = 5;
+    for (GgmlType t : kFastTypes) {
+        SCOPED_TRACE(type_name(t));
+        if (!cpu::fast::PackedWeights::packs(t)) continue;
+        const size_t rb = row_bytes(t, cols);
+        const auto w0 = random_weights(t, rows, cols, 41), w1 = random_weights(t, 48, cols, 42);
+        cpu::fast::PackedWeights pw;
+        pw.add(t, w0.data(), rb, rows, cols, 2);
+        pw.add(t, w1.data(), rb, 48, cols, 2);
+        const cpu::fast::PackedMatrix *p0 = pw.find(w0.data()), *p1 = pw.find(w1.data());
+        const auto x = normal_floats(size_t(cols) * n_x, 77);
+        for (int threads : {1, 2}) {
+            std::vector<float> a(size_t(rows) * n_x), b(size_t(48) * n_x), c(size_t(37) * n_x);
+            const cpu::fast::PackedProduct prods[3] = {
+                {p0, 0, rows, a.data(), size_t(rows)}, {p1, 0, 48, b.data(), 48}, {p0, 32, 37, c.data(), 37}};
+            ASSERT_TRUE(cpu::fast::matmul_packed(prods, 3, x.data(), cols, n_x, threads));
+            for (const auto& pr : prods) {
+                std::vector<float> own(size_t(pr.n) * n_x);
+                cpu::fast::matmul_packed(*pr.p, pr.r0, pr.n, x.data(), cols, n_x, own.data(), size_t(pr.n), 1);
+                for (size_t i = 0; i < own.size(); ++i) ASSERT_EQ(pr.Y[i], own[i]) << threads << " threads, " << i;
+            }
+        }
+        const cpu::fast::PackedProduct off[2] = {{p0, 0, 16, nullptr, 16}, {p0, 8, 16, nullptr, 16}};
+        EXPECT_FALSE(cpu::fast::matmul_packed(off, 2, nullptr, 0, 1, 1)) << "a sub-range off a group";
+    }
+    const auto wq = random_weights(GgmlType::Q4_0, 16, 256, 1), wk = random_weights(GgmlType::Q8_0, 16, 256, 2);
+    cpu::fast::PackedWeights pw;
+    pw.add(GgmlType::Q4_0, wq.data(), row_bytes(GgmlType::Q4_0, 256), 16, 256, 1);
+    pw.add(GgmlType::Q8_0, wk.data(), row_bytes(GgmlType::Q8_0, 256), 16, 256, 1);
+    if (!pw.find(wq.data())) return;  // (no packed forms on this CPU)
+    const cpu::fast::PackedProduct mixed[2] = {{pw.find(wq.data()), 0, 16, nullptr, 16},
+                                               {pw.find(wk.data()), 0, 16, nullptr, 16}};
+    EXPECT_FALSE(cpu::fast::matmul_packed(mixed, 2, nullptr, 0, 1, 1)) << "two types";
+}
+
 TEST(FastAttention, WithinFloatRoundingOfTheSpec) {
     std::mt19937 rng(4);
     std::normal_distribution<float> nd(0.0f, 1.0f);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
 
 #include "backends/cpu/fast/fast_ops.h"
 #include "backends/cpu/fast/team.h"
@@ -209,17 +210,36 @@ bool CpuBackend::run_products(const Task& t) {
                     n_threads_);
     };
     auto all = [&](const WeightTensor* w, Slot in, Slot out) { mm(w, 0, int(w->rows), in, out); };
+    // products of the same input: on the fast path one job of its team where each has a packed
+    // form of one type (the same bits as one by one), else one by one
+    struct Part {
+        const WeightTensor* w;
+        int r0, n;
+        Slot out;
+    };
+    auto products = [&](std::initializer_list<Part> parts, Slot in) {
+        cpu::fast::PackedProduct pp[cpu::fast::kMaxFused];
+        int k = 0;
+        for (const Part& q : parts) {
+            const cpu::fast::PackedMatrix* p = fast_ && k < cpu::fast::kMaxFused ? packed_.find(q.w->data) : nullptr;
+            if (!p) break;
+            pp[k++] = {p, q.r0, q.n, row(q.out, 0), size_t(slot_row_elems(plan_, q.out))};
+        }
+        if (k == int(parts.size()) &&
+            cpu::fast::matmul_packed(pp, k, row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_, n_threads_))
+            return;
+        for (const Part& q : parts) mm(q.w, q.r0, q.n, in, q.out);
+    };
     switch (t.kind) {
         case TaskKind::AttnQkv:
             if (t.w[1] == nullptr) {  // fused attn_qkv: rows Q, then K, then V
                 const int qd = c_.q_dim(), kd = c_.kv_dim();
-                mm(t.w[0], 0, qd, Slot::Xb, Slot::Q);
-                mm(t.w[0], qd, kd, Slot::Xb, Slot::K);
-                mm(t.w[0], qd + kd, kd, Slot::Xb, Slot::V);
+                products({{t.w[0], 0, qd, Slot::Q}, {t.w[0], qd, kd, Slot::K}, {t.w[0], qd + kd, kd, Slot::V}},
+                         Slot::Xb);
             } else {
-                all(t.w[0], Slot::Xb, Slot::Q);
-                all(t.w[1], Slot::Xb, Slot::K);
-                all(t.w[2], Slot::Xb, Slot::V);
+                products({{t.w[0], 0, int(t.w[0]->rows), Slot::Q}, {t.w[1], 0, int(t.w[1]->rows), Slot::K},
+                          {t.w[2], 0, int(t.w[2]->rows), Slot::V}},
+                         Slot::Xb);
             }
             if (t.w.size() > 3)
                 for (int r = 0; r < n_rows_; ++r) {
@@ -233,11 +253,11 @@ bool CpuBackend::run_products(const Task& t) {
             return true;
         case TaskKind::FfnGateUp:
             if (t.w[0] == nullptr) {  // fused ffn_up: gate rows [0, ff), up rows [ff, 2ff)
-                mm(t.w[1], 0, c_.hidden_dim, Slot::Xb, Slot::Hb);
-                mm(t.w[1], c_.hidden_dim, c_.hidden_dim, Slot::Xb, Slot::Hb2);
+                const int ff = c_.hidden_dim;
+                products({{t.w[1], 0, ff, Slot::Hb}, {t.w[1], ff, ff, Slot::Hb2}}, Slot::Xb);
             } else {
-                all(t.w[0], Slot::Xb, Slot::Hb);
-                all(t.w[1], Slot::Xb, Slot::Hb2);
+                products({{t.w[0], 0, int(t.w[0]->rows), Slot::Hb}, {t.w[1], 0, int(t.w[1]->rows), Slot::Hb2}},
+                         Slot::Xb);
             }
             return true;
         case TaskKind::FfnDown:

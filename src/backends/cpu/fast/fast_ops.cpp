@@ -58,6 +58,9 @@ namespace {
 // Multiply-adds a thread must get before a product is split (a hand-over costs about as much as
 // a few thousand)
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 16;
+// Parts a thread of a packed product (the parts go to whichever thread is free first, so a job's
+// last part is what a thread may wait for)
+constexpr int kPartsPerThread = 4;
 
 // One call's operands, shared by the row ranges (the team's parts capture only its address, so
 // handing it over allocates nothing)
@@ -117,43 +120,58 @@ bool matmul(GgmlType t, const void* W, size_t row_stride, int rows, int cols, co
 
 bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t x_stride, int n_x, float* Y,
                    size_t y_stride, int n_threads) {
-    if (r0 % 16 != 0) return false;
-    const bool q4 = p.t == GgmlType::Q4_0, q4k = p.t == GgmlType::Q4_K;
-    const bool legacy = q4 || p.t == GgmlType::Q8_0, kq = q4k || p.t == GgmlType::Q6_K;
+    const PackedProduct one{&p, r0, n, Y, y_stride};
+    return matmul_packed(&one, 1, X, x_stride, n_x, n_threads);
+}
+
+bool matmul_packed(const PackedProduct* prods, int count, const float* X, size_t x_stride, int n_x, int n_threads) {
+    if (count < 1 || count > kMaxFused) return false;
+    const PackedMatrix& p0 = *prods[0].p;
+    for (int i = 0; i < count; ++i)
+        if (prods[i].r0 % 16 != 0 || prods[i].p->t != p0.t || prods[i].p->cols != p0.cols) return false;
+    const bool q4 = p0.t == GgmlType::Q4_0, q4k = p0.t == GgmlType::Q4_K;
+    const bool legacy = q4 || p0.t == GgmlType::Q8_0, kq = q4k || p0.t == GgmlType::Q6_K;
+    const int cols = p0.cols;
     // the activations as the type's products take them: quantized blocks, or float panels
     const detail::XBlock* xq = nullptr;
     const detail::XBlockK* xk = nullptr;
     const float* xp = nullptr;
     if (legacy) {
-        xq = quantized<detail::XBlock>(X, x_stride, n_x, p.cols / 32, q4 ? quantize_q4 : quantize_q8, n_threads);
+        xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, q4 ? quantize_q4 : quantize_q8, n_threads);
     } else if (kq) {
-        xk = quantized<detail::XBlockK>(X, x_stride, n_x, p.cols / 256, q4k ? quantize_q4k : quantize_q6k,
-                                        n_threads);
+        xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, q4k ? quantize_q4k : quantize_q6k, n_threads);
     } else {
         thread_local std::vector<float> panels;  // grows to the largest call once
-        if (panels.size() < size_t(n_x) * size_t(p.cols)) panels.resize(size_t(n_x) * size_t(p.cols));
-        detail::fp_panels(X, x_stride, n_x, p.cols, panels.data());
+        if (panels.size() < size_t(n_x) * size_t(cols)) panels.resize(size_t(n_x) * size_t(cols));
+        detail::fp_panels(X, x_stride, n_x, cols, panels.data());
         xp = panels.data();
     }
-    const uint8_t* P = p.data.get() + size_t(r0 / 16) * p.group_bytes;
-    const int groups = (n + 15) / 16;
-    const int64_t work = int64_t(n) * int64_t(p.cols) * int64_t(n_x);
+    int groups = 0, rows = 0;
+    for (int i = 0; i < count; ++i) groups += (prods[i].n + 15) / 16, rows += prods[i].n;
+    const int64_t work = int64_t(rows) * int64_t(cols) * int64_t(n_x);
     const int nt = std::min(n_threads, int(std::max<int64_t>(1, work / kMinWorkPerThread)));
-    // groups over the threads, about four parts a thread (one part on one thread)
-    const int per = nt <= 1 ? groups : std::max(1, (groups + 4 * nt - 1) / (4 * nt));
-    auto part = [&](int i) {
-        const int g0 = i * per, g1 = std::min(groups, g0 + per);
-        const uint8_t* Pg = P + size_t(g0) * p.group_bytes;
-        float* Yg = Y + 16 * g0;
+    // groups over the threads, about kPartsPerThread parts a thread (one part on one thread); a part
+    // stays within one product
+    const int per = nt <= 1 ? groups : std::max(1, (groups + kPartsPerThread * nt - 1) / (kPartsPerThread * nt));
+    int first_part[kMaxFused + 1] = {0};
+    for (int i = 0; i < count; ++i) first_part[i + 1] = first_part[i] + ((prods[i].n + 15) / 16 + per - 1) / per;
+    auto part = [&](int k) {
+        int i = 0;
+        while (k >= first_part[i + 1]) ++i;
+        const PackedProduct& pr = prods[i];
+        const int n_groups = (pr.n + 15) / 16, g0 = (k - first_part[i]) * per, g1 = std::min(n_groups, g0 + per);
+        const uint8_t* Pg = pr.p->data.get() + size_t(pr.r0 / 16 + g0) * pr.p->group_bytes;
+        float* Yg = pr.Y + 16 * g0;
+        const size_t gb = pr.p->group_bytes;
+        const int left = pr.n - 16 * g0;
         if (legacy)
-            detail::qp_groups_avx512(q4, Pg, p.group_bytes, g1 - g0, p.cols / 32, xq, n_x, Yg, y_stride, n - 16 * g0);
+            detail::qp_groups_avx512(q4, Pg, gb, g1 - g0, cols / 32, xq, n_x, Yg, pr.y_stride, left);
         else if (kq)
-            detail::kp_groups_avx512(q4k, Pg, p.group_bytes, g1 - g0, p.cols / 256, xk, n_x, Yg, y_stride, n - 16 * g0);
+            detail::kp_groups_avx512(q4k, Pg, gb, g1 - g0, cols / 256, xk, n_x, Yg, pr.y_stride, left);
         else
-            detail::fp_groups_avx512(p.t == GgmlType::F16, Pg, p.group_bytes, g1 - g0, p.cols, xp, n_x, Yg, y_stride,
-                                     n - 16 * g0);
+            detail::fp_groups_avx512(p0.t == GgmlType::F16, Pg, gb, g1 - g0, cols, xp, n_x, Yg, pr.y_stride, left);
     };
-    team_for(nt, (groups + per - 1) / per, part);
+    team_for(nt, first_part[count], part);
     return true;
 }
 

@@ -47,4 +47,19 @@ private:
 bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t x_stride, int n_x, float* Y,
                    size_t y_stride, int n_threads);
 
+// One of the products of a fused call: rows [r0, r0 + n) of p, activation row j's results at
+// Y + j * y_stride
+struct PackedProduct {
+    const PackedMatrix* p;
+    int r0, n;
+    float* Y;
+    size_t y_stride;
+};
+// Several products of the same activation rows (q / k / v, gate / up) as one job of the team: the
+// activations prepared once, the groups of all of them split over the threads together; each
+// result the bits of its own matmul_packed. Returns false (nothing written) unless every product
+// has the type and the columns of the first and an r0 a multiple of 16 (at most kMaxFused).
+constexpr int kMaxFused = 4;
+bool matmul_packed(const PackedProduct* prods, int count, const float* X, size_t x_stride, int n_x, int n_threads);
+
 }  // namespace jitllm::cpu::fast
