@@ -77,8 +77,8 @@ double error_bound(GgmlType t, const float* w, const float* x, int cols) {
     return bound + 1e-5 * mag + 1e-6;
 }
 
-const GgmlType kFastTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                               GgmlType::Q6_K};
+const GgmlType kFastTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                               GgmlType::Q4_0,  GgmlType::Q4_K, GgmlType::Q6_K};
 
 TEST(FastMatmul, WithinTheActivationRoundingOfTheFloatProduct) {
     const int cols = 512, rows = 37;
@@ -209,6 +209,39 @@ TEST(FastPacked, FusedProductsGiveEachItsOwnBits) {
     const cpu::fast::PackedProduct mixed[2] = {{pw.find(wq.data()), 0, 16, nullptr, 16},
                                                {pw.find(wk.data()), 0, 16, nullptr, 16}};
     EXPECT_FALSE(cpu::fast::matmul_packed(mixed, 2, nullptr, 0, 1, 1)) << "two types";
+}
+
+// The AVX2 forms of the packed products against the AVX-512 forms on a CPU that has both: the same
+// integer sums and float steps, so the same bits for every type, activation row and thread count
+// (the AVX2 forms alone, against the spec: the same tests under JITLLM_CPU_FAST=avx2-fma)
+TEST(FastPacked, Avx2FormsGiveTheBitsOfTheAvx512Forms) {
+    using cpu::fast::FastIsa;
+    if (!cpu::fast::cpu_has_fast_isa(FastIsa::Avx512Vnni) || !cpu::fast::cpu_has_fast_isa(FastIsa::Avx2Fma))
+        GTEST_SKIP() << "this CPU has not both AVX-512 VNNI and AVX2";
+    const int cols = 768, rows = 77;
+    int checked = 0;
+    for (GgmlType t : kFastTypes) {
+        SCOPED_TRACE(type_name(t));
+        if (!cpu::fast::PackedWeights::packs(t)) continue;
+        const size_t rb = row_bytes(t, cols);
+        const auto w = random_weights(t, rows, cols, 51);
+        cpu::fast::PackedWeights pw;
+        pw.add(t, w.data(), rb, rows, cols, 2);
+        for (int n_x : {1, 2, 5, 9, 16})
+            for (int threads : {1, 2}) {
+                auto x = normal_floats(size_t(cols) * size_t(n_x), uint32_t(80 + n_x));
+                for (size_t i = 0; i < x.size(); i += 97) x[i] = 0.0f;  // ties and zeros among the q
+                std::vector<float> a(size_t(rows) * size_t(n_x), -1.0f), b(a.size(), -2.0f);
+                const cpu::fast::PackedProduct pa{pw.find(w.data()), 0, rows, a.data(), size_t(rows)};
+                const cpu::fast::PackedProduct pb{pw.find(w.data()), 0, rows, b.data(), size_t(rows)};
+                ASSERT_TRUE(cpu::fast::matmul_packed(FastIsa::Avx512Vnni, &pa, 1, x.data(), cols, n_x, threads));
+                ASSERT_TRUE(cpu::fast::matmul_packed(FastIsa::Avx2Fma, &pb, 1, x.data(), cols, n_x, threads));
+                for (size_t i = 0; i < a.size(); ++i)
+                    ASSERT_EQ(a[i], b[i]) << n_x << " rows, " << threads << " threads: output " << i;
+                checked += int(a.size());
+            }
+    }
+    std::printf("[avx2 = avx512] %d outputs checked\n", checked);
 }
 
 TEST(FastAttention, WithinFloatRoundingOfTheSpec) {

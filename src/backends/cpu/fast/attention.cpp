@@ -1,7 +1,8 @@
-// Fast decode attention (fast_ops.h): per head, the positions sixteen at a time: their scores as
-// FMA dot products, a running softmax (the maximum so far, the output and the sum rescaled when it
-// grows; exponentials in vector registers), the values mixed in with FMA. No scratch memory; heads
-// over the team's threads. Heads over 256 elements (and CPUs without AVX-512) take cpu::attention.
+// Fast decode attention (fast_ops.h): per head, the positions a vector's width at a time: their
+// scores as FMA dot products, a running softmax (the maximum so far, the output and the sum
+// rescaled when it grows; exponentials in vector registers), the values mixed in with FMA. No
+// scratch memory; heads over the team's threads. AVX-512: sixteen positions and elements a step;
+// AVX2: eight. Heads over 256 elements (and CPUs with neither) take cpu::attention.
 #include <algorithm>
 #include <cmath>
 
@@ -69,11 +70,53 @@ JITLLM_AVX512 void heads_avx512(const AttnJob& j, int h0, int h1) {
         for (int i = 0; i < nv; ++i) _mm512_mask_storeu_ps(oh + 16 * i, m[i], _mm512_mul_ps(o[i], inv));
     }
 }
+
+JITLLM_AVX2 void heads_avx2(const AttnJob& j, int h0, int h1) {
+    const int nv = (j.head_dim + 7) / 8;
+    __m256i m[2 * kMaxVecs];  // the head's elements in each 8-lane vector (the last may be partial)
+    for (int i = 0; i < nv; ++i) m[i] = detail::lanes_mask(std::min(8, j.head_dim - 8 * i));
+    for (int h = h0; h < h1; ++h) {
+        const float* qh = j.q + size_t(h) * size_t(j.head_dim);
+        const size_t koff = size_t(h / j.group) * size_t(j.head_dim);
+        __m256 qv[2 * kMaxVecs], o[2 * kMaxVecs];
+        for (int i = 0; i < nv; ++i) qv[i] = _mm256_maskload_ps(qh + 8 * i, m[i]), o[i] = _mm256_setzero_ps();
+        float mx = -INFINITY, sum = 0.0f;
+        for (int p0 = 0; p0 < j.n_pos; p0 += 8) {
+            const int np = std::min(8, j.n_pos - p0);
+            alignas(32) float sc[8];
+            for (int p = 0; p < 8; ++p) sc[p] = -INFINITY;
+            for (int p = 0; p < np; ++p) {
+                const float* kp = j.k + size_t(p0 + p) * j.kv_stride + koff;
+                __m256 s = _mm256_mul_ps(qv[0], _mm256_maskload_ps(kp, m[0]));
+                for (int i = 1; i < nv; ++i) s = _mm256_fmadd_ps(qv[i], _mm256_maskload_ps(kp + 8 * i, m[i]), s);
+                sc[p] = detail::hsum8(s) * j.scale;
+            }
+            const __m256 sv = _mm256_load_ps(sc);
+            const float m_new = std::max(mx, detail::hmax8(sv));
+            const __m256 e = detail::exp8(_mm256_sub_ps(sv, _mm256_set1_ps(m_new)));  // 0 past np
+            const float corr = std::exp(mx - m_new);  // 0 at the first chunk
+            sum = sum * corr + detail::hsum8(e);
+            mx = m_new;
+            const __m256 cv = _mm256_set1_ps(corr);
+            for (int i = 0; i < nv; ++i) o[i] = _mm256_mul_ps(o[i], cv);
+            _mm256_store_ps(sc, e);
+            for (int p = 0; p < np; ++p) {
+                const float* vp = j.v + size_t(p0 + p) * j.kv_stride + koff;
+                const __m256 a = _mm256_set1_ps(sc[p]);
+                for (int i = 0; i < nv; ++i) o[i] = _mm256_fmadd_ps(a, _mm256_maskload_ps(vp + 8 * i, m[i]), o[i]);
+            }
+        }
+        const __m256 inv = _mm256_set1_ps(1.0f / sum);
+        float* oh = j.out + size_t(h) * size_t(j.head_dim);
+        for (int i = 0; i < nv; ++i) _mm256_maskstore_ps(oh + 8 * i, m[i], _mm256_mul_ps(o[i], inv));
+    }
+}
 #endif
 
 void heads(const AttnJob& j, int h0, int h1) {
 #if defined(__x86_64__)
-    heads_avx512(j, h0, h1);
+    if (fast_isa() == FastIsa::Avx512Vnni) heads_avx512(j, h0, h1);
+    else heads_avx2(j, h0, h1);
 #endif
 }
 
@@ -81,7 +124,7 @@ void heads(const AttnJob& j, int h0, int h1) {
 
 void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride, int n_heads,
                int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads) {
-    if (fast_isa() != FastIsa::Avx512Vnni || head_dim > 16 * kMaxVecs)
+    if (fast_isa() == FastIsa::None || head_dim > 16 * kMaxVecs)
         return cpu::attention(q, k_cache, v_cache, kv_stride, n_heads, n_kv_heads, head_dim, n_pos, scale, out,
                               n_threads);
     AttnJob j{q, k_cache, v_cache, kv_stride, n_heads / n_kv_heads, head_dim, n_pos, 0, n_heads, scale, out};

@@ -4,7 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+
+#include "core/dtype.h"
 
 namespace jitllm::cpu::fast::detail {
 
@@ -36,6 +39,36 @@ struct alignas(64) XBlockK {
 };
 static_assert(sizeof(XBlockK) == 384);
 
+// x[0, 256 * nb) into nb XBlockK with an instruction set's two steps: amax(xb), the largest
+// magnitude of a block's 256 values; q16(x, iscale, q), 16 values times iscale rounded (ties to
+// even) into q, returning their sum. The rest is the same for every set: iscale from the block's
+// first value of that magnitude, with its sign (a block holding a NaN takes its last value:
+// garbage in, no read past the block); off from the sums of q over each 16 values.
+template <class Amax, class Q16>
+inline void quantize_xk_with(const float* x, int64_t nb, bool q4k, XBlockK* out, Amax amax, Q16 q16) {
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + 256 * b;
+        XBlockK& o = out[b];
+        const float am = amax(xb);
+        if (am == 0.0f) {
+            std::memset(&o, 0, sizeof(o));
+            continue;
+        }
+        int i = 0;
+        while (i < 255 && xb[i] != am && xb[i] != -am) ++i;
+        const float iscale = -127.0f / xb[i];
+        o.d = 1.0f / iscale;
+        int32_t s16[16];
+        for (int k = 0; k < 16; ++k) s16[k] = q16(xb + 16 * k, iscale, o.q + 16 * k);
+        for (int k = 0; k < 16; ++k) o.off[k] = q4k ? 0 : -32 * s16[k];
+        if (q4k)
+            for (int k = 0; k < 4; ++k) {
+                const int32_t lo = s16[4 * k] + s16[4 * k + 1], hi = s16[4 * k + 2] + s16[4 * k + 3];
+                o.off[k] = int32_t(uint32_t(uint16_t(int16_t(lo))) | uint32_t(uint16_t(int16_t(hi))) << 16);
+            }
+    }
+}
+
 // Bytes of one 256-value block of a packed Q4_K / Q6_K group of 16 rows (packed.cpp's layouts)
 constexpr size_t kQ4kGroupBlock = 2368, kQ6kGroupBlock = 3392;
 
@@ -44,21 +77,29 @@ constexpr size_t kQ4kGroupBlock = 2368, kQ6kGroupBlock = 3392;
 bool cpu_has_avx512_vnni();
 bool cpu_has_avx2_fma();
 
-// x[0, 32 * nb) into nb blocks (off: 8 or 128, see XBlock).
+// x[0, 32 * nb) into nb blocks (off: 8 or 128, see XBlock; the AVX2 Q8_0 form's 0). Both forms
+// give the same blocks.
 void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock* out);
+void quantize_x_avx2(const float* x, int64_t nb, int off, XBlock* out);
 
-// x[0, 256 * nb) into nb blocks, off for Q4_K (q4k) or Q6_K
+// x[0, 256 * nb) into nb blocks, off for Q4_K (q4k) or Q6_K (both forms: the same blocks)
 void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out);
+void quantize_xk_avx2(const float* x, int64_t nb, bool q4k, XBlockK* out);
 
 // Packed forms (packed.h): n_groups groups of 16 rows of a packed Q4_0 (q4) or Q8_0 matrix
 // (group i at P + i * group_bytes, nb blocks a row) times n_x activation rows; the group's row k
 // result for activation row j to Y[j * y_stride + 16 i + k], for the first n_rows rows only.
 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
                       int n_x, float* Y, size_t y_stride, int n_rows);
+// The AVX2 form (Q8_0: activation blocks of off 0); the same bits
+void qp_groups_avx2(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
+                    int n_x, float* Y, size_t y_stride, int n_rows);
 
 // The same for a packed Q4_K (q4k) or Q6_K matrix, nb blocks of 256 a row
 void kp_groups_avx512(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlockK* x,
                       int n_x, float* Y, size_t y_stride, int n_rows);
+void kp_groups_avx2(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlockK* x,
+                    int n_x, float* Y, size_t y_stride, int n_rows);
 
 // The float products' activation rows in panels of kFpPanel rows (the last one shorter): value k
 // of the panel's c rows side by side, k after k (one panel of n_x rows of n values: n_x * n floats
@@ -66,10 +107,13 @@ void kp_groups_avx512(bool q4k, const uint8_t* P, size_t group_bytes, int n_grou
 // (rows a multiple of 4 KiB apart met in the same cache sets)
 constexpr int kFpPanel = 14;
 void fp_panels(const float* X, size_t x_stride, int n_x, int64_t n, float* xp);
-// The same as qp_groups_avx512 for a packed F16 (f16) or F32 matrix of n values a row times n_x
-// activation rows in fp_panels' layout
-void fp_groups_avx512(bool f16, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* xp,
+// The same as qp_groups_avx512 for a packed F16, BF16 or F32 matrix (type t) of n values a row
+// times n_x activation rows in fp_panels' layout
+void fp_groups_avx512(GgmlType t, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* xp,
                       int n_x, float* Y, size_t y_stride, int n_rows);
+// The AVX2 form, activation row j at X + j * x_stride (no panels); the same bits
+void fp_groups_avx2(GgmlType t, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* X,
+                    size_t x_stride, int n_x, float* Y, size_t y_stride, int n_rows);
 
 // Rows [r0, r1) of F16 (f16) or F32 weights of n elements (row r at W + r * stride) times n_x
 // float rows (row j at X + j * x_stride), row j's results at Y + j * y_stride: the unpacked form
@@ -91,6 +135,17 @@ inline void passes(int n_x, F&& f) {
     int j = 0;
     for (; j + N <= n_x; j += N) f(j, std::integral_constant<int, N>{});
     last_pass<N - 1>(n_x - j, j, f);
+}
+
+// The halves (8 rows, the AVX2 forms' unit) of n_groups packed groups that hold any of the first
+// n_rows rows: f(i, hf, left) for half hf of group i, left in 1 .. 8 its rows
+template <class F>
+inline void group_halves(int n_groups, int n_rows, F&& f) {
+    for (int i = 0; i < n_groups; ++i)
+        for (int hf = 0; hf < 2; ++hf) {
+            const int left = n_rows - 16 * i - 8 * hf;
+            if (left > 0) f(i, hf, left < 8 ? left : 8);
+        }
 }
 
 // Rows [r0, r1) of W in passes of up to P rows: f(rp, r, n_valid) with rp[k] the address of row r + k;

@@ -36,10 +36,12 @@ FastIsa fast_isa() {
     static const FastIsa isa = [] {
         const char* e = std::getenv("JITLLM_CPU_FAST");
         const std::string want = e ? e : "";
-        for (FastIsa i : {FastIsa::Avx512Vnni, FastIsa::Avx2Fma, FastIsa::None})
-            if ((want.empty() || want == "auto" || want == fast_isa_name(i)) && cpu_has_fast_isa(i)) return i;
-        fail_usage("JITLLM_CPU_FAST: expected auto, avx512-vnni, avx2-fma or none (one this CPU has), found '{}'",
-                   want);
+        bool named = want.empty() || want == "auto";  // the best set the CPU has from the one named on
+        for (FastIsa i : {FastIsa::Avx512Vnni, FastIsa::Avx2Fma, FastIsa::None}) {
+            named = named || want == fast_isa_name(i);
+            if (named && cpu_has_fast_isa(i)) return i;
+        }
+        fail_usage("JITLLM_CPU_FAST: expected auto, avx512-vnni, avx2-fma or none, found '{}'", want);
     }();
     return isa;
 }
@@ -94,10 +96,43 @@ const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, void (*
     return out;
 }
 
+// The activation blocks of each form: the AVX-512 products read Q8_0's bytes unsigned (off 128),
+// the AVX2 ones signed (off 0)
 void quantize_q4(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 8, o); }
 void quantize_q8(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 128, o); }
 void quantize_q4k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx512(x, nb, true, o); }
 void quantize_q6k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx512(x, nb, false, o); }
+void quantize_q4_avx2(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx2(x, nb, 8, o); }
+void quantize_q8_avx2(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx2(x, nb, 0, o); }
+void quantize_q4k_avx2(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx2(x, nb, true, o); }
+void quantize_q6k_avx2(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx2(x, nb, false, o); }
+
+// One part of a packed product: groups [g0, g1) of rows [r0, r0 + n) of p (the activations as
+// matmul_packed prepared them for the instruction set)
+struct Prepared {
+    bool avx512;
+    const detail::XBlock* xq;
+    const detail::XBlockK* xk;
+    const float* xp;  // AVX-512: fp_panels' layout; AVX2: the rows as given
+    size_t x_stride;
+    int n_x;
+};
+
+void packed_part(const Prepared& a, const PackedProduct& pr, int g0, int g1) {
+    const PackedMatrix& p = *pr.p;
+    const uint8_t* Pg = p.data.get() + size_t(pr.r0 / 16 + g0) * p.group_bytes;
+    float* Yg = pr.Y + 16 * g0;
+    const size_t gb = p.group_bytes;
+    const int left = pr.n - 16 * g0, cols = p.cols;
+    const bool q4 = p.t == GgmlType::Q4_0, q4k = p.t == GgmlType::Q4_K;
+    if (a.xq && a.avx512) detail::qp_groups_avx512(q4, Pg, gb, g1 - g0, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
+    else if (a.xq) detail::qp_groups_avx2(q4, Pg, gb, g1 - g0, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
+    else if (a.xk && a.avx512)
+        detail::kp_groups_avx512(q4k, Pg, gb, g1 - g0, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
+    else if (a.xk) detail::kp_groups_avx2(q4k, Pg, gb, g1 - g0, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
+    else if (a.avx512) detail::fp_groups_avx512(p.t, Pg, gb, g1 - g0, cols, a.xp, a.n_x, Yg, pr.y_stride, left);
+    else detail::fp_groups_avx2(p.t, Pg, gb, g1 - g0, cols, a.xp, a.x_stride, a.n_x, Yg, pr.y_stride, left);
+}
 
 }  // namespace
 
@@ -125,7 +160,13 @@ bool matmul_packed(const PackedMatrix& p, int r0, int n, const float* X, size_t 
 }
 
 bool matmul_packed(const PackedProduct* prods, int count, const float* X, size_t x_stride, int n_x, int n_threads) {
-    if (count < 1 || count > kMaxFused) return false;
+    return matmul_packed(fast_isa(), prods, count, X, x_stride, n_x, n_threads);
+}
+
+bool matmul_packed(FastIsa isa, const PackedProduct* prods, int count, const float* X, size_t x_stride, int n_x,
+                   int n_threads) {
+    if (count < 1 || count > kMaxFused || isa == FastIsa::None) return false;
+    JITLLM_CHECK(cpu_has_fast_isa(isa), "the {} products on a CPU without them", fast_isa_name(isa));
     const PackedMatrix& p0 = *prods[0].p;
     for (int i = 0; i < count; ++i)
         if (prods[i].r0 % 16 != 0 || prods[i].p->t != p0.t || prods[i].p->cols != p0.cols) return false;
@@ -133,18 +174,20 @@ bool matmul_packed(const PackedProduct* prods, int count, const float* X, size_t
     const bool legacy = q4 || p0.t == GgmlType::Q8_0, kq = q4k || p0.t == GgmlType::Q6_K;
     const int cols = p0.cols;
     // the activations as the type's products take them: quantized blocks, or float panels
-    const detail::XBlock* xq = nullptr;
-    const detail::XBlockK* xk = nullptr;
-    const float* xp = nullptr;
+    // (AVX-512) or the rows as given (AVX2)
+    const bool avx512 = isa == FastIsa::Avx512Vnni;
+    Prepared a{avx512, nullptr, nullptr, X, x_stride, n_x};
     if (legacy) {
-        xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, q4 ? quantize_q4 : quantize_q8, n_threads);
+        auto* q = avx512 ? (q4 ? quantize_q4 : quantize_q8) : (q4 ? quantize_q4_avx2 : quantize_q8_avx2);
+        a.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, q, n_threads);
     } else if (kq) {
-        xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, q4k ? quantize_q4k : quantize_q6k, n_threads);
-    } else {
+        auto* q = avx512 ? (q4k ? quantize_q4k : quantize_q6k) : (q4k ? quantize_q4k_avx2 : quantize_q6k_avx2);
+        a.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, q, n_threads);
+    } else if (avx512) {
         thread_local std::vector<float> panels;  // grows to the largest call once
         if (panels.size() < size_t(n_x) * size_t(cols)) panels.resize(size_t(n_x) * size_t(cols));
         detail::fp_panels(X, x_stride, n_x, cols, panels.data());
-        xp = panels.data();
+        a.xp = panels.data();
     }
     int groups = 0, rows = 0;
     for (int i = 0; i < count; ++i) groups += (prods[i].n + 15) / 16, rows += prods[i].n;
@@ -158,18 +201,8 @@ bool matmul_packed(const PackedProduct* prods, int count, const float* X, size_t
     auto part = [&](int k) {
         int i = 0;
         while (k >= first_part[i + 1]) ++i;
-        const PackedProduct& pr = prods[i];
-        const int n_groups = (pr.n + 15) / 16, g0 = (k - first_part[i]) * per, g1 = std::min(n_groups, g0 + per);
-        const uint8_t* Pg = pr.p->data.get() + size_t(pr.r0 / 16 + g0) * pr.p->group_bytes;
-        float* Yg = pr.Y + 16 * g0;
-        const size_t gb = pr.p->group_bytes;
-        const int left = pr.n - 16 * g0;
-        if (legacy)
-            detail::qp_groups_avx512(q4, Pg, gb, g1 - g0, cols / 32, xq, n_x, Yg, pr.y_stride, left);
-        else if (kq)
-            detail::kp_groups_avx512(q4k, Pg, gb, g1 - g0, cols / 256, xk, n_x, Yg, pr.y_stride, left);
-        else
-            detail::fp_groups_avx512(p0.t == GgmlType::F16, Pg, gb, g1 - g0, cols, xp, n_x, Yg, pr.y_stride, left);
+        const int g0 = (k - first_part[i]) * per;
+        packed_part(a, prods[i], g0, std::min((prods[i].n + 15) / 16, g0 + per));
     };
     team_for(nt, first_part[count], part);
     return true;

@@ -1,33 +1,24 @@
-// AVX2 + FMA forms of the fast F16 / F32 products (fast_kernels.h), for x86-64 CPUs without
-// AVX-512: eight columns a step with FMA, four weight rows times up to three activation rows a
-// pass, each row's sum in the same order whatever the pass shape. (Q4_0 / Q8_0 on these CPUs take
-// the exact path, whose AVX2 integer form is already as fast as the memory.)
+// The unpacked F16 / F32 products (fast_kernels.h: matrices of fewer than 16 rows, which are not
+// packed) in AVX2 + FMA, for every fast instruction set: eight columns a step with FMA, four
+// weight rows times up to three activation rows a pass, each row's sum in the same order whatever
+// the pass shape.
 #include "backends/cpu/fast/fast_kernels.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
-#include <immintrin.h>
 
 #include <algorithm>
 
-#define JITLLM_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
+#include "backends/cpu/fast/avx2_util.h"
 
 namespace jitllm::cpu::fast::detail {
 namespace {
 
 // Eight values at p as floats (F16 or F32)
 template <bool H>
-JITLLM_AVX2_FMA inline __m256 load8(const uint8_t* p) {
+JITLLM_AVX2 inline __m256 load8(const uint8_t* p) {
     if constexpr (H) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     else return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
-}
-
-// The 8 lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
-JITLLM_AVX2_FMA inline float sum8(__m256 a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 // R weight rows (row k at rp[k]) times C activation rows; row k's result for activation row c to
@@ -35,8 +26,8 @@ JITLLM_AVX2_FMA inline float sum8(__m256 a) {
 // copies, read by the same loop body; every row is reduced before the valid ones are copied (acc
 // indexed by constants only: it stays in registers).
 template <bool H, int R, int C>
-JITLLM_AVX2_FMA void f_tile(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, float* y,
-                            size_t y_stride, int n_valid) {
+JITLLM_AVX2 void f_tile(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, float* y,
+                        size_t y_stride, int n_valid) {
     constexpr size_t kEs = H ? 2 : 4;
     const int64_t full = n & ~int64_t(7);
     alignas(32) uint8_t wt[R][32] = {};
@@ -59,14 +50,14 @@ JITLLM_AVX2_FMA void f_tile(const uint8_t* const* rp, int64_t n, const float* X,
     for (int c = 0; c < C; ++c) {
         float s[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) s[r] = sum8(acc[r][c]);
+        for (int r = 0; r < R; ++r) s[r] = hsum8(acc[r][c]);
         std::copy_n(s, n_valid, y + size_t(c) * y_stride);
     }
 }
 
 template <bool H>
-JITLLM_AVX2_FMA void f_rows4(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, int n_x, float* y,
-                             size_t y_stride, int n_valid) {
+JITLLM_AVX2 void f_rows4(const uint8_t* const* rp, int64_t n, const float* X, size_t x_stride, int n_x, float* y,
+                         size_t y_stride, int n_valid) {
     passes<3>(n_x, [&](int j, auto c) {
         f_tile<H, 4, decltype(c)::value>(rp, n, X + size_t(j) * x_stride, x_stride, y + size_t(j) * y_stride, y_stride,
                                          n_valid);
@@ -81,8 +72,8 @@ bool cpu_has_avx2_fma() {
            __builtin_cpu_supports("fma");
 }
 
-JITLLM_AVX2_FMA void f_rows_avx2(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n,
-                                 const float* X, size_t x_stride, int n_x, float* Y, size_t y_stride) {
+JITLLM_AVX2 void f_rows_avx2(bool f16, const uint8_t* W, size_t stride, int r0, int r1, int64_t n,
+                             const float* X, size_t x_stride, int n_x, float* Y, size_t y_stride) {
     row_passes<4>(W, stride, r0, r1, [&](const uint8_t* const* rp, int r, int nr) {
         if (f16) f_rows4<true>(rp, n, X, x_stride, n_x, Y + r, y_stride, nr);
         else f_rows4<false>(rp, n, X, x_stride, n_x, Y + r, y_stride, nr);

@@ -13,8 +13,6 @@
 #if defined(__x86_64__)
 #include "backends/cpu/fast/avx512_util.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 namespace jitllm::cpu::fast::detail {
@@ -39,11 +37,6 @@ JITLLM_AVX512 inline __m512 halves(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-JITLLM_AVX512 inline void prefetch_block(const uint8_t* p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + o), _MM_HINT_T0);
-}
-
 // One packed Q4_K group (kQ4kGroupBlock bytes a block, packed.h) times C activation rows
 template <int C>
 JITLLM_AVX512 void q4k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, float* y, size_t y_stride,
@@ -53,7 +46,7 @@ JITLLM_AVX512 void q4k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, floa
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* p = g + size_t(b) * kQ4kGroupBlock;
-        prefetch_block(p, kQ4kGroupBlock);
+        prefetch_lines(p, kPrefetchAhead, kQ4kGroupBlock);
         const __m512 dw = halves(p + 2304), dmin = halves(p + 2336);
         // the mins times the activation's sub-block sums, taken off first
         __m512i mp[4];
@@ -107,7 +100,7 @@ JITLLM_AVX512 void q6k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, floa
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* p = g + size_t(b) * kQ6kGroupBlock;
-        prefetch_block(p, kQ6kGroupBlock);
+        prefetch_lines(p, kPrefetchAhead, kQ6kGroupBlock);
         __m512i isum[C];
         for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
         // half n, j = 4 jj + t: ql runs 16n + j and 16n + 8 + j, qh run 8n + j give values
@@ -163,45 +156,25 @@ JITLLM_AVX512 void k_group(const uint8_t* g, int64_t nb, const XBlockK* x, int n
 
 }  // namespace
 
-JITLLM_AVX512 void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out) {
+namespace {
+
+JITLLM_AVX512 float amax256(const float* xb) {
     const __m512 sign = _mm512_set1_ps(-0.0f);
-    for (int64_t i = 0; i < nb; ++i) {
-        const float* xb = x + 256 * i;
-        XBlockK& o = out[i];
-        __m512 amax = _mm512_setzero_ps();
-        for (int k = 0; k < 16; ++k) amax = _mm512_max_ps(amax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + 16 * k)));
-        const float am = _mm512_reduce_max_ps(amax);
-        if (am == 0.0f) {
-            std::memset(&o, 0, sizeof(o));
-            continue;
-        }
-        // the first value of the largest magnitude, with its sign
-        float mx = am;
-        for (int k = 0; k < 16; ++k) {
-            const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(xb + 16 * k)),
-                                                     _mm512_set1_ps(am), _CMP_EQ_OQ);
-            if (hit) {
-                mx = xb[16 * k + __builtin_ctz(hit)];
-                break;
-            }
-        }
-        const float iscale = -127.0f / mx;
-        o.d = 1.0f / iscale;
-        int32_t s16[16];
-        for (int k = 0; k < 16; ++k) {
-            const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * k), _mm512_set1_ps(iscale)));
-            s16[k] = _mm512_reduce_add_epi32(q);
-            _mm_store_si128(reinterpret_cast<__m128i*>(o.q + 16 * k), _mm512_cvtsepi32_epi8(q));
-        }
-        for (int k = 0; k < 16; ++k) o.off[k] = 0;
-        if (q4k)
-            for (int k = 0; k < 4; ++k) {
-                const int32_t a = s16[4 * k] + s16[4 * k + 1], b = s16[4 * k + 2] + s16[4 * k + 3];
-                o.off[k] = int32_t(uint32_t(uint16_t(int16_t(a))) | uint32_t(uint16_t(int16_t(b))) << 16);
-            }
-        else
-            for (int k = 0; k < 16; ++k) o.off[k] = -32 * s16[k];
-    }
+    __m512 amax = _mm512_setzero_ps();
+    for (int k = 0; k < 16; ++k) amax = _mm512_max_ps(amax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + 16 * k)));
+    return _mm512_reduce_max_ps(amax);
+}
+
+JITLLM_AVX512 int32_t q16(const float* x, float iscale, int8_t* q) {
+    const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), _mm512_set1_ps(iscale)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(v));
+    return _mm512_reduce_add_epi32(v);
+}
+
+}  // namespace
+
+JITLLM_AVX512 void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out) {
+    quantize_xk_with(x, nb, q4k, out, amax256, q16);
 }
 
 JITLLM_AVX512 void kp_groups_avx512(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb,

@@ -38,8 +38,7 @@ JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float*
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* p = g + size_t(b) * kValues;
-        for (size_t o = 0; o < kValues; o += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + o), _MM_HINT_T0);
+        prefetch_lines(p, kPrefetchAhead, kValues);
         if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + 32 * b + 1024), _MM_HINT_T0);
         __m512i w[8];
         if constexpr (Q4) {
@@ -70,20 +69,23 @@ JITLLM_AVX512 void qp_group(const uint8_t* g, int64_t nb, const XBlock* x, int n
     });
 }
 
-template <bool H>
+// Column k of a packed F32, F16 or BF16 group as floats
+template <GgmlType T>
 JITLLM_AVX512 inline __m512 fp_column(const uint8_t* g, int64_t k) {
-    if constexpr (H) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * size_t(k))));
-    else return _mm512_load_ps(reinterpret_cast<const float*>(g + 64 * size_t(k)));
+    if constexpr (T == GgmlType::F32) return _mm512_load_ps(reinterpret_cast<const float*>(g + 64 * size_t(k)));
+    const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * size_t(k)));
+    if constexpr (T == GgmlType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-// G packed F16 / F32 groups (group i at g + i * group_bytes: value k of its 16 rows at + k * 16
+// G packed F16 / BF16 / F32 groups (group i at g + i * group_bytes: value k of its 16 rows at + k * 16
 // values) times C activation rows (a panel: value k of the C rows at xp + k * C): each group's
 // column k times activation value k broadcast, one FMA chain a (group, activation row) in k order.
 // Two groups a pass: two loads a column for every broadcast, and two chains even when C is 1.
-template <bool H, int G, int C>
+template <GgmlType T, int G, int C>
 JITLLM_AVX512 void fp_tile(const uint8_t* g, size_t group_bytes, int64_t n, const float* xp, float* y,
                            size_t y_stride, const __mmask16* valid) {
-    constexpr size_t kCol = H ? 32 : 64;
+    constexpr size_t kCol = T == GgmlType::F32 ? 64 : 32;
     __m512 acc[G][C];
     for (int i = 0; i < G; ++i)
         for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
@@ -94,7 +96,7 @@ JITLLM_AVX512 void fp_tile(const uint8_t* g, size_t group_bytes, int64_t n, cons
                 _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
             }
         __m512 w[G];
-        for (int i = 0; i < G; ++i) w[i] = fp_column<H>(g + size_t(i) * group_bytes, k);
+        for (int i = 0; i < G; ++i) w[i] = fp_column<T>(g + size_t(i) * group_bytes, k);
         const float* x = xp + size_t(k) * C;
         for (int c = 0; c < C; ++c) {
             const __m512 xv = _mm512_set1_ps(x[c]);
@@ -106,11 +108,11 @@ JITLLM_AVX512 void fp_tile(const uint8_t* g, size_t group_bytes, int64_t n, cons
 }
 
 // G groups times n_x activation rows, in panels of kFpPanel (fp_panels' layout)
-template <bool H, int G>
+template <GgmlType T, int G>
 JITLLM_AVX512 void fp_pass(const uint8_t* g, size_t group_bytes, int64_t n, const float* xp, int n_x, float* y,
                            size_t y_stride, const __mmask16* valid) {
     passes<kFpPanel>(n_x, [&](int j, auto c) {
-        fp_tile<H, G, decltype(c)::value>(g, group_bytes, n, xp + size_t(j) * size_t(n), y + size_t(j) * y_stride,
+        fp_tile<T, G, decltype(c)::value>(g, group_bytes, n, xp + size_t(j) * size_t(n), y + size_t(j) * y_stride,
                                           y_stride, valid);
     });
 }
@@ -159,19 +161,27 @@ void fp_panels(const float* X, size_t x_stride, int n_x, int64_t n, float* xp) {
     }
 }
 
-JITLLM_AVX512 void fp_groups_avx512(bool f16, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n,
-                                    const float* xp, int n_x, float* Y, size_t y_stride, int n_rows) {
+namespace {
+
+template <GgmlType T>
+JITLLM_AVX512 void fp_groups(const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* xp, int n_x,
+                             float* Y, size_t y_stride, int n_rows) {
     for (int i = 0; i < n_groups; i += 2) {
         const __mmask16 valid[2] = {group_mask(n_rows, i), group_mask(n_rows, i + 1)};
         const uint8_t* g = P + size_t(i) * group_bytes;
-        if (i + 1 < n_groups) {
-            if (f16) fp_pass<true, 2>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
-            else fp_pass<false, 2>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
-        } else {
-            if (f16) fp_pass<true, 1>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
-            else fp_pass<false, 1>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
-        }
+        if (i + 1 < n_groups) fp_pass<T, 2>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
+        else fp_pass<T, 1>(g, group_bytes, n, xp, n_x, Y + 16 * i, y_stride, valid);
     }
+}
+
+}  // namespace
+
+JITLLM_AVX512 void fp_groups_avx512(GgmlType t, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n,
+                                    const float* xp, int n_x, float* Y, size_t y_stride, int n_rows) {
+    auto* f = t == GgmlType::F16 ? fp_groups<GgmlType::F16>
+              : t == GgmlType::BF16 ? fp_groups<GgmlType::BF16>
+                                    : fp_groups<GgmlType::F32>;
+    f(P, group_bytes, n_groups, n, xp, n_x, Y, y_stride, n_rows);
 }
 
 JITLLM_AVX512 void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb,
@@ -192,7 +202,7 @@ bool cpu_has_avx512_vnni() { return false; }
 void quantize_x_avx512(const float*, int64_t, int, XBlock*) {}
 void qp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const XBlock*, int, float*, size_t, int) {}
 void fp_panels(const float*, size_t, int, int64_t, float*) {}
-void fp_groups_avx512(bool, const uint8_t*, size_t, int, int64_t, const float*, int, float*, size_t, int) {}
+void fp_groups_avx512(GgmlType, const uint8_t*, size_t, int, int64_t, const float*, int, float*, size_t, int) {}
 }  // namespace jitllm::cpu::fast::detail
 
 #endif

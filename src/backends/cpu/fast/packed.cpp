@@ -25,7 +25,7 @@ size_t packed_group_bytes(GgmlType t, int cols) {
     size_t b = 0;
     switch (t) {
         case GgmlType::F32: b = 64 * n; break;
-        case GgmlType::F16: b = 32 * n; break;
+        case GgmlType::F16: case GgmlType::BF16: b = 32 * n; break;
         case GgmlType::Q4_K: b = n / 256 * detail::kQ4kGroupBlock; break;
         case GgmlType::Q6_K: b = n / 256 * detail::kQ6kGroupBlock; break;
         default: b = n / 32 * (packed_values_bytes(t) + 32); break;
@@ -103,11 +103,11 @@ void pack_columns(const uint8_t* const* rp, int cols, uint8_t* dst) {
             if (src[r]) std::memcpy(d + r, src[r] + k, sizeof(T));
 }
 
-// The 16 rows at rp[0..16) into a group (zeroed first where rows are missing): F16 / F32 value k
+// The 16 rows at rp[0..16) into a group (zeroed first where rows are missing): F16 / BF16 / F32 value k
 // of the 16 rows side by side (32 or 64 bytes), k after k; Q4_0 / Q8_0 the blocks' values
 // (pack_block), then their scales; Q4_K / Q6_K block after block (pack_q4k, pack_q6k)
 void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
-    if (t == GgmlType::F16) return pack_columns<uint16_t>(rp, cols, dst);
+    if (t == GgmlType::F16 || t == GgmlType::BF16) return pack_columns<uint16_t>(rp, cols, dst);
     if (t == GgmlType::F32) return pack_columns<uint32_t>(rp, cols, dst);
     if (t == GgmlType::Q4_K || t == GgmlType::Q6_K) {
         const bool q4k = t == GgmlType::Q4_K;
@@ -125,8 +125,9 @@ void pack_group(GgmlType t, const uint8_t* const* rp, int cols, uint8_t* dst) {
 }  // namespace
 
 bool PackedWeights::packs(GgmlType t) {
-    return fast_isa() == FastIsa::Avx512Vnni && (t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
-                                                 t == GgmlType::Q6_K || t == GgmlType::F16 || t == GgmlType::F32);
+    return fast_isa() != FastIsa::None && (t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
+                                            t == GgmlType::Q6_K || t == GgmlType::F16 || t == GgmlType::BF16 ||
+                                            t == GgmlType::F32);
 }
 
 void PackedWeights::add(GgmlType t, const void* W, size_t row_stride, int rows, int cols, int n_threads) {

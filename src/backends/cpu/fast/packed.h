@@ -1,7 +1,7 @@
 // Weight matrices in the fast kernels' packed layout, made once when a model loads (the CPU
 // backend packs its products' weights). Rows go in groups of 16, so that one vector lane holds one
 // row's products whole (no sums across lanes) and a group streams from one run of memory instead
-// of 16 rows. F16 / F32: value k of the 16 rows side by side, k after k (one load: a column of
+// of 16 rows. F16 / BF16 / F32: value k of the 16 rows side by side, k after k (one load: a column of
 // the group). Q4_0 / Q8_0: for each block of 32 values, the group's quantized values four bytes a
 // row at a time (one aligned 64-byte load holds the same four bytes of each of the 16 rows, for
 // VPDPBUSD), block after block, then the blocks' scales (the 16 rows' f16 scales side by side).
@@ -15,6 +15,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "backends/cpu/fast/fast_ops.h"
 #include "core/dtype.h"
 
 namespace jitllm::cpu::fast {
@@ -61,5 +62,9 @@ struct PackedProduct {
 // has the type and the columns of the first and an r0 a multiple of 16 (at most kMaxFused).
 constexpr int kMaxFused = 4;
 bool matmul_packed(const PackedProduct* prods, int count, const float* X, size_t x_stride, int n_x, int n_threads);
+// The same with the forms of the instruction set isa (one this CPU has) instead of fast_isa()'s:
+// the forms compared with each other (every form gives the same bits); false for FastIsa::None
+bool matmul_packed(FastIsa isa, const PackedProduct* prods, int count, const float* X, size_t x_stride, int n_x,
+                   int n_threads);
 
 }  // namespace jitllm::cpu::fast
