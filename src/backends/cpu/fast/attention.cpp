@@ -2,7 +2,8 @@
 // scores as FMA dot products, a running softmax (the maximum so far, the output and the sum
 // rescaled when it grows; exponentials in vector registers), the values mixed in with FMA. No
 // scratch memory; heads over the team's threads. AVX-512: sixteen positions and elements a step;
-// AVX2: eight. Heads over 256 elements (and CPUs with neither) take cpu::attention.
+// AVX2: eight; NEON: four (heads of a multiple of 4 elements). Heads over 256 elements (and CPUs
+// without a fast form) take cpu::attention.
 #include <algorithm>
 #include <cmath>
 
@@ -11,6 +12,7 @@
 #include "backends/cpu/fast/team.h"
 
 #include "backends/cpu/fast/avx512_util.h"
+#include "backends/cpu/fast/neon_util.h"
 
 namespace jitllm::cpu::fast {
 namespace {
@@ -111,12 +113,61 @@ JITLLM_AVX2 void heads_avx2(const AttnJob& j, int h0, int h1) {
         for (int i = 0; i < nv; ++i) _mm256_maskstore_ps(oh + 8 * i, m[i], _mm256_mul_ps(o[i], inv));
     }
 }
+#elif defined(__aarch64__)
+
+void heads_neon(const AttnJob& j, int h0, int h1) {
+    const int nv = j.head_dim / 4;
+    for (int h = h0; h < h1; ++h) {
+        const float* qh = j.q + size_t(h) * size_t(j.head_dim);
+        const size_t koff = size_t(h / j.group) * size_t(j.head_dim);
+        float32x4_t qv[4 * kMaxVecs], o[4 * kMaxVecs];
+        for (int i = 0; i < nv; ++i) qv[i] = vld1q_f32(qh + 4 * i), o[i] = vdupq_n_f32(0.0f);
+        float mx = -INFINITY, sum = 0.0f;
+        for (int p0 = 0; p0 < j.n_pos; p0 += 4) {
+            const int np = std::min(4, j.n_pos - p0);
+            float sc[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+            for (int p = 0; p < np; ++p) {
+                const float* kp = j.k + size_t(p0 + p) * j.kv_stride + koff;
+                float32x4_t s = vmulq_f32(qv[0], vld1q_f32(kp));
+                for (int i = 1; i < nv; ++i) s = vfmaq_f32(s, qv[i], vld1q_f32(kp + 4 * i));
+                sc[p] = detail::hsum4(s) * j.scale;
+            }
+            const float32x4_t sv = vld1q_f32(sc);
+            const float m_new = std::max(mx, vmaxvq_f32(sv));
+            const float32x4_t e = detail::exp4(vsubq_f32(sv, vdupq_n_f32(m_new)));  // 0 past np
+            const float corr = std::exp(mx - m_new);  // 0 at the first chunk
+            sum = sum * corr + detail::hsum4(e);
+            mx = m_new;
+            for (int i = 0; i < nv; ++i) o[i] = vmulq_n_f32(o[i], corr);
+            vst1q_f32(sc, e);
+            for (int p = 0; p < np; ++p) {
+                const float* vp = j.v + size_t(p0 + p) * j.kv_stride + koff;
+                for (int i = 0; i < nv; ++i) o[i] = vfmaq_n_f32(o[i], vld1q_f32(vp + 4 * i), sc[p]);
+            }
+        }
+        float* oh = j.out + size_t(h) * size_t(j.head_dim);
+        for (int i = 0; i < nv; ++i) vst1q_f32(oh + 4 * i, vmulq_n_f32(o[i], 1.0f / sum));
+    }
+}
 #endif
+
+// Whether this CPU's form takes heads of head_dim elements
+bool has_heads(int head_dim) {
+    switch (fast_isa()) {
+        case FastIsa::Avx512Vnni:
+        case FastIsa::Avx2Fma: return head_dim <= 16 * kMaxVecs;
+        case FastIsa::NeonDot: return head_dim <= 16 * kMaxVecs && head_dim % 4 == 0;
+        case FastIsa::None: return false;
+    }
+    return false;
+}
 
 void heads(const AttnJob& j, int h0, int h1) {
 #if defined(__x86_64__)
     if (fast_isa() == FastIsa::Avx512Vnni) heads_avx512(j, h0, h1);
     else heads_avx2(j, h0, h1);
+#elif defined(__aarch64__)
+    heads_neon(j, h0, h1);
 #endif
 }
 
@@ -124,7 +175,7 @@ void heads(const AttnJob& j, int h0, int h1) {
 
 void attention(const float* q, const float* k_cache, const float* v_cache, size_t kv_stride, int n_heads,
                int n_kv_heads, int head_dim, int n_pos, float scale, float* out, int n_threads) {
-    if (fast_isa() == FastIsa::None || head_dim > 16 * kMaxVecs)
+    if (!has_heads(head_dim))
         return cpu::attention(q, k_cache, v_cache, kv_stride, n_heads, n_kv_heads, head_dim, n_pos, scale, out,
                               n_threads);
     AttnJob j{q, k_cache, v_cache, kv_stride, n_heads / n_kv_heads, head_dim, n_pos, 0, n_heads, scale, out};

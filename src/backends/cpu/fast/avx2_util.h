@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cpu/fast/fast_kernels.h"
+
 #define JITLLM_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace jitllm::cpu::fast::detail {
@@ -60,13 +62,7 @@ inline void prefetch_lines(const uint8_t* p, size_t ahead, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + ahead + o), _MM_HINT_T0);
 }
 
-// e^x's steps (exp8, avx512_util.h's exp16): x = n ln2 + f with |f| <= ln2 / 2 (ln2 in a high part,
-// n times it exact, and a low one), e^f by its Taylor polynomial to f^6 (relative error below
-// 2e-7; coefficients highest first), times 2^n; lanes below -87 give 0 (as expf underflows)
-constexpr float kLog2e = 1.44269504f, kLn2Hi = 0.693145752f, kLn2Lo = 1.42860677e-6f;
-constexpr float kExpTaylor[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
-
-// e^x lane by lane (the steps above on 8 lanes)
+// e^x lane by lane (fast_kernels.h's steps on 8 lanes)
 JITLLM_AVX2 inline __m256 exp8(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-87.0f);
     const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);

@@ -14,7 +14,7 @@ JITLLM_AVX512 inline float sum16(__m512 a) {
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
 }
 
-// e^x lane by lane (avx2_util.h's steps on 16 lanes; 2^n by VSCALEFPS)
+// e^x lane by lane (fast_kernels.h's steps on 16 lanes; 2^n by VSCALEFPS)
 JITLLM_AVX512 inline __m512 exp16(__m512 x) {
     const __m512 lo = _mm512_set1_ps(-87.0f);
     const __mmask16 tiny = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);

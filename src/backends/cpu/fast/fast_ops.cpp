@@ -18,6 +18,7 @@ bool cpu_has_fast_isa(FastIsa isa) {
     switch (isa) {
         case FastIsa::Avx512Vnni: return detail::cpu_has_avx512_vnni();
         case FastIsa::Avx2Fma: return detail::cpu_has_avx2_fma();
+        case FastIsa::NeonDot: return detail::cpu_has_neon_dotprod();
         case FastIsa::None: return true;
     }
     return false;
@@ -27,6 +28,7 @@ const char* fast_isa_name(FastIsa isa) {
     switch (isa) {
         case FastIsa::Avx512Vnni: return "avx512-vnni";
         case FastIsa::Avx2Fma: return "avx2-fma";
+        case FastIsa::NeonDot: return "neon-dotprod";
         case FastIsa::None: return "none";
     }
     return "none";
@@ -37,11 +39,11 @@ FastIsa fast_isa() {
         const char* e = std::getenv("JITLLM_CPU_FAST");
         const std::string want = e ? e : "";
         bool named = want.empty() || want == "auto";  // the best set the CPU has from the one named on
-        for (FastIsa i : {FastIsa::Avx512Vnni, FastIsa::Avx2Fma, FastIsa::None}) {
+        for (FastIsa i : {FastIsa::Avx512Vnni, FastIsa::Avx2Fma, FastIsa::NeonDot, FastIsa::None}) {
             named = named || want == fast_isa_name(i);
             if (named && cpu_has_fast_isa(i)) return i;
         }
-        fail_usage("JITLLM_CPU_FAST: expected auto, avx512-vnni, avx2-fma or none, found '{}'", want);
+        fail_usage("JITLLM_CPU_FAST: expected auto, avx512-vnni, avx2-fma, neon-dotprod or none, found '{}'", want);
     }();
     return isa;
 }
@@ -50,6 +52,7 @@ bool has_matmul(GgmlType t) {
     switch (fast_isa()) {
         case FastIsa::Avx512Vnni:
         case FastIsa::Avx2Fma: return t == GgmlType::F16 || t == GgmlType::F32;
+        case FastIsa::NeonDot:
         case FastIsa::None: return false;
     }
     return false;
@@ -83,37 +86,39 @@ void run_rows(const Job& j, int r0, int r1) {
     detail::f_rows_avx2(j.f16, j.W, j.row_stride, r0, r1, j.cols, j.X, j.x_stride, j.n_x, j.Y, j.y_stride);
 }
 
-// The activation rows quantized for the integer products (rows over the threads where there are
-// several), in a buffer that grows to the largest call once and is reused (no allocation in the
-// decode loop)
-template <class B>
-const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, void (*q)(const float*, int64_t, B*),
-                   int n_threads) {
+// The activation rows quantized for the integer products (q(x, out): nb blocks of a row; rows over
+// the threads where there are several), in a buffer that grows to the largest call once and is
+// reused (no allocation in the decode loop)
+template <class B, class Q>
+const B* quantized(const float* X, size_t x_stride, int n_x, int64_t nb, int n_threads, const Q& q) {
     thread_local std::vector<B> buf;
     if (buf.size() < size_t(nb) * size_t(n_x)) buf.resize(size_t(nb) * size_t(n_x));
     B* out = buf.data();
-    team_for(n_x >= 8 ? n_threads : 1, n_x, [&](int r) { q(X + size_t(r) * x_stride, nb, out + size_t(r) * size_t(nb)); });
+    team_for(n_x >= 8 ? n_threads : 1, n_x, [&](int r) { q(X + size_t(r) * x_stride, out + size_t(r) * size_t(nb)); });
     return out;
 }
 
-// The activation blocks of each form: the AVX-512 products read Q8_0's bytes unsigned (off 128),
-// the AVX2 ones signed (off 0)
-void quantize_q4(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 8, o); }
-void quantize_q8(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx512(x, nb, 128, o); }
-void quantize_q4k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx512(x, nb, true, o); }
-void quantize_q6k(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx512(x, nb, false, o); }
-void quantize_q4_avx2(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx2(x, nb, 8, o); }
-void quantize_q8_avx2(const float* x, int64_t nb, detail::XBlock* o) { detail::quantize_x_avx2(x, nb, 0, o); }
-void quantize_q4k_avx2(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx2(x, nb, true, o); }
-void quantize_q6k_avx2(const float* x, int64_t nb, detail::XBlockK* o) { detail::quantize_xk_avx2(x, nb, false, o); }
+// The activation rows in the blocks of the form isa's products (the AVX-512 ones read Q8_0's bytes
+// unsigned, off 128; the AVX2 and NEON ones signed, off 0)
+void quantize_x(FastIsa isa, bool q4, const float* x, int64_t nb, detail::XBlock* o) {
+    const int off = q4 ? 8 : isa == FastIsa::Avx512Vnni ? 128 : 0;
+    if (isa == FastIsa::Avx512Vnni) detail::quantize_x_avx512(x, nb, off, o);
+    else if (isa == FastIsa::Avx2Fma) detail::quantize_x_avx2(x, nb, off, o);
+    else detail::quantize_x_neon(x, nb, off, o);
+}
+void quantize_xk(FastIsa isa, bool q4k, const float* x, int64_t nb, detail::XBlockK* o) {
+    if (isa == FastIsa::Avx512Vnni) detail::quantize_xk_avx512(x, nb, q4k, o);
+    else if (isa == FastIsa::Avx2Fma) detail::quantize_xk_avx2(x, nb, q4k, o);
+    else detail::quantize_xk_neon(x, nb, q4k, o);
+}
 
 // One part of a packed product: groups [g0, g1) of rows [r0, r0 + n) of p (the activations as
 // matmul_packed prepared them for the instruction set)
 struct Prepared {
-    bool avx512;
+    FastIsa isa;
     const detail::XBlock* xq;
     const detail::XBlockK* xk;
-    const float* xp;  // AVX-512: fp_panels' layout; AVX2: the rows as given
+    const float* xp;  // AVX-512: fp_panels' layout; AVX2, NEON: the rows as given
     size_t x_stride;
     int n_x;
 };
@@ -123,15 +128,23 @@ void packed_part(const Prepared& a, const PackedProduct& pr, int g0, int g1) {
     const uint8_t* Pg = p.data.get() + size_t(pr.r0 / 16 + g0) * p.group_bytes;
     float* Yg = pr.Y + 16 * g0;
     const size_t gb = p.group_bytes;
-    const int left = pr.n - 16 * g0, cols = p.cols;
+    const int left = pr.n - 16 * g0, cols = p.cols, ng = g1 - g0;
     const bool q4 = p.t == GgmlType::Q4_0, q4k = p.t == GgmlType::Q4_K;
-    if (a.xq && a.avx512) detail::qp_groups_avx512(q4, Pg, gb, g1 - g0, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
-    else if (a.xq) detail::qp_groups_avx2(q4, Pg, gb, g1 - g0, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
-    else if (a.xk && a.avx512)
-        detail::kp_groups_avx512(q4k, Pg, gb, g1 - g0, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
-    else if (a.xk) detail::kp_groups_avx2(q4k, Pg, gb, g1 - g0, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
-    else if (a.avx512) detail::fp_groups_avx512(p.t, Pg, gb, g1 - g0, cols, a.xp, a.n_x, Yg, pr.y_stride, left);
-    else detail::fp_groups_avx2(p.t, Pg, gb, g1 - g0, cols, a.xp, a.x_stride, a.n_x, Yg, pr.y_stride, left);
+    switch (a.isa) {
+        case FastIsa::Avx512Vnni:
+            if (a.xq) return detail::qp_groups_avx512(q4, Pg, gb, ng, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
+            if (a.xk) return detail::kp_groups_avx512(q4k, Pg, gb, ng, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
+            return detail::fp_groups_avx512(p.t, Pg, gb, ng, cols, a.xp, a.n_x, Yg, pr.y_stride, left);
+        case FastIsa::Avx2Fma:
+            if (a.xq) return detail::qp_groups_avx2(q4, Pg, gb, ng, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
+            if (a.xk) return detail::kp_groups_avx2(q4k, Pg, gb, ng, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
+            return detail::fp_groups_avx2(p.t, Pg, gb, ng, cols, a.xp, a.x_stride, a.n_x, Yg, pr.y_stride, left);
+        case FastIsa::NeonDot:
+            if (a.xq) return detail::qp_groups_neon(q4, Pg, gb, ng, cols / 32, a.xq, a.n_x, Yg, pr.y_stride, left);
+            if (a.xk) return detail::kp_groups_neon(q4k, Pg, gb, ng, cols / 256, a.xk, a.n_x, Yg, pr.y_stride, left);
+            return detail::fp_groups_neon(p.t, Pg, gb, ng, cols, a.xp, a.x_stride, a.n_x, Yg, pr.y_stride, left);
+        case FastIsa::None: return;
+    }
 }
 
 }  // namespace
@@ -174,16 +187,17 @@ bool matmul_packed(FastIsa isa, const PackedProduct* prods, int count, const flo
     const bool legacy = q4 || p0.t == GgmlType::Q8_0, kq = q4k || p0.t == GgmlType::Q6_K;
     const int cols = p0.cols;
     // the activations as the type's products take them: quantized blocks, or float panels
-    // (AVX-512) or the rows as given (AVX2)
-    const bool avx512 = isa == FastIsa::Avx512Vnni;
-    Prepared a{avx512, nullptr, nullptr, X, x_stride, n_x};
+    // (AVX-512) or the rows as given (AVX2, NEON)
+    Prepared a{isa, nullptr, nullptr, X, x_stride, n_x};
     if (legacy) {
-        auto* q = avx512 ? (q4 ? quantize_q4 : quantize_q8) : (q4 ? quantize_q4_avx2 : quantize_q8_avx2);
-        a.xq = quantized<detail::XBlock>(X, x_stride, n_x, cols / 32, q, n_threads);
+        const int64_t nb = cols / 32;
+        a.xq = quantized<detail::XBlock>(X, x_stride, n_x, nb, n_threads,
+                                         [&](const float* x, detail::XBlock* o) { quantize_x(isa, q4, x, nb, o); });
     } else if (kq) {
-        auto* q = avx512 ? (q4k ? quantize_q4k : quantize_q6k) : (q4k ? quantize_q4k_avx2 : quantize_q6k_avx2);
-        a.xk = quantized<detail::XBlockK>(X, x_stride, n_x, cols / 256, q, n_threads);
-    } else if (avx512) {
+        const int64_t nb = cols / 256;
+        a.xk = quantized<detail::XBlockK>(X, x_stride, n_x, nb, n_threads,
+                                          [&](const float* x, detail::XBlockK* o) { quantize_xk(isa, q4k, x, nb, o); });
+    } else if (isa == FastIsa::Avx512Vnni) {
         thread_local std::vector<float> panels;  // grows to the largest call once
         if (panels.size() < size_t(n_x) * size_t(cols)) panels.resize(size_t(n_x) * size_t(cols));
         detail::fp_panels(X, x_stride, n_x, cols, panels.data());

@@ -1,7 +1,7 @@
 // Fast CPU products and attention: the default CPU path beside the exact specification of
 // cpu_ops.h (selected with --cpu-exact). Chosen at run time by what the CPU has (fast_isa()):
-// fused multiply-add, integer dot products on 8-bit values (AVX-512 VNNI, or AVX2's pair
-// products), F16 / BF16 conversions in vector registers.
+// fused multiply-add, integer dot products on 8-bit values (AVX-512 VNNI, AVX2's pair products or
+// AArch64's SDOT), F16 / BF16 conversions in vector registers.
 // Numerics: close to llama.cpp's CPU (Q4_0 / Q8_0 weights times x quantized to Q8_0 blocks, Q4_K /
 // Q6_K times x quantized to Q8_K blocks, float products with FMA for F16 / BF16 / F32), within the golden
 // tolerances, not the exact path's bits. Each output element is summed in one fixed order whatever
@@ -19,10 +19,10 @@ namespace jitllm::cpu::fast {
 
 // The instruction sets of the fast kernels, best first. None: this CPU (or build) has no fast
 // form; every product then takes the exact path.
-enum class FastIsa { Avx512Vnni, Avx2Fma, None };
+enum class FastIsa { Avx512Vnni, Avx2Fma, NeonDot, None };
 // What this CPU runs: the best it has, or with the environment's JITLLM_CPU_FAST=avx512-vnni|
-// avx2-fma|none the best it has from the one named down (tests, comparisons); another name is a
-// usage error.
+// avx2-fma|neon-dotprod|none the best it has from the one named down (tests, comparisons);
+// another name is a usage error.
 FastIsa fast_isa();
 const char* fast_isa_name(FastIsa isa);
 bool cpu_has_fast_isa(FastIsa isa);
@@ -31,7 +31,7 @@ bool cpu_has_fast_isa(FastIsa isa);
 // that cannot be read): the default thread count of the CPU backend.
 int physical_cores();
 
-// Whether matmul() has a fast form for weights of type t on this CPU (F16, F32: AVX2 + FMA).
+// Whether matmul() has a fast form for weights of type t on this CPU (F16, F32: the x86 forms).
 bool has_matmul(GgmlType t);
 
 // Y row j = W X row j for j < n_x, as cpu::matmul (W: `rows` rows of `cols` elements of type t,

@@ -151,15 +151,11 @@ JITLLM_AVX2 void quantize_xk_avx2(const float* x, int64_t nb, bool q4k, XBlockK*
 
 JITLLM_AVX2 void kp_groups_avx2(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb,
                                 const XBlockK* x, int n_x, float* Y, size_t y_stride, int n_rows) {
-    group_halves(n_groups, n_rows, [&](int i, int hf, int left) {
-        passes<4>(n_x, [&](int j, auto c) {
-            constexpr int kC = decltype(c)::value;
-            const uint8_t* g = P + size_t(i) * group_bytes;
-            float* yj = Y + 16 * i + 8 * hf + size_t(j) * y_stride;
-            if (q4k) q4k_tile<kC>(g, hf, nb, x + size_t(j) * size_t(nb), yj, y_stride, left);
-            else q6k_tile<kC>(g, hf, nb, x + size_t(j) * size_t(nb), yj, y_stride, left);
-        });
-    });
+    tile_passes<8, 4>(P, group_bytes, n_groups, n_rows, x, nb, n_x, Y, y_stride,
+                      [&](const uint8_t* g, int hf, const XBlockK* xj, float* yj, int left, auto c) {
+                          if (q4k) q4k_tile<decltype(c)::value>(g, hf, nb, xj, yj, y_stride, left);
+                          else q6k_tile<decltype(c)::value>(g, hf, nb, xj, yj, y_stride, left);
+                      });
 }
 
 }  // namespace jitllm::cpu::fast::detail

@@ -97,28 +97,15 @@ JITLLM_AVX2 void fp_tile(const uint8_t* const* h, int64_t n, const float* X, siz
 template <GgmlType T>
 JITLLM_AVX2 void fp_groups(const uint8_t* P, size_t group_bytes, int n_groups, int64_t n, const float* X,
                            size_t x_stride, int n_x, float* Y, size_t y_stride, int n_rows) {
-    constexpr int kU = 4;
     constexpr size_t kHalf = T == GgmlType::F32 ? 32 : 16;
-    for (int h0 = 0; h0 < 2 * n_groups; h0 += kU) {
-        const uint8_t* h[kU];
-        float* y[kU];
-        int valid[kU], nu = 0;
-        group_halves(std::min(kU, 2 * n_groups - h0) / 2, n_rows - 8 * h0, [&](int i, int hf, int left) {
-            h[nu] = P + size_t(h0 / 2 + i) * group_bytes + kHalf * size_t(hf);
-            y[nu] = Y + 8 * h0 + 16 * i + 8 * hf;
-            valid[nu++] = left;
-        });
-        passes<2>(n_x, [&](int j, auto c) {
-            constexpr int kC = decltype(c)::value;
-            const float* xj = X + size_t(j) * x_stride;
-            float* yj[kU];
-            for (int u = 0; u < nu; ++u) yj[u] = y[u] + size_t(j) * y_stride;
-            if (nu == 4) fp_tile<T, 4, kC>(h, n, xj, x_stride, yj, y_stride, valid);
-            else if (nu == 3) fp_tile<T, 3, kC>(h, n, xj, x_stride, yj, y_stride, valid);
-            else if (nu == 2) fp_tile<T, 2, kC>(h, n, xj, x_stride, yj, y_stride, valid);
-            else if (nu == 1) fp_tile<T, 1, kC>(h, n, xj, x_stride, yj, y_stride, valid);
-        });
-    }
+    auto tile = [&](const uint8_t* const* h, int nu, const int* valid, const float* xj, float* const* yj, auto c) {
+        constexpr int kC = decltype(c)::value;
+        if (nu == 4) fp_tile<T, 4, kC>(h, n, xj, x_stride, yj, y_stride, valid);
+        else if (nu == 3) fp_tile<T, 3, kC>(h, n, xj, x_stride, yj, y_stride, valid);
+        else if (nu == 2) fp_tile<T, 2, kC>(h, n, xj, x_stride, yj, y_stride, valid);
+        else if (nu == 1) fp_tile<T, 1, kC>(h, n, xj, x_stride, yj, y_stride, valid);
+    };
+    fp_part_passes<8, 4>(P, group_bytes, kHalf, n_groups, n_rows, X, x_stride, n_x, Y, y_stride, tile);
 }
 
 }  // namespace
@@ -140,27 +127,18 @@ JITLLM_AVX2 void quantize_x_avx2(const float* x, int64_t nb, int off, XBlock* ou
             _mm256_store_si256(reinterpret_cast<__m256i*>(q + 8 * k),
                                _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id))));
         for (int k = 0; k < 32; ++k) o.q[k] = int8_t(q[k]);
-        for (int l = 0; l < 4; ++l) {
-            const int32_t* a = q + 4 * l;
-            const int32_t* b = q + 16 + 4 * l;
-            o.cc[l] = -off * (((a[0] + b[0]) + (a[1] + b[1])) + ((a[2] + b[2]) + (a[3] + b[3])));
-        }
-        o.cc_all = (o.cc[0] + o.cc[1]) + (o.cc[2] + o.cc[3]);
+        block_corrections(q, off, o);
         o.d = fp16_to_fp32(fp32_to_fp16(am / 127.0f));
     }
 }
 
 JITLLM_AVX2 void qp_groups_avx2(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb,
                                 const XBlock* x, int n_x, float* Y, size_t y_stride, int n_rows) {
-    group_halves(n_groups, n_rows, [&](int i, int hf, int left) {
-        passes<4>(n_x, [&](int j, auto c) {
-            constexpr int kC = decltype(c)::value;
-            const uint8_t* g = P + size_t(i) * group_bytes;
-            float* yj = Y + 16 * i + 8 * hf + size_t(j) * y_stride;
-            if (q4) qp_tile<true, kC>(g, hf, nb, x + size_t(j) * size_t(nb), yj, y_stride, left);
-            else qp_tile<false, kC>(g, hf, nb, x + size_t(j) * size_t(nb), yj, y_stride, left);
-        });
-    });
+    tile_passes<8, 4>(P, group_bytes, n_groups, n_rows, x, nb, n_x, Y, y_stride,
+                      [&](const uint8_t* g, int hf, const XBlock* xj, float* yj, int left, auto c) {
+                          if (q4) qp_tile<true, decltype(c)::value>(g, hf, nb, xj, yj, y_stride, left);
+                          else qp_tile<false, decltype(c)::value>(g, hf, nb, xj, yj, y_stride, left);
+                      });
 }
 
 JITLLM_AVX2 void fp_groups_avx2(GgmlType t, const uint8_t* P, size_t group_bytes, int n_groups, int64_t n,

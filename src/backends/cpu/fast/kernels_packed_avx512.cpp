@@ -142,10 +142,10 @@ JITLLM_AVX512 void quantize_x_avx512(const float* x, int64_t nb, int off, XBlock
         XBlock& o = out[i];
         _mm_store_si128(reinterpret_cast<__m128i*>(o.q), _mm512_cvtepi32_epi8(q0));
         _mm_store_si128(reinterpret_cast<__m128i*>(o.q + 16), _mm512_cvtepi32_epi8(q1));
-        alignas(64) int32_t t[16];
-        _mm512_store_si512(t, _mm512_add_epi32(q0, q1));
-        for (int l = 0; l < 4; ++l) o.cc[l] = -off * ((t[4 * l] + t[4 * l + 1]) + (t[4 * l + 2] + t[4 * l + 3]));
-        o.cc_all = (o.cc[0] + o.cc[1]) + (o.cc[2] + o.cc[3]);
+        alignas(64) int32_t q[32];
+        _mm512_store_si512(q, q0);
+        _mm512_store_si512(q + 16, q1);
+        block_corrections(q, off, o);
         o.d = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
     }
 }

@@ -1,12 +1,13 @@
 // Fast row-wise operations (fast_ops.h): RMS norm and SwiGLU a vector at a time (AVX-512: sixteen
-// elements, AVX2: eight; the exact path's are one element at a time, the sum of squares one
-// dependent chain).
+// elements, AVX2: eight, NEON: four; the exact path's are one element at a time, the sum of
+// squares one dependent chain).
 #include <cmath>
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/fast/fast_ops.h"
 
 #include "backends/cpu/fast/avx512_util.h"
+#include "backends/cpu/fast/neon_util.h"
 
 namespace jitllm::cpu::fast {
 
@@ -84,12 +85,42 @@ JITLLM_AVX2 void swiglu_avx2(const float* gate, const float* up, float* out, int
 }
 
 }  // namespace
+#elif defined(__aarch64__)
+namespace {
+
+// (n a multiple of 4: rms_norm / swiglu take the exact loops otherwise)
+void rms_norm_neon(const float* x, const float* w, float* y, int n, float eps) {
+    float32x4_t s[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    for (int i = 0; i < n; i += 4) {
+        const float32x4_t a = vld1q_f32(x + i);
+        s[(i / 4) & 3] = vfmaq_f32(s[(i / 4) & 3], a, a);
+    }
+    const float sum = detail::hsum4(vaddq_f32(vaddq_f32(s[0], s[1]), vaddq_f32(s[2], s[3])));
+    const float scale = 1.0f / std::sqrt(sum / float(n) + eps);
+    for (int i = 0; i < n; i += 4) {
+        float32x4_t v = vmulq_n_f32(vld1q_f32(x + i), scale);
+        if (w) v = vmulq_f32(v, vld1q_f32(w + i));
+        vst1q_f32(y + i, v);
+    }
+}
+
+void swiglu_neon(const float* gate, const float* up, float* out, int n) {
+    for (int i = 0; i < n; i += 4) {
+        const float32x4_t g = vld1q_f32(gate + i);
+        const float32x4_t s = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), detail::exp4(vnegq_f32(g))));
+        vst1q_f32(out + i, vmulq_f32(s, vld1q_f32(up + i)));
+    }
+}
+
+}  // namespace
 #endif
 
 void rms_norm(const float* x, const float* w, float* y, int n, float eps) {
 #if defined(__x86_64__)
     if (fast_isa() == FastIsa::Avx512Vnni) return rms_norm_avx512(x, w, y, n, eps);
     if (fast_isa() == FastIsa::Avx2Fma) return rms_norm_avx2(x, w, y, n, eps);
+#elif defined(__aarch64__)
+    if (fast_isa() == FastIsa::NeonDot && n % 4 == 0) return rms_norm_neon(x, w, y, n, eps);
 #endif
     cpu::rms_norm(x, w, y, n, eps);
 }
@@ -98,6 +129,8 @@ void swiglu(const float* gate, const float* up, float* out, int n) {
 #if defined(__x86_64__)
     if (fast_isa() == FastIsa::Avx512Vnni) return swiglu_avx512(gate, up, out, n);
     if (fast_isa() == FastIsa::Avx2Fma) return swiglu_avx2(gate, up, out, n);
+#elif defined(__aarch64__)
+    if (fast_isa() == FastIsa::NeonDot && n % 4 == 0) return swiglu_neon(gate, up, out, n);
 #endif
     cpu::swiglu(gate, up, out, n);
 }

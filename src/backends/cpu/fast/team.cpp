@@ -23,6 +23,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define JITLLM_SPIN_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define JITLLM_SPIN_PAUSE() __asm__ __volatile__("yield")
 #else
 #define JITLLM_SPIN_PAUSE() std::atomic_signal_fence(std::memory_order_seq_cst)
 #endif
