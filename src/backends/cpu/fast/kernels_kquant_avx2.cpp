@@ -58,12 +58,16 @@ JITLLM_AVX2 void q4k_tile(const uint8_t* g, int hf, int64_t nb, const XBlockK* x
             const __m256i sb = bytes_u32(p + 2048 + 16 * (2 * h + 1) + h8);
             for (int c = 0; c < C; ++c) {
                 const int8_t* q = xb[c]->q + 64 * h;
+                // the sub-blocks' pair sums in 16 bits (eight of at most 2 * 15 * 127 fit), then in 32
                 __m256i ia = _mm256_setzero_si256(), ib = ia;
                 for (int j = 0; j < 8; ++j) {
                     const __m256i v = load32(p + 64 * (8 * h + j) + h32);
-                    ia = dpbusd8(ia, _mm256_and_si256(v, m4), bcast4_256(q + 4 * j));
-                    ib = dpbusd8(ib, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), bcast4_256(q + 32 + 4 * j));
+                    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    ia = _mm256_add_epi16(ia, _mm256_maddubs_epi16(lo, bcast4_256(q + 4 * j)));
+                    ib = _mm256_add_epi16(ib, _mm256_maddubs_epi16(hi, bcast4_256(q + 32 + 4 * j)));
                 }
+                ia = _mm256_madd_epi16(ia, _mm256_set1_epi16(1));
+                ib = _mm256_madd_epi16(ib, _mm256_set1_epi16(1));
                 const __m256i scaled = _mm256_add_epi32(_mm256_mullo_epi32(ia, sa), _mm256_mullo_epi32(ib, sb));
                 isum[c] = _mm256_add_epi32(isum[c], scaled);
             }

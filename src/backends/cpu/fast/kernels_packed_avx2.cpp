@@ -3,7 +3,8 @@
 // are its first 32 bytes), a vector lane one row. Q4_0 / Q8_0: per 32-value block, each run's four
 // bytes a row times the activation block's same four bytes broadcast, as VPMADDUBSW (unsigned by
 // signed bytes, pairs into 16 bits) and VPMADDWD with ones (into 32 bits): lane k is row k's block
-// sum. Q4_0's nibbles (0 .. 15) cannot saturate a 16-bit pair; Q8_0's bytes are read back signed,
+// sum. Q4_0's nibbles (0 .. 15) cannot saturate a 16-bit pair, nor the block's eight pair sums
+// added in 16 bits (one VPMADDWD a block); Q8_0's bytes are read back signed,
 // the activation takes their sign and the product their magnitude (a pair at most 2 * 128 * 127),
 // so its activation blocks carry no correction (off 0). F16 / BF16 / F32: a column of the half
 // converted in registers, one FMA chain a (row, activation row) in value order.
@@ -35,16 +36,17 @@ JITLLM_AVX2 void qp_tile(const uint8_t* g, int hf, int64_t nb, const XBlock* x, 
         const uint8_t* p = g + size_t(b) * kValues + 32 * size_t(hf);
         prefetch_lines(p, kPrefetchAhead, kValues);
         const XBlock* xb[C];
-        __m256i sum[C];
+        __m256i sum[C];  // Q4_0: 16-bit pair sums (eight VPMADDUBSW results of at most 2 * 15 * 127 fit)
         for (int c = 0; c < C; ++c) {
             xb[c] = x + size_t(c) * size_t(nb) + size_t(b);
-            sum[c] = _mm256_set1_epi32(xb[c]->cc_all);
+            sum[c] = Q4 ? _mm256_setzero_si256() : _mm256_set1_epi32(xb[c]->cc_all);
         }
         for (int t = 0; t < 8; ++t) {
             if constexpr (Q4) {  // run t % 4: low nibbles values 4t .., high ones 16 + 4 (t - 4) ..
                 const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64 * (t & 3)));
                 const __m256i w = _mm256_and_si256(t < 4 ? v : _mm256_srli_epi16(v, 4), m4);
-                for (int c = 0; c < C; ++c) sum[c] = dpbusd8(sum[c], w, bcast4_256(xb[c]->q + 4 * t));
+                for (int c = 0; c < C; ++c)
+                    sum[c] = _mm256_add_epi16(sum[c], _mm256_maddubs_epi16(w, bcast4_256(xb[c]->q + 4 * t)));
             } else {
                 const __m256i ws =
                     _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64 * t)), flip);
@@ -53,6 +55,10 @@ JITLLM_AVX2 void qp_tile(const uint8_t* g, int hf, int64_t nb, const XBlock* x, 
                     sum[c] = dpbusd8(sum[c], aw, _mm256_sign_epi8(bcast4_256(xb[c]->q + 4 * t), ws));
             }
         }
+        if constexpr (Q4)
+            for (int c = 0; c < C; ++c)
+                sum[c] = _mm256_add_epi32(_mm256_madd_epi16(sum[c], _mm256_set1_epi16(1)),
+                                          _mm256_set1_epi32(xb[c]->cc_all));
         const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 32 * b)));
         for (int c = 0; c < C; ++c)
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c]), _mm256_mul_ps(dw, _mm256_set1_ps(xb[c]->d)), acc[c]);
