@@ -14,6 +14,13 @@ JITLLM_AVX512 inline float sum16(__m512 a) {
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
 }
 
+// The four bytes at p in every 32-bit lane
+JITLLM_AVX512 inline __m512i bcast4_512(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
 // e^x lane by lane (fast_kernels.h's steps on 16 lanes; 2^n by VSCALEFPS)
 JITLLM_AVX512 inline __m512 exp16(__m512 x) {
     const __m512 lo = _mm512_set1_ps(-87.0f);

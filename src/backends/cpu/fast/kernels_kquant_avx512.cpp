@@ -13,18 +13,12 @@
 #if defined(__x86_64__)
 #include "backends/cpu/fast/avx512_util.h"
 
-#include <cstring>
 
 namespace jitllm::cpu::fast::detail {
 namespace {
 
 constexpr size_t kPrefetchAhead = 2048;
 
-JITLLM_AVX512 inline __m512i bcast4(const void* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
 JITLLM_AVX512 inline __m512i load64(const uint8_t* p) { return _mm512_load_si512(p); }
 // 16 bytes (one a row) widened to 32-bit lanes, unsigned / signed
 JITLLM_AVX512 inline __m512i bytes_u32(const uint8_t* p) {
@@ -75,8 +69,8 @@ JITLLM_AVX512 void q4k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, floa
                 // two chains each (integer sums: the same bits in any order)
                 __m512i ia[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}, ib[2] = {ia[0], ia[0]};
                 for (int j = 0; j < 8; ++j) {
-                    ia[j & 1] = _mm512_dpbusd_epi32(ia[j & 1], lo[j], bcast4(q + 4 * j));
-                    ib[j & 1] = _mm512_dpbusd_epi32(ib[j & 1], hi[j], bcast4(q + 32 + 4 * j));
+                    ia[j & 1] = _mm512_dpbusd_epi32(ia[j & 1], lo[j], bcast4_512(q + 4 * j));
+                    ib[j & 1] = _mm512_dpbusd_epi32(ib[j & 1], hi[j], bcast4_512(q + 32 + 4 * j));
                 }
                 const __m512i scaled = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_add_epi32(ia[0], ia[1]), sa),
                                                         _mm512_mullo_epi32(_mm512_add_epi32(ib[0], ib[1]), sb));
@@ -125,7 +119,7 @@ JITLLM_AVX512 void q6k_tile(const uint8_t* g, int64_t nb, const XBlockK* x, floa
                         const XBlockK& xb = x[size_t(c) * size_t(nb) + size_t(b)];
                         const int8_t* q = xb.q + 128 * n + 32 * part + 16 * jj;
                         __m512i is = _mm512_set1_epi32(xb.off[s]);
-                        for (int t = 0; t < 4; ++t) is = _mm512_dpbusd_epi32(is, e[part][t], bcast4(q + 4 * t));
+                        for (int t = 0; t < 4; ++t) is = _mm512_dpbusd_epi32(is, e[part][t], bcast4_512(q + 4 * t));
                         isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(is, sv));
                     }
                 }

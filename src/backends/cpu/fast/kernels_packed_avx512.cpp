@@ -12,7 +12,6 @@
 #include "backends/cpu/fast/avx512_util.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/fp16.h"
 
@@ -22,11 +21,6 @@ namespace {
 // Bytes of a packed group fetched ahead of the block being read
 constexpr size_t kPrefetchAhead = 8192;
 
-JITLLM_AVX512 inline __m512i bcast4(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
 
 template <bool Q4, int C>
 JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float* y, size_t y_stride,
@@ -54,7 +48,7 @@ JITLLM_AVX512 void qp_tile(const uint8_t* g, int64_t nb, const XBlock* x, float*
         for (int c = 0; c < C; ++c) {
             const XBlock& xb = x[size_t(c) * size_t(nb) + size_t(b)];
             __m512i sum = _mm512_set1_epi32(xb.cc_all);
-            for (int t = 0; t < 8; ++t) sum = _mm512_dpbusd_epi32(sum, w[t], bcast4(xb.q + 4 * t));
+            for (int t = 0; t < 8; ++t) sum = _mm512_dpbusd_epi32(sum, w[t], bcast4_512(xb.q + 4 * t));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[c]);
         }
     }
