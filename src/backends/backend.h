@@ -58,6 +58,8 @@ struct BackendInfo {
     bool jit = false;
     double jit_wall_ms = 0;
     int jit_compiled = 0, jit_cached = 0;
+    // a CPU backend: the instruction sets of its products ("fast avx512-vnni, other types exact avx2")
+    std::string cpu_products;
 };
 
 // The bytes one decode step moves at n cached positions: fixed + per_pos * n. CPU: the plan's

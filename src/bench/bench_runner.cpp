@@ -34,6 +34,7 @@ EngineOptions bench_engine_options(const BenchOptions& o, const std::string& mod
     eo.gpu = o.gpu;
     eo.with_prefill_decode = o.with_prefill_decode;
     eo.batch_prefill_size = o.batch_prefill_size;
+    eo.cpu_exact = o.cpu_exact;
     eo.cuda = o.cuda;
     return eo;
 }
@@ -216,7 +217,7 @@ void bench_run(const BenchOptions& o, const std::function<void(const BenchResult
                             model, base.backends, threads, threads == 1 ? "" : "s", n_ctx, e.times().load_ms,
                             base.backends == "CUDA" ? fmt::format(" (JIT {:.0f} ms, cache {})",
                                                                   base.jit_compile_ms, base.kernel_cache)
-                                                    : fmt::format(" (products {})", cpu_isa_name(cpu_isa())),
+                                                    : fmt::format(" (products {})", e.backend().info().cpu_products),
                             base.copy_bw_gb_s));
             std::mt19937_64 rng(o.seed);
             for (size_t ti = 0; ti < tests.size(); ++ti) {

@@ -71,8 +71,17 @@ inline void add_gpu_and_prompt_flags(CLI::App& app, bool& gpu, bool& with_prefil
     app.add_flag("--with-prefill-decode", with_prefill_decode,
                  "prompt tokens skip the output projection until the last one");
     app.add_option(batch_name, batch_prefill_size,
-                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time)")
+                   "prompt chunks of this many tokens through batched kernels (0 = one token at a time; "
+                   "default: 64 on the CPU, 0 on the GPU)")
         ->check(CLI::Range(0, 1 << 16));
+}
+
+// --cpu-exact: the CPU's exact reference operations (the numerical specification) instead of the
+// fast kernels this CPU runs
+inline void add_cpu_exact_flag(CLI::App& app, bool& cpu_exact) {
+    app.add_flag("--cpu-exact", cpu_exact,
+                 "CPU: the exact reference operations (the numerical specification, slower) instead of the fast "
+                 "kernels");
 }
 
 // Environment twins of the options defined so far (llama.cpp's LLAMA_ARG_* convention, for

@@ -8,6 +8,7 @@
 
 #include "bench/bench_output.h"
 #include "bench/bench_runner.h"
+#include "backends/cpu/fast/fast_ops.h"
 #include "cli/cli_util.h"
 #include "cli/gpu_flags.h"
 #include "core/error.h"
@@ -77,7 +78,8 @@ struct BenchFlags {
     int ctx_size = 0;
     bool gpu = false;
     bool with_prefill_decode = false;
-    int batch_prefill_size = 0;
+    bool cpu_exact = false;
+    int batch_prefill_size = kAutoPromptChunks;
     bool no_warmup = false;
     bool progress = false;
     uint64_t seed = 1234;
@@ -93,11 +95,12 @@ void add_bench_flags(CLI::App& app, BenchFlags& f) {
     app.add_option("--pg", f.pg, "-pg P,N: a prompt of P then N generated tokens, timed together; repeatable");
     app.add_option("-d,--n-depth,--depth", f.n_depth, "KV positions filled (untimed) before each test")->default_str("0");
     app.add_option("-r,--repetitions", f.repetitions, "timed repetitions per test")->check(CLI::Range(1, 100000))->default_str("5");
-    app.add_option("-t,--threads", f.threads, "CPU threads, a list (default: all cores)");
+    app.add_option("-t,--threads", f.threads, "CPU threads, a list (default: all physical cores)");
     app.add_option("-o,--output", f.output, "md | csv | json | jsonl | sql")->default_str("md");
     app.add_option("--output-err", f.output_err, "-oe FORMAT: also print this format to stderr (none)");
     app.add_option("--ctx-size", f.ctx_size, "context length (default: what the largest test needs)")->check(CLI::Range(0, 1 << 24));
     add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "-b,--batch-prefill-size");
+    add_cpu_exact_flag(app, f.cpu_exact);
     app.add_flag("--no-warmup", f.no_warmup, "skip the unreported warm-up run of each test");
     app.add_flag("--progress", f.progress, "print each test on stderr as it starts");
     app.add_option("--seed", f.seed, "seed of the synthetic token ids")->default_str("1234");
@@ -133,7 +136,7 @@ int cmd_bench(const Args& args_in) {
         o.pg.emplace_back(parse_int(parts[0], "-pg", v), parse_int(parts[1], "-pg", v));
     }
     o.n_threads = f.threads.empty()
-                      ? std::vector<int>{int(std::max(1u, std::thread::hardware_concurrency()))}
+                      ? std::vector<int>{cpu::fast::physical_cores()}
                       : parse_int_list(f.threads, "-t");
     for (int t : o.n_threads)
         if (t < 1 || t > 1024) fail_usage("-t: expected threads in [1, 1024], found {}", t);
@@ -143,6 +146,7 @@ int cmd_bench(const Args& args_in) {
     o.gpu = f.gpu;
     o.with_prefill_decode = f.with_prefill_decode;
     o.batch_prefill_size = f.batch_prefill_size;
+    o.cpu_exact = f.cpu_exact;
     Profiler profiler;  // --profiler: per-kernel table of every timed and warm-up run (no graphs)
     f.g.check();
     o.cuda = f.g.cuda(false, &profiler);

@@ -124,7 +124,8 @@ PlannedRun plan_run(const Args& run_args, const std::string& target, const char*
     const auto tok = Tokenizer::from_gguf(*r.model->gguf);
     const int model_ctx = r.model->config.n_ctx_train;
     const int n_ctx = r.f.ctx_size > 0 ? std::min(r.f.ctx_size, model_ctx) : std::min(model_ctx, 4096);
-    r.plan = plan_build(*r.model, PlanOptions{n_ctx, std::min(r.f.batch_prefill_size, n_ctx), 1});
+    const int chunk = prompt_chunk_rows(r.f.batch_prefill_size, true, r.f.with_prefill_decode);  // a GPU run's
+    r.plan = plan_build(*r.model, PlanOptions{n_ctx, std::min(chunk, n_ctx), 1});
     if (!target.empty()) {
         r.dev = DeviceInfo::for_target(target);
     } else {

@@ -33,8 +33,8 @@ double nll_of(const float* logits, int n_vocab, int32_t target) {
 int cmd_perplexity(const Args& args) {
     CLI::App app{"jitllm perplexity: perplexity of a model over a text (llama-perplexity style)", "jitllm perplexity"};
     std::string model = default_model_path(), file, tokens, score = "half", output = "human";
-    int ctx = 512, threads = 1, max_chunks = 0;
-    bool gpu = false;
+    int ctx = 512, threads = 0, max_chunks = 0;  // threads 0: all physical cores
+    bool gpu = false, cpu_exact = false;
     GpuFlags g;
     app.add_option("-m,--model", model, "GGUF model (default: bundled stories260K)");
     auto* fo = app.add_option("-f,--file", file, "the text ('-': standard input)");
@@ -47,8 +47,9 @@ int cmd_perplexity(const Args& args) {
         ->check(CLI::IsMember({"half", "all"}));
     app.add_option("-o,--output", output, "human (running chunk values on stderr, the result on stdout) or json")
         ->check(CLI::IsMember({"human", "json"}));
-    app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 1024));
+    app.add_option("-t,--threads", threads, "CPU threads (default: all physical cores)")->check(CLI::Range(1, 1024));
     add_gpu_flags(app, gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    add_cpu_exact_flag(app, cpu_exact);
     g.add(app);
     if (!parse_args(app, args)) return 0;
     if (file.empty() && tokens.empty()) fail_usage("jitllm perplexity: expected -f/--file FILE or --tokens IDS");
@@ -58,6 +59,7 @@ int cmd_perplexity(const Args& args) {
     eo.n_threads = threads;
     eo.n_ctx = ctx;
     eo.gpu = gpu;
+    eo.cpu_exact = cpu_exact;
     g.check();
     eo.cuda = g.cuda(false, nullptr);
     Engine e(eo);  // (refuses a --ctx-size beyond the model's context)

@@ -52,7 +52,7 @@ void print_metrics(Engine& e, const std::string& format) {
         std::fprintf(stderr, " | jit %.1f ms (%s: %d compiled, %d cached) | gpu mem %.2f GiB", info.jit_wall_ms,
                      info.jit_compiled == 0 ? "warm" : "cold", info.jit_compiled, info.jit_cached, peak_gib);
     } else {
-        std::fprintf(stderr, " | products %s", cpu_isa_name(cpu_isa()));
+        std::fprintf(stderr, " | %d threads | products %s", e.n_threads(), info.cpu_products.c_str());
     }
     std::fprintf(stderr, "\n");
 }
@@ -126,6 +126,7 @@ int cmd_run(const Args& args) {
     eo.with_prefill_decode = f.with_prefill_decode;
     eo.batch_prefill_size = f.batch_prefill_size;
     eo.gpu = f.gpu;
+    eo.cpu_exact = f.cpu_exact;
     Profiler profiler;
     f.g.check();
     eo.cuda = f.g.cuda(f.print_plan, &profiler);

@@ -113,7 +113,9 @@ int cmd_serve(const Args& args) {
                                                 "own KV cache (default 1)")->check(CLI::Range(1, 256));
     app.add_option("-c,--ctx-size", o.model.n_ctx, "context length of each slot (default: min(model, 4096))")
         ->check(CLI::Range(0, 1 << 24));
-    app.add_option("-t,--threads", o.model.n_threads, "CPU threads (default 1)")->check(CLI::Range(1, 1024));
+    o.model.n_threads = 0;  // all physical cores
+    app.add_option("-t,--threads", o.model.n_threads, "CPU threads (default: all physical cores)")
+        ->check(CLI::Range(1, 1024));
     app.add_option("--api-key", o.api_key, "require \"Authorization: Bearer KEY\" (except /health and "
                                            "/v1/models); also $JITLLM_API_KEY")->envname("JITLLM_API_KEY");
     app.add_option("--queue-size", o.queue_size, "requests that may wait for a slot before 503 (default 64)")
@@ -138,6 +140,7 @@ int cmd_serve(const Args& args) {
     app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens a slot consumes per scheduler step "
                                                        "(default 16)")->check(CLI::Range(1, 1 << 16));
     add_gpu_flags(app, o.model.gpu, "run on the GPU (the slots decode together: one batched step)");
+    add_cpu_exact_flag(app, o.model.cpu_exact);
     // test aid, not listed in --help: makes busy, queued and shutdown states observable
     app.add_option("--debug-step-delay-ms", o.step_delay_ms)->group("")->check(CLI::Range(0, 10000));
     // every option above also from $JITLLM_ARG_<NAME> (--ctx-size: JITLLM_ARG_CTX_SIZE), as llama-server's

@@ -73,6 +73,8 @@ int cmd_eval(const Args& args) {
     app.add_option("--dump-logits", dump, "write {\"n_vocab\": V, \"logits\": [[...], ...]} here")->required();
     app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024));
     app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
+    bool cpu_exact = false;
+    add_cpu_exact_flag(app, cpu_exact);
     if (!parse_args(app, args)) return 0;
     const std::vector<int32_t> ids = parse_token_ids(tokens);
     if (ids.empty()) fail_usage("--tokens: expected at least one token id, found none");
@@ -80,6 +82,7 @@ int cmd_eval(const Args& args) {
     eo.model_path = model;
     eo.n_threads = threads;
     eo.n_ctx = ctx;
+    eo.cpu_exact = cpu_exact;
     Engine e(eo);
     const int V = e.model().config.n_vocab;
     nlohmann::json rows = nlohmann::json::array();

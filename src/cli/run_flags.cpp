@@ -32,9 +32,10 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--echo", f.echo, "print the prompt before the generated text");
     app.add_flag("-i,--interactive", f.interactive, "chat loop on stdin");
     app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
-    app.add_option("-t,--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
+    app.add_option("-t,--threads", f.threads, "CPU threads (default: all physical cores)")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
     add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "--batch-prefill-size");
+    add_cpu_exact_flag(app, f.cpu_exact);
     app.add_flag("--print-plan", f.print_plan, "print the execution plan (tasks, kernels, launches per token)");
     f.g.add(app);
     app.add_option("--launch-skip-warmup", f.launch_skip_warmup,

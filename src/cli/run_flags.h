@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
+#include "runtime/engine.h"
 #include "runtime/sampler.h"
 
 namespace jitllm {
@@ -30,11 +31,12 @@ struct RunFlags {
     bool echo = false;
     bool interactive = false;
     bool instruct = false;
-    int threads = 1;
+    int threads = 0;  // all physical cores
     int ctx_size = 0;
     bool gpu = false;
+    bool cpu_exact = false;
     bool with_prefill_decode = false;
-    int batch_prefill_size = 0;
+    int batch_prefill_size = kAutoPromptChunks;
     bool print_plan = false;
     GpuFlags g;
     std::string metrics;  // "" | "json"

@@ -7,9 +7,16 @@
 
 namespace jitllm {
 
+namespace {
+EngineOptions with_prompt_chunks(EngineOptions opt) {
+    opt.batch_prefill_size = prompt_chunk_rows(opt.batch_prefill_size, opt.gpu, opt.with_prefill_decode);
+    return opt;
+}
+}  // namespace
+
 // The batch phase's rows: the prompt chunk size, at most the context.
 Engine::Engine(EngineOptions opt)
-    : opt_(std::move(opt)), lm_(opt_, [this](PlanOptions& po) {
+    : opt_(with_prompt_chunks(std::move(opt))), lm_(opt_, [this](PlanOptions& po) {
           if (opt_.batch_prefill_size < 0)
               fail_usage("--batch-prefill-size: expected 0 (off) or a positive chunk size, found {}",
                          opt_.batch_prefill_size);

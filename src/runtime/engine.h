@@ -11,11 +11,24 @@
 
 namespace jitllm {
 
+// EngineOptions::batch_prefill_size's default of the CLI: chunks of kCpuPromptChunk rows on the CPU
+// (weights read once a chunk), one token at a time on the GPU
+constexpr int kAutoPromptChunks = -1;
+constexpr int kCpuPromptChunk = 64;
+// The prompt chunk rows a run gets: batch_prefill_size, kAutoPromptChunks resolved (0 on the GPU or
+// with the prefill phase, else kCpuPromptChunk)
+inline int prompt_chunk_rows(int batch_prefill_size, bool gpu, bool with_prefill_decode) {
+    if (batch_prefill_size != kAutoPromptChunks) return batch_prefill_size;
+    return gpu || with_prefill_decode ? 0 : kCpuPromptChunk;
+}
+
 // The model, context, threads and backend (LoadOptions), and how a prompt is fed.
 struct EngineOptions : LoadOptions {
     bool with_prefill_decode = false;  // prompt tokens but the last through the prefill phase
     int batch_prefill_size = 0;        // > 0: prompt tokens but the last in chunks of this many
-                                       // rows through the batch phase (wins over the above)
+                                       // rows through the batch phase (wins over the above);
+                                       // kAutoPromptChunks: kCpuPromptChunk on the CPU unless
+                                       // with_prefill_decode, else 0
 };
 
 struct EngineTimes {
@@ -32,6 +45,7 @@ public:
     ~Engine();
 
     Model& model() { return lm_.model(); }
+    int n_threads() const { return lm_.n_threads(); }  // CPU threads, the default resolved
     const Tokenizer& tokenizer() const { return lm_.tokenizer(); }
     const Plan& plan() const { return lm_.plan(); }
     Backend& backend() { return lm_.backend(); }

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/fast/fast_ops.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_reader.h"
@@ -32,8 +33,9 @@ LoadedModel::LoadedModel(const LoadOptions& opt, const std::function<void(PlanOp
     if (opt.gpu) {
         backend_ = std::make_unique<CudaBackend>(plan_, opt.cuda);
     } else {
-        ThreadPool::set_global_threads(opt.n_threads);
-        backend_ = std::make_unique<CpuBackend>(plan_, opt.n_threads);
+        n_threads_ = opt.n_threads > 0 ? opt.n_threads : cpu::fast::physical_cores();
+        ThreadPool::set_global_threads(n_threads_);
+        backend_ = std::make_unique<CpuBackend>(plan_, n_threads_, !opt.cpu_exact);
     }
     load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -1,6 +1,7 @@
 // LoadedModel: the one loading path of the runtime. A GGUF model (mmap + validation), its
 // tokenizer checked against the weights, the plan for a context, and the backend that runs it
-// (CUDA with `gpu`, else the CPU reference). Engine and SequenceBatch each hold one.
+// (CUDA with `gpu`, else the CPU: its fast kernels, or the reference operations with
+// `cpu_exact`). Engine and SequenceBatch each hold one.
 #pragma once
 
 #include <functional>
@@ -19,8 +20,9 @@ namespace jitllm {
 struct LoadOptions {
     std::string model_path;
     int n_ctx = 0;       // positions (per sequence); 0: min(model context, 4096)
-    int n_threads = 1;   // CPU threads
+    int n_threads = 1;   // CPU threads; 0: all physical cores
     bool gpu = false;
+    bool cpu_exact = false;  // CPU: the exact reference operations only (no fast kernels)
     CudaOptions cuda;    // with gpu: schedule, JIT cache, printing options
 };
 
@@ -41,6 +43,7 @@ public:
     Backend& backend() { return *backend_; }
     const Backend& backend() const { return *backend_; }
     double load_ms() const { return load_ms_; }
+    int n_threads() const { return n_threads_; }  // the CPU threads, the default resolved
 
 private:
     std::unique_ptr<Model> model_;
@@ -48,6 +51,7 @@ private:
     Plan plan_;
     std::unique_ptr<Backend> backend_;
     double load_ms_ = 0;
+    int n_threads_ = 1;
 };
 
 }  // namespace jitllm

@@ -1,6 +1,8 @@
 // Golden model tests: our logits and greedy tokens against llama.cpp's, stored in
 // tests/data/golden (stories260K + synthetic files of each architecture and tensor type), with the
-// tolerances of tests/data/golden/README.md. JITLLM_TEST_BACKEND=cuda runs the same on the GPU.
+// tolerances of tests/data/golden/README.md, on both CPU paths: the fast kernels (the default) and
+// the exact reference operations (--cpu-exact). JITLLM_TEST_BACKEND=cuda runs the same on the GPU
+// (once: the CPU path does not apply there).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,10 +60,23 @@ Tol tol_for(const std::string& file) {
     return {0.1, 1e-4, 0.2, false};
 }
 
-class SyntheticGolden : public ::testing::TestWithParam<std::string> {};
+// The CPU path a test instance runs (the GPU runs the "fast" instances only)
+enum class CpuPath { Fast, Exact };
+std::string path_name(CpuPath p) { return p == CpuPath::Fast ? "fast" : "exact"; }
+
+std::unique_ptr<Engine> engine_on(CpuPath path, const std::string& file) {
+    return jitllm::test::make_engine(file, 256, [&](jitllm::EngineOptions& o) { o.cpu_exact = path == CpuPath::Exact; });
+}
+
+#define SKIP_EXACT_ON_GPU(path)                                                     \
+    if ((path) == CpuPath::Exact && jitllm::test::backend_is_gpu())                  \
+        GTEST_SKIP() << "the CPU's exact path: the GPU runs the fast instance only"
+
+class SyntheticGolden : public ::testing::TestWithParam<std::tuple<std::string, CpuPath>> {};
 
 TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
-    const std::string arch = GetParam();
+    const auto [arch, path] = GetParam();
+    SKIP_EXACT_ON_GPU(path);
     const std::string dir = jitllm::test::data_path("golden/synthetic/");
     const json g = load_json("golden/synthetic/" + arch + ".logits.json");
     const std::vector<int32_t> input = g["input_ids"].get<std::vector<int32_t>>();
@@ -72,7 +87,7 @@ TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
         if (var.contains("shipped") && !var["shipped"].get<bool>()) continue;  // logits only, no file
         const Tol tol = tol_for(file);
         if (jitllm::test::golden_left_out(file)) continue;
-        auto e = jitllm::test::make_engine(dir + file, 256);
+        auto e = engine_on(path, dir + file);
         double max_abs = 0, kl_sum = 0;
         int top1_bad = 0, top1_agree = 0;
         const float* l = nullptr;
@@ -106,20 +121,30 @@ TEST_P(SyntheticGolden, LogitsAndGreedyMatchLlamaCpp) {
             if (k + 1 < gen.size()) l = e->feed({gen[k]});
         }
         EXPECT_EQ(fails, 0) << "teacher-forced continuation";
-        std::printf("[golden] %-22s max_abs %.3g  kl_mean %.3g  top1 %d/%zu\n", file.c_str(), max_abs,
-                    kl_mean, top1_agree, input.size());
+        std::printf("[golden] %-22s %-5s max_abs %.3g  kl_mean %.3g  top1 %d/%zu\n", file.c_str(),
+                    path_name(path).c_str(), max_abs, kl_mean, top1_agree, input.size());
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, SyntheticGolden,
-                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe", "qwen3moe",
-                                           "mistral3"));
+std::string param_name(const ::testing::TestParamInfo<std::tuple<std::string, CpuPath>>& i) {
+    return std::get<0>(i.param) + "_" + path_name(std::get<1>(i.param));
+}
 
-TEST(Stories260KGolden, GreedyContinuationsAndLogitsMatchLlamaCpp) {
+INSTANTIATE_TEST_SUITE_P(Archs, SyntheticGolden,
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "phi3", "granite", "qwen2moe",
+                                                              "qwen3moe", "mistral3"),
+                                            ::testing::Values(CpuPath::Fast, CpuPath::Exact)),
+                         param_name);
+
+class Stories260KGolden : public ::testing::TestWithParam<CpuPath> {};
+
+TEST_P(Stories260KGolden, GreedyContinuationsAndLogitsMatchLlamaCpp) {
+    const CpuPath path = GetParam();
+    SKIP_EXACT_ON_GPU(path);
     const json g = load_json("golden/stories260K.golden.json");
     const int V = g["n_vocab"].get<int>();
     const double tol = jitllm::test::backend_is_gpu() ? 5e-2 : 1e-3;
-    auto e = jitllm::test::make_engine(jitllm::test::source_dir() + "/models/stories260K.gguf", 256);
+    auto e = engine_on(path, jitllm::test::source_dir() + "/models/stories260K.gguf");
     for (const auto& c : g["cases"]) {
         const std::string prompt = c["prompt"].get<std::string>();
         SCOPED_TRACE(prompt);
@@ -154,5 +179,8 @@ TEST(Stories260KGolden, GreedyContinuationsAndLogitsMatchLlamaCpp) {
         EXPECT_LE(max_abs, tol);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, Stories260KGolden, ::testing::Values(CpuPath::Fast, CpuPath::Exact),
+                         [](const ::testing::TestParamInfo<CpuPath>& i) { return path_name(i.param); });
 
 }  // namespace

@@ -4,15 +4,39 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
 
+#include "backends/cpu/fast/fast_ops.h"
+#include "backends/cpu/fast/team.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace jitllm {
 
-CpuBackend::CpuBackend(const Plan& plan, int n_threads)
-    : plan_(plan), c_(*plan.config), n_threads_(std::max(1, n_threads)) {
+namespace {
+// The task kinds run_products runs (their weights: matrices, and biases of one row)
+bool is_product(TaskKind k) {
+    return k == TaskKind::AttnQkv || k == TaskKind::AttnOutput || k == TaskKind::FfnGateUp ||
+           k == TaskKind::FfnDown || k == TaskKind::Output;
+}
+// The row-wise task kinds whose rows may run on the fast path's threads at once: each writes its
+// own row (attention reads the cache rows of positions stored by an earlier task) and calls
+// nothing that uses the global ThreadPool
+bool rows_in_parallel(TaskKind k) {
+    switch (k) {
+        case TaskKind::TokenEmbd: case TaskKind::AttnNorm: case TaskKind::FfnNorm: case TaskKind::OutputNorm:
+        case TaskKind::AttnQkNorm: case TaskKind::AttnRope: case TaskKind::AttnKvStore: case TaskKind::Attn:
+        case TaskKind::AttnResidual: case TaskKind::FfnResidual: case TaskKind::FfnAct:
+            return true;
+        default:
+            return false;
+    }
+}
+}  // namespace
+
+CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
+    : plan_(plan), c_(*plan.config), n_threads_(std::max(1, n_threads)), fast_(fast) {
     (void)cpu_isa();  // JITLLM_CPU_ISA read here, on the caller's thread, not first in a worker
     slots_.resize(size_t(Slot::Count));
     for (const auto& b : plan.buffers) {
@@ -24,10 +48,25 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads)
     const size_t kv = size_t(plan.n_seq) * size_t(plan.n_ctx) * size_t(c_.kv_dim());
     k_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
     v_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
+    if (fast_)
+        for (const auto* phase : {&plan.decode, &plan.batch})
+            for (const Task& t : *phase)
+                if (is_product(t.kind))
+                    for (const WeightTensor* w : t.w)
+                        if (w) packed_.add(w->type, w->data, w->row_bytes, int(w->rows), int(w->cols), n_threads_);
     for (const auto& t : plan.decode) count_ptrs_decode_.push_back(&counts_[t.name]);
     for (const auto& t : plan.prefill) count_ptrs_prefill_.push_back(&counts_[t.name]);
     for (const auto& t : plan.batch) count_ptrs_batch_.push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
+}
+
+BackendInfo CpuBackend::info() const {
+    BackendInfo i;
+    i.cpu_products = std::string("exact ") + cpu_isa_name(cpu_isa());
+    if (fast_ && cpu::fast::fast_isa() != cpu::fast::FastIsa::None)
+        i.cpu_products = std::string("fast ") + cpu::fast::fast_isa_name(cpu::fast::fast_isa()) + ", other types " +
+                         i.cpu_products;
+    return i;
 }
 
 float* CpuBackend::slot(Slot s, int layer) {
@@ -68,6 +107,21 @@ const float* CpuBackend::decode(int32_t token, int pos) {
 }
 
 void CpuBackend::prefill(int32_t token, int pos) { run_phase(plan_.prefill, token, pos); }
+
+void CpuBackend::decode_queue(int32_t token, int pos) {
+    // token < 0: the newest step's pick, which is the last queued one while any is not collected
+    // (collecting sets token_out_ to an older pick); else token_out_ (a collect or a feed since)
+    if (token < 0) token = queued_head_ < queued_picks_.size() ? queued_picks_.back() : token_out_;
+    decode(token, pos);
+    if (queued_head_ == queued_picks_.size()) queued_picks_.clear(), queued_head_ = 0;
+    queued_picks_.push_back(token_out_);
+}
+
+int32_t CpuBackend::decode_collect() {
+    JITLLM_CHECK(queued_head_ < queued_picks_.size(), "decode_collect with no queued decode step");
+    token_out_ = queued_picks_[queued_head_++];
+    return token_out_;
+}
 
 void CpuBackend::set_rows(const BatchStep& b) {
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
@@ -131,7 +185,6 @@ int32_t CpuBackend::batch_sampled(int r) const {
 
 namespace {
 
-
 void add_bias(float* y, const WeightTensor* b) {
     if (!b) return;
     const float* bv = b->f32();
@@ -144,22 +197,49 @@ bool CpuBackend::run_products(const Task& t) {
     // rows [r0, r0 + n) of w times every current row of slot `in` into `out` (cpu::matmul: each
     // weight tile read once for all rows; each row's bits those of its own matvec)
     auto mm = [&](const WeightTensor* w, int r0, int n, Slot in, Slot out) {
+        const cpu::fast::PackedMatrix* p = fast_ ? packed_.find(w->data) : nullptr;
+        if (p && cpu::fast::matmul_packed(*p, r0, n, row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_,
+                                          row(out, 0), size_t(slot_row_elems(plan_, out)), n_threads_))
+            return;
+        if (fast_ && cpu::fast::matmul(w->type, w->data + size_t(r0) * w->row_bytes, w->row_bytes, n, int(w->cols),
+                                  row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_, row(out, 0),
+                                  size_t(slot_row_elems(plan_, out)), n_threads_))
+            return;
         cpu::matmul(w->type, w->data + size_t(r0) * w->row_bytes, w->row_bytes, n, int(w->cols), row(in, 0),
                     size_t(slot_row_elems(plan_, in)), n_rows_, row(out, 0), size_t(slot_row_elems(plan_, out)),
                     n_threads_);
     };
     auto all = [&](const WeightTensor* w, Slot in, Slot out) { mm(w, 0, int(w->rows), in, out); };
+    // products of the same input: on the fast path one job of its team where each has a packed
+    // form of one type (the same bits as one by one), else one by one
+    struct Part {
+        const WeightTensor* w;
+        int r0, n;
+        Slot out;
+    };
+    auto products = [&](std::initializer_list<Part> parts, Slot in) {
+        cpu::fast::PackedProduct pp[cpu::fast::kMaxFused];
+        int k = 0;
+        for (const Part& q : parts) {
+            const cpu::fast::PackedMatrix* p = fast_ && k < cpu::fast::kMaxFused ? packed_.find(q.w->data) : nullptr;
+            if (!p) break;
+            pp[k++] = {p, q.r0, q.n, row(q.out, 0), size_t(slot_row_elems(plan_, q.out))};
+        }
+        if (k == int(parts.size()) &&
+            cpu::fast::matmul_packed(pp, k, row(in, 0), size_t(slot_row_elems(plan_, in)), n_rows_, n_threads_))
+            return;
+        for (const Part& q : parts) mm(q.w, q.r0, q.n, in, q.out);
+    };
     switch (t.kind) {
         case TaskKind::AttnQkv:
             if (t.w[1] == nullptr) {  // fused attn_qkv: rows Q, then K, then V
                 const int qd = c_.q_dim(), kd = c_.kv_dim();
-                mm(t.w[0], 0, qd, Slot::Xb, Slot::Q);
-                mm(t.w[0], qd, kd, Slot::Xb, Slot::K);
-                mm(t.w[0], qd + kd, kd, Slot::Xb, Slot::V);
+                products({{t.w[0], 0, qd, Slot::Q}, {t.w[0], qd, kd, Slot::K}, {t.w[0], qd + kd, kd, Slot::V}},
+                         Slot::Xb);
             } else {
-                all(t.w[0], Slot::Xb, Slot::Q);
-                all(t.w[1], Slot::Xb, Slot::K);
-                all(t.w[2], Slot::Xb, Slot::V);
+                products({{t.w[0], 0, int(t.w[0]->rows), Slot::Q}, {t.w[1], 0, int(t.w[1]->rows), Slot::K},
+                          {t.w[2], 0, int(t.w[2]->rows), Slot::V}},
+                         Slot::Xb);
             }
             if (t.w.size() > 3)
                 for (int r = 0; r < n_rows_; ++r) {
@@ -173,11 +253,11 @@ bool CpuBackend::run_products(const Task& t) {
             return true;
         case TaskKind::FfnGateUp:
             if (t.w[0] == nullptr) {  // fused ffn_up: gate rows [0, ff), up rows [ff, 2ff)
-                mm(t.w[1], 0, c_.hidden_dim, Slot::Xb, Slot::Hb);
-                mm(t.w[1], c_.hidden_dim, c_.hidden_dim, Slot::Xb, Slot::Hb2);
+                const int ff = c_.hidden_dim;
+                products({{t.w[1], 0, ff, Slot::Hb}, {t.w[1], ff, ff, Slot::Hb2}}, Slot::Xb);
             } else {
-                all(t.w[0], Slot::Xb, Slot::Hb);
-                all(t.w[1], Slot::Xb, Slot::Hb2);
+                products({{t.w[0], 0, int(t.w[0]->rows), Slot::Hb}, {t.w[1], 0, int(t.w[1]->rows), Slot::Hb2}},
+                         Slot::Xb);
             }
             return true;
         case TaskKind::FfnDown:
@@ -201,7 +281,7 @@ void CpuBackend::run_task(const Task& t) {
     // Every other task is row-wise except attention (which reads other rows only through the cache):
     // row r is token row_tok_[r] at position row_pos_[r] of sequence row_seq_[r].
     const int L = t.layer;
-    for (int r = 0; r < n_rows_; ++r) {
+    auto one_row = [&](int r) {
         const int pos = row_pos_[r];
         const int seq = row_seq_ ? row_seq_[r] : 0;
         float* x = row(Slot::X, r);
@@ -217,7 +297,7 @@ void CpuBackend::run_task(const Task& t) {
             case TaskKind::AttnNorm:
             case TaskKind::FfnNorm:
             case TaskKind::OutputNorm:
-                cpu::rms_norm(x, t.w[0]->f32(), xb, c_.dim, t.eps);
+                (fast_ ? cpu::fast::rms_norm : cpu::rms_norm)(x, t.w[0]->f32(), xb, c_.dim, t.eps);
                 break;
             case TaskKind::AttnQkNorm: {
                 float* q = row(Slot::Q, r);
@@ -253,7 +333,7 @@ void CpuBackend::run_task(const Task& t) {
                 int first = 0;
                 if (c_.sliding_window > 0) first = std::max(0, pos + 1 - c_.sliding_window);
                 const size_t kd = size_t(c_.kv_dim());
-                cpu::attention(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
+                (fast_ ? cpu::fast::attention : cpu::attention)(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
                                cache_row(Slot::VCache, L, seq, first), kd, c_.n_heads, c_.n_kv_heads,
                                c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r), n_threads_);
                 break;
@@ -263,7 +343,8 @@ void CpuBackend::run_task(const Task& t) {
                 cpu::add_scaled(x, row(Slot::Tmp, r), t.scale, c_.dim);
                 break;
             case TaskKind::FfnAct:
-                cpu::swiglu(row(Slot::Hb, r), row(Slot::Hb2, r), row(Slot::Hb, r), c_.hidden_dim);
+                (fast_ ? cpu::fast::swiglu : cpu::swiglu)(row(Slot::Hb, r), row(Slot::Hb2, r), row(Slot::Hb, r),
+                                                          c_.hidden_dim);
                 break;
             case TaskKind::AttnQkv:
             case TaskKind::AttnOutput:
@@ -284,7 +365,10 @@ void CpuBackend::run_task(const Task& t) {
             case TaskKind::Count:
                 JITLLM_CHECK(false, "task kind Count");
         }
-    }
+    };
+    // the fast path's batch steps: rows over the team (each row's bits its own either way)
+    if (fast_ && n_rows_ > 1 && rows_in_parallel(t.kind)) return cpu::fast::team_for(n_threads_, n_rows_, one_row);
+    for (int r = 0; r < n_rows_; ++r) one_row(r);
 }
 
 DecodeBytes CpuBackend::decode_bytes() const {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/fast/packed.h"
 #include "backends/cpu/cpu_ops.h"
 
 namespace jitllm {
@@ -16,11 +17,20 @@ double cpu_copy_bandwidth_gb_s(int n_threads, size_t bytes);
 
 class CpuBackend : public Backend {
 public:
-    CpuBackend(const Plan& plan, int n_threads);
+    // fast: the products and attention of cpu/fast (fast_ops.h) where the CPU has them; false: the
+    // exact reference operations only (--cpu-exact; the kernel tests' reference)
+    CpuBackend(const Plan& plan, int n_threads, bool fast = false);
     std::string name() const override { return "cpu"; }
+    // cpu_products: the instruction sets the products run with, "fast avx512-vnni, other types
+    // exact avx2" or "exact avx2" (bench and run print it)
+    BackendInfo info() const override;
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
+    // Each step at once (as Backend's), the picks kept in a buffer that never shrinks: no
+    // allocation in the decode loop
+    void decode_queue(int32_t token, int pos) override;
+    int32_t decode_collect() override;
     void batch(const BatchStep& step) override;
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
@@ -56,6 +66,8 @@ private:
     const Plan& plan_;
     const ModelConfig& c_;
     int n_threads_;
+    bool fast_;
+    cpu::fast::PackedWeights packed_;  // fast_: the products' weights in the packed layout (where it has one)
     int pos_ = 0;
     int32_t token_ = 0, token_out_ = 0;
     // rows of the task being run: decode/prefill = one row (token_, pos_, sequence 0)
@@ -71,6 +83,8 @@ private:
     std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
     std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;
     std::vector<float> moe_y_;  // one expert's output row (run_moe)
+    std::vector<int32_t> queued_picks_;  // decode_queue's picks; the oldest not collected at queued_head_
+    size_t queued_head_ = 0;
 };
 
 }  // namespace jitllm
