@@ -1,5 +1,5 @@
 // `jitllm [run]`: load a model (default: the bundled stories260K), run a prompt, stream text to
-// stdout; -i for a chat loop, --instruct to apply the family's chat format. Logs on stderr.
+// stdout; -i for a chat loop, --instruct to apply the model's chat template. Logs on stderr.
 #include <iostream>
 #include <random>
 
@@ -68,8 +68,8 @@ const float* feed_prompt(Engine& e, const std::vector<int32_t>& ids) {
 
 int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
     const ChatTemplate ct = chat_template_for(e.tokenizer(), *e.model().gguf);
-    std::fprintf(stderr, "[jitllm] chat format: %s; type a message, an empty line or EOF ends\n",
-                 chat_format_name(ct.format));
+    std::fprintf(stderr, "[jitllm] chat: %s; type a message, an empty line or EOF ends\n",
+                 chat_template_describe(ct).c_str());
     std::vector<ChatMessage> msgs;
     if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
     std::vector<int32_t> fed;  // tokens in the KV cache
@@ -79,8 +79,8 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
         if (!std::getline(std::cin, line) || line.empty()) break;
         check_utf8("input line", line);
         msgs.push_back({"user", line});
-        std::vector<int32_t> ids = e.tokenizer().encode(chat_render(ct, msgs, true),
-                                                        !chat_format_has_bos(ct.format), true);
+        const std::string text = chat_render(ct, msgs, true);
+        std::vector<int32_t> ids = e.tokenizer().encode(text, chat_add_special(ct, text), true);
         size_t common = 0;
         while (common < fed.size() && common < ids.size() && fed[common] == ids[common]) ++common;
         if (common < fed.size()) {  // the rendering diverged from what is cached: start over

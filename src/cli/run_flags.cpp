@@ -31,7 +31,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--stream,!--no-stream", f.stream, "print tokens as they are generated (default on)");
     app.add_flag("--echo", f.echo, "print the prompt before the generated text");
     app.add_flag("-i,--interactive", f.interactive, "chat loop on stdin");
-    app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
+    app.add_flag("--instruct", f.instruct, "apply the model's chat template (or its family's format) to the prompt");
     app.add_option("-t,--threads", f.threads, "CPU threads")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
     add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "--batch-prefill-size");
@@ -73,7 +73,8 @@ std::vector<int32_t> run_prompt_ids(const RunFlags& f, const Tokenizer& tok, con
         std::vector<ChatMessage> msgs;
         if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
         msgs.push_back({"user", f.prompt});
-        ids = tok.encode(chat_render(ct, msgs, true), !chat_format_has_bos(ct.format), true);
+        const std::string text = chat_render(ct, msgs, true);
+        ids = tok.encode(text, chat_add_special(ct, text), true);
     } else {
         ids = tok.encode(f.prompt, true, false);
     }

@@ -50,8 +50,13 @@ std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpo
     check_prompt_size(p, n_ctx, prompt_param);
     std::vector<int32_t> ids;
     if (kind == Endpoint::Chat) {
-        const std::string text = chat_render(chat_format, p.messages, true);
-        ids = tok.encode(text, !chat_format_has_bos(chat_format), true);
+        std::string text;
+        try {
+            text = chat_render(chat_template, p.messages, true);
+        } catch (const jitllm::Error& e) {  // the template refuses the conversation (raise_exception)
+            invalid("messages", e.what());
+        }
+        ids = tok.encode(text, chat_add_special(chat_template, text), true);
     } else if (p.prompt_is_ids) {
         ids = p.prompt_ids;
     } else {

@@ -32,7 +32,7 @@ struct Server::Ctx {
     std::unique_ptr<HttpServer> http;
     std::unique_ptr<SequenceBatch> batch;
     std::unique_ptr<Scheduler> sched;
-    ChatFormat chat_format = ChatFormat::None;
+    ChatTemplate chat_template;  // the model's (tokenizer.chat_template), else its family's format
     std::atomic<bool> ready{false};    // set by open(): batch and sched are set before, never read before
     std::atomic<bool> closing{false};
     std::atomic<int> open_responses{0};
