@@ -5,6 +5,10 @@
 #include "runtime/chat_format.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
@@ -187,6 +191,16 @@ ChatTemplate chat_template_for(const Tokenizer& tok, const GgufReader& g) {
         t.jinja_error = e.what();  // the family's format renders instead
     }
     return t;
+}
+
+void chat_template_use_file(ChatTemplate& t, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("{}: cannot read the chat template: {}", path, std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (text.str().size() > (size_t(1) << 20)) fail("{}: the chat template is larger than 1 MiB", path);
+    t.jinja = std::make_shared<const tmpl::Template>(text.str(), path);
+    t.jinja_error.clear();
 }
 
 bool chat_format_has_bos(ChatFormat f) {

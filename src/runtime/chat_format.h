@@ -64,6 +64,10 @@ ChatTemplate chat_template_detect(const Tokenizer& tok, const std::string& arch,
 // (parsed) then renders.
 ChatTemplate chat_template_for(const Tokenizer& tok, const GgufReader& g);
 
+// Replaces the file's template by the Jinja template in `path` (jitllm serve --chat-template-file).
+// Throws Error when it cannot be read or does not parse.
+void chat_template_use_file(ChatTemplate& t, const std::string& path);
+
 // Renders messages and, when add_generation_prompt, the header of the assistant's turn: by the
 // file's template where `t` has one, else by the family's format. The text contains special-token
 // spellings; tokenize it with parse_special = true and add_special = chat_add_special(t, text).

@@ -273,6 +273,7 @@ void Server::load() {
     Ctx* c = ctx_.get();
     c->batch = std::make_unique<SequenceBatch>(opt_.model);
     c->chat_template = chat_template_for(c->batch->tokenizer(), *c->batch->model().gguf);
+    if (!opt_.chat_template_file.empty()) chat_template_use_file(c->chat_template, opt_.chat_template_file);
     const Tokenizer& tok = c->batch->tokenizer();
     size_t longest = 4;  // an unknown character (up to 4 bytes) becomes one token
     for (int32_t id = 0; id < tok.n_vocab(); ++id)

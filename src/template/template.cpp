@@ -33,7 +33,7 @@ std::string one_line(std::string_view s) {
 }  // namespace
 
 Template::Template(std::string_view source, std::string name, Limits limits)
-    : name_(std::move(name)), limits_(limits) {
+    : name_(std::move(name)), source_(source), limits_(limits) {
     const size_t bad = utf8_invalid_at(source);
     if (bad != std::string_view::npos) {
         int line = 1;

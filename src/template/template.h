@@ -29,9 +29,11 @@ public:
     std::string render(const nlohmann::ordered_json& vars) const;
 
     const std::string& name() const { return name_; }
+    const std::string& source() const { return source_; }
 
 private:
     std::string name_;
+    std::string source_;
     Limits limits_;
     std::unique_ptr<Body> body_;
 };
