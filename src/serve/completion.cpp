@@ -44,19 +44,16 @@ void Server::Ctx::check_prompt_size(const CompletionParams& p, int n_ctx, const 
 
 // The prompt as token ids (chat: rendered with the model's chat format), refused when it does
 // not leave room for one generated token.
-std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx) const {
+std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx,
+                                                std::string* rendered) const {
     const Tokenizer& tok = batch->tokenizer();
     const char* prompt_param = kind == Endpoint::Chat ? "messages" : "prompt";
     check_prompt_size(p, n_ctx, prompt_param);
     std::vector<int32_t> ids;
     if (kind == Endpoint::Chat) {
-        std::string text;
-        try {
-            text = chat_render(chat_template, p.messages, true);
-        } catch (const jitllm::Error& e) {  // the template refuses the conversation (raise_exception)
-            invalid("messages", e.what());
-        }
+        const std::string text = chat_prompt(p);
         ids = tok.encode(text, chat_add_special(chat_template, text), true);
+        if (rendered) *rendered = text;
     } else if (p.prompt_is_ids) {
         ids = p.prompt_ids;
     } else {
@@ -76,13 +73,51 @@ std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpo
     return ids;
 }
 
+std::string Server::Ctx::chat_prompt(const CompletionParams& p) const {
+    const bool tools = !p.tools.is_null();
+    if (tools && !chat_template.jinja)
+        invalid("tools", fmt::format("tools: the model has no chat template (tokenizer.chat_template{}) to show "
+                                     "tools with", chat_template.jinja_error.empty() ? "" : " that parses"));
+    try {
+        if (!chat_template.jinja) return chat_render(chat_template, p.messages, true);
+        ChatVars v;
+        v.messages = p.chat_messages;
+        v.tools = p.tools;
+        v.extra = p.template_kwargs;
+        return chat_render(chat_template, v);
+    } catch (const jitllm::Error& e) {  // the template refuses the conversation (raise_exception)
+        invalid("messages", e.what());
+    }
+}
+
+ReplyOptions Server::Ctx::reply_options(const CompletionParams& p, const std::string& prompt) const {
+    ReplyOptions o;
+    const std::string& src = chat_template.jinja ? chat_template.jinja->source() : std::string();
+    if (!p.tools.is_null()) o.syntax = tool_syntax_of(src);
+    o.tool_names = p.tool_names;
+    o.parallel_tool_calls = p.parallel_tool_calls;
+    o.split_thinking = src.find("</think>") != std::string::npos || chat_template.strip_thinking;
+    // the generation prompt opened the block (DeepSeek-R1): the reply starts as reasoning
+    const size_t end = prompt.find_last_not_of('\n');
+    o.starts_thinking = o.split_thinking && end != std::string::npos && end + 1 >= 7 &&
+                        prompt.compare(end + 1 - 7, 7, "<think>") == 0;
+    return o;
+}
+
 void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint kind) {
     check_ready();
     const int n_ctx = batch->n_ctx();
     // a body with more JSON values than a context can use is refused while it is parsed
-    const CompletionParams p = parse_completion(parse_body(req.body(), 4 * size_t(n_ctx) + 4096), kind, batch->n_vocab());
+    CompletionParams p = parse_completion(parse_body(req.body(), 4 * size_t(n_ctx) + 4096), kind, batch->n_vocab());
     check_model(p.model);
-    std::vector<int32_t> ids = prompt_tokens(p, kind, n_ctx);
+    if (kind == Endpoint::Chat) attach_chat_json(ojson::parse(req.body()), p);  // validated: keys in order
+    std::string prompt;
+    std::vector<int32_t> ids = prompt_tokens(p, kind, n_ctx, &prompt);
+    ResponseMeta meta;
+    if (kind == Endpoint::Chat) {
+        meta.reply = reply_options(p, prompt);
+        meta.split_reply = meta.reply.syntax != ToolSyntax::None || meta.reply.split_thinking;
+    }
     const int64_t budget = n_ctx - int64_t(ids.size());
     JobParams jp;
     jp.prompt = std::move(ids);
@@ -94,6 +129,7 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
     jp.logprobs = p.logprobs;
     jp.top_logprobs = p.top_logprobs;
     jp.logit_bias = p.logit_bias;
+    jp.special_text = meta.split_reply;  // the markers are control tokens in some vocabularies
 
     Scheduler::Admit why = Scheduler::Admit::Ok;
     std::shared_ptr<Job> job = sched->submit(std::move(jp), why);
@@ -108,7 +144,6 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
                                    "retry later", sched->slots(), opt.queue_size));
     }
     metrics.requests_total++;
-    ResponseMeta meta;
     meta.kind = kind;
     meta.id = random_id(kind == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
     meta.created = int64_t(std::time(nullptr));
@@ -164,6 +199,16 @@ void Server::Ctx::stream_response(HttpResponse& res, std::shared_ptr<Job> job, c
 bool Server::Ctx::write_stream(StreamWriter& w, Job& job, const ResponseMeta& m) {
     const Tokenizer& tok = batch->tokenizer();
     auto send = [&](const ojson& j) { return w.write("data: " + dump(j) + "\n\n"); };
+    // a split chat reply: reasoning_content and content deltas as the parser releases them
+    std::unique_ptr<ReplyParser> parser = m.split_reply ? std::make_unique<ReplyParser>(m.reply) : nullptr;
+    auto send_text = [&](const std::string& text, const std::vector<TokenLogprob>* lps) {
+        if (!parser) return send(chunk_json(tok, m, text, lps, nullptr, false));
+        const ReplyParser::Delta x = parser->push(text);
+        if (!x.reasoning.empty() && !send(delta_chunk_json(m, {{"reasoning_content", x.reasoning}}, nullptr)))
+            return false;
+        if (x.content.empty() && (!lps || lps->empty())) return true;
+        return send(chunk_json(tok, m, x.content, lps, nullptr, false));
+    };
     auto gone = [&] {
         job.cancel();
         return false;
@@ -185,7 +230,7 @@ bool Server::Ctx::write_stream(StreamWriter& w, Job& job, const ResponseMeta& m)
             last_write = Clock::now();
         }
         if (!d.text.empty() || !d.logprobs.empty()) {
-            if (!send(chunk_json(tok, m, d.text, &d.logprobs, nullptr, false))) return gone();
+            if (!send_text(d.text, &d.logprobs)) return gone();
             last_write = Clock::now();
         }
         if (d.done) break;
@@ -200,7 +245,19 @@ bool Server::Ctx::write_stream(StreamWriter& w, Job& job, const ResponseMeta& m)
         ApiError e(500, "server_error", fmt::format("generation failed: {}", d.error));
         return w.write("data: " + error_body(e) + "\n\n") && w.write("data: [DONE]\n\n");
     }
-    if (!send(chunk_json(tok, m, "", nullptr, finish_reason(d.finish), false))) return gone();
+    const char* finish = finish_reason(d.finish);
+    if (parser) {  // what the parser held back, then the calls
+        std::vector<ToolCall> calls;
+        const ReplyParser::Delta rest = parser->finish(calls);
+        if (!rest.reasoning.empty() && !send(delta_chunk_json(m, {{"reasoning_content", rest.reasoning}}, nullptr)))
+            return gone();
+        if (!rest.content.empty() && !send(chunk_json(tok, m, rest.content, nullptr, nullptr, false))) return gone();
+        if (!calls.empty()) {
+            if (!send(delta_chunk_json(m, {{"tool_calls", tool_calls_json(calls, true)}}, nullptr))) return gone();
+            finish = "tool_calls";
+        }
+    }
+    if (!send(chunk_json(tok, m, "", nullptr, finish, false))) return gone();
     if (m.include_usage && !send(usage_chunk_json(m, d))) return false;
     return w.write("data: [DONE]\n\n");
 }

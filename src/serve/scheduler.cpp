@@ -314,7 +314,7 @@ void Scheduler::on_logits(int seq, const float* logits, int32_t argmax, bool dra
     s.n_gen++;
     s.history.push_back(id);
     if (p.logprobs) s.lp_pending.push_back(make_logprob(logits, nv, id, p.top_logprobs, s.text_bytes));
-    const std::string piece = tok.token_to_piece(id, false);
+    const std::string piece = tok.token_to_piece(id, p.special_text);
     s.text_bytes += piece.size();
     std::string out = s.stop.push(s.utf8.push(piece));
     j.publish(std::move(out), release_logprobs(s, false), s.n_gen);

@@ -34,6 +34,7 @@ struct JobParams {
     bool logprobs = false;
     int top_logprobs = 0;
     std::vector<std::pair<int32_t, float>> logit_bias;
+    bool special_text = false;       // control tokens appear in the text (tool-call and think markers)
 };
 
 struct TokenLogprob {

@@ -73,7 +73,13 @@ struct Server::Ctx {
     // --- completion.cpp --------------------------------------------------------------------
     void completion(const HttpRequest& req, HttpResponse& res, Endpoint kind);
     void check_prompt_size(const CompletionParams& p, int n_ctx, const char* prompt_param) const;
-    std::vector<int32_t> prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx) const;
+    // `rendered` (chat): the prompt text
+    std::vector<int32_t> prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx,
+                                       std::string* rendered = nullptr) const;
+    // chat: the prompt text (the model's template, else its family's format)
+    std::string chat_prompt(const CompletionParams& p) const;
+    // chat: how the reply is split (reasoning, tool calls) given the request and its prompt
+    ReplyOptions reply_options(const CompletionParams& p, const std::string& prompt) const;
     void whole_response(const HttpRequest& req, HttpResponse& res, Job& job, const ResponseMeta& m);
     void stream_response(HttpResponse& res, std::shared_ptr<Job> job, const ResponseMeta& m);
     bool write_stream(StreamWriter& w, Job& job, const ResponseMeta& m);
