@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
+
 #define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
@@ -181,6 +183,32 @@ void parse_tools(const json& b, CompletionParams& p) {
     if (const json* v = field(b, "parallel_tool_calls")) p.parallel_tool_calls = as_bool(*v, "parallel_tool_calls");
     if (const json* v = field(b, "chat_template_kwargs"); v && !v->is_object())
         invalid("chat_template_kwargs", fmt::format("chat_template_kwargs: expected an object, found {}", found(*v)));
+}
+
+// response_format: {type: text}, {type: json_object}, {type: json_schema, json_schema: {name,
+// schema, strict}}; the schema compiled for constrained output.
+void parse_response_format(const json& v, CompletionParams& p) {
+    if (!v.is_object())
+        invalid("response_format", fmt::format("response_format: expected an object, found {}", found(v)));
+    const json* t = field(v, "type");
+    const std::string type = t ? as_string(*t, "response_format.type") : "";
+    if (type == "text") return;
+    if (type == "json_object") {
+        p.schema = json_object_schema();
+        return;
+    }
+    if (type != "json_schema")
+        invalid("response_format.type",
+                fmt::format("response_format.type: expected text, json_object or json_schema, found \"{}\"", type));
+    const json* js = field(v, "json_schema");
+    const json* schema = js && js->is_object() ? field(*js, "schema") : nullptr;
+    if (!schema) invalid("response_format.json_schema", "response_format.json_schema: expected {\"name\": ..., "
+                                                        "\"schema\": {...}}");
+    try {
+        p.schema = compile_json_schema(*schema, "response_format.json_schema.schema");
+    } catch (const jitllm::Error& e) {
+        invalid("response_format.json_schema.schema", e.what());
+    }
 }
 
 void parse_messages(const json& b, CompletionParams& p) {
@@ -420,13 +448,7 @@ CompletionParams parse_completion(const json& b, Endpoint kind, int n_vocab) {
     if (const json* v = field(b, "functions"); v && !(v->is_array() && v->empty()))
         unsupported("functions", "the old function calling (use tools)");
     if (field(b, "function_call")) unsupported("function_call", "the old function calling (use tool_choice)");
-    if (const json* v = field(b, "response_format")) {
-        if (!v->is_object())
-            invalid("response_format", fmt::format("response_format: expected an object, found {}", found(*v)));
-        const json* t = field(*v, "type");
-        const std::string type = t ? as_string(*t, "response_format.type") : "";
-        if (type != "text") unsupported("response_format.type", fmt::format("response format \"{}\"", type));
-    }
+    if (const json* v = field(b, "response_format")) parse_response_format(*v, p);
     return p;
 }
 

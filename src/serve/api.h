@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/chat_format.h"
+#include "runtime/json_schema.h"
 #include "runtime/sampler.h"
 
 namespace jitllm::serve {
@@ -62,6 +63,7 @@ struct CompletionParams {
     ToolChoice tool_choice = ToolChoice::Auto;
     std::string tool_choice_name;         // ToolChoice::Function
     bool parallel_tool_calls = true;
+    std::shared_ptr<const JsonSchema> schema;  // response_format json_object / json_schema
     bool prompt_is_ids = false;           // completions: token ids instead of text
     std::string prompt_text;
     std::vector<int32_t> prompt_ids;

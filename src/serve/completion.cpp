@@ -130,6 +130,12 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
     jp.top_logprobs = p.top_logprobs;
     jp.logit_bias = p.logit_bias;
     jp.special_text = meta.split_reply;  // the markers are control tokens in some vocabularies
+    jp.schema = p.schema;
+    if (p.schema && p.schema->nodes[size_t(p.schema->root)].min_len > jp.max_tokens)
+        invalid(p.max_tokens ? "max_tokens" : "response_format",
+                fmt::format("{}: {} tokens cannot hold the shortest JSON of the schema ({} characters)",
+                            p.max_tokens ? "max_tokens" : "response_format", jp.max_tokens,
+                            p.schema->nodes[size_t(p.schema->root)].min_len));
 
     Scheduler::Admit why = Scheduler::Admit::Ok;
     std::shared_ptr<Job> job = sched->submit(std::move(jp), why);
