@@ -361,12 +361,19 @@ JsonMatcher::Result JsonMatcher::feed_literal(Frame& f, char c) {
     return Result::Again;
 }
 
-bool JsonMatcher::in_free_string() const {
+bool JsonMatcher::in_plain_string(int* count, int* min_length, int* max_length) const {
     if (done_ || stack_.empty()) return false;
     const Frame& f = stack_.back();
-    if (f.t != T::String || f.key || f.escape || f.utf8_need) return false;
+    if (f.t != T::String || f.escape || f.utf8_need) return false;
+    if (f.key) {  // a key matters only where the object declares keys
+        const SchemaNode& obj = s_->nodes[size_t(stack_[stack_.size() - 2].node)];
+        if (obj.additional < 0 || !obj.keys.empty()) return false;
+        *count = f.count, *min_length = 0, *max_length = -1;
+        return true;
+    }
     const SchemaNode& x = s_->nodes[size_t(f.node)];
-    return x.max_length < 0 && f.count >= x.min_length;
+    *count = f.count, *min_length = x.min_length, *max_length = x.max_length;
+    return true;
 }
 
 // ---- the fewest characters still needed ----

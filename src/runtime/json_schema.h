@@ -67,9 +67,11 @@ public:
     bool complete() const;
     // The fewest characters that make the text so far a whole value.
     int remaining() const;
-    // Inside a string value without length limits still to meet, no escape or character pending:
-    // any plain text may follow without changing remaining().
-    bool in_free_string() const;
+    // Inside a string where plain text (whole UTF-8 characters without a quote, backslash or
+    // control byte) only adds characters: a string value with no escape or character pending, or
+    // the key of an object that takes any key and declares none. Gives the characters so far and
+    // the length limits (-1: none; a key has none).
+    bool in_plain_string(int* count, int* min_length, int* max_length) const;
 
     struct Frame;
 

@@ -4,18 +4,24 @@
 //  - remaining() is the exact shortest completion: no byte lowers it by more than one, and some
 //    byte of the schema's alphabet lowers it by exactly one (so a reply always fits the budget);
 //  - random walks that follow the budget end in valid JSON.
-// And the token mask on a small vocabulary.
+// And the token mask: on a small vocabulary, and on two real ones against its definition (each
+// token's text tried on the matcher).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
 
 #include "core/error.h"
+#include "fixtures/test_support.h"
+#include "gguf/gguf_reader.h"
 #include "runtime/json_schema.h"
 #include "runtime/token_constraint.h"
+#include "tokenizer/tokenizer.h"
 
 namespace jitllm {
 namespace {
@@ -223,27 +229,74 @@ TEST(JsonSchema, random_schemas_sound_exact_and_completable) {
 }
 
 TEST(JsonConstraint, mask_keeps_valid_and_completable_tokens) {
-    auto v = std::make_shared<ConstraintVocab>();
-    v->pieces = {"", "{", "}", "\"", "a", "\":", "1", " ", "{\"a\":1}", "x"};
-    v->eog = {true, false, false, false, false, false, false, false, false, false};
+    const auto v = constraint_vocab({"", "{", "}", "\"", "a", "\":", "1", " ", "{\"a\":1}", "x", "{"},
+                                    {true, false, false, false, false, false, false, false, false, false, false});
     const auto s = compile_json_schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}},
                                                        "required": ["a"]})"),
                                        "schema");
     JsonConstraint c(s, v);
     std::vector<float> logits(v->pieces.size(), 0.0f);
-    EXPECT_EQ(c.mask(logits.data(), int(logits.size()), 100), 3);  // "{", " ", the whole object
+    EXPECT_EQ(c.mask(logits.data(), int(logits.size()), 100), 4);  // "{" twice, " ", the whole object
     EXPECT_EQ(logits[1], 0.0f);
     EXPECT_EQ(logits[8], 0.0f);
+    EXPECT_EQ(logits[10], 0.0f);
     EXPECT_TRUE(std::isinf(logits[0]) && std::isinf(logits[9]));
     // a budget of 7 tokens: " " would leave 6 for the 7 characters still needed
     std::fill(logits.begin(), logits.end(), 0.0f);
-    EXPECT_EQ(c.mask(logits.data(), int(logits.size()), 7), 2);
+    EXPECT_EQ(c.mask(logits.data(), int(logits.size()), 7), 3);
     EXPECT_TRUE(std::isinf(logits[7]));
     c.accept(8);
     EXPECT_TRUE(c.complete());
     std::fill(logits.begin(), logits.end(), 0.0f);
     EXPECT_EQ(c.mask(logits.data(), int(logits.size()), 5), 2);  // the end token, or a space
     EXPECT_EQ(logits[0], 0.0f);
+}
+
+// The mask over a real vocabulary equals the token-by-token definition (each text tried on the
+// matcher, the budget kept, end tokens once the value is whole), along random walks of random
+// schemas with budgets from loose to exact.
+TEST(JsonConstraint, mask_of_a_real_vocabulary_is_the_definition) {
+    for (const char* name : {"llama3-npm", "llama-spm"}) {
+        auto g = test::open_data_gguf(std::string("testdata/vocab/ggml-vocab-") + name + ".gguf");
+        const auto tok = Tokenizer::from_gguf(*g);
+        const auto v = constraint_vocab(*tok);
+        const int n = tok->n_vocab();
+        std::mt19937 rng(7);
+        std::vector<double> us;  // the time of each allowed()
+        for (int k = 0; k < 8; ++k) {
+            const json schema = k == 0 ? json{{"type", "object"}} : random_schema(rng, 0);
+            const auto s = k == 0 ? json_object_schema() : compile_json_schema(schema, "schema");
+            JsonConstraint c(s, v);
+            JsonMatcher m(s);
+            std::string text;
+            for (int step = 0; step < 14 && !(m.complete() && rng() % 3 == 0); ++step) {
+                const int budget = m.remaining() + 1 + (rng() % 2 ? int(rng() % 4) : 1000);
+                const auto t0 = std::chrono::steady_clock::now();
+                const std::vector<uint32_t>& bits = c.allowed(budget);
+                us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+                std::vector<int32_t> ok;
+                for (int32_t id = 0; id < n; ++id) {
+                    const std::string& p = v->pieces[size_t(id)];
+                    JsonMatcher t = m;
+                    const bool want = v->eog[size_t(id)] ? m.complete()
+                                      : !p.empty() && t.feed(p) && t.remaining() <= budget - 1;
+                    const bool got = bits[size_t(id) / 32] >> (id % 32) & 1u;
+                    ASSERT_EQ(got, want) << name << " " << schema.dump() << " after '" << text << "' token " << id
+                                         << " '" << p << "' budget " << budget;
+                    if (want && !v->eog[size_t(id)]) ok.push_back(id);
+                }
+                ASSERT_EQ(c.n_allowed(), int(ok.size()) + (m.complete() ? int(v->eog_ids.size()) : 0));
+                if (ok.empty()) break;
+                const int32_t id = ok[rng() % ok.size()];
+                c.accept(id);
+                ASSERT_TRUE(m.feed(v->pieces[size_t(id)]));
+                text += v->pieces[size_t(id)];
+            }
+        }
+        std::sort(us.begin(), us.end());
+        std::printf("[mask] %s: %d tokens, %zu masks, median %.0f us, 90th percentile %.0f us\n", name, n,
+                    us.size(), us[us.size() / 2], us[us.size() * 9 / 10]);
+    }
 }
 
 }  // namespace
