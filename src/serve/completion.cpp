@@ -45,13 +45,13 @@ void Server::Ctx::check_prompt_size(const CompletionParams& p, int n_ctx, const 
 // The prompt as token ids (chat: rendered with the model's chat format), refused when it does
 // not leave room for one generated token.
 std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx,
-                                                std::string* rendered) const {
+                                                std::string* rendered, const std::string& reply_start) const {
     const Tokenizer& tok = batch->tokenizer();
     const char* prompt_param = kind == Endpoint::Chat ? "messages" : "prompt";
     check_prompt_size(p, n_ctx, prompt_param);
     std::vector<int32_t> ids;
     if (kind == Endpoint::Chat) {
-        const std::string text = chat_prompt(p);
+        const std::string text = chat_prompt(p) + reply_start;
         ids = tok.encode(text, chat_add_special(chat_template, text), true);
         if (rendered) *rendered = text;
     } else if (p.prompt_is_ids) {
@@ -90,6 +90,33 @@ std::string Server::Ctx::chat_prompt(const CompletionParams& p) const {
     }
 }
 
+bool Server::Ctx::forced_tool_call(const CompletionParams& p, ForcedCall& f,
+                                   std::shared_ptr<const JsonSchema>& schema) const {
+    if (p.tool_choice != ToolChoice::Required && p.tool_choice != ToolChoice::Function) return false;
+    const ToolSyntax syntax = chat_template.jinja ? tool_syntax_of(chat_template.jinja->source()) : ToolSyntax::None;
+    if (syntax == ToolSyntax::None || !p.tools.is_array()) return false;
+    std::vector<std::pair<std::string, nlohmann::json>> tools;
+    for (const ojson& t : p.tools) {
+        const ojson& fn = t.at("function");
+        const std::string name = fn.at("name").get<std::string>();
+        nlohmann::json params = fn.contains("parameters") ? nlohmann::json::parse(fn["parameters"].dump()) : nlohmann::json();
+        const std::string where = fmt::format("tools: function \"{}\": parameters", name);
+        try {  // each schema on its own first, for errors named by the function
+            if (params.is_object()) compile_json_schema(params, where);
+        } catch (const jitllm::Error& e) {
+            invalid("tools", e.what());
+        }
+        tools.emplace_back(name, std::move(params));
+    }
+    f = forced_call(syntax, tools);
+    try {
+        schema = compile_json_schema(f.schema, "tool_choice");
+    } catch (const jitllm::Error& e) {
+        invalid("tool_choice", e.what());
+    }
+    return true;
+}
+
 ReplyOptions Server::Ctx::reply_options(const CompletionParams& p, const std::string& prompt) const {
     ReplyOptions o;
     const std::string& src = chat_template.jinja ? chat_template.jinja->source() : std::string();
@@ -111,12 +138,21 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
     CompletionParams p = parse_completion(parse_body(req.body(), 4 * size_t(n_ctx) + 4096), kind, batch->n_vocab());
     check_model(p.model);
     if (kind == Endpoint::Chat) attach_chat_json(ojson::parse(req.body()), p);  // validated: keys in order
+    // tool_choice required or a named function: the reply is a call, its JSON constrained
+    ForcedCall forced;
+    std::shared_ptr<const JsonSchema> schema = p.schema;
+    const bool force = kind == Endpoint::Chat && forced_tool_call(p, forced, schema);
     std::string prompt;
-    std::vector<int32_t> ids = prompt_tokens(p, kind, n_ctx, &prompt);
+    std::vector<int32_t> ids = prompt_tokens(p, kind, n_ctx, &prompt, forced.prefix);
     ResponseMeta meta;
     if (kind == Endpoint::Chat) {
         meta.reply = reply_options(p, prompt);
         meta.split_reply = meta.reply.syntax != ToolSyntax::None || meta.reply.split_thinking;
+        if (force) {
+            meta.reply.reply_prefix = forced.prefix;
+            meta.reply.reply_suffix = forced.suffix;
+            meta.reply.parallel_tool_calls = false;
+        }
     }
     const int64_t budget = n_ctx - int64_t(ids.size());
     JobParams jp;
@@ -130,12 +166,12 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
     jp.top_logprobs = p.top_logprobs;
     jp.logit_bias = p.logit_bias;
     jp.special_text = meta.split_reply;  // the markers are control tokens in some vocabularies
-    jp.schema = p.schema;
-    if (p.schema && p.schema->nodes[size_t(p.schema->root)].min_len > jp.max_tokens)
-        invalid(p.max_tokens ? "max_tokens" : "response_format",
-                fmt::format("{}: {} tokens cannot hold the shortest JSON of the schema ({} characters)",
-                            p.max_tokens ? "max_tokens" : "response_format", jp.max_tokens,
-                            p.schema->nodes[size_t(p.schema->root)].min_len));
+    jp.schema = schema;
+    if (schema && schema->nodes[size_t(schema->root)].min_len > jp.max_tokens) {
+        const char* what = p.max_tokens ? "max_tokens" : force ? "tool_choice" : "response_format";
+        invalid(what, fmt::format("{}: {} tokens cannot hold the shortest JSON of the {} ({} characters)", what,
+                                  jp.max_tokens, force ? "tool call" : "schema", schema->nodes[size_t(schema->root)].min_len));
+    }
 
     Scheduler::Admit why = Scheduler::Admit::Ok;
     std::shared_ptr<Job> job = sched->submit(std::move(jp), why);

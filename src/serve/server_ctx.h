@@ -73,9 +73,12 @@ struct Server::Ctx {
     // --- completion.cpp --------------------------------------------------------------------
     void completion(const HttpRequest& req, HttpResponse& res, Endpoint kind);
     void check_prompt_size(const CompletionParams& p, int n_ctx, const char* prompt_param) const;
-    // `rendered` (chat): the prompt text
+    // `rendered` (chat): the prompt text, ending with `reply_start` (a forced call's opening)
     std::vector<int32_t> prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx,
-                                       std::string* rendered = nullptr) const;
+                                       std::string* rendered = nullptr, const std::string& reply_start = {}) const;
+    // chat with tool_choice "required" or a named function, where the template's call syntax is
+    // known: the forced call (ForcedCall) and its compiled schema; false otherwise
+    bool forced_tool_call(const CompletionParams& p, ForcedCall& f, std::shared_ptr<const JsonSchema>& schema) const;
     // chat: the prompt text (the model's template, else its family's format)
     std::string chat_prompt(const CompletionParams& p) const;
     // chat: how the reply is split (reasoning, tool calls) given the request and its prompt

@@ -245,9 +245,35 @@ const char* tool_syntax_name(ToolSyntax s) {
     return "none";
 }
 
+ForcedCall forced_call(ToolSyntax s, const std::vector<std::pair<std::string, nlohmann::json>>& tools) {
+    using json = nlohmann::json;
+    ForcedCall f;
+    json names = json::array();
+    for (const auto& t : tools) names.push_back(t.first);
+    const json& params = tools.size() == 1 ? tools[0].second : json();
+    const char* args = s == ToolSyntax::Llama3 ? "parameters" : "arguments";
+    json call = {{"type", "object"},
+                 {"properties", {{"name", tools.size() == 1 ? json{{"const", names[0]}} : json{{"enum", names}}},
+                                 {args, params.is_object() ? params : json{{"type", "object"}}}}},
+                 {"required", {"name", args}},
+                 {"additionalProperties", false}};
+    if (s == ToolSyntax::Hermes) {
+        f.prefix = "<tool_call>\n";
+        f.suffix = "\n</tool_call>";
+    } else if (s == ToolSyntax::Mistral) {
+        f.prefix = "[TOOL_CALLS]";
+        call = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", 1}};
+    }
+    f.schema = std::move(call);
+    return f;
+}
+
 ReplyParser::ReplyParser(ReplyOptions o) : opt_(std::move(o)) {
     state_ = opt_.starts_thinking ? State::Thinking : opt_.split_thinking ? State::Start : State::Content;
     strip_newlines_ = opt_.starts_thinking;
+    if (!opt_.reply_prefix.empty()) {  // a forced call's opening: the reply starts inside it
+        push(opt_.reply_prefix);
+    }
 }
 
 ReplyParser::Delta ReplyParser::push(std::string_view text) {
@@ -345,6 +371,7 @@ ReplyParser::Delta ReplyParser::finish(std::vector<ToolCall>& calls) {
     else if (state_ == State::Content) out.content += buf_;
     buf_.clear();
     if (state_ == State::ToolText) {
+        tool_text_ += opt_.reply_suffix;
         std::vector<ToolCall> found;
         if (parse_calls(found)) {
             if (!opt_.parallel_tool_calls) found.resize(1);

@@ -11,6 +11,8 @@
 // does not parse stays content.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +37,21 @@ struct ReplyOptions {
     bool split_thinking = false;           // a leading <think>...</think> is reasoning
     bool starts_thinking = false;          // the prompt opened the <think> block (DeepSeek-R1)
     bool parallel_tool_calls = true;       // false: the first call only
+    // a forced call (ForcedCall): the text before and after what the model writes
+    std::string reply_prefix, reply_suffix;
 };
+
+// tool_choice "required" or a named function, made binding: the reply is one call whose JSON the
+// model writes under constrained output (runtime/token_constraint.h). The prompt ends with the
+// call's opening, so the model starts inside it; its closing is added to the reply before the
+// reply is read. `tools`: those the model sees, as (name, parameters schema; null: none).
+struct ForcedCall {
+    std::string prefix;     // <tool_call>\n (Hermes), [TOOL_CALLS] (Mistral), nothing (Llama 3)
+    std::string suffix;     // \n</tool_call> (Hermes)
+    nlohmann::json schema;  // the call: {"name": one of the tools, "arguments" | "parameters": its
+                            // parameters (any object where there are several tools)}; Mistral: [that]
+};
+ForcedCall forced_call(ToolSyntax s, const std::vector<std::pair<std::string, nlohmann::json>>& tools);
 
 class ReplyParser {
 public:

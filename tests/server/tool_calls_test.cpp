@@ -150,6 +150,51 @@ TEST(ToolCalls, thinking_becomes_reasoning) {
     ASSERT_EQ(c.calls.size(), 1u);
 }
 
+// tool_choice made binding: the call's opening ends the prompt, the model writes the JSON the
+// schema describes, and the reply (with the closing added) is read as one call.
+TEST(ToolCalls, forced_call_in_each_syntax) {
+    using json = nlohmann::json;
+    const json params = json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
+    struct Case {
+        ToolSyntax s;
+        const char* prefix;
+        const char* suffix;
+        const char* args;
+        const char* written;
+    };
+    for (const Case& c : {Case{ToolSyntax::Hermes, "<tool_call>\n", "\n</tool_call>", "arguments",
+                               R"({"name": "get_weather", "arguments": {"city": "Oslo"}})"},
+                          Case{ToolSyntax::Llama3, "", "", "parameters",
+                               R"({"name": "get_weather", "parameters": {"city": "Oslo"}})"},
+                          Case{ToolSyntax::Mistral, "[TOOL_CALLS]", "", "arguments",
+                               R"([{"name": "get_weather", "arguments": {"city": "Oslo"}}])"}}) {
+        SCOPED_TRACE(tool_syntax_name(c.s));
+        const ForcedCall one = forced_call(c.s, {{"get_weather", params}});
+        EXPECT_EQ(one.prefix, c.prefix);
+        EXPECT_EQ(one.suffix, c.suffix);
+        const json& call = c.s == ToolSyntax::Mistral ? one.schema["items"] : one.schema;
+        EXPECT_EQ(call["properties"]["name"], json::parse(R"({"const": "get_weather"})"));
+        EXPECT_EQ(call["properties"][c.args], params);
+        EXPECT_EQ(call["required"], json::array({"name", c.args}));
+        if (c.s == ToolSyntax::Mistral) {
+            EXPECT_EQ(one.schema["maxItems"], 1);
+        }
+        // several tools: any of their names, any object
+        const json two = forced_call(c.s, {{"get_weather", params}, {"add", json()}}).schema;
+        const json& call2 = c.s == ToolSyntax::Mistral ? two["items"] : two;
+        EXPECT_EQ(call2["properties"]["name"]["enum"], json::array({"get_weather", "add"}));
+        EXPECT_EQ(call2["properties"][c.args], json::parse(R"({"type": "object"})"));
+        ReplyOptions o = opts(c.s);
+        o.reply_prefix = one.prefix;
+        o.reply_suffix = one.suffix;
+        const ParsedReply r = both(o, c.written);
+        ASSERT_EQ(r.calls.size(), 1u);
+        EXPECT_EQ(r.calls[0].name, "get_weather");
+        EXPECT_EQ(r.calls[0].arguments, R"({"city":"Oslo"})");
+        EXPECT_EQ(r.content, "");
+    }
+}
+
 TEST(ToolCallsApi, tools_tool_choice_and_tool_messages) {
     const json tools =
         json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
