@@ -74,8 +74,8 @@ std::unique_ptr<JsonConstraint> make_constraint(Engine& e, const std::shared_ptr
     if (!vocab) vocab = constraint_vocab(e.tokenizer());
     auto c = std::make_unique<JsonConstraint>(schema, vocab);
     if (c->remaining() > budget)
-        fail_usage("--json-schema: the shortest JSON of the schema takes {} tokens, found a budget of {} (-n or "
-                   "the context left)", c->remaining(), budget);
+        fail_usage("--json-schema: the shortest JSON of the schema has {} characters, more than the {} tokens "
+                   "left to generate (-n, or the context)", c->remaining(), budget);
     return c;
 }
 
