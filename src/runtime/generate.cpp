@@ -63,7 +63,7 @@ void constrained_picks(Engine& e, Sampler& s, const float* logits, std::vector<i
         id = host_pick(e.feed({id}), budget);
     }
     s.skip_draws(draws);
-    be.set_logits_needed(!s.plain_greedy());  // as the run set it (host logits where the host samples)
+    be.set_logits_needed(true);  // as it was: the prompt's logits came to the host
 }
 
 }  // namespace
