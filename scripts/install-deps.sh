@@ -8,6 +8,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev time
       libzstd-dev)
+# test only: Jinja2 is the oracle the chat-template renderer is compared with (template_jinja_oracle)
+PKGS+=(python3 python3-jinja2)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

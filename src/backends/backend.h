@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -107,6 +108,16 @@ public:
         const int32_t t = picks_.front();
         picks_.pop_front();
         return t;
+    }
+    // A decode step whose pick keeps to a token mask (constrained output): runs the decode phase
+    // for `token` at `pos`, calls `mask` for the tokens that may be picked (bits over the
+    // vocabulary, bit id % 32 of word id / 32) while the device computes the logits, and picks
+    // among them (the argmax, or the draw set by set_draw) for sampled_token(); the logits
+    // (decode()'s, when needed) come masked. Returns false, having run nothing, where the backend
+    // does not take masks: the caller decodes and masks the host logits itself.
+    virtual bool decode_masked(int32_t token, int pos, const std::function<const uint32_t*()>& mask) {
+        (void)token, (void)pos, (void)mask;
+        return false;
     }
     // Runs the batch phase (needs a plan with batch_rows >= step.n).
     virtual void batch(const BatchStep& step) = 0;

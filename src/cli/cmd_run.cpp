@@ -1,5 +1,5 @@
 // `jitllm [run]`: load a model (default: the bundled stories260K), run a prompt, stream text to
-// stdout; -i for a chat loop, --instruct to apply the family's chat format. Logs on stderr.
+// stdout; -i for a chat loop, --instruct to apply the model's chat template. Logs on stderr.
 #include <iostream>
 #include <random>
 
@@ -66,21 +66,35 @@ const float* feed_prompt(Engine& e, const std::vector<int32_t>& ids) {
     return logits;
 }
 
-int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
+// -j: a reply's constraint (null without a schema; `vocab` made at the first); a usage error
+// where the budget cannot hold the schema's shortest JSON (each token is a character at the least).
+std::unique_ptr<JsonConstraint> make_constraint(Engine& e, const std::shared_ptr<const JsonSchema>& schema,
+                                                int budget, std::shared_ptr<const ConstraintVocab>& vocab) {
+    if (!schema) return nullptr;
+    if (!vocab) vocab = constraint_vocab(e.tokenizer());
+    auto c = std::make_unique<JsonConstraint>(schema, vocab);
+    if (c->remaining() > budget)
+        fail_usage("--json-schema: the shortest JSON of the schema has {} characters, more than the {} tokens "
+                   "left to generate (-n, or the context)", c->remaining(), budget);
+    return c;
+}
+
+int run_chat(Engine& e, const RunFlags& f, Sampler& sampler, const std::shared_ptr<const JsonSchema>& schema) {
     const ChatTemplate ct = chat_template_for(e.tokenizer(), *e.model().gguf);
-    std::fprintf(stderr, "[jitllm] chat format: %s; type a message, an empty line or EOF ends\n",
-                 chat_format_name(ct.format));
+    std::fprintf(stderr, "[jitllm] chat: %s; type a message, an empty line or EOF ends\n",
+                 chat_template_describe(ct).c_str());
     std::vector<ChatMessage> msgs;
     if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
     std::vector<int32_t> fed;  // tokens in the KV cache
+    std::shared_ptr<const ConstraintVocab> vocab;  // (-j)
     std::string line;
     for (;;) {
         std::fprintf(stderr, "> ");
         if (!std::getline(std::cin, line) || line.empty()) break;
         check_utf8("input line", line);
         msgs.push_back({"user", line});
-        std::vector<int32_t> ids = e.tokenizer().encode(chat_render(ct, msgs, true),
-                                                        !chat_format_has_bos(ct.format), true);
+        const std::string text = chat_render(ct, msgs, true);
+        std::vector<int32_t> ids = e.tokenizer().encode(text, chat_add_special(ct, text), true);
         size_t common = 0;
         while (common < fed.size() && common < ids.size() && fed[common] == ids[common]) ++common;
         if (common < fed.size()) {  // the rendering diverged from what is cached: start over
@@ -96,8 +110,10 @@ int run_chat(Engine& e, const RunFlags& f, Sampler& sampler) {
         const float* logits = feed_prompt(e, fresh);
         fed = ids;
         std::vector<int32_t> history = fed;
+        std::unique_ptr<JsonConstraint> constraint = make_constraint(e, schema, std::min(f.max_tokens, room), vocab);
         auto r = generate(e, sampler, logits, history, std::min(f.max_tokens, room),
-                          [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); return true; });
+                          [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); return true; },
+                          constraint.get());
         std::printf("\n");
         msgs.push_back({"assistant", r.text});
         // the generated tokens are in the cache but for the last when the budget or a stop cut
@@ -135,9 +151,11 @@ int cmd_run(const Args& args) {
     if (until_full) f.max_tokens = e.n_ctx();
     if (f.print_plan) std::fprintf(stderr, "%s", plan_describe(e.plan()).c_str());
     Sampler sampler(f.sp);
+    const std::shared_ptr<const JsonSchema> schema = run_json_schema(f);
     // greedy without penalties: the device's argmax picks the token, logits stay on the device
-    e.backend().set_logits_needed(!sampler.plain_greedy());
-    if (f.interactive) return run_chat(e, f, sampler);
+    // (constrained output: the first pick from the prompt's logits on the host)
+    e.backend().set_logits_needed(!sampler.plain_greedy() || schema);
+    if (f.interactive) return run_chat(e, f, sampler, schema);
 
     const std::vector<int32_t> ids = run_prompt_ids(f, e.tokenizer(), *e.model().gguf, e.n_ctx());
     if (f.echo) {
@@ -164,14 +182,15 @@ int cmd_run(const Args& args) {
                          f.max_tokens, budget);
     }
     std::vector<int32_t> history = ids;
-    std::string all;
+    std::shared_ptr<const ConstraintVocab> vocab;
+    std::unique_ptr<JsonConstraint> constraint = make_constraint(e, schema, budget, vocab);
     auto r = generate(e, sampler, logits, history, budget, [&](const std::string& s) {
         if (f.stream) {
             std::fwrite(s.data(), 1, s.size(), stdout);
             std::fflush(stdout);
         }
         return true;
-    });
+    }, constraint.get());
     if (!f.stream) std::fwrite(r.text.data(), 1, r.text.size(), stdout);
     std::printf("\n");
     std::fflush(stdout);

@@ -139,6 +139,8 @@ int cmd_serve(const Args& args) {
                                                     "requests with another Origin get 403)");
     app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens a slot consumes per scheduler step "
                                                        "(default 16)")->check(CLI::Range(1, 1 << 16));
+    app.add_option("--chat-template-file", o.chat_template_file, "render chats with this Jinja chat template "
+                                                                 "instead of the model's (docs/chat.md)");
     add_gpu_flags(app, o.model.gpu, "run on the GPU (the slots decode together: one batched step)");
     add_cpu_exact_flag(app, o.model.cpu_exact);
     // test aid, not listed in --help: makes busy, queued and shutdown states observable

@@ -23,6 +23,7 @@ int cmd_version(const Args& args);     // jitllm version (--version)
 int cmd_devices(const Args& args);     // jitllm devices (--list-devices)
 int cmd_ncu(const Args& args);         // jitllm ncu --task blk.3.ffn_down --token 40 -- -m MODEL --gpu
 int cmd_nsys(const Args& args);        // jitllm nsys -- -m MODEL --gpu
+int cmd_template(const Args& args);    // jitllm template -m MODEL --messages M.json
 
 // $JITLLM_MODEL, else the bundled model (bundled_model_name()).
 std::string default_model_path();

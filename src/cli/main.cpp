@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"synth", jitllm::cli::cmd_synth, "write a random-weight model of a real shape (benchmarks)"},
     {"serve", jitllm::cli::cmd_serve, "OpenAI-compatible HTTP server (docs/server.md)"},
     {"bench", jitllm::cli::cmd_bench, "llama-bench-style pp/tg speed with GB/s and % of copy bandwidth"},
+    {"template", jitllm::cli::cmd_template, "render a conversation with the model's chat template (docs/chat.md)"},
     {"perplexity", jitllm::cli::cmd_perplexity, "perplexity of a model over a text (chunks of --ctx-size)"},
     {"ncu", jitllm::cli::cmd_ncu, "Nsight Compute on the kernel of one task, layer and token (docs/profiling.md)"},
     {"nsys", jitllm::cli::cmd_nsys, "an Nsight Systems timeline of a run with one NVTX range per task"},

@@ -31,7 +31,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("--stream,!--no-stream", f.stream, "print tokens as they are generated (default on)");
     app.add_flag("--echo", f.echo, "print the prompt before the generated text");
     app.add_flag("-i,--interactive", f.interactive, "chat loop on stdin");
-    app.add_flag("--instruct", f.instruct, "apply the model family's chat format to the prompt");
+    app.add_flag("--instruct", f.instruct, "apply the model's chat template (or its family's format) to the prompt");
     app.add_option("-t,--threads", f.threads, "CPU threads (default: all physical cores)")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: min(model, 4096))")->check(CLI::Range(0, 1 << 24));
     add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "--batch-prefill-size");
@@ -42,6 +42,10 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                    "generated tokens counted as warm-up in --print-plan's --launch-skip")->check(CLI::Range(0, 1 << 20));
     app.add_option("--metrics", f.metrics, "end-of-run metrics format: human (default) or json")
         ->check(CLI::IsMember({"human", "json"}));
+    auto* js = app.add_option("-j,--json-schema", f.json_schema,
+                              "constrained output: the reply is JSON that validates against this schema "
+                              "('{\"type\": \"object\"}': any object; docs/chat.md lists the keywords)");
+    app.add_option("--json-schema-file", f.json_schema_file, "-j's schema from this file")->excludes(js);
 }
 
 
@@ -63,8 +67,25 @@ void run_flags_finish(RunFlags& f) {
         f.prompt = read_prompt_file(f.prompt_file);
         check_utf8(("--file " + f.prompt_file).c_str(), f.prompt);
     }
+    if (!f.json_schema_file.empty()) f.json_schema = read_prompt_file(f.json_schema_file);
     check_utf8("--prompt", f.prompt);
     check_utf8("--system-prompt", f.system_prompt);
+}
+
+std::shared_ptr<const JsonSchema> run_json_schema(const RunFlags& f) {
+    if (f.json_schema.empty()) return nullptr;
+    const std::string flag = f.json_schema_file.empty() ? "--json-schema" : f.json_schema_file + ": schema";
+    nlohmann::json schema;
+    try {
+        schema = nlohmann::json::parse(f.json_schema);
+    } catch (const nlohmann::json::parse_error& e) {
+        fail_usage("{}: expected a JSON schema, found text that is not JSON (byte {})", flag, e.byte);
+    }
+    try {
+        return compile_json_schema(schema, flag);
+    } catch (const Error& e) {
+        fail_usage("{}", e.what());
+    }
 }
 
 std::vector<int32_t> run_prompt_ids(const RunFlags& f, const Tokenizer& tok, const GgufReader& gguf, int n_ctx) {
@@ -74,7 +95,8 @@ std::vector<int32_t> run_prompt_ids(const RunFlags& f, const Tokenizer& tok, con
         std::vector<ChatMessage> msgs;
         if (!f.system_prompt.empty()) msgs.push_back({"system", f.system_prompt});
         msgs.push_back({"user", f.prompt});
-        ids = tok.encode(chat_render(ct, msgs, true), !chat_format_has_bos(ct.format), true);
+        const std::string text = chat_render(ct, msgs, true);
+        ids = tok.encode(text, chat_add_special(ct, text), true);
     } else {
         ids = tok.encode(f.prompt, true, false);
     }

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "runtime/engine.h"
+#include "runtime/json_schema.h"
 #include "runtime/sampler.h"
 
 namespace jitllm {
@@ -41,12 +42,17 @@ struct RunFlags {
     GpuFlags g;
     std::string metrics;  // "" | "json"
     int launch_skip_warmup = 2;
+    std::string json_schema;       // -j: constrained output, the reply JSON of this schema
+    std::string json_schema_file;  // --json-schema-file (read into json_schema)
 };
 
 void add_run_flags(CLI::App& app, RunFlags& f);
 // After parsing: the seed (random when not given), the sampler's checks, the prompt file read, and
 // every text checked as UTF-8 (usage errors otherwise).
 void run_flags_finish(RunFlags& f);
+// -j / --json-schema-file compiled (null: neither given); usage errors naming the flag for text
+// that is not JSON or a schema keyword not taken.
+std::shared_ptr<const JsonSchema> run_json_schema(const RunFlags& f);
 // The prompt's token ids as the run feeds them (the chat format with --instruct); usage errors for
 // an empty prompt or one longer than n_ctx.
 std::vector<int32_t> run_prompt_ids(const RunFlags& f, const Tokenizer& tok, const GgufReader& gguf, int n_ctx);

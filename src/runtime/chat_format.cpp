@@ -5,6 +5,10 @@
 #include "runtime/chat_format.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
@@ -177,8 +181,26 @@ ChatTemplate chat_template_detect(const Tokenizer& tok, const std::string& arch,
 }
 
 ChatTemplate chat_template_for(const Tokenizer& tok, const GgufReader& g) {
-    return chat_template_detect(tok, g.get_string_opt("general.architecture").value_or(""),
-                                g.get_string_opt("tokenizer.chat_template").value_or(""));
+    const std::string source = chat_template_source(g, "");
+    ChatTemplate t = chat_template_detect(tok, g.get_string_opt("general.architecture").value_or(""), source);
+    t.specials = chat_special_tokens(tok, g);
+    if (source.empty()) return t;
+    try {
+        t.jinja = std::make_shared<const tmpl::Template>(source, "tokenizer.chat_template");
+    } catch (const Error& e) {
+        t.jinja_error = e.what();  // the family's format renders instead
+    }
+    return t;
+}
+
+void chat_template_use_file(ChatTemplate& t, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("{}: cannot read the chat template: {}", path, std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (text.str().size() > (size_t(1) << 20)) fail("{}: the chat template is larger than 1 MiB", path);
+    t.jinja = std::make_shared<const tmpl::Template>(text.str(), path);
+    t.jinja_error.clear();
 }
 
 bool chat_format_has_bos(ChatFormat f) {
@@ -194,7 +216,10 @@ bool chat_format_has_bos(ChatFormat f) {
     }
 }
 
-std::string chat_render(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool gen) {
+namespace {
+
+// The family's format (the file's template aside).
+std::string render_format(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool gen) {
     std::string s;
     switch (t.format) {
         case ChatFormat::Llama3:
@@ -279,6 +304,54 @@ std::string chat_render(const ChatTemplate& t, const std::vector<ChatMessage>& m
     return s;
 }
 
+// The text of an OpenAI message's content: a string, null, or parts of which the text ones count.
+std::string content_text(const nlohmann::ordered_json& c) {
+    if (c.is_string()) return c.get<std::string>();
+    std::string out;
+    if (c.is_array())
+        for (const auto& part : c)
+            if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+                part["text"].is_string())
+                out += part["text"].get<std::string>();
+    return out;
+}
+
+}  // namespace
+
+std::string chat_render(const ChatTemplate& t, const ChatVars& v) {
+    if (t.jinja) return chat_render_jinja(*t.jinja, v, t.specials);
+    if (!v.tools.is_null())
+        fail("chat tools: the model file has no chat template (tokenizer.chat_template), and the {} format "
+             "has no way to show tools", chat_format_name(t.format));
+    std::vector<ChatMessage> msgs;
+    for (const auto& m : v.messages) {
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+            fail("chat messages: expected objects with a string role");
+        msgs.push_back({m["role"].get<std::string>(), content_text(m.value("content", nlohmann::ordered_json()))});
+    }
+    return render_format(t, msgs, v.add_generation_prompt);
+}
+
+std::string chat_render(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool gen) {
+    if (!t.jinja) return render_format(t, msgs, gen);
+    ChatVars v;
+    for (const auto& m : msgs) v.messages.push_back({{"role", m.role}, {"content", m.content}});
+    v.add_generation_prompt = gen;
+    return chat_render(t, v);
+}
+
+std::string chat_template_describe(const ChatTemplate& t) {
+    if (t.jinja) return "the model's tokenizer.chat_template";
+    std::string s = std::string("the ") + chat_format_name(t.format) + " format";
+    if (!t.jinja_error.empty()) s += " (the model's template is not used: " + t.jinja_error + ")";
+    return s;
+}
+
+bool chat_add_special(const ChatTemplate& t, std::string_view text) {
+    if (!t.jinja) return !chat_format_has_bos(t.format);
+    return !(t.specials.bos && !t.specials.bos->empty() && text.substr(0, t.specials.bos->size()) == *t.specials.bos);
+}
+
 std::vector<std::string> chat_stop_texts(ChatFormat f) {
     switch (f) {
         case ChatFormat::Llama3: return {"<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"};
@@ -313,7 +386,7 @@ std::string chat_render(ChatFormat f, const std::vector<ChatMessage>& msgs, bool
     ChatTemplate t;
     t.format = f;
     t.strip_thinking = f == ChatFormat::DeepSeekR1;
-    return chat_render(t, msgs, gen);
+    return render_format(t, msgs, gen);
 }
 
 }  // namespace jitllm

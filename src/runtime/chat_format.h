@@ -1,13 +1,17 @@
-// Chat formats per model family (--instruct, -i): renders a conversation into the text the model
-// was trained on (each family's published chat template, reimplemented) and names its stop tokens.
-// Chosen from the vocabulary's special tokens, with the file's tokenizer.chat_template as a tie-
-// breaker. Not a Jinja engine: an unknown template falls back to the closest family format.
+// Chat formats (--instruct, -i, the server's chat endpoint): renders a conversation into the text
+// the model was trained on. The model's own template (tokenizer.chat_template, run by the Jinja
+// interpreter, chat_format_jinja.h) renders it when the file has one; else one of the families'
+// published templates, reimplemented here, chosen from the vocabulary's special tokens (with the
+// file's template as a tie-breaker). The family also names the stop tokens.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "runtime/chat_format_jinja.h"
 
 namespace jitllm {
 
@@ -45,20 +49,40 @@ struct ChatTemplate {
     // Earlier assistant turns keep only the text after their last </think> (Qwen3, QwQ;
     // DeepSeek-R1 always does this).
     bool strip_thinking = false;
+    // The file's own template, parsed (null: the file has none, or it does not parse, and the
+    // format above renders), and the BOS / EOS texts it gets.
+    std::shared_ptr<const tmpl::Template> jinja;
+    ChatSpecials specials;
+    std::string jinja_error;  // why the file's template is not used, when it has one
 };
 
 // Picks the format from the vocabulary's special tokens (e.g. <|start_header_id|> -> Llama3),
 // the architecture, and `jinja` (tokenizer.chat_template, may be empty).
 ChatTemplate chat_template_detect(const Tokenizer& tok, const std::string& arch,
                                   std::string_view jinja);
-// Same, reading general.architecture and tokenizer.chat_template from the file.
+// Same, reading general.architecture and tokenizer.chat_template from the file, whose template
+// (parsed) then renders.
 ChatTemplate chat_template_for(const Tokenizer& tok, const GgufReader& g);
 
-// Renders messages and, when add_generation_prompt, the header of the assistant's turn.
-// The text contains special-token spellings; tokenize it with parse_special = true, and with
-// add_special = !chat_format_has_bos(format) (the vocabulary's add_bos flag then decides).
+// Replaces the file's template by the Jinja template in `path` (jitllm serve --chat-template-file).
+// Throws Error when it cannot be read or does not parse.
+void chat_template_use_file(ChatTemplate& t, const std::string& path);
+
+// Renders messages and, when add_generation_prompt, the header of the assistant's turn: by the
+// file's template where `t` has one, else by the family's format. The text contains special-token
+// spellings; tokenize it with parse_special = true and add_special = chat_add_special(t, text).
+// Throws Error when the template refuses the conversation (raise_exception) or fails.
 std::string chat_render(const ChatTemplate& t, const std::vector<ChatMessage>& msgs,
                         bool add_generation_prompt);
+// The same with everything a template can take: OpenAI messages (tool calls, tool results,
+// content parts), tools and extra variables. Without a file template, tools are refused and the
+// messages' text is rendered by the family's format.
+std::string chat_render(const ChatTemplate& t, const ChatVars& v);
+// Whether the tokenizer should add the vocabulary's BOS: not when the rendered text starts with it.
+bool chat_add_special(const ChatTemplate& t, std::string_view text);
+// What renders: "the model's tokenizer.chat_template", or "the chatml format" (and why the
+// file's template is not used, where it has one that does not parse).
+std::string chat_template_describe(const ChatTemplate& t);
 
 // Whether the format places BOS itself (so the tokenizer must not add another).
 bool chat_format_has_bos(ChatFormat f);

@@ -77,6 +77,18 @@ void Engine::queue_decode(int32_t token) {
     ++queued_;
 }
 
+bool Engine::feed_masked(int32_t token, const std::function<const uint32_t*()>& mask) {
+    JITLLM_CHECK(queued_ == 0, "feed_masked with {} queued decode steps not collected", queued_);
+    if (pos_ >= n_ctx())
+        fail("context overflow: a token at position {} needs {} positions, the context holds {}; "
+             "hint: raise --ctx-size or shorten the prompt", pos_, pos_ + 1, n_ctx());
+    if (token < 0 || token >= plan().config->n_vocab)
+        fail("token id {} is outside the vocabulary [0, {})", token, plan().config->n_vocab);
+    if (!backend().decode_masked(token, pos_, mask)) return false;
+    ++pos_;
+    return true;
+}
+
 int32_t Engine::collect_decode() {
     JITLLM_CHECK(queued_ > 0, "collect_decode with no queued decode step");
     --queued_;

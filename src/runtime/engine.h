@@ -65,6 +65,10 @@ public:
     // drop_position() gives back the last position of a collected step whose pick is not used
     // (a step queued past the end of a generation: its cache row is written again later).
     void queue_decode(int32_t token);
+    // A decode step for `token` at pos() whose pick keeps to a token mask (Backend::decode_masked;
+    // the pick is then backend().sampled_token()); false, with nothing run, where the backend
+    // takes no masks.
+    bool feed_masked(int32_t token, const std::function<const uint32_t*()>& mask);
     int32_t collect_decode();
     void drop_position();
     int queued() const { return queued_; }

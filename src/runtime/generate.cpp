@@ -1,6 +1,7 @@
 // Generation loop (see generate.h).
 #include "runtime/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace jitllm {
@@ -14,6 +15,57 @@ int utf8_len(unsigned char c) {
     if ((c & 0xF8) == 0xF0) return 4;
     return 0;
 }
+// Constrained output (generate's constraint): each pick among the tokens c allows. The first
+// from the prompt's logits on the host; the others on the device where the backend takes the
+// mask (the argmax, or a draw the device makes, its counter followed by the host's), else from
+// the host's masked logits. accept(id) keeps a pick (false: stop).
+void constrained_picks(Engine& e, Sampler& s, const float* logits, std::vector<int32_t>& history, int max_tokens,
+                       JsonConstraint& c, const std::function<bool(int32_t)>& accept, GenerateResult& r,
+                       bool& on_device) {
+    Backend& be = e.backend();
+    const int n_vocab = e.model().config.n_vocab;
+    std::vector<float> masked;
+    auto host_pick = [&](const float* l, int budget) -> int32_t {
+        masked.assign(l, l + n_vocab);
+        return c.mask(masked.data(), n_vocab, budget) > 0 ? s.sample(masked.data(), n_vocab, history) : -1;
+    };
+    std::vector<uint32_t> words(size_t(n_vocab + 31) / 32);  // (0 past the vocabulary's texts)
+    auto mask_words = [&](int budget) {
+        const std::vector<uint32_t>& b = c.allowed(budget);
+        std::copy_n(b.begin(), std::min(b.size(), words.size()), words.begin());
+        return static_cast<const uint32_t*>(words.data());
+    };
+    int32_t id = host_pick(logits, max_tokens);
+    bool device = s.plain_greedy();
+    if (!device && s.device_drawable(n_vocab, be.draw_max_k())) {
+        const DrawParams dp = s.draw_params();
+        device = on_device = be.set_draw(&dp);
+    }
+    if (device) be.set_logits_needed(false);
+    uint64_t draws = 0;  // made on the device
+    for (int i = 0; id >= 0 && i < max_tokens; ++i) {
+        if (!accept(id) || i + 1 == max_tokens) break;
+        c.accept(id);
+        if (e.pos() >= e.n_ctx()) {
+            r.stopped_at_context = true;
+            break;
+        }
+        const int budget = max_tokens - i - 1;
+        if (device && e.feed_masked(id, [&] { return mask_words(budget); })) {
+            id = c.n_allowed() > 0 ? be.sampled_token() : -1;
+            draws += on_device ? 1 : 0;
+            continue;
+        }
+        if (device) {  // the backend takes no mask: the host picks from here on
+            device = false;
+            be.set_logits_needed(true);
+        }
+        id = host_pick(e.feed({id}), budget);
+    }
+    s.skip_draws(draws);
+    be.set_logits_needed(true);  // as it was: the prompt's logits came to the host
+}
+
 }  // namespace
 
 std::string Utf8Stream::push(const std::string& bytes) {
@@ -39,7 +91,8 @@ std::string Utf8Stream::flush() {
 }
 
 GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<int32_t>& history,
-                        int max_tokens, const std::function<bool(const std::string&)>& on_text) {
+                        int max_tokens, const std::function<bool(const std::string&)>& on_text,
+                        JsonConstraint* constraint) {
     GenerateResult r;
     Utf8Stream utf8;
     const Tokenizer& tok = e.tokenizer();
@@ -83,7 +136,11 @@ GenerateResult generate(Engine& e, Sampler& s, const float* logits, std::vector<
     } scope{e};
     bool& on_device = scope.on;
     int32_t first = -1;
-    if (!s.plain_greedy() && logits && max_tokens > 0 && s.device_drawable(n_vocab, be.draw_max_k())) {
+    if (constraint && logits && max_tokens > 0) {
+        constrained_picks(e, s, logits, history, max_tokens, *constraint,
+                          [&](int32_t id) { return accept(id) && keep_going; }, r, on_device);
+        logits = nullptr;  // (done)
+    } else if (!s.plain_greedy() && logits && max_tokens > 0 && s.device_drawable(n_vocab, be.draw_max_k())) {
         first = s.sample(logits, n_vocab, history);
         const DrawParams dp = s.draw_params();
         on_device = be.set_draw(&dp);

@@ -3,8 +3,11 @@
 // CVE-2026-21869). Field ranges follow OpenAI's API reference; extensions follow llama-server.
 #include "serve/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "core/error.h"
 
 #define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
@@ -84,7 +87,7 @@ int32_t as_token(const json& v, const std::string& param, int n_vocab) {
 
 std::string message_content(const json& m, const std::string& p, const std::string& role) {
     const json* c = field(m, "content");
-    if (!c) {
+    if (!c || c->is_null()) {
         if (role == "assistant") return {};
         invalid(p + ".content", fmt::format("{}.content: expected a string or an array of text parts, "
                                             "found nothing", p));
@@ -109,6 +112,105 @@ std::string message_content(const json& m, const std::string& p, const std::stri
     return text;
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}].
+void check_tool_calls(const json& tc, const std::string& p, const std::string& role) {
+    if (!tc.is_array()) invalid(p, fmt::format("{}: expected an array of tool calls, found {}", p, found(tc)));
+    if (!tc.empty() && role != "assistant")
+        invalid(p, fmt::format("{}: only assistant messages have tool calls, found a {} message", p, role));
+    for (size_t i = 0; i < tc.size(); ++i) {
+        const std::string pc = fmt::format("{}[{}]", p, i);
+        if (!tc[i].is_object()) invalid(pc, fmt::format("{}: expected an object, found {}", pc, found(tc[i])));
+        if (const json* id = field(tc[i], "id")) as_string(*id, pc + ".id");
+        const json* f = field(tc[i], "function");
+        if (!f || !f->is_object()) invalid(pc + ".function", fmt::format("{}.function: expected an object", pc));
+        const json* name = field(*f, "name");
+        if (!name) invalid(pc + ".function.name", fmt::format("{}.function.name: missing: expected a string", pc));
+        as_string(*name, pc + ".function.name");
+        if (const json* a = field(*f, "arguments"); a && !a->is_string() && !a->is_object())
+            invalid(pc + ".function.arguments",
+                    fmt::format("{}.function.arguments: expected a JSON string, found {}", pc, found(*a)));
+    }
+}
+
+// tools: [{type: "function", function: {name, description?, parameters?}}], tool_choice: "none",
+// "auto", "required" or {type: "function", function: {name}} (one of the tools), and
+// parallel_tool_calls.
+void parse_tools(const json& b, CompletionParams& p) {
+    std::vector<std::string> names;
+    if (const json* t = field(b, "tools"); t && !t->is_null()) {
+        if (!t->is_array()) invalid("tools", fmt::format("tools: expected an array, found {}", found(*t)));
+        for (size_t i = 0; i < t->size(); ++i) {
+            const std::string pt = fmt::format("tools[{}]", i);
+            const json& tool = (*t)[i];
+            if (!tool.is_object()) invalid(pt, fmt::format("{}: expected an object, found {}", pt, found(tool)));
+            const json* type = field(tool, "type");
+            if (type && as_string(*type, pt + ".type") != "function")
+                unsupported(pt + ".type", fmt::format("tool type \"{}\"", type->get<std::string>()));
+            const json* f = field(tool, "function");
+            if (!f || !f->is_object()) invalid(pt + ".function", fmt::format("{}.function: expected an object", pt));
+            const json* name = field(*f, "name");
+            if (!name) invalid(pt + ".function.name", fmt::format("{}.function.name: missing: expected a string", pt));
+            names.push_back(as_string(*name, pt + ".function.name"));
+            if (const json* ps = field(*f, "parameters"); ps && !ps->is_object())
+                invalid(pt + ".function.parameters",
+                        fmt::format("{}.function.parameters: expected a JSON schema object, found {}", pt, found(*ps)));
+        }
+        p.has_tools = !t->empty();
+    }
+    p.tool_names = names;
+    if (const json* c = field(b, "tool_choice"); c && !c->is_null()) {
+        if (c->is_string()) {
+            const std::string& v = c->get_ref<const std::string&>();
+            if (v == "none") p.tool_choice = ToolChoice::None;
+            else if (v == "auto") p.tool_choice = ToolChoice::Auto;
+            else if (v == "required") p.tool_choice = ToolChoice::Required;
+            else invalid("tool_choice", fmt::format("tool_choice: expected none, auto, required or a function, "
+                                                    "found \"{}\"", v));
+        } else {
+            const json* f = c->is_object() ? field(*c, "function") : nullptr;
+            const json* name = f && f->is_object() ? field(*f, "name") : nullptr;
+            if (!name) invalid("tool_choice", "tool_choice: expected none, auto, required or "
+                                              "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+            p.tool_choice = ToolChoice::Function;
+            p.tool_choice_name = as_string(*name, "tool_choice.function.name");
+            if (std::find(names.begin(), names.end(), p.tool_choice_name) == names.end())
+                invalid("tool_choice", fmt::format("tool_choice: the function \"{}\" is not one of the tools",
+                                                   p.tool_choice_name));
+        }
+        if (p.tool_choice != ToolChoice::None && p.tool_choice != ToolChoice::Auto && !p.has_tools)
+            invalid("tool_choice", "tool_choice: a tool is required but the request has no tools");
+    }
+    if (const json* v = field(b, "parallel_tool_calls")) p.parallel_tool_calls = as_bool(*v, "parallel_tool_calls");
+    if (const json* v = field(b, "chat_template_kwargs"); v && !v->is_object())
+        invalid("chat_template_kwargs", fmt::format("chat_template_kwargs: expected an object, found {}", found(*v)));
+}
+
+// response_format: {type: text}, {type: json_object}, {type: json_schema, json_schema: {name,
+// schema, strict}}; the schema compiled for constrained output.
+void parse_response_format(const json& v, CompletionParams& p) {
+    if (!v.is_object())
+        invalid("response_format", fmt::format("response_format: expected an object, found {}", found(v)));
+    const json* t = field(v, "type");
+    const std::string type = t ? as_string(*t, "response_format.type") : "";
+    if (type == "text") return;
+    if (type == "json_object") {
+        p.schema = json_object_schema();
+        return;
+    }
+    if (type != "json_schema")
+        invalid("response_format.type",
+                fmt::format("response_format.type: expected text, json_object or json_schema, found \"{}\"", type));
+    const json* js = field(v, "json_schema");
+    const json* schema = js && js->is_object() ? field(*js, "schema") : nullptr;
+    if (!schema) invalid("response_format.json_schema", "response_format.json_schema: expected {\"name\": ..., "
+                                                        "\"schema\": {...}}");
+    try {
+        p.schema = compile_json_schema(*schema, "response_format.json_schema.schema");
+    } catch (const jitllm::Error& e) {
+        invalid("response_format.json_schema.schema", e.what());
+    }
+}
+
 void parse_messages(const json& b, CompletionParams& p) {
     const json* ms = field(b, "messages");
     if (!ms) invalid("messages", "messages: missing: expected a non-empty array of messages");
@@ -122,14 +224,13 @@ void parse_messages(const json& b, CompletionParams& p) {
         if (!r) invalid(pm + ".role", fmt::format("{}.role: missing: expected system, developer, user or "
                                                   "assistant", pm));
         std::string role = as_string(*r, pm + ".role");
-        if (role == "tool" || role == "function")
-            unsupported(pm + ".role", fmt::format("role \"{}\" (tool calling)", role));
-        if (role != "system" && role != "developer" && role != "user" && role != "assistant")
-            invalid(pm + ".role", fmt::format("{}.role: unknown role: expected system, developer, user or "
-                                              "assistant, found \"{}\"", pm, role));
+        if (role == "function") unsupported(pm + ".role", "role \"function\" (the old function calling; use tools)");
+        if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+            invalid(pm + ".role", fmt::format("{}.role: unknown role: expected system, developer, user, "
+                                              "assistant or tool, found \"{}\"", pm, role));
         if (role == "developer") role = "system";  // OpenAI's newer name for the system role
-        if (const json* tc = field(m, "tool_calls"); tc && !(tc->is_array() && tc->empty()))
-            unsupported(pm + ".tool_calls", "tool_calls (tool calling)");
+        if (const json* tc = field(m, "tool_calls")) check_tool_calls(*tc, pm + ".tool_calls", role);
+        if (const json* id = field(m, "tool_call_id")) as_string(*id, pm + ".tool_call_id");
         p.messages.push_back({role, message_content(m, pm, role)});
     }
 }
@@ -343,20 +444,11 @@ CompletionParams parse_completion(const json& b, Endpoint kind, int n_vocab) {
     if (const json* v = field(b, "ignore_eos")) p.ignore_eos = as_bool(*v, "ignore_eos");
     parse_logit_bias(b, p, n_vocab);
 
-    if (const json* v = field(b, "tools"); v && !(v->is_array() && v->empty()))
-        unsupported("tools", "tool calling");
+    if (kind == Endpoint::Chat) parse_tools(b, p);
     if (const json* v = field(b, "functions"); v && !(v->is_array() && v->empty()))
-        unsupported("functions", "function calling");
-    if (field(b, "function_call")) unsupported("function_call", "function calling");
-    if (const json* v = field(b, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "none"))
-        unsupported("tool_choice", "tool calling");
-    if (const json* v = field(b, "response_format")) {
-        if (!v->is_object())
-            invalid("response_format", fmt::format("response_format: expected an object, found {}", found(*v)));
-        const json* t = field(*v, "type");
-        const std::string type = t ? as_string(*t, "response_format.type") : "";
-        if (type != "text") unsupported("response_format.type", fmt::format("response format \"{}\"", type));
-    }
+        unsupported("functions", "the old function calling (use tools)");
+    if (field(b, "function_call")) unsupported("function_call", "the old function calling (use tool_choice)");
+    if (const json* v = field(b, "response_format")) parse_response_format(*v, p);
     return p;
 }
 
@@ -379,6 +471,37 @@ std::vector<int32_t> parse_detokenize(const json& b, int n_vocab) {
     ids.reserve(t->size());
     for (size_t i = 0; i < t->size(); ++i) ids.push_back(as_token((*t)[i], fmt::format("tokens[{}]", i), n_vocab));
     return ids;
+}
+
+void attach_chat_json(const ojson& body, CompletionParams& p) {
+    p.chat_messages = ojson::array();
+    for (const ojson& m : body.at("messages")) {
+        ojson out = m;
+        if (out["role"] == "developer") out["role"] = "system";
+        if (out.contains("content") && out["content"].is_array()) {  // text parts: one text, as templates take it
+            std::string text;
+            for (const auto& part : out["content"]) text += part.value("text", "");
+            out["content"] = text;
+        }
+        // templates format arguments with tojson: they expect the object OpenAI sends as JSON text
+        if (out.contains("tool_calls") && out["tool_calls"].is_array())
+            for (auto& c : out["tool_calls"]) {
+                ojson& a = c["function"]["arguments"];
+                if (!a.is_string()) continue;
+                ojson parsed = ojson::parse(a.get<std::string>(), nullptr, false);
+                if (parsed.is_object()) a = std::move(parsed);
+            }
+        p.chat_messages.push_back(std::move(out));
+    }
+    p.tools = p.has_tools && body.contains("tools") ? body["tools"] : ojson();
+    if (p.tool_choice == ToolChoice::Function) {  // the named function is the only one the model sees
+        ojson only = ojson::array();
+        for (const auto& t : p.tools)
+            if (t["function"]["name"] == p.tool_choice_name) only.push_back(t);
+        p.tools = only;
+    }
+    if (p.tool_choice == ToolChoice::None) p.tools = ojson();
+    p.template_kwargs = body.value("chat_template_kwargs", ojson::object());
 }
 
 bool valid_utf8(std::string_view s) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/chat_format.h"
+#include "runtime/json_schema.h"
 #include "runtime/sampler.h"
 
 namespace jitllm::serve {
@@ -45,10 +46,24 @@ json parse_body(std::string_view body, size_t max_values = size_t(-1));
 
 enum class Endpoint { Chat, Completion };
 
+enum class ToolChoice { Auto, None, Required, Function };
+
 struct CompletionParams {
     Endpoint kind = Endpoint::Chat;
     std::string model;                    // empty when absent
-    std::vector<ChatMessage> messages;    // chat
+    std::vector<ChatMessage> messages;    // chat: role and text (for the built-in formats)
+    // chat, for the model's template (attach_chat_json): the messages in OpenAI's shape (tool calls'
+    // arguments as objects, text parts joined), the tools it shows (null: none) and
+    // chat_template_kwargs; keys in the client's order.
+    ojson chat_messages;
+    ojson tools;
+    ojson template_kwargs = ojson::object();
+    bool has_tools = false;               // the request has tools
+    std::vector<std::string> tool_names;
+    ToolChoice tool_choice = ToolChoice::Auto;
+    std::string tool_choice_name;         // ToolChoice::Function
+    bool parallel_tool_calls = true;
+    std::shared_ptr<const JsonSchema> schema;  // response_format json_object / json_schema
     bool prompt_is_ids = false;           // completions: token ids instead of text
     std::string prompt_text;
     std::vector<int32_t> prompt_ids;
@@ -69,6 +84,10 @@ SamplerParams default_sampler_params();
 
 // Validates a /v1/chat/completions or /v1/completions body. n_vocab bounds token ids.
 CompletionParams parse_completion(const json& body, Endpoint kind, int n_vocab);
+
+// Fills a chat request's chat_messages, tools and template_kwargs from the body parsed with its
+// keys in order (parse_completion validated the same body).
+void attach_chat_json(const ojson& body, CompletionParams& p);
 
 struct TokenizeParams {
     std::string content;

@@ -44,14 +44,16 @@ void Server::Ctx::check_prompt_size(const CompletionParams& p, int n_ctx, const 
 
 // The prompt as token ids (chat: rendered with the model's chat format), refused when it does
 // not leave room for one generated token.
-std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx) const {
+std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx,
+                                                std::string* rendered, const std::string& reply_start) const {
     const Tokenizer& tok = batch->tokenizer();
     const char* prompt_param = kind == Endpoint::Chat ? "messages" : "prompt";
     check_prompt_size(p, n_ctx, prompt_param);
     std::vector<int32_t> ids;
     if (kind == Endpoint::Chat) {
-        const std::string text = chat_render(chat_format, p.messages, true);
-        ids = tok.encode(text, !chat_format_has_bos(chat_format), true);
+        const std::string text = chat_prompt(p) + reply_start;
+        ids = tok.encode(text, chat_add_special(chat_template, text), true);
+        if (rendered) *rendered = text;
     } else if (p.prompt_is_ids) {
         ids = p.prompt_ids;
     } else {
@@ -71,13 +73,87 @@ std::vector<int32_t> Server::Ctx::prompt_tokens(const CompletionParams& p, Endpo
     return ids;
 }
 
+std::string Server::Ctx::chat_prompt(const CompletionParams& p) const {
+    const bool tools = !p.tools.is_null();
+    if (tools && !chat_template.jinja)
+        invalid("tools", fmt::format("tools: the model has no chat template (tokenizer.chat_template{}) to show "
+                                     "tools with", chat_template.jinja_error.empty() ? "" : " that parses"));
+    try {
+        if (!chat_template.jinja) return chat_render(chat_template, p.messages, true);
+        ChatVars v;
+        v.messages = p.chat_messages;
+        v.tools = p.tools;
+        v.extra = p.template_kwargs;
+        return chat_render(chat_template, v);
+    } catch (const jitllm::Error& e) {  // the template refuses the conversation (raise_exception)
+        invalid("messages", e.what());
+    }
+}
+
+bool Server::Ctx::forced_tool_call(const CompletionParams& p, ForcedCall& f,
+                                   std::shared_ptr<const JsonSchema>& schema) const {
+    if (p.tool_choice != ToolChoice::Required && p.tool_choice != ToolChoice::Function) return false;
+    const ToolSyntax syntax = chat_template.jinja ? tool_syntax_of(chat_template.jinja->source()) : ToolSyntax::None;
+    if (syntax == ToolSyntax::None || !p.tools.is_array()) return false;
+    std::vector<std::pair<std::string, nlohmann::json>> tools;
+    for (const ojson& t : p.tools) {
+        const ojson& fn = t.at("function");
+        const std::string name = fn.at("name").get<std::string>();
+        nlohmann::json params = fn.contains("parameters") ? nlohmann::json::parse(fn["parameters"].dump()) : nlohmann::json();
+        const std::string where = fmt::format("tools: function \"{}\": parameters", name);
+        try {  // each schema on its own first, for errors named by the function
+            if (params.is_object()) compile_json_schema(params, where);
+        } catch (const jitllm::Error& e) {
+            invalid("tools", e.what());
+        }
+        tools.emplace_back(name, std::move(params));
+    }
+    f = forced_call(syntax, tools);
+    try {
+        schema = compile_json_schema(f.schema, "tool_choice");
+    } catch (const jitllm::Error& e) {
+        invalid("tool_choice", e.what());
+    }
+    return true;
+}
+
+ReplyOptions Server::Ctx::reply_options(const CompletionParams& p, const std::string& prompt) const {
+    ReplyOptions o;
+    const std::string& src = chat_template.jinja ? chat_template.jinja->source() : std::string();
+    if (!p.tools.is_null()) o.syntax = tool_syntax_of(src);
+    o.tool_names = p.tool_names;
+    o.parallel_tool_calls = p.parallel_tool_calls;
+    o.split_thinking = src.find("</think>") != std::string::npos || chat_template.strip_thinking;
+    // the generation prompt opened the block (DeepSeek-R1): the reply starts as reasoning
+    const size_t end = prompt.find_last_not_of('\n');
+    o.starts_thinking = o.split_thinking && end != std::string::npos && end + 1 >= 7 &&
+                        prompt.compare(end + 1 - 7, 7, "<think>") == 0;
+    return o;
+}
+
 void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint kind) {
     check_ready();
     const int n_ctx = batch->n_ctx();
     // a body with more JSON values than a context can use is refused while it is parsed
-    const CompletionParams p = parse_completion(parse_body(req.body(), 4 * size_t(n_ctx) + 4096), kind, batch->n_vocab());
+    CompletionParams p = parse_completion(parse_body(req.body(), 4 * size_t(n_ctx) + 4096), kind, batch->n_vocab());
     check_model(p.model);
-    std::vector<int32_t> ids = prompt_tokens(p, kind, n_ctx);
+    if (kind == Endpoint::Chat) attach_chat_json(ojson::parse(req.body()), p);  // validated: keys in order
+    // tool_choice required or a named function: the reply is a call, its JSON constrained
+    ForcedCall forced;
+    std::shared_ptr<const JsonSchema> schema = p.schema;
+    const bool force = kind == Endpoint::Chat && forced_tool_call(p, forced, schema);
+    std::string prompt;
+    std::vector<int32_t> ids = prompt_tokens(p, kind, n_ctx, &prompt, forced.prefix);
+    ResponseMeta meta;
+    if (kind == Endpoint::Chat) {
+        meta.reply = reply_options(p, prompt);
+        meta.split_reply = meta.reply.syntax != ToolSyntax::None || meta.reply.split_thinking;
+        if (force) {
+            meta.reply.reply_prefix = forced.prefix;
+            meta.reply.reply_suffix = forced.suffix;
+            meta.reply.parallel_tool_calls = false;
+        }
+    }
     const int64_t budget = n_ctx - int64_t(ids.size());
     JobParams jp;
     jp.prompt = std::move(ids);
@@ -89,6 +165,13 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
     jp.logprobs = p.logprobs;
     jp.top_logprobs = p.top_logprobs;
     jp.logit_bias = p.logit_bias;
+    jp.special_text = meta.split_reply;  // the markers are control tokens in some vocabularies
+    jp.schema = schema;
+    if (schema && schema->nodes[size_t(schema->root)].min_len > jp.max_tokens) {
+        const char* what = p.max_tokens ? "max_tokens" : force ? "tool_choice" : "response_format";
+        invalid(what, fmt::format("{}: {} tokens cannot hold the shortest JSON of the {} ({} characters)", what,
+                                  jp.max_tokens, force ? "tool call" : "schema", schema->nodes[size_t(schema->root)].min_len));
+    }
 
     Scheduler::Admit why = Scheduler::Admit::Ok;
     std::shared_ptr<Job> job = sched->submit(std::move(jp), why);
@@ -103,7 +186,6 @@ void Server::Ctx::completion(const HttpRequest& req, HttpResponse& res, Endpoint
                                    "retry later", sched->slots(), opt.queue_size));
     }
     metrics.requests_total++;
-    ResponseMeta meta;
     meta.kind = kind;
     meta.id = random_id(kind == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
     meta.created = int64_t(std::time(nullptr));
@@ -159,6 +241,16 @@ void Server::Ctx::stream_response(HttpResponse& res, std::shared_ptr<Job> job, c
 bool Server::Ctx::write_stream(StreamWriter& w, Job& job, const ResponseMeta& m) {
     const Tokenizer& tok = batch->tokenizer();
     auto send = [&](const ojson& j) { return w.write("data: " + dump(j) + "\n\n"); };
+    // a split chat reply: reasoning_content and content deltas as the parser releases them
+    std::unique_ptr<ReplyParser> parser = m.split_reply ? std::make_unique<ReplyParser>(m.reply) : nullptr;
+    auto send_text = [&](const std::string& text, const std::vector<TokenLogprob>* lps) {
+        if (!parser) return send(chunk_json(tok, m, text, lps, nullptr, false));
+        const ReplyParser::Delta x = parser->push(text);
+        if (!x.reasoning.empty() && !send(delta_chunk_json(m, {{"reasoning_content", x.reasoning}}, nullptr)))
+            return false;
+        if (x.content.empty() && (!lps || lps->empty())) return true;
+        return send(chunk_json(tok, m, x.content, lps, nullptr, false));
+    };
     auto gone = [&] {
         job.cancel();
         return false;
@@ -180,7 +272,7 @@ bool Server::Ctx::write_stream(StreamWriter& w, Job& job, const ResponseMeta& m)
             last_write = Clock::now();
         }
         if (!d.text.empty() || !d.logprobs.empty()) {
-            if (!send(chunk_json(tok, m, d.text, &d.logprobs, nullptr, false))) return gone();
+            if (!send_text(d.text, &d.logprobs)) return gone();
             last_write = Clock::now();
         }
         if (d.done) break;
@@ -195,7 +287,19 @@ bool Server::Ctx::write_stream(StreamWriter& w, Job& job, const ResponseMeta& m)
         ApiError e(500, "server_error", fmt::format("generation failed: {}", d.error));
         return w.write("data: " + error_body(e) + "\n\n") && w.write("data: [DONE]\n\n");
     }
-    if (!send(chunk_json(tok, m, "", nullptr, finish_reason(d.finish), false))) return gone();
+    const char* finish = finish_reason(d.finish);
+    if (parser) {  // what the parser held back, then the calls
+        std::vector<ToolCall> calls;
+        const ReplyParser::Delta rest = parser->finish(calls);
+        if (!rest.reasoning.empty() && !send(delta_chunk_json(m, {{"reasoning_content", rest.reasoning}}, nullptr)))
+            return gone();
+        if (!rest.content.empty() && !send(chunk_json(tok, m, rest.content, nullptr, nullptr, false))) return gone();
+        if (!calls.empty()) {
+            if (!send(delta_chunk_json(m, {{"tool_calls", tool_calls_json(calls, true)}}, nullptr))) return gone();
+            finish = "tool_calls";
+        }
+    }
+    if (!send(chunk_json(tok, m, "", nullptr, finish, false))) return gone();
     if (m.include_usage && !send(usage_chunk_json(m, d))) return false;
     return w.write("data: [DONE]\n\n");
 }

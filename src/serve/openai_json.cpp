@@ -110,11 +110,48 @@ ojson usage_chunk_json(const ResponseMeta& m, const JobDelta& d) {
     return u;
 }
 
+ojson delta_chunk_json(const ResponseMeta& m, ojson delta, const char* finish) {
+    ojson c = envelope(m, true);
+    ojson ch;
+    ch["index"] = 0;
+    ch["delta"] = std::move(delta);
+    ch["logprobs"] = nullptr;
+    ch["finish_reason"] = finish ? ojson(finish) : ojson(nullptr);
+    c["choices"] = ojson::array({std::move(ch)});
+    if (m.include_usage) c["usage"] = nullptr;
+    return c;
+}
+
+ojson tool_calls_json(const std::vector<ToolCall>& calls, bool streaming) {
+    ojson a = ojson::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        ojson c;
+        if (streaming) c["index"] = i;
+        c["id"] = calls[i].id;
+        c["type"] = "function";
+        c["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+        a.push_back(std::move(c));
+    }
+    return a;
+}
+
 ojson whole_json(const Tokenizer& tok, const ResponseMeta& m, const std::string& text,
                  const std::vector<TokenLogprob>& lps, const JobDelta& d) {
     ojson r = envelope(m, false);
     ojson ch;
-    if (m.kind == Endpoint::Chat) {
+    const char* finish = finish_reason(d.finish);
+    if (m.kind == Endpoint::Chat && m.split_reply) {
+        const ParsedReply reply = parse_reply(m.reply, text);
+        ojson msg = {{"role", "assistant"}};
+        msg["content"] = reply.calls.empty() || !reply.content.empty() ? ojson(reply.content) : ojson(nullptr);
+        if (!reply.reasoning.empty()) msg["reasoning_content"] = reply.reasoning;
+        if (!reply.calls.empty()) {
+            msg["tool_calls"] = tool_calls_json(reply.calls, false);
+            finish = "tool_calls";
+        }
+        ch["index"] = 0;
+        ch["message"] = std::move(msg);
+    } else if (m.kind == Endpoint::Chat) {
         ch["index"] = 0;
         ch["message"] = {{"role", "assistant"}, {"content", text}};
     } else {
@@ -122,7 +159,7 @@ ojson whole_json(const Tokenizer& tok, const ResponseMeta& m, const std::string&
         ch["index"] = 0;
     }
     ch["logprobs"] = m.logprobs ? logprobs_json(tok, m, lps) : ojson(nullptr);
-    ch["finish_reason"] = finish_reason(d.finish);
+    ch["finish_reason"] = finish;
     r["choices"] = ojson::array({std::move(ch)});
     r["usage"] = usage_json(d);
     r["timings"] = {{"prompt_n", d.n_prompt}, {"prompt_ms", d.prompt_ms}, {"predicted_n", d.n_gen},

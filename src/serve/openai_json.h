@@ -10,6 +10,7 @@
 
 #include "serve/api.h"
 #include "serve/scheduler.h"
+#include "serve/tool_calls.h"
 
 namespace jitllm {
 class Tokenizer;
@@ -25,6 +26,8 @@ struct ResponseMeta {
     std::string model;
     bool include_usage = false;  // a stream ends with a usage chunk (other chunks: usage null)
     bool logprobs = false;
+    bool split_reply = false;    // chat: the reply is split into reasoning, content and tool calls
+    ReplyOptions reply;
 };
 
 // Compact JSON; invalid UTF-8 in generated text is replaced rather than thrown on.
@@ -44,7 +47,13 @@ ojson chunk_json(const Tokenizer& tok, const ResponseMeta& m, const std::string&
                  const std::vector<TokenLogprob>* lps, const char* finish, bool first);
 // The last chunk of a stream with include_usage: no choices, the usage.
 ojson usage_chunk_json(const ResponseMeta& m, const JobDelta& d);
+// A chat stream chunk whose delta is `delta` (reasoning_content, tool_calls), no logprobs.
+ojson delta_chunk_json(const ResponseMeta& m, ojson delta, const char* finish);
+// OpenAI's tool_calls array ("index" on each call when streaming).
+ojson tool_calls_json(const std::vector<ToolCall>& calls, bool streaming);
 // A whole (non-streaming) response: the text, logprobs, finish_reason of d, usage and timings.
+// For a split chat reply (m.split_reply) the message has reasoning_content and tool_calls too,
+// content null when there are calls and no text, and finish_reason "tool_calls" when it called.
 ojson whole_json(const Tokenizer& tok, const ResponseMeta& m, const std::string& text,
                  const std::vector<TokenLogprob>& lps, const JobDelta& d);
 

@@ -165,6 +165,11 @@ void Scheduler::admit_locked() {
         s.job->t_start_ = Clock::now();
         s.job->started_.store(true);
         s.sampler = std::make_unique<Sampler>(p.sp);
+        s.constraint.reset();
+        if (p.schema) {
+            if (!constraint_vocab_) constraint_vocab_ = constraint_vocab(batch_.tokenizer());
+            s.constraint = std::make_unique<JsonConstraint>(p.schema, constraint_vocab_);
+        }
         s.history = p.prompt;
         s.stop = StopMatcher(p.stop);
         n_active_++;
@@ -222,7 +227,7 @@ void Scheduler::step() {
             // the pick on the device (no logits to the host) unless the request needs the logits:
             // log-probabilities, a logit bias, or a sampler the device cannot draw for
             const JobParams& p = s.job->params_;
-            const bool host_pick = !p.logit_bias.empty() ||
+            const bool host_pick = !p.logit_bias.empty() || p.schema ||
                                    (!s.sampler->plain_greedy() &&
                                     !s.sampler->device_drawable(batch_.n_vocab(), batch_.batch_draw_max_k()));
             st.host_logits = p.logprobs || host_pick;
@@ -286,15 +291,21 @@ void Scheduler::on_logits(int seq, const float* logits, int32_t argmax, bool dra
     int32_t id = argmax;
     if (drawn) {
         s.sampler->skip_draws(1);  // the device drew with draw_params(): the host's counter follows
-    } else if (!s.sampler->plain_greedy() || !p.logit_bias.empty() || argmax < 0) {
+    } else if (!s.sampler->plain_greedy() || !p.logit_bias.empty() || s.constraint || argmax < 0) {
         JITLLM_CHECK(logits != nullptr, "sequence {}: a host pick without host logits", seq);
         const float* l = logits;
-        if (!p.logit_bias.empty()) {
+        if (!p.logit_bias.empty() || s.constraint) {
             biased_.assign(logits, logits + nv);
             for (const auto& [bid, b] : p.logit_bias) biased_[size_t(bid)] += b;
             l = biased_.data();
         }
+        // constrained output: only the tokens that keep the reply valid and completable remain
+        if (s.constraint && s.constraint->mask(biased_.data(), nv, p.max_tokens - s.n_gen) == 0) {
+            end(seq, Finish::Stop);  // nothing can follow (a stop string or logit_bias ruled it out)
+            return;
+        }
         id = s.sampler->sample(l, nv, s.history);
+        if (s.constraint) s.constraint->accept(id);
     }
     const auto now = Clock::now();
     if (s.n_gen == 0) {
@@ -314,7 +325,7 @@ void Scheduler::on_logits(int seq, const float* logits, int32_t argmax, bool dra
     s.n_gen++;
     s.history.push_back(id);
     if (p.logprobs) s.lp_pending.push_back(make_logprob(logits, nv, id, p.top_logprobs, s.text_bytes));
-    const std::string piece = tok.token_to_piece(id, false);
+    const std::string piece = tok.token_to_piece(id, p.special_text);
     s.text_bytes += piece.size();
     std::string out = s.stop.push(s.utf8.push(piece));
     j.publish(std::move(out), release_logprobs(s, false), s.n_gen);

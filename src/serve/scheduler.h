@@ -20,6 +20,7 @@
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
 #include "runtime/slots.h"
+#include "runtime/token_constraint.h"
 #include "serve/metrics.h"
 #include "serve/stop_matcher.h"
 
@@ -34,6 +35,8 @@ struct JobParams {
     bool logprobs = false;
     int top_logprobs = 0;
     std::vector<std::pair<int32_t, float>> logit_bias;
+    bool special_text = false;       // control tokens appear in the text (tool-call and think markers)
+    std::shared_ptr<const JsonSchema> schema;  // constrained output: the reply is JSON of this schema
 };
 
 struct TokenLogprob {
@@ -121,6 +124,7 @@ private:
         int32_t next = -1;  // sampled token to feed
         std::vector<int32_t> history;
         std::unique_ptr<Sampler> sampler;
+        std::unique_ptr<JsonConstraint> constraint;  // the job's schema, as a token mask
         Utf8Stream utf8;
         StopMatcher stop;
         size_t text_bytes = 0;
@@ -141,7 +145,8 @@ private:
     Metrics& metrics_;
     SchedulerOptions opt_;
     std::vector<Slot> slots_;
-    std::vector<float> biased_;  // logits with logit_bias applied
+    std::vector<float> biased_;  // logits with logit_bias and the constraint's mask applied
+    std::shared_ptr<const ConstraintVocab> constraint_vocab_;  // made at the first constrained job
     std::vector<SeqStep> steps_;
 
     std::mutex mu_;

@@ -189,7 +189,8 @@ ojson Server::Ctx::model_json() const {
                      {"n_ctx", batch->n_ctx()}, {"n_vocab", batch->n_vocab()},
                      {"n_params", n_params}, {"size", md.weight_bytes()},
                      {"slots", batch->n_seq()}, {"backend", batch->backend_name()},
-                     {"chat_format", chat_format_name(chat_format)}};
+                     {"chat_format", chat_format_name(chat_template.format)},
+                     {"chat_template", chat_template_describe(chat_template)}};
     }
     return m;
 }
@@ -271,7 +272,8 @@ void Server::start() {
 void Server::load() {
     Ctx* c = ctx_.get();
     c->batch = std::make_unique<SequenceBatch>(opt_.model);
-    c->chat_format = chat_format_detect(c->batch->tokenizer(), c->batch->model().config.arch);
+    c->chat_template = chat_template_for(c->batch->tokenizer(), *c->batch->model().gguf);
+    if (!opt_.chat_template_file.empty()) chat_template_use_file(c->chat_template, opt_.chat_template_file);
     const Tokenizer& tok = c->batch->tokenizer();
     size_t longest = 4;  // an unknown character (up to 4 bytes) becomes one token
     for (int32_t id = 0; id < tok.n_vocab(); ++id)

@@ -30,6 +30,7 @@ struct ServerOptions {
     int prefill_chunk = 16;
     int step_delay_ms = 0;        // test aid (hidden flag)
     int shutdown_grace_s = 10;    // how long shutdown waits for responses to finish writing
+    std::string chat_template_file;  // a Jinja chat template that replaces the model's
 };
 
 class Server {

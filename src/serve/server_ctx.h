@@ -32,7 +32,7 @@ struct Server::Ctx {
     std::unique_ptr<HttpServer> http;
     std::unique_ptr<SequenceBatch> batch;
     std::unique_ptr<Scheduler> sched;
-    ChatFormat chat_format = ChatFormat::None;
+    ChatTemplate chat_template;  // the model's (tokenizer.chat_template), else its family's format
     std::atomic<bool> ready{false};    // set by open(): batch and sched are set before, never read before
     std::atomic<bool> closing{false};
     std::atomic<int> open_responses{0};
@@ -73,7 +73,16 @@ struct Server::Ctx {
     // --- completion.cpp --------------------------------------------------------------------
     void completion(const HttpRequest& req, HttpResponse& res, Endpoint kind);
     void check_prompt_size(const CompletionParams& p, int n_ctx, const char* prompt_param) const;
-    std::vector<int32_t> prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx) const;
+    // `rendered` (chat): the prompt text, ending with `reply_start` (a forced call's opening)
+    std::vector<int32_t> prompt_tokens(const CompletionParams& p, Endpoint kind, int n_ctx,
+                                       std::string* rendered = nullptr, const std::string& reply_start = {}) const;
+    // chat with tool_choice "required" or a named function, where the template's call syntax is
+    // known: the forced call (ForcedCall) and its compiled schema; false otherwise
+    bool forced_tool_call(const CompletionParams& p, ForcedCall& f, std::shared_ptr<const JsonSchema>& schema) const;
+    // chat: the prompt text (the model's template, else its family's format)
+    std::string chat_prompt(const CompletionParams& p) const;
+    // chat: how the reply is split (reasoning, tool calls) given the request and its prompt
+    ReplyOptions reply_options(const CompletionParams& p, const std::string& prompt) const;
     void whole_response(const HttpRequest& req, HttpResponse& res, Job& job, const ResponseMeta& m);
     void stream_response(HttpResponse& res, std::shared_ptr<Job> job, const ResponseMeta& m);
     bool write_stream(StreamWriter& w, Job& job, const ResponseMeta& m);

@@ -142,7 +142,10 @@ TEST(Api, messages_roles_and_text_parts) {
     EXPECT_EQ(p.messages[0].role, "system");
     EXPECT_EQ(p.messages[1].content, "ab");
     EXPECT_EQ(p.messages[2].content, "");
-    EXPECT_EQ(chat_param(R"({"messages":[{"role":"tool","content":"x"}]})"), "messages[0].role");
+    EXPECT_EQ(chat_param(R"({"messages":[{"role":"function","content":"x"}]})"), "messages[0].role");
+    EXPECT_EQ(chat_param(R"({"messages":[{"role":"tool"}]})"), "messages[0].content");
+    EXPECT_EQ(chat_param(R"({"messages":[{"role":"user","content":"x","tool_calls":[{}]}]})"),
+              "messages[0].tool_calls");
     EXPECT_EQ(chat_param(R"({"messages":[{"content":"x"}]})"), "messages[0].role");
     EXPECT_EQ(chat_param(R"({"messages":[{"role":"user"}]})"), "messages[0].content");
     EXPECT_EQ(chat_param(R"({"messages":{}})"), "messages");

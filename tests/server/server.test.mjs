@@ -254,7 +254,8 @@ describe('jitllm serve with the openai client', () => {
       [{ stream: 'yes' }, 'stream'],
       [{ model: 'gpt-4o' }, 'model'],
       [{ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools'],
-      [{ response_format: { type: 'json_object' } }, 'response_format.type'],
+      [{ response_format: { type: 'xml' } }, 'response_format.type'],
+      [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: 'a+' } } } }, 'response_format.json_schema.schema'],
       [{ logit_bias: { 99999: 1 } }, 'logit_bias.99999'],
       [{ logit_bias: { 5: 500 } }, 'logit_bias.5'],
     ];

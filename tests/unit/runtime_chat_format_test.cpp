@@ -2,7 +2,9 @@
 // assistant + user + generation prompt) tokenized with each family's vocab from tests/data, the
 // rendered text where no vocab is here, detection from the vocab and the file's template, and the
 // stop tokens being end-of-generation tokens. Expected ids were looked up by token text in each
-// vocab (tokenizer.ggml.tokens), never produced by our tokenizer.
+// vocab (tokenizer.ggml.tokens), never produced by our tokenizer. Where a vocab file carries its
+// template, the ids are checked twice: rendered by that template (the Jinja interpreter) and by
+// the family's built-in format, the fallback for files without one.
 #include <gtest/gtest.h>
 
 #include "fixtures/test_support.h"
@@ -34,7 +36,14 @@ std::vector<ChatMessage> conversation(const std::string& answer = "Hello") {
 }
 
 Ids encode(const Vocab& v, const ChatTemplate& t, const std::vector<ChatMessage>& msgs) {
-    return v.tok->encode(chat_render(t, msgs, true), !chat_format_has_bos(t.format), true);
+    const std::string text = chat_render(t, msgs, true);
+    return v.tok->encode(text, chat_add_special(t, text), true);
+}
+
+// `t` without the file's template: the family's built-in format renders.
+ChatTemplate builtin(ChatTemplate t) {
+    t.jinja.reset();
+    return t;
 }
 
 void expect_stops_are_eog(const Vocab& v, ChatFormat f) {
@@ -59,9 +68,12 @@ TEST(ChatFormatLlama3, two_turns_match_the_published_template_ids) {
                           128006, 882,    128007, 271,    13347,  128009, 128006, 78191,  128007,
                           271,    9906,   128009, 128006, 882,    128007, 271,    10445,  30,
                           128009, 128006, 78191,  128007, 271};
+    ASSERT_NE(t.jinja, nullptr);
     EXPECT_EQ(encode(v, t, conversation()), expected);
+    EXPECT_EQ(encode(v, builtin(t), conversation()), expected);
     // `| trim`: surrounding white space of a message is dropped
     EXPECT_EQ(encode(v, t, conversation(" \nHello\n ")), expected);
+    EXPECT_EQ(encode(v, builtin(t), conversation(" \nHello\n ")), expected);
     expect_stops_are_eog(v, t.format);
     EXPECT_TRUE(v.tok->is_eog(128009));  // <|eot_id|>
     EXPECT_TRUE(v.tok->is_eog(128001));  // <|end_of_text|>
@@ -85,6 +97,7 @@ TEST(ChatFormatQwen25, two_turns_match_the_published_template_ids) {
     ASSERT_EQ(t.format, ChatFormat::ChatML);
     EXPECT_FALSE(t.strip_thinking);
     EXPECT_EQ(encode(v, t, conversation()), kChatMlIds);
+    EXPECT_EQ(encode(v, builtin(t), conversation()), kChatMlIds);
     expect_stops_are_eog(v, t.format);
     EXPECT_TRUE(v.tok->is_eog(151645));  // <|im_end|>
 }
@@ -93,9 +106,10 @@ TEST(ChatFormatQwen25, default_system_prompt_comes_from_the_template) {
     Vocab v = load_vocab("qwen2_5-npm");
     const ChatTemplate t = chat_template_for(*v.tok, *v.g);
     EXPECT_EQ(t.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
-    EXPECT_EQ(chat_render(t, {{"user", "Hi"}}, true),
-              "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
-              "assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    for (const ChatTemplate& r : {t, builtin(t)})
+        EXPECT_EQ(chat_render(r, {{"user", "Hi"}}, true),
+                  "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+                  "assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 // --- ChatML: Qwen1.5/Qwen2 (qwen2-npm) ---
@@ -110,7 +124,9 @@ TEST(ChatFormatQwen2, default_system_prompt_ids) {
     const Ids expected = {151644, 8948, 198, 2610, 525, 264, 10950, 17847, 151645, 198, 151644,
                           872,    198,  13048, 151645, 198, 151644, 77091, 198};
     EXPECT_EQ(encode(v, t, {{"user", "Hi"}}), expected);
+    EXPECT_EQ(encode(v, builtin(t), {{"user", "Hi"}}), expected);
     EXPECT_EQ(encode(v, t, conversation()), kChatMlIds);
+    EXPECT_EQ(encode(v, builtin(t), conversation()), kChatMlIds);
     expect_stops_are_eog(v, t.format);
 }
 
@@ -123,9 +139,10 @@ TEST(ChatFormatQwen3, two_turns_drop_earlier_thinking) {
     ASSERT_EQ(t.format, ChatFormat::ChatML);
     EXPECT_EQ(t.default_system, "");
     EXPECT_TRUE(t.strip_thinking);
-    EXPECT_EQ(encode(v, t, conversation("<think>\nShort greeting.\n</think>\n\nHello")), kChatMlIds);
-    EXPECT_EQ(chat_render(t, {{"user", "Hi"}}, true),
-              "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    for (const ChatTemplate& r : {t, builtin(t)}) {
+        EXPECT_EQ(encode(v, r, conversation("<think>\nShort greeting.\n</think>\n\nHello")), kChatMlIds);
+        EXPECT_EQ(chat_render(r, {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    }
     expect_stops_are_eog(v, t.format);
 }
 
@@ -138,13 +155,14 @@ TEST(ChatFormatMistral, tekken_two_turns_put_the_system_prompt_in_the_last_user_
     Vocab v = load_vocab("tekken-npm");
     const ChatTemplate t = chat_template_for(*v.tok, *v.g);
     ASSERT_EQ(t.format, ChatFormat::MistralTekken);
-    EXPECT_EQ(chat_render(t, conversation(), true),
-              "<s>[INST]Hi[/INST]Hello</s>[INST]Be brief.\n\nWhy?[/INST]");
+    for (const ChatTemplate& r : {t, builtin(t)})
+        EXPECT_EQ(chat_render(r, conversation(), true), "<s>[INST]Hi[/INST]Hello</s>[INST]Be brief.\n\nWhy?[/INST]");
     // <s>=1 </s>=2 [INST]=3 [/INST]=4 Hi=37133 Hello=22177 Be=5934 Ġbrief=13426 .ĊĊ=1338
     // Why=19429 ?=1063 (the Tekken regex's punctuation run " ?[^\s\p{L}\p{N}]+[\r\n/]*" keeps
     // the newlines that follow "." in one piece)
     const Ids expected = {1, 3, 37133, 4, 22177, 2, 3, 5934, 13426, 1338, 19429, 1063, 4};
     EXPECT_EQ(encode(v, t, conversation()), expected);
+    EXPECT_EQ(encode(v, builtin(t), conversation()), expected);
     expect_stops_are_eog(v, t.format);
     EXPECT_TRUE(v.tok->is_eog(2));
 }
@@ -234,12 +252,15 @@ TEST(ChatFormatLlama2, sys_block_in_the_first_turn) {
 // {{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' +
 // '\n' + message['content'] + '<|end|>' + '\n' + '<|assistant|>' + '\n'}}{% elif
 // (message['role'] == 'assistant') %}{{message['content'] + '<|end|>' + '\n'}}{% endif %}{% endfor %}
-// Phi-3.5-mini's template adds {{'<|system|>\n' + message['content'] + '<|end|>\n'}}; we render
-// that one (so --system-prompt works). llama.cpp gives every Phi-3 special token rstrip, so the
-// "\n" after each is dropped and the following text gets SentencePiece's "▁" prefix.
+// Phi-3.5-mini's template adds {{'<|system|>\n' + message['content'] + '<|end|>\n'}}; the built-in
+// format renders that one (so --system-prompt works where a file has no template), while the
+// file's own template drops the system message. llama.cpp gives every Phi-3 special token rstrip,
+// so the "\n" after each is dropped and the following text gets SentencePiece's "▁" prefix.
 TEST(ChatFormatPhi3, two_turns_match_the_published_template_ids) {
     Vocab v = load_vocab("phi-3");
-    const ChatTemplate t = chat_template_for(*v.tok, *v.g);
+    const ChatTemplate file = chat_template_for(*v.tok, *v.g);
+    ASSERT_NE(file.jinja, nullptr);
+    const ChatTemplate t = builtin(file);
     ASSERT_EQ(t.format, ChatFormat::Phi3);
     EXPECT_EQ(chat_render(t, conversation(), true),
               "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello<|end|>\n"
@@ -257,6 +278,11 @@ TEST(ChatFormatPhi3, two_turns_match_the_published_template_ids) {
     ASSERT_FALSE(got.empty());
     EXPECT_EQ(got[0], 1);
     EXPECT_EQ(Ids(got.begin() + 1, got.end()), expected_no_sys);
+    // the file's template: its {{ bos_token }} is the one BOS, and the system message is dropped
+    Ids from_file = expected_no_sys;
+    from_file.insert(from_file.begin(), 1);
+    EXPECT_EQ(encode(v, file, conversation()), from_file);
+    EXPECT_EQ(encode(v, file, no_sys), from_file);
     expect_stops_are_eog(v, t.format);
     EXPECT_TRUE(v.tok->is_eog(32007));  // <|end|>
 }

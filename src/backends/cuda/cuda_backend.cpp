@@ -87,6 +87,9 @@ CudaBackend::~CudaBackend() {
     for (auto& g : decode_graph_)
         if (g) d.cuGraphExecDestroy(g);
     if (prefill_graph_) d.cuGraphExecDestroy(prefill_graph_);
+    for (auto& g : masked_graph_)
+        if (g) d.cuGraphExecDestroy(g);
+    if (host_mask_) d.cuMemFreeHost(host_mask_);
     for (auto& [key, g] : batch_graphs_) d.cuGraphExecDestroy(g);
     if (batch_logits_host_) d.cuMemFreeHost(batch_logits_host_);
     for (auto& e : events_) d.cuEventDestroy(e);

@@ -58,6 +58,7 @@ public:
     bool set_draw(const DrawParams* p) override;
     int draw_max_k() const override { return sched_.draw_max_k; }
     int batch_draw_max_k() const override { return host_draw_ ? sched_.draw_max_k : 0; }
+    bool decode_masked(int32_t token, int pos, const std::function<const uint32_t*()>& mask) override;
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
     BackendInfo info() const override;
@@ -164,6 +165,13 @@ private:
     float* batch_logits_host_ = nullptr;  // pinned: n_seq rows of logits
     std::map<int, CUgraphExec> batch_graphs_;  // by 2 * rows + logits
     std::vector<int32_t> batch_tokens_out_;
+    // decode_masked (cuda_backend_mask.cpp): the decode lists 0 and 1 but their pick kernel as
+    // graphs, logit_mask.cu (compiled at the first masked step), the mask pinned and on the device
+    void load_mask_kernel();
+    CUgraphExec masked_graph_[2] = {};
+    CUfunction mask_fn_ = nullptr;
+    uint32_t* host_mask_ = nullptr;
+    CUdeviceptr mask_dev_ = 0;
     // profiling: one event per launch + 1, the run's origin, step counters per phase
     std::vector<CUevent> events_;
     CUevent origin_ = nullptr;
