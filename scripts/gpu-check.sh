@@ -28,6 +28,15 @@
 #             copies from ../shared/baselines; about 4.5 minutes, in the background while the
 #             files of LLAMA_SHAPES are made), then tg128 and pp512 of each file with jitllm bench
 #             (-b 512) and llama-bench (-fa 1), both md rows into the summary
+#   batched : issue 53's table in one call: llama-batched-bench (built from .gpu/baselines as llama
+#             does, in the background while runtime_slots_paged_test and runtime_slots_draw_test
+#             run, where GPU_TESTS carried them, and the file is made) and `jitllm bench --gpu -npp 128
+#             -ntg 128 -npl BATCHED_NPL` on BATCHED_SHAPE, then `jitllm serve --gpu --parallel 64`
+#             under serve-load.py at BATCHED_CLIENTS; md tables into the summary
+#   kvpool  : issue 53's pool and reuse: `jitllm serve --gpu --parallel 64 -c 8192 --kv-pool-tokens
+#             KVPOOL_TOKENS --prefill-chunk 256` on BATCHED_SHAPE under 64 clients of ~1 k-token prompts (nvidia-smi's
+#             peak memory beside the weights and the pool, /metrics' occupancy), then the time to
+#             first token of two requests sharing a ~2000-token system prompt
 #   sweep   : tg128 of SWEEP_SHAPES with `--tune SWEEP_KEY=V` for each V of SWEEP_VALUES beside
 #             the default, alternated SWEEP_ROUNDS times (SWEEP_ARGS: ';'-separated flag sets instead)
 #
@@ -56,6 +65,9 @@
 #                  [Once upon a time]  AB_TOKENS: greedy tokens each [48]
 #   LLAMA_SHAPES [qwen3-30b-a3b:q4_0 qwen3-30b-a3b:q8_0]  LLAMA_VOCAB: the vocab file synth copies
 #                  [testdata/vocab/ggml-vocab-qwen3-npm.gguf when .gpu has it, else VOCAB]
+#   BATCHED_SHAPE [llama3.1-8b:q4_0]  BATCHED_NPL [1,8,32,64]  BATCHED_CLIENTS [1,8,32,64]
+#                  BATCHED_SERVE_ARGS: extra serve flags []  (SERVE_SECONDS: each client count's window)
+#   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
 # Binaries come from .gpu/bin (test binaries there or in .gpu/bin/gpu), data from .gpu/shared.
@@ -382,7 +394,64 @@ llama)
         x timeout 300 "$LB" -m "$f" -p 512 -n 128 -fa 1 -r "$BENCH_R" -o md 2>&1 | grep -E "^\| (model|[a-z])|rror" | note
     done
     ;;
-*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama sweep)"; exit 2 ;;
+batched)
+    LBB=/tmp/llama.cpp/build/bin/llama-batched-bench
+    [ -x "$LBB" ] || x bash .gpu/baselines/build-llama-cuda.sh /tmp/llama.cpp > "$OUT/llama-build.txt" 2>&1 &
+    # the paged batch steps against the CPU spec's tokens (carried with GPU_TESTS when wanted)
+    for t in runtime_slots_paged_test runtime_slots_draw_test; do
+        [ -x "$(tbin $t)" ] && cuda_test "$t" "$t" "$t"
+    done
+    f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
+    npl=${BATCHED_NPL:-1,8,32,64}
+    wait  # the timings below with the build done
+    log "jitllm bench --gpu -npp 128 -ntg 128 -npl $npl: $(basename "$f")"
+    # shellcheck disable=SC2086
+    x timeout 400 "$B/jitllm" bench --gpu -m "$f" -npp 128 -ntg 128 -npl "$npl" $BENCH_ARGS 2>&1 | grep -E "^\||rror" | note
+    if [ "$DRY" = 1 ] || [ -x "$LBB" ]; then
+        log "llama-batched-bench -npp 128 -ntg 128 -npl $npl -fa 1: $(basename "$f")"
+        x timeout 300 "$LBB" -m "$f" -c 20000 -b 2048 -ub 512 -npp 128 -ntg 128 -npl "$npl" -fa 1 -ngl 99 2>&1 |
+            grep -E "^\||rror" | note
+    else
+        log "llama.cpp build failed"; tail -20 "$OUT/llama-build.txt" | note
+    fi
+    log "serve --gpu --parallel 64 -c 1024 [${BATCHED_SERVE_ARGS:-}]: aggregate tok/s by clients, 128-token completions"
+    # shellcheck disable=SC2086
+    x "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 1024 --port 18081 ${BATCHED_SERVE_ARGS:-} > "$OUT/serve-batched.log" 2>&1 &
+    sp=$!
+    if [ "$DRY" != 1 ]; then
+        for _ in $(seq 1 180); do curl -sf http://127.0.0.1:18081/health > /dev/null 2>&1 && break; sleep 1; done
+    fi
+    x timeout 300 python3 scripts/serve-load.py --port 18081 --clients "${BATCHED_CLIENTS:-1,8,32,64}" \
+        --seconds "${SERVE_SECONDS:-10}" --max-tokens 128 2>&1 | note
+    [ "$DRY" = 1 ] || curl -s http://127.0.0.1:18081/metrics | grep -E "^jitllm:(kv_cache|prompt_tokens_reused)" | note
+    kill -INT $sp 2> /dev/null
+    wait $sp
+    tail -3 "$OUT/serve-batched.log" | note
+    ;;
+kvpool)
+    f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
+    log "serve --gpu --parallel 64 -c 8192 --kv-pool-tokens ${KVPOOL_TOKENS:-90000}: 64 clients of ~${KVPOOL_WORDS:-700}-word prompts"
+    x "$B/jitllm" serve --gpu -m "$f" --parallel 64 -c 8192 --kv-pool-tokens "${KVPOOL_TOKENS:-90000}" --port 18082 \
+        --prefill-chunk 256 --verbose-init > "$OUT/serve-kvpool.log" 2>&1 &
+    sp=$!
+    if [ "$DRY" != 1 ]; then
+        for _ in $(seq 1 180); do curl -sf http://127.0.0.1:18082/health > /dev/null 2>&1 && break; sleep 1; done
+    fi
+    x nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/kvpool-mem.txt" 2>&1 &
+    mp=$!
+    x timeout 300 python3 scripts/serve-load.py --port 18082 --clients 64 --seconds "${SERVE_SECONDS:-20}" \
+        --max-tokens 128 --prompt-words "${KVPOOL_WORDS:-700}" 2>&1 | note
+    [ "$DRY" = 1 ] || curl -s http://127.0.0.1:18082/metrics | grep -E "^jitllm:(kv_cache|prompt_tokens|requests_)" | note
+    kill $mp 2> /dev/null
+    [ "$DRY" = 1 ] || echo "peak GPU memory used: $(sort -n "$OUT/kvpool-mem.txt" | tail -1) MiB" | note
+    grep -iE "weights|kv|memory" "$OUT/serve-kvpool.log" | head -8 | note
+    log "time to first token, a ~2000-token system prompt served twice (prefix reuse)"
+    x timeout 300 python3 scripts/serve-load.py --port 18082 --ttft-prefix-words 1500 --max-tokens 8 2>&1 | note
+    [ "$DRY" = 1 ] || curl -s http://127.0.0.1:18082/metrics | grep -E "^jitllm:prompt_tokens_reused" | note
+    kill -INT $sp 2> /dev/null
+    wait $sp
+    ;;
+*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched kvpool sweep)"; exit 2 ;;
 esac
 done
 # The device tool brings back only a few files: keep summary.txt and pack the rest.

@@ -31,20 +31,23 @@ inline bool draw_in_bounds(const DrawParams& p, int n_vocab, int max_k) {
 }
 
 // One step of the batch phase: row i is token tokens[i] at position pos[i] of sequence seq[i]
-// (< plan.n_seq). Rows of one sequence come in position order; a row attends to its sequence's
-// cache up to its own position, so a prompt chunk is causal. With `logits`, every row gets logits
-// and a pick (n <= plan.n_seq): the argmax, or a draw (`draw`).
+// (< plan.n_seq). Every row's K/V is stored before any row attends, and a row attends to its
+// sequence's cache up to its own position, so a prompt chunk is causal whatever the rows' order.
+// With `logits`, every row gets logits and a pick (n <= plan.n_seq): the argmax, or a draw
+// (`draw`); with logits_first = k, rows 0 .. k - 1 do (k <= plan.n_seq), the others do not (a
+// decode step and prompt chunks in one step; where Backend::batch_logits_first()).
 struct BatchStep {
     const int32_t* tokens = nullptr;
     const int32_t* pos = nullptr;
     const int32_t* seq = nullptr;
     int n = 0;
     bool logits = false;       // logits and a pick for every row (n <= n_seq)
+    int logits_first = 0;      // logits and a pick for rows [0, logits_first) (without `logits`)
     bool logits_last = false;  // only for the last row, reported as row 0 (a prompt's last chunk);
                                // also what sampled_token() returns next
-    // with logits: row i's pick drawn on the device with draw[i] (DrawParams above; temperature 0:
-    // the argmax), only where Backend::batch_draw_max_k() > 0 and draw[i] is within it; nullptr:
-    // every row's argmax
+    // with logits (or logits_first): row i's pick drawn on the device with draw[i] (DrawParams
+    // above; temperature 0: the argmax), only where Backend::batch_draw_max_k() > 0 and draw[i] is
+    // within it; nullptr: every row's argmax
     const DrawParams* draw = nullptr;
 };
 
@@ -121,9 +124,17 @@ public:
     }
     // Runs the batch phase (needs a plan with batch_rows >= step.n).
     virtual void batch(const BatchStep& step) = 0;
+    // Whether batch() takes BatchStep::logits_first (else a caller splits such a step in two).
+    virtual bool batch_logits_first() const { return false; }
     // After a batch step with logits: row i's logits (host, n_vocab floats) and greedy pick.
     virtual const float* batch_logits(int row) = 0;
     virtual int32_t batch_sampled(int row) const = 0;
+    // The paged KV cache (Plan::kv_blocks blocks of Plan::kv_block positions): sequence seq's
+    // block table from now on, blocks[b] holding its positions [b * kv_block, (b + 1) * kv_block)
+    // for b < n (n <= Plan::kv_blocks_per_seq()), read and written by the batch phase. Until a
+    // sequence's table is set it has blocks seq * kv_blocks_per_seq() + b. Returns false where
+    // the backend keeps that fixed layout (nothing changes; no paging, no shared blocks).
+    virtual bool set_kv_blocks(int seq, const int32_t* blocks, int n) { return false; }
     // Forget the KV cache (a new sequence starts at position 0).
     virtual void reset() = 0;
     // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).

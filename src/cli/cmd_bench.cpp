@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "bench/batched_bench.h"
 #include "bench/bench_output.h"
 #include "bench/bench_runner.h"
 #include "backends/cpu/fast/fast_ops.h"
@@ -73,6 +74,7 @@ std::vector<int> parse_int_list(const std::vector<std::string>& vals, const std:
 
 struct BenchFlags {
     std::vector<std::string> models, n_prompt{"512"}, n_gen{"128"}, pg, n_depth{"0"}, threads;
+    std::vector<std::string> npp, ntg, npl;  // llama-batched-bench's tests
     int repetitions = 5;
     std::string output = "md", output_err = "none";
     int ctx_size = 0;
@@ -96,9 +98,16 @@ void add_bench_flags(CLI::App& app, BenchFlags& f) {
     app.add_option("-d,--n-depth,--depth", f.n_depth, "KV positions filled (untimed) before each test")->default_str("0");
     app.add_option("-r,--repetitions", f.repetitions, "timed repetitions per test")->check(CLI::Range(1, 100000))->default_str("5");
     app.add_option("-t,--threads", f.threads, "CPU threads, a list (default: all physical cores)");
-    app.add_option("-o,--output", f.output, "md | csv | json | jsonl | sql")->default_str("md");
+    app.add_option("-o,--output,--output-format", f.output, "md | csv | json | jsonl | sql (-npl: md | jsonl)")
+        ->default_str("md");
     app.add_option("--output-err", f.output_err, "-oe FORMAT: also print this format to stderr (none)");
-    app.add_option("--ctx-size", f.ctx_size, "context length (default: what the largest test needs)")->check(CLI::Range(0, 1 << 24));
+    app.add_option("-c,--ctx-size", f.ctx_size, "context length (default: what the largest test needs); with -npl: "
+                   "KV positions of all sequences together (tests needing more are skipped)")
+        ->check(CLI::Range(0, 1 << 24));
+    app.add_option("--npp", f.npp, "-npp P,...: batched bench (llama-batched-bench): prompt tokens per sequence "
+                   "(default 128 when -ntg or -npl is given)");
+    app.add_option("--ntg", f.ntg, "-ntg T,...: batched bench: tokens generated per sequence (default 128)");
+    app.add_option("--npl", f.npl, "-npl B,...: batched bench: sequences decoded together (default 1)");
     add_gpu_and_prompt_flags(app, f.gpu, f.with_prefill_decode, f.batch_prefill_size, "-b,--batch-prefill-size");
     add_cpu_exact_flag(app, f.cpu_exact);
     app.add_flag("--no-warmup", f.no_warmup, "skip the unreported warm-up run of each test");
@@ -106,6 +115,56 @@ void add_bench_flags(CLI::App& app, BenchFlags& f) {
     app.add_option("--seed", f.seed, "seed of the synthetic token ids")->default_str("1234");
     app.add_option("--sql-table", f.sql_table, "table name of -o sql")->default_str("test");
     f.g.add(app);
+}
+
+// -npp / -ntg / -npl: llama-batched-bench's measurement and output (src/bench/batched_bench.h)
+int batched_bench(const CLI::App& app, BenchFlags& f) {
+    for (const char* flag : {"--n-prompt", "--n-gen", "--pg", "--n-depth", "--repetitions", "--output-err",
+                             "--with-prefill-decode", "--sql-table"})
+        if (app.count(flag) > 0)
+            fail_usage("{}: not a flag of the batched bench (-npp/-ntg/-npl); expected the flags of "
+                       "llama-batched-bench", flag);
+    if (f.output != "md" && f.output != "jsonl")
+        fail_usage("-o: the batched bench prints md or jsonl, found '{}'", f.output);
+    if (f.models.size() > 1) fail_usage("-m: the batched bench takes one model, found {}", f.models.size());
+    BatchedBenchOptions o;
+    o.model = f.models.empty() ? default_model_path() : f.models[0];
+    if (o.model.empty()) fail_usage("-m: expected a model path, found an empty one");
+    if (!f.npp.empty()) o.n_pp = parse_int_list(f.npp, "-npp");
+    if (!f.ntg.empty()) o.n_tg = parse_int_list(f.ntg, "-ntg");
+    if (!f.npl.empty()) o.n_pl = parse_int_list(f.npl, "-npl");
+    const std::vector<int> threads = f.threads.empty() ? std::vector<int>{} : parse_int_list(f.threads, "-t");
+    if (threads.size() > 1) fail_usage("-t: the batched bench takes one thread count, found {}", threads.size());
+    o.n_threads = threads.empty() ? int(std::max(1u, std::thread::hardware_concurrency())) : threads[0];
+    if (o.n_threads < 1 || o.n_threads > 1024) fail_usage("-t: expected threads in [1, 1024], found {}", o.n_threads);
+    o.n_kv_max = f.ctx_size;
+    o.batch_rows = f.batch_prefill_size;
+    o.gpu = f.gpu;
+    o.warmup = !f.no_warmup;
+    o.seed = f.seed;
+    f.g.check();
+    Profiler profiler;
+    o.cuda = f.g.cuda(false, &profiler);
+    batched_bench_check(o);  // usage errors before the model loads
+    const bool jsonl = f.output == "jsonl";
+    BatchedBenchSetup setup;
+    const auto emit = [](const std::string& s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+    };
+    batched_bench_run(
+        o,
+        [&](const BatchedBenchSetup& s) {
+            setup = s;
+            if (!jsonl) emit(batched_md_head(s));
+        },
+        [&](const BatchedBenchResult& r) { emit(jsonl ? batched_jsonl(setup, r) : batched_md_row(r)); },
+        [&](int level, const std::string& msg) {
+            if (level == 0 || f.progress) std::fprintf(stderr, "[jitllm] bench: %s\n", msg.c_str());
+        });
+    if (!jsonl) emit("\n");
+    if (!profiler.records().empty()) std::fprintf(stderr, "%s", profiler.table().c_str());
+    return 0;
 }
 
 }  // namespace
@@ -120,8 +179,10 @@ int cmd_bench(const Args& args_in) {
     for (auto& a : args) {
         if (a == "-pg") a = "--pg";
         if (a == "-oe") a = "--output-err";
+        if (a == "-npp" || a == "-ntg" || a == "-npl") a = "-" + a;
     }
     if (!parse_args(app, args)) return 0;
+    if (!f.npp.empty() || !f.ntg.empty() || !f.npl.empty()) return batched_bench(app, f);
 
     BenchOptions o;
     o.models = f.models.empty() ? std::vector<std::string>{default_model_path()} : f.models;

@@ -113,6 +113,12 @@ int cmd_serve(const Args& args) {
                                                 "own KV cache (default 1)")->check(CLI::Range(1, 256));
     app.add_option("-c,--ctx-size", o.model.n_ctx, "context length of each slot (default: min(model, 4096))")
         ->check(CLI::Range(0, 1 << 24));
+    app.add_option("--kv-pool-tokens", o.model.kv_pool_tokens, "KV cache positions of all slots together, in blocks of "
+                   "16 (default: parallel x ctx-size); a request waits until the pool can hold its prompt + "
+                   "max_tokens")->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+    bool no_prefix_reuse = false;
+    app.add_flag("--no-prefix-reuse", no_prefix_reuse, "compute every prompt whole (default: the KV blocks of a "
+                 "prompt prefix an earlier request computed are reused)");
     o.model.n_threads = 0;  // all physical cores
     app.add_option("-t,--threads", o.model.n_threads, "CPU threads (default: all physical cores)")
         ->check(CLI::Range(1, 1024));
@@ -150,6 +156,7 @@ int cmd_serve(const Args& args) {
     add_env_twins(app, "JITLLM_ARG_");
     g.add(app);
     if (!parse_args(app, args)) return 0;
+    o.model.prefix_reuse = !no_prefix_reuse;
     Profiler profiler;  // --profiler: per-kernel table of the whole serving run, printed at shutdown
     g.check();
     o.model.cuda = g.cuda(false, &profiler);

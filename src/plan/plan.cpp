@@ -139,6 +139,8 @@ Plan plan_build(const Model& m, const PlanOptions& o) {
     p.n_ctx = n_ctx;
     p.batch_rows = o.batch_rows;
     p.n_seq = o.n_seq;
+    p.kv_blocks = o.kv_blocks > 0 ? o.kv_blocks : o.n_seq * p.kv_blocks_per_seq();
+    JITLLM_CHECK(p.kv_blocks >= p.kv_blocks_per_seq(), "kv pool of {} blocks for a context of {}", p.kv_blocks, n_ctx);
     using S = Slot;
     const int64_t R = std::max(1, o.batch_rows);
     p.buffers = {
@@ -154,8 +156,8 @@ Plan plan_build(const Model& m, const PlanOptions& o) {
         {S::Hb, "f32", {R, c.hidden_dim}},
         {S::Hb2, "f32", {R, c.hidden_dim}},
         {S::Logits, "f32", {o.n_seq, c.n_vocab}},
-        {S::KCache, "kv", {o.n_seq, n_ctx, c.n_kv_heads, c.head_dim}, true},
-        {S::VCache, "kv", {o.n_seq, n_ctx, c.n_kv_heads, c.head_dim}, true},
+        {S::KCache, "kv", {p.kv_blocks, p.kv_block, c.n_kv_heads, c.head_dim}, true},
+        {S::VCache, "kv", {p.kv_blocks, p.kv_block, c.n_kv_heads, c.head_dim}, true},
     };
     if (c.moe()) {
         const int64_t k = c.n_expert_used;

@@ -28,8 +28,8 @@ enum class Slot : uint8_t {
     Hb,      // f32 (hidden)       gate, then activated
     Hb2,     // f32 (hidden)       up
     Logits,  // f32 (n_vocab)
-    KCache,  // kv (n_seq, n_ctx, n_kv_heads, head_dim) per layer
-    VCache,  // kv (n_seq, n_ctx, n_kv_heads, head_dim) per layer
+    KCache,  // kv (kv_blocks, kv_block, n_kv_heads, head_dim) per layer: the paged pool
+    VCache,  // kv (kv_blocks, kv_block, n_kv_heads, head_dim) per layer
     Tokens,  // i32 (rows)         batch phase: input token of each row; `sample` writes the pick
     Positions,  // i32 (rows)      batch phase: position of each row
     Seqs,    // i32 (rows)         batch phase: sequence (KV cache) of each row, < n_seq
@@ -75,10 +75,17 @@ struct Task {
     uint64_t flops = 0;         // per execution at position 0 (matmuls: 2*rows*cols)
 };
 
+// The KV cache is a pool of kv_blocks blocks of kv_block positions. Sequence s's position p lives
+// in row table[s][p / kv_block] * kv_block + p % kv_block of the pool, through the block table the
+// backend holds (Backend::set_kv_blocks; until set, sequence s has blocks s * per_seq + b, so
+// sequence 0 is rows 0 .. n_ctx - 1, which the decode phase reads directly).
+constexpr int kKvBlockTokens = 16;
+
 struct PlanOptions {
     int n_ctx = 0;       // positions per sequence
     int batch_rows = 0;  // rows of the batch phase (0: no batch phase)
     int n_seq = 1;       // sequences (KV caches); logits rows of the batch phase
+    int kv_blocks = 0;   // blocks in the KV pool; 0: n_seq * kv_blocks_per_seq (every sequence its context)
 };
 
 struct Plan {
@@ -87,6 +94,9 @@ struct Plan {
     int n_ctx = 0;
     int batch_rows = 0;  // 0: the plan has no batch phase
     int n_seq = 1;
+    int kv_block = kKvBlockTokens;  // positions a KV block
+    int kv_blocks = 0;              // blocks in the KV pool (>= kv_blocks_per_seq())
+    int kv_blocks_per_seq() const { return (n_ctx + kv_block - 1) / kv_block; }  // a block table's length
     std::vector<BufferDesc> buffers;
     std::vector<Task> decode;   // one token through the whole model, ending in output + sample
     std::vector<Task> prefill;  // --with-prefill-decode: decode minus output_norm/output/sample

@@ -11,6 +11,9 @@ namespace {
 // (checked before the model loads)
 const SequenceBatchOptions& with_sequences(const SequenceBatchOptions& opt) {
     if (opt.n_seq < 1) fail_usage("--parallel: expected at least 1 sequence, found {}", opt.n_seq);
+    if (opt.kv_pool_tokens < 0)
+        fail_usage("--kv-pool-tokens: expected 0 (every sequence its context) or more positions, found {}",
+                   opt.kv_pool_tokens);
     return opt;
 }
 }  // namespace
@@ -21,11 +24,55 @@ SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
           po.batch_rows = opt.batch_rows > 0 ? opt.batch_rows : std::max(opt.n_seq, std::min(po.n_ctx, 512));
           if (po.batch_rows < opt.n_seq)
               fail_usage("batch rows {} must be at least the number of sequences {}", po.batch_rows, opt.n_seq);
-      }) {}
+          if (opt.kv_pool_tokens > 0) {
+              if (opt.kv_pool_tokens < po.n_ctx)
+                  fail_usage("--kv-pool-tokens {}: expected at least the context of one sequence ({} positions)",
+                             opt.kv_pool_tokens, po.n_ctx);
+              const int64_t blocks = (opt.kv_pool_tokens + kKvBlockTokens - 1) / kKvBlockTokens;
+              if (blocks > (int64_t(1) << 30) / kKvBlockTokens)
+                  fail_usage("--kv-pool-tokens {}: expected at most {} positions", opt.kv_pool_tokens, int64_t(1) << 30);
+              po.kv_blocks = int(blocks);
+          }
+      }),
+      prefix_reuse_(opt.prefix_reuse) {
+    const Plan& p = plan();
+    // a backend without block tables keeps sequence s in blocks s * per_seq + b
+    const bool paged = lm_.backend().set_kv_blocks(0, nullptr, 0);
+    if (!paged && int64_t(p.kv_blocks) < int64_t(p.n_seq) * p.kv_blocks_per_seq())
+        fail_usage("--kv-pool-tokens {}: the {} backend keeps every sequence's whole context ({} positions); "
+                   "hint: leave it out", opt.kv_pool_tokens, backend_name(),
+                   int64_t(p.n_seq) * p.kv_blocks_per_seq() * p.kv_block);
+    const int n_blocks = paged ? p.kv_blocks : p.n_seq * p.kv_blocks_per_seq();
+    pool_ = std::make_unique<KvPool>(n_blocks, p.kv_block, p.n_seq, p.kv_blocks_per_seq(), !paged);
+    table_sent_.assign(size_t(p.n_seq), kUnsent);
+}
 
 SequenceBatch::~SequenceBatch() = default;
 
 std::string SequenceBatch::backend_name() const { return lm_.backend().name(); }
+
+int SequenceBatch::begin(int seq, const std::vector<int32_t>& prompt, int reserve_tokens) {
+    JITLLM_CHECK(seq >= 0 && seq < n_seq(), "sequence {} outside [0, {})", seq, n_seq());
+    const int reserve = std::min(std::max(reserve_tokens, int(prompt.size())), n_ctx());
+    return pool_->admit(seq, prompt.data(), int(prompt.size()), reserve, prefix_reuse_);
+}
+
+void SequenceBatch::take_blocks(const std::vector<SeqStep>& steps) {
+    // the blocks of every step's positions first: an empty pool stops the step before it runs
+    for (const auto& s : steps) {
+        const int end = s.pos + int(s.tokens.size());
+        if (!pool_->grow(s.seq, end))
+            fail("KV cache: sequence {} needs {} positions, and the pool's {} blocks of {} are taken; hint: "
+                 "raise --kv-pool-tokens", s.seq, end, pool_->n_blocks(), pool_->block_tokens());
+    }
+    if (pool_->fixed()) return;  // the backend's own layout is the pool's
+    for (const auto& s : steps) {
+        const auto& t = pool_->table(s.seq);
+        if (table_sent_[size_t(s.seq)] == t.size()) continue;
+        lm_.backend().set_kv_blocks(s.seq, t.data(), int(t.size()));
+        table_sent_[size_t(s.seq)] = t.size();
+    }
+}
 
 void SequenceBatch::run(std::vector<SeqStep>& steps) {
     std::vector<bool> seen(size_t(n_seq()), false);
@@ -37,58 +84,79 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         JITLLM_CHECK(s.pos >= 0 && s.pos + int64_t(s.tokens.size()) <= n_ctx(),
                      "sequence {}: positions [{}, {}) outside the context {}", s.seq, s.pos,
                      s.pos + s.tokens.size(), n_ctx());
+        JITLLM_CHECK(s.pos == pool_->length(s.seq), "sequence {}: a step at position {}, its length is {}", s.seq,
+                     s.pos, pool_->length(s.seq));
         s.logits = nullptr;
         s.argmax = -1;
         s.drawn = false;
     }
+    take_blocks(steps);
+    run_rows(steps);
+    for (const auto& s : steps) pool_->append(s.seq, s.tokens.data(), int(s.tokens.size()));
+}
+
+void SequenceBatch::run_rows(std::vector<SeqStep>& steps) {
     const int R = plan().batch_rows;
-    // the rows so far as one step (with logits: each row's pick drawn with draw[row] or not)
-    auto flush = [&](bool logits = false, const DrawParams* draw = nullptr) {
-        if (tok_buf_.empty()) return;
+    // rows [from, to) of the buffers as one backend step; logits_first: its first rows' logits
+    auto call = [&](size_t from, size_t to, int logits_first = 0, const DrawParams* draw = nullptr) {
         BatchStep b;
-        b.tokens = tok_buf_.data();
-        b.pos = pos_buf_.data();
-        b.seq = seq_buf_.data();
-        b.n = int(tok_buf_.size());
-        b.logits = logits;
+        b.tokens = tok_buf_.data() + from;
+        b.pos = pos_buf_.data() + from;
+        b.seq = seq_buf_.data() + from;
+        b.n = int(to - from);
+        // a backend without logits_first takes a step of logits rows alone
+        if (logits_first > 0 && !lm_.backend().batch_logits_first()) b.logits = true;
+        else b.logits_first = logits_first;
         b.draw = draw;
         lm_.backend().batch(b);
-        tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
+        ++batch_calls_;
     };
     auto push = [&](int32_t tok, int pos, int seq) {
         tok_buf_.push_back(tok);
         pos_buf_.push_back(pos);
         seq_buf_.push_back(seq);
     };
-    tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
-    // 1. tokens that need no logits (prompt bodies), every sequence's packed into chunks of R rows
-    for (const auto& s : steps) {
-        const size_t n = s.want_logits ? s.tokens.size() - 1 : s.tokens.size();
-        for (size_t i = 0; i < n; ++i) {
-            push(s.tokens[i], s.pos + int(i), s.seq);
-            if (int(tok_buf_.size()) == R) flush();
-        }
-    }
-    flush();
-    // 2. the last token of each sequence that wants logits: one step, one row per sequence.
-    // Each row's pick drawn on the device where its parameters allow (else the argmax); the
-    // logits cross to the host only when some row asks for them or needs a host draw.
+    // The rows needing no logits (prompt bodies, each sequence's in position order), and the last
+    // token of each sequence that wants logits: one row each, its pick drawn on the device where
+    // its parameters allow, else the argmax; the logits cross to the host only when some row asks
+    // for them or needs a host draw.
     std::vector<SeqStep*> rows;
     draw_buf_.clear();
     bool any_draw = false, host_logits = false;
-    for (auto& s : steps)
-        if (s.want_logits) {
-            push(s.tokens.back(), s.pos + int(s.tokens.size()) - 1, s.seq);
-            rows.push_back(&s);
-            s.drawn = device_draws(s.draw);
-            draw_buf_.push_back(s.drawn ? s.draw : DrawParams{});
-            any_draw = any_draw || s.drawn;
-            host_logits = host_logits || s.host_logits || (s.draw.temperature > 0.0f && !s.drawn);
+    size_t n_body = 0;
+    for (auto& s : steps) {
+        n_body += s.want_logits ? s.tokens.size() - 1 : s.tokens.size();
+        if (!s.want_logits) continue;
+        rows.push_back(&s);
+        s.drawn = device_draws(s.draw);
+        draw_buf_.push_back(s.drawn ? s.draw : DrawParams{});
+        any_draw = any_draw || s.drawn;
+        host_logits = host_logits || s.host_logits || (s.draw.temperature > 0.0f && !s.drawn);
+    }
+    const size_t k = rows.size();
+    // The body rows that do not fit beside the logits rows go first, in steps of R rows (the
+    // earliest positions: rows of a later step attend to them); the rest join the logits rows in
+    // one step, those first: running sequences' decode and entering prompts in one backend step.
+    const size_t room = k > 0 && lm_.backend().batch_logits_first() ? size_t(R) - k : 0;
+    const size_t alone = n_body > room ? n_body - room : 0;
+    tok_buf_.clear(), pos_buf_.clear(), seq_buf_.clear();
+    size_t body = 0;
+    auto push_logits_rows = [&] {
+        for (const SeqStep* s : rows) push(s->tokens.back(), s->pos + int(s->tokens.size()) - 1, s->seq);
+    };
+    for (const auto& s : steps) {
+        const size_t n = s.want_logits ? s.tokens.size() - 1 : s.tokens.size();
+        for (size_t i = 0; i < n; ++i, ++body) {
+            if (body == alone) push_logits_rows();
+            push(s.tokens[i], s.pos + int(i), s.seq);
         }
-    if (rows.empty()) return;
+    }
+    if (body == alone) push_logits_rows();
+    for (size_t i = 0; i < alone; i += size_t(R)) call(i, std::min(alone, i + size_t(R)));
+    if (k == 0) return;
     lm_.backend().set_logits_needed(host_logits);
-    flush(true, any_draw ? draw_buf_.data() : nullptr);
-    for (size_t r = 0; r < rows.size(); ++r) {
+    call(alone, tok_buf_.size(), int(k), any_draw ? draw_buf_.data() : nullptr);
+    for (size_t r = 0; r < k; ++r) {
         rows[r]->logits = host_logits ? lm_.backend().batch_logits(int(r)) : nullptr;
         rows[r]->argmax = lm_.backend().batch_sampled(int(r));
     }
@@ -100,7 +168,10 @@ bool SequenceBatch::device_draws(const DrawParams& p) const {
 
 void SequenceBatch::reset(int seq) {
     JITLLM_CHECK(seq >= 0 && seq < n_seq(), "sequence {} outside [0, {})", seq, n_seq());
-    // positions restart at 0 and overwrite the cache rows they attend to: nothing to clear
+    // positions restart at 0 in blocks the pool hands out again: their old rows are never read
+    // before the steps that write them
+    pool_->release(seq);
+    table_sent_[size_t(seq)] = kUnsent;
 }
 
 }  // namespace jitllm

@@ -1,5 +1,7 @@
 // SequenceBatch: one model (weights, tokenizer, plan) loaded once and shared by N independent
-// sequences, each with its own KV cache in one backend. run() is one scheduler step: every
+// sequences, their KV caches blocks of one pool in the backend (a paged cache, KvPool: a sequence
+// holds the blocks its positions use; blocks of a prompt prefix already computed are shared
+// instead of computed again, see begin()). run() is one scheduler step: every
 // listed sequence consumes its tokens, through the plan's batch phase — prompt tokens of all
 // sequences packed into chunks of rows (no logits), then the last token of every sequence that
 // wants logits in one step together (on the GPU: matrix-matrix products over the sequences,
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kv_pool.h"
 #include "runtime/loaded_model.h"
 
 namespace jitllm {
@@ -20,6 +23,10 @@ namespace jitllm {
 struct SequenceBatchOptions : LoadOptions {
     int n_seq = 1;        // sequences (server slots)
     int batch_rows = 0;   // rows of a batch step; 0: max(n_seq, min(n_ctx, 512))
+    // KV positions of all sequences together (the pool, in blocks of kKvBlockTokens); 0: every
+    // sequence its whole context (n_seq x n_ctx); else at least n_ctx
+    int64_t kv_pool_tokens = 0;
+    bool prefix_reuse = true;  // begin() attaches the blocks of a prompt prefix already computed
 };
 
 // One sequence's share of a step.
@@ -52,18 +59,42 @@ public:
     std::string backend_name() const;
     double load_ms() const { return lm_.load_ms(); }
 
-    // Runs one step. Every sequence appears at most once; tokens are in [0, n_vocab) and
-    // pos + tokens.size() <= n_ctx (checked: these are our invariants, not user input).
+    // Starts an empty sequence (reset, or never run) on `prompt`: attaches the pool's blocks of
+    // its longest already computed prefix (at most prompt.size() - 1 positions) and promises the
+    // blocks of `reserve_tokens` positions in all (capped at n_ctx), so that its steps up to there
+    // never find the pool empty. Returns the prompt positions already in the cache (its first
+    // step feeds the prompt from there), or -1 when the pool cannot promise that beside the
+    // running sequences' promises now (nothing changes; retry once one of them ended).
+    int begin(int seq, const std::vector<int32_t>& prompt, int reserve_tokens);
+    // Runs one step. Every sequence appears at most once, at pos = its length (the positions it
+    // consumed since its reset, or begin()'s return); tokens are in [0, n_vocab) and
+    // pos + tokens.size() <= n_ctx (checked: these are our invariants, not user input). The
+    // pool's blocks are taken as the positions need them (within a sequence's promise always
+    // there; beyond it an Error when the pool has none left, before anything runs).
     void run(std::vector<SeqStep>& steps);
     // Whether a step's draw parameters can be drawn on the device (SeqStep::draw), and the
     // largest top-k such a draw takes (0: none; the picks are then the argmax or the host's).
     bool device_draws(const DrawParams& p) const;
     int batch_draw_max_k() const { return lm_.backend().batch_draw_max_k(); }
-    // Forgets a sequence's KV cache (its next step starts at position 0).
+    // Forgets a sequence's KV cache (its next step starts at position 0): its blocks go back to
+    // the pool (a block of a computed prefix stays there for reuse until the pool needs it).
     void reset(int seq);
+    // The pool's occupancy (blocks, used, cached, reused tokens).
+    KvPoolStats kv_stats() const { return pool_->stats(); }
+    int64_t kv_pool_tokens() const { return int64_t(pool_->n_blocks()) * pool_->block_tokens(); }
+    const std::vector<int32_t>& kv_table(int seq) const { return pool_->table(seq); }  // its pool blocks
+    uint64_t batch_calls() const { return batch_calls_; }  // backend batch steps so far
 
 private:
+    void take_blocks(const std::vector<SeqStep>& steps);  // the pool's blocks for the steps' positions
+    void run_rows(std::vector<SeqStep>& steps);           // the steps' rows through the batch phase
+
+    static constexpr size_t kUnsent = ~size_t(0);
     LoadedModel lm_;
+    bool prefix_reuse_;
+    std::unique_ptr<KvPool> pool_;
+    std::vector<size_t> table_sent_;  // per sequence: block-table entries the backend has (kUnsent: none)
+    uint64_t batch_calls_ = 0;
     std::vector<int32_t> tok_buf_, pos_buf_, seq_buf_;
     std::vector<DrawParams> draw_buf_;
 };

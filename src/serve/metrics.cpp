@@ -103,6 +103,8 @@ std::string Metrics::render(const Gauges& g) const {
     o += fmt::format("jitllm:requests_rejected_total{{reason=\"unavailable\"}} {}\n", rejected_unavailable.load());
     counter("prompt_tokens_total", "Prompt tokens processed.", double(prompt_tokens_total.load()));
     counter("prompt_seconds_total", "Time spent on prompt tokens.", double(prompt_us_total.load()) * 1e-6);
+    counter("prompt_tokens_reused_total", "Prompt tokens whose KV cache an earlier request computed (prefix reuse).",
+            double(prompt_tokens_reused_total.load()));
     counter("tokens_predicted_total", "Tokens generated.", double(tokens_predicted_total.load()));
     counter("tokens_predicted_seconds_total", "Time spent generating tokens.", double(predicted_us_total.load()) * 1e-6);
     counter("n_decode_total", "Scheduler steps (each runs every active sequence once).", double(n_decode_total.load()));
@@ -114,6 +116,13 @@ std::string Metrics::render(const Gauges& g) const {
     gauge("requests_deferred", "Requests waiting for a slot (queue depth).", g.requests_deferred);
     gauge("slots_total", "Sequence slots (--parallel).", g.slots_total);
     gauge("n_ctx", "Context length of each slot.", g.n_ctx);
+    gauge("kv_cache_blocks_total", "KV cache pool blocks (--kv-pool-tokens in blocks).", g.kv_blocks);
+    gauge("kv_cache_block_tokens", "Positions a KV cache block holds.", g.kv_block_tokens);
+    gauge("kv_cache_blocks_used", "KV cache blocks held by requests.", g.kv_blocks_used);
+    gauge("kv_cache_blocks_cached", "KV cache blocks held by no request, keeping a prompt prefix for reuse.",
+          g.kv_blocks_cached);
+    gauge("kv_cache_usage_ratio", "KV cache blocks held by requests over the pool's.",
+          g.kv_blocks ? double(g.kv_blocks_used) / double(g.kv_blocks) : 0.0);
     gauge("ready", "1 once the model is loaded and the server is not shutting down.", g.ready ? 1 : 0);
     gauge("process_resident_memory_bytes", "Resident set size of the server process.", double(resident_bytes()));
     ttft.render(o, "jitllm:time_to_first_token_seconds", "Time from admission to the first generated token.");

@@ -35,6 +35,9 @@ struct Gauges {
     int slots_total = 0;
     int n_ctx = 0;
     bool ready = false;
+    // the KV cache's pool (SequenceBatch): blocks in all, positions a block, held by requests,
+    // held by none but keeping a prompt prefix for reuse
+    int kv_blocks = 0, kv_block_tokens = 0, kv_blocks_used = 0, kv_blocks_cached = 0;
 };
 
 class Metrics {
@@ -48,6 +51,7 @@ public:
     std::atomic<uint64_t> rejected_auth{0};
     std::atomic<uint64_t> rejected_unavailable{0};  // loading or shutting down
     std::atomic<uint64_t> prompt_tokens_total{0};
+    std::atomic<uint64_t> prompt_tokens_reused_total{0};  // attached from the KV pool, not computed
     std::atomic<uint64_t> tokens_predicted_total{0};
     std::atomic<uint64_t> n_decode_total{0};        // scheduler steps
     std::atomic<uint64_t> busy_slots_total{0};      // sum over steps of the sequences in the step

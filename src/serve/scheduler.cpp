@@ -103,7 +103,8 @@ void Job::finish(Finish f, std::string error) {
 }
 
 Scheduler::Scheduler(SequenceBatch& batch, Metrics& metrics, SchedulerOptions opt)
-    : batch_(batch), metrics_(metrics), opt_(opt), slots_(size_t(batch.n_seq())) {
+    : batch_(batch), metrics_(metrics), opt_(opt), slots_(size_t(batch.n_seq())),
+      kv_blocks_(batch.kv_stats().blocks), kv_block_tokens_(batch.kv_stats().block_tokens) {
     opt_.prefill_chunk = std::max(1, opt_.prefill_chunk);
     opt_.queue_size = std::max(0, opt_.queue_size);
     thread_ = std::thread([this] { loop(); });
@@ -158,9 +159,17 @@ void Scheduler::admit_locked() {
     for (size_t i = 0; i < slots_.size() && !queue_.empty(); ++i) {
         Slot& s = slots_[i];
         if (s.job) continue;
+        // the head's blocks promised (its prompt's cached prefix attached), or it waits
+        const JobParams& head = queue_.front()->params_;
+        const int64_t want = int64_t(head.prompt.size()) + head.max_tokens;
+        const int cached = batch_.begin(int(i), head.prompt, int(std::min<int64_t>(want, batch_.n_ctx())));
+        if (cached < 0) break;
         s = Slot{};
         s.job = std::move(queue_.front());
         queue_.pop_front();
+        s.n_fed = size_t(cached);
+        s.pos = cached;
+        metrics_.prompt_tokens_reused_total += uint64_t(cached);
         const JobParams& p = s.job->params_;
         s.job->t_start_ = Clock::now();
         s.job->started_.store(true);
@@ -175,6 +184,24 @@ void Scheduler::admit_locked() {
         n_active_++;
     }
     n_queued_.store(int(queue_.size()));
+    publish_kv();
+}
+
+KvPoolStats Scheduler::kv_stats() const {
+    KvPoolStats st;
+    st.blocks = kv_blocks_;
+    st.block_tokens = kv_block_tokens_;
+    st.used = kv_used_.load();
+    st.cached = kv_cached_.load();
+    st.reused_tokens = kv_reused_.load();
+    return st;
+}
+
+void Scheduler::publish_kv() {
+    const KvPoolStats st = batch_.kv_stats();
+    kv_used_.store(st.used);
+    kv_cached_.store(st.cached);
+    kv_reused_.store(st.reused_tokens);
 }
 
 void Scheduler::loop() {
@@ -268,6 +295,7 @@ void Scheduler::step() {
         }
         if (st.want_logits) on_logits(st.seq, st.logits, st.argmax, st.drawn);
     }
+    publish_kv();
 }
 
 std::vector<TokenLogprob> Scheduler::release_logprobs(Slot& s, bool all) {
@@ -357,7 +385,8 @@ void Scheduler::end(int seq, Finish f, std::string error) {
         metrics_.requests_finished++;
     metrics_.e2e.observe(seconds_since(j.t_submit_));
     j.finish(f, std::move(error));
-    batch_.reset(seq);
+    batch_.reset(seq);  // its KV blocks back to the pool
+    publish_kv();
     s = Slot{};
     n_active_--;
 }

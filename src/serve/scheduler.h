@@ -3,6 +3,11 @@
 // runs them through SequenceBatch::run together, then samples, applies stop strings and publishes
 // text to each request's Job. HTTP threads only submit, read Jobs and cancel; they never touch
 // the model. Admission beyond slots + queue is refused (the server answers 503).
+// The KV cache is one pool of blocks (SequenceBatch::begin): the queue's head takes a free slot
+// once the pool can promise it the blocks of its prompt + max_tokens (capped at the context), so
+// a running stream never finds the pool empty; until then it waits, FIFO. The blocks of a prompt
+// prefix an earlier request computed are attached, not computed again. A request's blocks go
+// back when it ends (finished, cancelled, client gone, error, shutdown).
 #pragma once
 
 #include <atomic>
@@ -115,6 +120,8 @@ public:
     int active() const { return n_active_.load(); }
     int queued() const { return n_queued_.load(); }
     int slots() const { return int(slots_.size()); }
+    // The KV pool's occupancy after the last step or admission (any thread).
+    KvPoolStats kv_stats() const;
 
 private:
     struct Slot {
@@ -139,6 +146,7 @@ private:
     // whether that pick is the device's draw with the slot's sampler parameters
     void on_logits(int seq, const float* logits, int32_t argmax, bool drawn);
     void end(int seq, Finish f, std::string error = {});
+    void publish_kv();  // the pool's occupancy for kv_stats()
     std::vector<TokenLogprob> release_logprobs(Slot& s, bool all);
 
     SequenceBatch& batch_;
@@ -155,6 +163,9 @@ private:
     bool closed_ = false;
     bool stop_ = false;
     std::atomic<int> n_active_{0}, n_queued_{0};
+    const int kv_blocks_, kv_block_tokens_;
+    std::atomic<int> kv_used_{0}, kv_cached_{0};
+    std::atomic<uint64_t> kv_reused_{0};
     std::thread thread_;
 };
 

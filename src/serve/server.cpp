@@ -162,6 +162,9 @@ Gauges Server::Ctx::gauges() const {
     g.requests_deferred = sched->queued();
     g.slots_total = sched->slots();
     g.n_ctx = batch->n_ctx();
+    const KvPoolStats kv = sched->kv_stats();
+    g.kv_blocks = kv.blocks, g.kv_block_tokens = kv.block_tokens;
+    g.kv_blocks_used = kv.used, g.kv_blocks_cached = kv.cached;
     return g;
 }
 

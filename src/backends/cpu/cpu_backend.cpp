@@ -45,7 +45,7 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
         for (auto d : b.shape) n *= d;
         slots_[size_t(b.slot)].assign(size_t(n), 0.0f);
     }
-    const size_t kv = size_t(plan.n_seq) * size_t(plan.n_ctx) * size_t(c_.kv_dim());
+    const size_t kv = size_t(plan.kv_blocks) * size_t(plan.kv_block) * size_t(c_.kv_dim());
     k_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
     v_cache_.assign(size_t(c_.n_layers), std::vector<float>(kv, 0.0f));
     if (fast_)
@@ -54,6 +54,11 @@ CpuBackend::CpuBackend(const Plan& plan, int n_threads, bool fast)
                 if (is_product(t.kind))
                     for (const WeightTensor* w : t.w)
                         if (w) packed_.add(w->type, w->data, w->row_bytes, int(w->rows), int(w->cols), n_threads_);
+    // sequence s: blocks s * per_seq + b where the pool holds them, else none until set
+    const int per_seq = plan.kv_blocks_per_seq();
+    kv_table_.assign(size_t(plan.n_seq) * size_t(per_seq), -1);
+    for (size_t i = 0; i < kv_table_.size(); ++i)
+        if (int64_t(i) < plan.kv_blocks) kv_table_[i] = int32_t(i);
     for (const auto& t : plan.decode) count_ptrs_decode_.push_back(&counts_[t.name]);
     for (const auto& t : plan.prefill) count_ptrs_prefill_.push_back(&counts_[t.name]);
     for (const auto& t : plan.batch) count_ptrs_batch_.push_back(&counts_[t.name]);
@@ -127,6 +132,8 @@ void CpuBackend::set_rows(const BatchStep& b) {
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n,
                  plan_.n_seq);
+    JITLLM_CHECK(b.logits_first >= 0 && b.logits_first <= std::min(b.n, plan_.n_seq) && !(b.logits_first && b.logits),
+                 "batch logits for the first {} of {} rows, plan has {} sequences", b.logits_first, b.n, plan_.n_seq);
     for (int i = 0; i < b.n; ++i) {
         JITLLM_CHECK(b.pos[i] >= 0 && b.pos[i] < plan_.n_ctx, "row {}: pos {} outside [0, {})", i, b.pos[i],
                      plan_.n_ctx);
@@ -152,7 +159,15 @@ void CpuBackend::batch(const BatchStep& b) {
         run_task(plan_.batch[i]);
         ++*count_ptrs_batch_[i];
     }
-    if (b.logits_last && !b.logits) {
+    if (b.logits_first > 0) {
+        // the output tail for the first rows only
+        n_rows_ = b.logits_first;
+        row_logits_ = true;
+        for (size_t i = plan_.batch_body; i < plan_.batch.size(); ++i) {
+            run_task(plan_.batch[i]);
+            ++*count_ptrs_batch_[i];
+        }
+    } else if (b.logits_last && !b.logits) {
         // the output tail for the last row only: its residual stream moves to row 0
         std::copy_n(row(Slot::X, b.n - 1), size_t(c_.dim), row(Slot::X, 0));
         batch_tok_[0] = batch_tok_[size_t(b.n - 1)];
@@ -171,6 +186,47 @@ void CpuBackend::batch(const BatchStep& b) {
 void CpuBackend::run_batch_tasks_at(const std::vector<int>& indices, const BatchStep& b) {
     set_rows(b);
     for (int i : indices) run_task(plan_.batch[size_t(i)]);
+}
+
+bool CpuBackend::set_kv_blocks(int seq, const int32_t* blocks, int n) {
+    const int per_seq = plan_.kv_blocks_per_seq();
+    JITLLM_CHECK(seq >= 0 && seq < plan_.n_seq && n >= 0 && n <= per_seq, "kv blocks: sequence {}, {} blocks", seq, n);
+    int32_t* t = kv_table_.data() + size_t(seq) * size_t(per_seq);
+    for (int b = 0; b < per_seq; ++b) {
+        t[b] = b < n ? blocks[b] : -1;
+        JITLLM_CHECK(t[b] < plan_.kv_blocks, "kv blocks: block {} outside the pool of {}", t[b], plan_.kv_blocks);
+    }
+    return true;
+}
+
+size_t CpuBackend::pool_row(int seq, int pos) const {
+    const int32_t b = kv_table_[size_t(seq) * size_t(plan_.kv_blocks_per_seq()) + size_t(pos / plan_.kv_block)];
+    JITLLM_CHECK(b >= 0, "sequence {}: position {} has no KV block", seq, pos);
+    return size_t(b) * size_t(plan_.kv_block) + size_t(pos % plan_.kv_block);
+}
+
+void CpuBackend::attention_row(const Task& t, int r, int seq, int first, int pos) {
+    const size_t kd = size_t(c_.kv_dim());
+    const int n = pos + 1 - first;
+    const float* k = cache_row(Slot::KCache, t.layer, seq, first);
+    const float* v = cache_row(Slot::VCache, t.layer, seq, first);
+    // consecutive in the pool when every block of the span follows the one before
+    const int B = plan_.kv_block;
+    bool consecutive = true;
+    for (int b = first / B + 1; b <= pos / B && consecutive; ++b)
+        consecutive = pool_row(seq, b * B) == pool_row(seq, (b - 1) * B) + size_t(B);
+    if (!consecutive) {
+        gather_k_.resize(size_t(n) * kd);
+        gather_v_.resize(size_t(n) * kd);
+        for (int p = first; p <= pos; ++p) {
+            std::copy_n(cache_row(Slot::KCache, t.layer, seq, p), kd, gather_k_.data() + size_t(p - first) * kd);
+            std::copy_n(cache_row(Slot::VCache, t.layer, seq, p), kd, gather_v_.data() + size_t(p - first) * kd);
+        }
+        k = gather_k_.data();
+        v = gather_v_.data();
+    }
+    (fast_ ? cpu::fast::attention : cpu::attention)(row(Slot::Q, r), k, v, kd, c_.n_heads, c_.n_kv_heads, c_.head_dim,
+                                                    n, t.scale, row(Slot::Att, r), n_threads_);
 }
 
 const float* CpuBackend::batch_logits(int r) {
@@ -332,10 +388,7 @@ void CpuBackend::run_task(const Task& t) {
                 // Sliding window: attend to the last `sliding_window` positions only (0 = all).
                 int first = 0;
                 if (c_.sliding_window > 0) first = std::max(0, pos + 1 - c_.sliding_window);
-                const size_t kd = size_t(c_.kv_dim());
-                (fast_ ? cpu::fast::attention : cpu::attention)(row(Slot::Q, r), cache_row(Slot::KCache, L, seq, first),
-                               cache_row(Slot::VCache, L, seq, first), kd, c_.n_heads, c_.n_kv_heads,
-                               c_.head_dim, pos + 1 - first, t.scale, row(Slot::Att, r), n_threads_);
+                attention_row(t, r, seq, first, pos);
                 break;
             }
             case TaskKind::AttnResidual:

@@ -32,8 +32,10 @@ public:
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
     void batch(const BatchStep& step) override;
+    bool batch_logits_first() const override { return true; }
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
+    bool set_kv_blocks(int seq, const int32_t* blocks, int n) override;
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     DecodeBytes decode_bytes() const override;
@@ -46,7 +48,8 @@ public:
     void run_tasks_at(const std::vector<Task>& tasks, const std::vector<int>& indices, int32_t token, int pos);
     // The same for batch-phase tasks over the rows of `step` (kernel tests).
     void run_batch_tasks_at(const std::vector<int>& indices, const BatchStep& step);
-    // Row 0 of a slot; KCache/VCache: the cache of `layer` (sequence 0 first).
+    // Row 0 of a slot; KCache/VCache: the pool of `layer` (sequence 0's positions first until its
+    // block table is set).
     float* slot(Slot s, int layer = 0);
     float* row(Slot s, int r) { return slot(s) + size_t(r) * size_t(slot_row_elems(plan_, s)); }
 
@@ -59,10 +62,14 @@ private:
     bool run_products(const Task& t);
     // The mixture-of-experts tasks (cpu_moe.cpp) over every current row; false for any other kind.
     bool run_moe(const Task& t);
-    // Cache row of (sequence, position) in a layer.
+    // Pool row of (sequence, position): through the sequence's block table.
+    size_t pool_row(int seq, int pos) const;
     float* cache_row(Slot s, int layer, int seq, int pos) {
-        return slot(s, layer) + (size_t(seq) * size_t(plan_.n_ctx) + size_t(pos)) * size_t(c_.kv_dim());
+        return slot(s, layer) + pool_row(seq, pos) * size_t(c_.kv_dim());
     }
+    // The attention of row r over positions [first, pos] of its sequence (the rows gathered from
+    // their blocks where they are not consecutive in the pool).
+    void attention_row(const Task& t, int r, int seq, int first, int pos);
     const Plan& plan_;
     const ModelConfig& c_;
     int n_threads_;
@@ -77,8 +84,10 @@ private:
     const int32_t* row_seq_ = nullptr;  // null: sequence 0
     bool row_logits_ = false;
     std::vector<std::vector<float>> slots_;     // by Slot (KCache/VCache unused here)
-    std::vector<std::vector<float>> k_cache_;   // per layer (n_ctx, kv_dim)
+    std::vector<std::vector<float>> k_cache_;   // per layer (kv_blocks * kv_block, kv_dim): the pool
     std::vector<std::vector<float>> v_cache_;
+    std::vector<int32_t> kv_table_;             // (n_seq, kv_blocks_per_seq): pool blocks, -1 none
+    std::vector<float> gather_k_, gather_v_;    // attention_row's rows of scattered blocks
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
     std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;

@@ -100,6 +100,7 @@ CudaBackend::~CudaBackend() {
         if (e) d.cuEventDestroy(e);
     if (host_q_) d.cuMemFreeHost(host_q_);
     if (host_batch_) d.cuMemFreeHost(host_batch_);
+    if (host_kv_table_) d.cuMemFreeHost(host_kv_table_);
     if (host_draw_) d.cuMemFreeHost(host_draw_);
 }
 

@@ -50,8 +50,10 @@ public:
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
     void batch(const BatchStep& step) override;
+    bool batch_logits_first() const override { return true; }
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
+    bool set_kv_blocks(int seq, const int32_t* blocks, int n) override;
     void reset() override {}
     const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     void set_logits_needed(bool needed) override { logits_needed_ = needed; }
@@ -159,11 +161,13 @@ private:
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
+    int32_t* host_kv_table_ = nullptr;  // pinned: the block tables (scratch "kv_table"), n_seq rows
+    int kv_dirty_lo_ = 1 << 30, kv_dirty_hi_ = -1;  // rows set since the last upload
     DrawParams* host_draw_ = nullptr;  // pinned, sample.draw=device: a batch step's n_seq rows of DrawParams
     int batch_n_ = 0;
     bool batch_logits_ = false;
     float* batch_logits_host_ = nullptr;  // pinned: n_seq rows of logits
-    std::map<int, CUgraphExec> batch_graphs_;  // by 2 * rows + logits
+    std::map<int64_t, CUgraphExec> batch_graphs_;  // by (rows, tail rows, mode)
     std::vector<int32_t> batch_tokens_out_;
     // decode_masked (cuda_backend_mask.cpp): the decode lists 0 and 1 but their pick kernel as
     // graphs, logit_mask.cu (compiled at the first masked step), the mask pinned and on the device

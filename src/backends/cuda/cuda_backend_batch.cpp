@@ -28,6 +28,8 @@ void CudaBackend::batch(const BatchStep& b) {
     const ModelConfig& c = *plan_.config;
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n, plan_.n_seq);
+    JITLLM_CHECK(b.logits_first >= 0 && b.logits_first <= std::min(b.n, plan_.n_seq) && !(b.logits_first && b.logits),
+                 "batch logits for the first {} of {} rows, plan has {} sequences", b.logits_first, b.n, plan_.n_seq);
     uint64_t pos_sum = 0;
     for (int i = 0; i < b.n; ++i) {
         JITLLM_CHECK(b.pos[i] >= 0 && b.pos[i] < plan_.n_ctx, "row {}: pos {} outside [0, {})", i, b.pos[i], plan_.n_ctx);
@@ -45,11 +47,19 @@ void CudaBackend::batch(const BatchStep& b) {
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Tokens)], host_batch_, size_t(b.n) * 4, st));
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Positions)], host_batch_ + R, size_t(b.n) * 4, st));
     JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(slots_[size_t(Slot::Seqs)], host_batch_ + 2 * R, size_t(b.n) * 4, st));
-    // the output tail: every row (logits), the last row moved to row 0 (logits_last), or none
-    const int tail_rows = b.logits ? b.n : b.logits_last ? 1 : 0;
+    if (kv_dirty_hi_ >= 0) {  // the block tables set since the last step (rows lo..hi)
+        const size_t per = size_t(plan_.kv_blocks_per_seq()), lo = size_t(kv_dirty_lo_);
+        const size_t n = (size_t(kv_dirty_hi_) + 1 - lo) * per;
+        JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(scratch_.at("kv_table") + lo * per * 4, host_kv_table_ + lo * per, n * 4, st));
+        kv_dirty_lo_ = 1 << 30, kv_dirty_hi_ = -1;
+    }
+    // the output tail: every row (logits), the first rows (logits_first), the last row moved to
+    // row 0 (logits_last), or none
+    const bool last_only = b.logits_last && !b.logits && b.logits_first == 0;
+    const int tail_rows = b.logits ? b.n : b.logits_first > 0 ? b.logits_first : last_only ? 1 : 0;
     if (host_draw_ && tail_rows) {  // the draw_rows kernel reads every tail row's parameters
         for (int i = 0; i < tail_rows; ++i) {
-            const DrawParams* p = b.logits && b.draw ? &b.draw[i] : nullptr;
+            const DrawParams* p = (b.logits || b.logits_first) && b.draw ? &b.draw[i] : nullptr;
             const bool drawn = p && draw_in_bounds(*p, c.n_vocab, sched_.draw_max_k);
             host_draw_[i] = drawn ? *p : DrawParams{};  // temperature 0: the argmax
         }
@@ -88,7 +98,7 @@ void CudaBackend::batch(const BatchStep& b) {
         for (size_t i = 0; i < n_launch; ++i) {
             Launch& l = *seq[i];
             const int rows = i < tail_from ? b.n : tail_rows;
-            if (i == tail_from && !b.logits && b.n > 1) {  // logits_last: X row n-1 -> row 0
+            if (i == tail_from && last_only && b.n > 1) {  // logits_last: X row n-1 -> row 0
                 const size_t row_bytes = size_t(c.dim) * 4;
                 JITLLM_CUDA_TRY(d, cuMemcpyDtoDAsync(slots_[size_t(Slot::X)], slots_[size_t(Slot::X)] + (b.n - 1) * row_bytes,
                                                      row_bytes, st));
@@ -111,7 +121,7 @@ void CudaBackend::batch(const BatchStep& b) {
     if (!opt_.graphs || prof || opt_.nvtx_tasks) {
         launch_all();
     } else {
-        CUgraphExec& g = batch_graphs_[3 * b.n + (b.logits ? 1 : b.logits_last ? 2 : 0)];
+        CUgraphExec& g = batch_graphs_[(int64_t(b.n) << 32) | (int64_t(tail_rows) << 2) | (last_only ? 2 : 0)];
         if (!g) {
             CUgraph graph = nullptr;
             JITLLM_CUDA_TRY(d, cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -133,7 +143,7 @@ void CudaBackend::batch(const BatchStep& b) {
                                              size_t(tail_rows) * 4, st));
     }
     ctx_->synchronize();
-    if (b.logits_last && !b.logits) token_out_ = batch_tokens_out_[0];
+    if (last_only) token_out_ = batch_tokens_out_[0];
     const size_t n_tasks = tail_rows ? plan_.batch.size() : plan_.batch_body;
     for (size_t i = 0; i < n_tasks; ++i) ++*count_ptrs_[iph][i];
     if (prof) record_profile(Phase::Batch, std::vector<const Launch*>(seq.begin(), seq.end()), b.n, pos_sum, tail_from,
@@ -153,6 +163,21 @@ void CudaBackend::run_batch_step(size_t index, int rows) {
     ctx_->launch(l.fn, l.step->grid_for_rows(rows), l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl,
                  l.step->cluster);
     ctx_->synchronize();
+}
+
+bool CudaBackend::set_kv_blocks(int seq, const int32_t* blocks, int n) {
+    const int per = plan_.kv_blocks_per_seq();
+    JITLLM_CHECK(seq >= 0 && seq < plan_.n_seq && n >= 0 && n <= per, "kv blocks: sequence {}, {} blocks", seq, n);
+    if (!host_kv_table_) return false;  // no batch phase: nothing reads a table
+    // (the previous step's upload is done: every batch step ends synchronized)
+    int32_t* t = host_kv_table_ + size_t(seq) * size_t(per);
+    for (int b = 0; b < per; ++b) {
+        t[b] = b < n ? blocks[b] : -1;
+        JITLLM_CHECK(t[b] < plan_.kv_blocks, "kv blocks: block {} outside the pool of {}", t[b], plan_.kv_blocks);
+    }
+    kv_dirty_lo_ = std::min(kv_dirty_lo_, seq);
+    kv_dirty_hi_ = std::max(kv_dirty_hi_, seq);
+    return true;
 }
 
 const float* CudaBackend::batch_logits(int row) {

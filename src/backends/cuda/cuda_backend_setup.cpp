@@ -86,7 +86,7 @@ void CudaBackend::allocate_buffers() {
         scratch += align_up(n);
     }
     const size_t kv_elem = sched_.kv_type == "float" ? 4 : 2;
-    const size_t kv_bytes = size_t(plan_.n_seq) * size_t(plan_.n_ctx) * size_t(c.kv_dim()) * kv_elem;
+    const size_t kv_bytes = size_t(plan_.kv_blocks) * size_t(plan_.kv_block) * size_t(c.kv_dim()) * kv_elem;
     for (int l = 0; l < c.n_layers; ++l) {
         k_cache_.push_back(ctx_->alloc(align_up(kv_bytes), MemCategory::Kv, fmt::format("blk.{}.k_cache", l)));
         v_cache_.push_back(ctx_->alloc(align_up(kv_bytes), MemCategory::Kv, fmt::format("blk.{}.v_cache", l)));
@@ -114,6 +114,13 @@ void CudaBackend::allocate_buffers() {
         if (sched_.draw_max_k > 0 && scratch_.count("draw_rows_params"))  // the batch tail's draw_rows kernel
             JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_draw_),
                                                            size_t(plan_.n_seq) * sizeof(DrawParams)));
+        if (scratch_.count("kv_table")) {
+            // the block tables: sequence s has blocks s * per_seq + b where the pool holds them
+            const size_t n = size_t(plan_.n_seq) * size_t(plan_.kv_blocks_per_seq());
+            JITLLM_CUDA_TRY(ctx_->driver(), cuMemAllocHost(reinterpret_cast<void**>(&host_kv_table_), n * 4));
+            for (size_t i = 0; i < n; ++i) host_kv_table_[i] = int64_t(i) < plan_.kv_blocks ? int32_t(i) : -1;
+            ctx_->upload(scratch_.at("kv_table"), host_kv_table_, n * 4);
+        }
     }
     ctx_->synchronize();
 }
@@ -269,10 +276,10 @@ void CudaBackend::upload_weights() {
     init_.upload_ms = ms_since(t0);
 }
 
-// Gate attn.kv=tma: every layer's K and V cache as a 2-D f16 tensor [rows][kv_dim] (rows: every
-// sequence's positions), boxes of 64 halves x kv_map_rows rows, 128-byte swizzle (the box's inner
-// extent), rows past the cache zero filled; 256 bytes a layer (K's map, then V's) in scratch
-// "attn_kv_maps", which attention_decode_tma.cu reads from global memory.
+// Gate attn.kv=tma: every layer's K and V cache as a 2-D f16 tensor [rows][kv_dim] (rows: the
+// pool's; decode reads sequence 0's first n_ctx), boxes of 64 halves x kv_map_rows rows, 128-byte
+// swizzle (the box's inner extent), rows past the cache zero filled; 256 bytes a layer (K's map,
+// then V's) in scratch "attn_kv_maps", which attention_decode_tma.cu reads from global memory.
 void CudaBackend::encode_kv_maps() {
     const int rows = sched_.kv_map_rows;
     if (rows == 0) return;
@@ -280,7 +287,7 @@ void CudaBackend::encode_kv_maps() {
     JITLLM_CHECK(sched_.kv_type == "half", "attn.kv=tma: a half KV cache");
     static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap: 128 bytes");
     std::vector<CUtensorMap> maps(2 * size_t(c.n_layers));
-    const cuuint64_t dims[2] = {cuuint64_t(c.kv_dim()), cuuint64_t(plan_.n_seq) * cuuint64_t(plan_.n_ctx)};
+    const cuuint64_t dims[2] = {cuuint64_t(c.kv_dim()), cuuint64_t(plan_.kv_blocks) * cuuint64_t(plan_.kv_block)};
     const cuuint64_t strides[1] = {cuuint64_t(c.kv_dim()) * 2};
     const cuuint32_t box[2] = {64, cuuint32_t(rows)};
     const cuuint32_t elem[2] = {1, 1};

@@ -22,10 +22,12 @@
 //
 // params:  common/attn_decode_params.cuh (each define, its meaning, default and preconditions)
 // launch:  grid (N_KV_HEADS * QPG / HPB, ALGO == 2 ? N_SPLITS : 1), block BLOCK, smem 0 (KV_STAGES: above)
-// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, next_w, xq)   q, out: (N_HEADS, HEAD_DIM)
+// args:    (q, k_cache, v_cache, pos_ptr, out, scratch, seq_ptr, tickets, kv_table, xq)   q, out: (N_HEADS, HEAD_DIM)
 //          tickets (ALGO=2): grid.x zeroed unsigned counters (left zeroed after each launch)
-//          BATCH=1 (ALGO 1, N_CTX): grid.z = rows; row r attends positions 0..pos_ptr[r] of the
-//          cache of sequence seq_ptr[r] (causal within a prompt chunk)
+//          BATCH=1 (ALGO 1, N_CTX, KV_BLOCK, KV_BPS): grid.z = rows; row r attends positions
+//          0..pos_ptr[r] of sequence s = seq_ptr[r] (causal within a prompt chunk), position p in
+//          pool row kv_table[s * KV_BPS + p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK (kv_table: i32
+//          [n_seq][KV_BPS]); BATCH=0: position p in cache row p, kv_table unused
 //                  floats; caches: [n_ctx][N_KV_HEADS * HEAD_DIM] KV_T (this layer's base);
 //                  scratch (ALGO=2): N_HEADS * N_SPLITS * (HEAD_DIM + 4) floats (rows of HEAD_DIM + 2); scratch and
 //                  tickets unused (ALGO=1)
@@ -91,7 +93,7 @@ __device__ __forceinline__ uint32_t hfma2(uint32_t a, uint32_t b, uint32_t c) {
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr,
-            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const void* next_w, uint8_t* xq) {
+            float* out, float* scratch, const int* seq_ptr, unsigned* tickets, const int* kv_table, uint8_t* xq) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     // output i = v (i: head * HEAD_DIM + dim); XQ_OUT: also into its group's Q8_0 block, by the warp
     // whose 32 lanes hold the group's 32 outputs in this call
@@ -105,7 +107,6 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     (void)red;
     pdl_launch_dependents();  // small grid: let the next kernel get scheduled
     const int tid = threadIdx.x, gi = tid / GS, gl = tid % GS;
-    (void)next_w;
     const int bx = blockIdx.x;
     const int kvh = bx / HSPLIT;
     const int hb = kvh * QPG + (bx % HSPLIT) * HPB;  // this block's first query head
@@ -156,10 +157,13 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
     const int n_pos = pos_ptr[row] + 1;
     q += (unsigned long long)row * N_HEADS * HEAD_DIM;
     out += (unsigned long long)row * N_HEADS * HEAD_DIM;
-    k_cache += (unsigned long long)seq_ptr[row] * N_CTX * KV_DIM;
-    v_cache += (unsigned long long)seq_ptr[row] * N_CTX * KV_DIM;
+    const int* tab = kv_table + seq_ptr[row] * KV_BPS;  // this sequence's blocks
+    // position p's row in the pool
+    auto kv_row = [&](int p) { return (unsigned long long)tab[p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK; };
 #else
     const int n_pos = *pos_ptr + 1;
+    auto kv_row = [](int p) { return (unsigned long long)p; };
+    (void)kv_table;
 #endif
     const KV_T* kb = k_cache + kvh * HEAD_DIM + gl * VEC;
     const KV_T* vb = v_cache + kvh * HEAD_DIM + gl * VEC;
@@ -200,8 +204,8 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             if (PRELOAD && c == 0) {
                 if (!(p < end)) kt[t] = vt[t] = make_uint4(0, 0, 0, 0);
             } else if (p >= first && p < end) {
-                kt[t] = kv_load(kb + (unsigned long long)p * KV_DIM);
-                vt[t] = kv_load(vb + (unsigned long long)p * KV_DIM);
+                kt[t] = kv_load(kb + kv_row(p) * KV_DIM);
+                vt[t] = kv_load(vb + kv_row(p) * KV_DIM);
             } else {
                 kt[t] = vt[t] = make_uint4(0, 0, 0, 0);
             }

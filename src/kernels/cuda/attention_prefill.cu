@@ -28,14 +28,17 @@
 //   N_HEADS, N_KV_HEADS (QPG = N_HEADS / N_KV_HEADS <= BQ), HEAD_DIM (multiple of 16, <= 256;
 //   64 / 80 / 96 / 128 tested), KV_T (half only), SCALE (float), N_CTX (positions per sequence
 //   in the cache), WINDOW (default 0 = whole cache), WARPS (default 4), BC (positions per K/V
-//   tile, default 64, multiple of 16), SEQ_SPLIT (default 1), PDL (default 0).
+//   tile, default 64, multiple of 16), SEQ_SPLIT (default 1), PDL (default 0), KV_BLOCK and KV_BPS
+//   (the paged pool: positions a block, entries of a sequence's block table).
 //   Needs sm_80+ (cp.async, ldmatrix, mma.sync f16).
 // launch:  grid (N_KV_HEADS, ceil(m / BR), SEQ_SPLIT), BR = (16 * WARPS) / QPG rows per block,
 //          block 32 * WARPS, dynamic smem 4 * BC * (2 * HEAD_DIM + 16) bytes (69632 for
 //          HEAD_DIM 128, BC 64: the host raises the limit above 48 KiB)
-// args:    (q, k_cache, v_cache, pos_ptr, out, seq_ptr, m)
-//          q, out: f32 [m][N_HEADS * HEAD_DIM]; caches: [n_seq][N_CTX][N_KV_HEADS * HEAD_DIM] half
-//          (this layer's base); pos_ptr, seq_ptr: i32 [m]; m: rows of the step.
+// args:    (q, k_cache, v_cache, pos_ptr, out, seq_ptr, kv_table, m)
+//          q, out: f32 [m][N_HEADS * HEAD_DIM]; caches: the pool's rows [N_KV_HEADS * HEAD_DIM]
+//          half (this layer's base), position p of sequence s in row kv_table[s * KV_BPS + p /
+//          KV_BLOCK] * KV_BLOCK + p % KV_BLOCK; pos_ptr, seq_ptr: i32 [m]; kv_table: i32
+//          [n_seq][KV_BPS]; m: rows of the step.
 //          PRECOND: 16-byte aligned pointers; 0 <= pos < N_CTX; every cache row first(r)..pos(r)
 //          of seq(r) was written (this step's rows before the launch).
 // bytes:   per block and sequence: (hi - lo + 1) * HEAD_DIM * 4 (K and V, half) from L2/DRAM;
@@ -53,6 +56,8 @@
 #define KV_T half
 #define SCALE 0.08838834764831845f
 #define N_CTX 4096
+#define KV_BLOCK 16
+#define KV_BPS 256
 #endif
 
 #include "common/async_copy.cuh"
@@ -82,6 +87,7 @@ static_assert(QPG <= AP_BQ && AP_BR <= 64, "rows per block: 1..64");
 static_assert(HEAD_DIM % 16 == 0 && HEAD_DIM <= 256, "HEAD_DIM: multiple of 16");
 static_assert(BC % 16 == 0 && BC <= 128, "BC: multiple of 16");
 static_assert(sizeof(KV_T) == 2, "KV_T: half (the float cache takes the SIMT sibling)");
+static_assert(KV_BLOCK >= 1 && KV_BPS * KV_BLOCK >= N_CTX, "KV_BPS blocks of KV_BLOCK hold a sequence");
 
 #ifndef JITLLM_EMU
 __device__ __forceinline__ void ap_mma(float* c, const uint32_t* a, const uint32_t* b) {
@@ -95,7 +101,7 @@ __device__ __forceinline__ void ap_mma(float* c, const uint32_t* a, const uint32
 
 extern "C" __global__ void __launch_bounds__(AP_NT)
 KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int* pos_ptr, float* out,
-            const int* seq_ptr, int m) {
+            const int* seq_ptr, const int* kv_table, int m) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     constexpr float C = (float)(SCALE) * 1.4426950408889634f;  // scores in base 2
     JITLLM_DYN_SMEM(uint8_t, smem);  // [2 stages][K, V][BC][AP_RS]
@@ -181,9 +187,9 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 wlo = min(wlo, WINDOW > 0 ? max(0, p - WINDOW + 1) : 0);
             }
         }
-        const unsigned long long seq_base = (unsigned long long)S * N_CTX * KV_DIM + kvh * HEAD_DIM;
-        const KV_T* kb = k_cache + seq_base;
-        const KV_T* vb = v_cache + seq_base;
+        const int* tab = kv_table + S * KV_BPS;  // S's blocks
+        const KV_T* kb = k_cache + kvh * HEAD_DIM;
+        const KV_T* vb = v_cache + kvh * HEAD_DIM;
         const int n_tiles = (hi - lo) / BC + 1;
         auto issue = [&](int t) {  // cp.async of K/V tile t into stage t & 1 (one group)
             const uint32_t st = sm + (uint32_t)((t & 1) * 2 * AP_TILE);
@@ -191,9 +197,11 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
             for (int c = tid; c < 2 * BC * AP_CH; c += AP_NT) {
                 const int kv = c / (BC * AP_CH), rem = c % (BC * AP_CH);
                 const int pr = rem / AP_CH, ch = rem % AP_CH;
-                const int p = lo + t * BC + pr;
-                const bool ok = p <= hi;
-                const KV_T* src = (kv ? vb : kb) + (unsigned long long)(ok ? p : lo) * KV_DIM + ch * 8;
+                const int pt = lo + t * BC + pr;
+                const bool ok = pt <= hi;
+                const int p = ok ? pt : lo;  // (a zero fill past hi: any valid source address)
+                const unsigned long long row = (unsigned long long)tab[p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK;
+                const KV_T* src = (kv ? vb : kb) + row * KV_DIM + ch * 8;
                 cp_async16(st + (uint32_t)(kv * AP_TILE + pr * AP_RS + ch * 16), src, ok ? 16 : 0);
             }
             cp_async_commit();

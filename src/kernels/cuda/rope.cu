@@ -21,9 +21,12 @@
 // launch:  grid = N_HEADS + N_KV_HEADS (block h < N_HEADS: q head h; else kv head h - N_HEADS),
 //          block = ROPE_BLOCK (HEAD_DIM / 2 rounded up to whole warps), smem = 0
 // args:    (q, k, v, k_cache, v_cache, pos_ptr, freq_factors, freq_base, seq_ptr, q_norm_w,
-//          k_norm_w, qk_eps); the last three are read only with QK_NORM=1 (else null, 0)
-//          BATCH=1 (with N_CTX): grid.y = rows; row r rotates q/k row r at pos_ptr[r] and stores
-//          into cache row seq_ptr[r] * N_CTX + pos_ptr[r]; BATCH=0: pos = *pos_ptr, seq_ptr unused
+//          k_norm_w, qk_eps, kv_table); q_norm_w, k_norm_w and qk_eps are read only with QK_NORM=1
+//          (else null, 0)
+//          BATCH=1 (with KV_BLOCK, KV_BPS: the paged pool): grid.y = rows; row r rotates q/k row r
+//          at p = pos_ptr[r] and stores into pool row kv_table[s * KV_BPS + p / KV_BLOCK] *
+//          KV_BLOCK + p % KV_BLOCK, s = seq_ptr[r] (kv_table: i32 [n_seq][KV_BPS], a block per
+//          entry); BATCH=0: pos = *pos_ptr, cache row pos, seq_ptr and kv_table unused
 //          q: (N_HEADS, HEAD_DIM) in/out; k: (N_KV_HEADS, HEAD_DIM) in/out; v: same, in;
 //          caches: [n_ctx][N_KV_HEADS * HEAD_DIM] of KV_T (this layer's base); freq_factors:
 //          N_ROT/2 floats or null. PRECOND: 0 <= *pos_ptr < n_ctx (not checked here).
@@ -49,8 +52,8 @@
 #ifndef BATCH  // 1: row blockIdx.y of a batch step: its position pos_ptr[row], sequence seq_ptr[row]
 #define BATCH 0
 #endif
-#if BATCH && !defined(N_CTX)
-#error "BATCH needs N_CTX (positions per sequence in the cache)"
+#if BATCH && (!defined(KV_BLOCK) || !defined(KV_BPS))
+#error "BATCH needs KV_BLOCK and KV_BPS (the paged pool's block size and block-table length)"
 #endif
 
 static_assert(N_ROT % 2 == 0 && N_ROT <= HEAD_DIM && HEAD_DIM % 2 == 0, "rope dims");
@@ -90,7 +93,7 @@ __device__ __forceinline__ void head_rms_norm(float* hv, const float* w, float e
 extern "C" __global__ void __launch_bounds__(ROPE_BLOCK)
 KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
             const int* pos_ptr, const float* freq_factors, float freq_base, const int* seq_ptr,
-            const float* q_norm_w, const float* k_norm_w, float qk_eps) {
+            const float* q_norm_w, const float* k_norm_w, float qk_eps, const int* kv_table) {
     constexpr int KV_DIM = N_KV_HEADS * HEAD_DIM;
     pdl_launch_dependents();
     pdl_wait();
@@ -100,10 +103,12 @@ KERNEL_NAME(float* q, float* k, const float* v, KV_T* k_cache, KV_T* v_cache,
     q += (unsigned long long)row * N_HEADS * HEAD_DIM;
     k += (unsigned long long)row * KV_DIM;
     v += (unsigned long long)row * KV_DIM;
-    const unsigned long long cache_row = (unsigned long long)seq_ptr[row] * N_CTX + pos;
+    const int block = kv_table[seq_ptr[row] * KV_BPS + pos / KV_BLOCK];
+    const unsigned long long cache_row = (unsigned long long)block * KV_BLOCK + pos % KV_BLOCK;
 #else
     const int pos = *pos_ptr;
     const unsigned long long cache_row = pos;
+    (void)kv_table;
 #endif
     const int t = threadIdx.x;
     const bool is_q = blockIdx.x < N_HEADS;

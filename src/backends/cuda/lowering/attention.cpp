@@ -178,6 +178,7 @@ void Lowering::batch_attention(size_t i, const Task& a) {
         v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", hd)
             .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("N_CTX", p_.n_ctx)
             .set("WARPS", warps).set("BC", bc).set("SEQ_SPLIT", seq_split);
+        kv_paged(v);
         if (windowed()) v.set("WINDOW", c_.sliding_window);
         auto& k = add({i}, "flash_mma_f16", v);
         k.grid = Dim3(unsigned(c_.n_kv_heads), unsigned((R + br - 1) / br), unsigned(seq_split));
@@ -185,7 +186,7 @@ void Lowering::batch_attention(size_t i, const Task& a) {
         k.smem = unsigned(4 * bc * (2 * hd + 16));
         rows_grid(k, 1, 1, br);
         k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
-                  slot(Slot::Seqs), rows_arg()};
+                  slot(Slot::Seqs), kv_table(), rows_arg()};
         // q in, out: per row; K/V from L2 once per block of br rows and cached position (DRAM:
         // once per kv head and sequence); flops: QK^T and PV per attended position
         k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4 + 8;
@@ -198,6 +199,7 @@ void Lowering::batch_attention(size_t i, const Task& a) {
         .set("KV_T", s_.kv_type).set("SCALE", fstr(a.scale)).set("ALGO", 1).set("N_SPLITS", 1)
         .set("BLOCK", 128).set("REDUCE", int(g_.norm_warp)).set("TILE", group > 2 ? 2 : 4)
         .set("BATCH", 1).set("N_CTX", p_.n_ctx);
+    kv_paged(v);
     if (windowed()) v.set("WINDOW", c_.sliding_window);
     const std::string kvt = o_.kv_f32 ? "f32" : "f16";
     auto& k = add({i}, "causal_rows_" + kvt, v);
@@ -205,7 +207,7 @@ void Lowering::batch_attention(size_t i, const Task& a) {
     k.block = Dim3(128);
     rows_grid(k, 2);
     k.args = {slot(Slot::Q), kcache(a.layer), vcache(a.layer), slot(Slot::Positions), slot(Slot::Att),
-              null(), slot(Slot::Seqs), null(), null(), null()};
+              null(), slot(Slot::Seqs), null(), kv_table(), null()};
     k.bytes = 2 * uint64_t(c_.n_heads) * hd * 4;
     k.bytes_per_pos = uint64_t(c_.n_kv_heads) * hd * 2 * kvsz;
     k.flops_per_pos = 4 * uint64_t(c_.n_heads) * hd;

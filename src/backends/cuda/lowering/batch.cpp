@@ -31,6 +31,13 @@ void Lowering::lower_batch(const std::vector<Task>& tasks, size_t body, std::vec
     xrows_ = 0;
 }
 
+KArg Lowering::kv_table() {
+    s_.scratch["kv_table"] = size_t(std::max(1, p_.n_seq)) * size_t(p_.kv_blocks_per_seq()) * 4;
+    return scratch("kv_table");
+}
+
+void Lowering::kv_paged(Variant& v) const { v.set("KV_BLOCK", p_.kv_block).set("KV_BPS", p_.kv_blocks_per_seq()); }
+
 void Lowering::gemv_rows(std::vector<size_t> idx, Gemv v) {
     v.xrows = xrows_;  // (0 outside the small-step lists)
     gemv(std::move(idx), v);

@@ -252,7 +252,10 @@ void Lowering::rope(size_t i, const Task* qk_norm) {
     v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim)
         .set("N_ROT", c_.n_rot).set("PAIRING", int(c_.rope_style == RopeStyle::NeoX))
         .set("HAS_FREQ_FACTORS", int(a.w[0] != nullptr)).set("KV_T", s_.kv_type);
-    if (batch_) v.set("BATCH", 1).set("N_CTX", p_.n_ctx);
+    if (batch_) {
+        v.set("BATCH", 1);
+        kv_paged(v);
+    }
     if (qk_norm) v.set("QK_NORM", 1);
     const KArg angles = rope_angles(v, a.w[0]);
     const std::string algo = c_.rope_style == RopeStyle::NeoX ? "rope_neox" : "rope_norm";
@@ -268,7 +271,7 @@ void Lowering::rope(size_t i, const Task* qk_norm) {
     k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), kcache(a.layer), vcache(a.layer),
               slot(batch_ ? Slot::Positions : Slot::Pos), angles, f32(c_.rope_base), batch_ ? slot(Slot::Seqs) : null(),
               weight(qk_norm ? qk_norm->w[0] : nullptr), weight(qk_norm ? qk_norm->w[1] : nullptr),
-              f32(qk_norm ? qk_norm->eps : 0.0f)};
+              f32(qk_norm ? qk_norm->eps : 0.0f), batch_ ? kv_table() : null()};
     const uint64_t kvsz = o_.kv_f32 ? 4 : 2;
     k.bytes = uint64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim * 8 + 2 * uint64_t(c_.kv_dim()) * kvsz +
               (qk_norm ? uint64_t(c_.head_dim) * 8 : 0);

@@ -293,6 +293,10 @@ private:
     void tma_attention(size_t i, const Task& a);
 
     static KArg rows_arg() { KArg a; a.kind = KArg::Kind::Rows; return a; }
+    // The batch phase's KV block tables (scratch "kv_table", i32 [n_seq][kv_blocks_per_seq], set by
+    // the backend), and the defines of a kernel that reads through them (KV_BLOCK, KV_BPS).
+    KArg kv_table();
+    void kv_paged(Variant& v) const;
     static KArg kcache(int layer) { KArg a; a.kind = KArg::Kind::KCache; a.layer = layer; return a; }
     static KArg vcache(int layer) { KArg a; a.kind = KArg::Kind::VCache; a.layer = layer; return a; }
     // split-KV decode attention's scratch: every query head's partial state per split (head_dim + 4

@@ -113,8 +113,11 @@
 #else
 #define PRELOAD 0
 #endif
-#if BATCH && (ALGO != 1 || !defined(N_CTX))
-#error "BATCH needs ALGO 1 (one pass) and N_CTX (positions per sequence in the cache)"
+#if BATCH && (ALGO != 1 || !defined(N_CTX) || !defined(KV_BLOCK) || !defined(KV_BPS))
+#error "BATCH needs ALGO 1 (one pass), N_CTX, KV_BLOCK and KV_BPS (the paged pool's block size and table length)"
+#endif
+#if BATCH && PIPE == 2
+#error "BATCH: positions through the block table (PIPE 2 reads a chunk's rows as consecutive)"
 #endif
 
 static_assert(N_HEADS % N_KV_HEADS == 0, "GQA: whole groups");
