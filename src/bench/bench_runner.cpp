@@ -35,6 +35,8 @@ EngineOptions bench_engine_options(const BenchOptions& o, const std::string& mod
     eo.with_prefill_decode = o.with_prefill_decode;
     eo.batch_prefill_size = o.batch_prefill_size;
     eo.cuda = o.cuda;
+    eo.opencl = o.opencl;
+    eo.cl = o.cl;
     return eo;
 }
 

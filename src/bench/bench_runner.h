@@ -28,6 +28,8 @@ struct BenchOptions {
     bool with_prefill_decode = false;             // prompt tokens but the last skip the logits
     int batch_prefill_size = 0;                   // -b: prompt chunks through the batch phase
     CudaOptions cuda;
+    bool opencl = false;                          // the OpenCL backend (--opencl)
+    OpenClOptions cl;
     uint64_t seed = 1234;                         // synthetic token ids
     size_t copy_bytes = 0;                        // copy-bandwidth buffer; 0: 2 GiB GPU, 256 MiB CPU
 };

@@ -1,6 +1,6 @@
 // LoadedModel: the one loading path of the runtime. A GGUF model (mmap + validation), its
 // tokenizer checked against the weights, the plan for a context, and the backend that runs it
-// (CUDA with `gpu`, else the CPU reference). Engine and SequenceBatch each hold one.
+// (CUDA with `gpu`, OpenCL with `opencl`, else the CPU reference). Engine and SequenceBatch each hold one.
 #pragma once
 
 #include <functional>
@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/opencl/opencl_backend.h"
 #include "model/model.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +23,8 @@ struct LoadOptions {
     int n_threads = 1;   // CPU threads
     bool gpu = false;
     CudaOptions cuda;    // with gpu: schedule, JIT cache, printing options
+    bool opencl = false;  // the OpenCL backend (not with gpu)
+    OpenClOptions cl;     // with opencl: device, schedule, program cache, printing options
 };
 
 class LoadedModel {

@@ -1,0 +1,95 @@
+// The OpenCL gates table (cl_gates.h): what decides each gate, in one place.
+#include "backends/opencl/cl_gates.h"
+
+#include "core/error.h"
+
+namespace jitllm {
+
+namespace {
+
+// The spelling of sub-group support the device reports (0: none)
+int subgroup_ext(const ClDeviceInfo& d) {
+    if (d.has("cl_khr_subgroups")) return 1;
+    if (d.has("cl_intel_subgroups")) return 2;
+    if (d.c_std == "CL3.0" && d.has("__opencl_c_subgroups")) return 3;
+    return 0;
+}
+
+ClGateVerdict reduce_gate(const ClGateInputs& in) {
+    const int e = subgroup_ext(in.dev);
+    if (e == 0)
+        return {false, "no sub-groups reported: work-group sums through local-memory trees",
+                "cl_khr_subgroups, cl_intel_subgroups or __opencl_c_subgroups", ""};
+    const char* name = e == 1 ? "cl_khr_subgroups" : e == 2 ? "cl_intel_subgroups" : "__opencl_c_subgroups";
+    return {true, fmt::format("{}: sub_group_reduce_add / _max, then local memory across the sub-groups", name), "",
+            ""};
+}
+
+ClGateVerdict fp16_gate(const ClGateInputs& in) {
+    if (!in.dev.has("cl_khr_fp16"))
+        return {false, "no cl_khr_fp16: half values read with vload_half (core OpenCL)", "cl_khr_fp16", ""};
+    return {true, "cl_khr_fp16: half values read as half vectors and converted (the same floats)", "", ""};
+}
+
+ClGateVerdict kv_gate(const ClGateInputs& in) {
+    if (in.opt.kv_f32) return {false, "--kv-f32: the KV cache in float32", "", ""};
+    return {true, "the KV cache in f16 (vstore_half_rte, vload_half): half the bytes attention reads", "", ""};
+}
+
+ClGateVerdict vec_gate(const ClGateInputs& in) {
+    return {true,
+            fmt::format("8-wide loads of plain-type weights and x (the device prefers {}-wide floats)",
+                        in.dev.pref_vector_float),
+            "", ""};
+}
+
+ClGateVerdict rope_gate(const ClGateInputs& in) {
+    const bool fp64 = in.dev.has("cl_khr_fp64") || in.dev.has("__opencl_c_fp64");
+    return {true, "(cos, sin) filled on the host with cpu::rope's float steps: no fp64 on the device", "",
+            fp64 ? "" : "cl_khr_fp64 (the angles in double)"};
+}
+
+}  // namespace
+
+const std::vector<ClGateSpec>& cl_gate_table() {
+    static const std::vector<ClGateSpec> t = {
+        {"reduce", "subgroup", "local", reduce_gate, &ClGates::subgroups},
+        {"fp16", "half", "float", fp16_gate, &ClGates::fp16},
+        {"kv.type", "half", "float", kv_gate, &ClGates::kv_half},
+        {"gemv.vec", "vec8", "scalar", vec_gate, &ClGates::vec},
+        {"rope.angles", "table", "computed", rope_gate, &ClGates::rope_table},
+    };
+    return t;
+}
+
+std::vector<std::string> cl_gate_choices() {
+    std::vector<std::string> v;
+    for (const ClGateSpec& g : cl_gate_table()) v.push_back(fmt::format("{}={}|{}", g.name, g.variant, g.sibling));
+    return v;
+}
+
+ClGates cl_decide_gates(const ClGateInputs& in, ClSchedule& s) {
+    ClGates g;
+    for (const ClGateSpec& spec : cl_gate_table()) {
+        ClGateVerdict v = spec.decide(in);
+        bool first = v.want && v.first_missing.empty();
+        if (!v.first_missing.empty()) v.reason = v.reason.empty() ? "needs " + v.first_missing : v.reason;
+        if (auto f = in.opt.force.find(spec.name); f != in.opt.force.end()) {
+            const bool want_first = f->second == spec.variant;
+            if (!want_first && f->second != spec.sibling)
+                fail_usage("--force-variant {}={}: expected {} or {} for gate '{}'", spec.name, f->second, spec.variant,
+                           spec.sibling, spec.name);
+            const std::string& missing = want_first ? v.first_missing : v.sibling_missing;
+            if (!missing.empty())
+                fail_usage("--force-variant {}={}: the device {} lacks {}", spec.name, f->second, in.dev.name, missing);
+            first = want_first;
+            v.reason = "forced (--force-variant)";
+        }
+        g.*spec.flag = first;
+        s.gates.push_back({spec.name, first ? spec.variant : spec.sibling, first ? spec.sibling : spec.variant, v.reason});
+    }
+    g.subgroup_ext = g.subgroups ? subgroup_ext(in.dev) : 0;
+    return g;
+}
+
+}  // namespace jitllm

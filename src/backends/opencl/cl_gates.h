@@ -1,0 +1,52 @@
+// The OpenCL lowering's capability gates as one table, as the CUDA one (backends/cuda/lowering/
+// gates.h): each gate has a name, a variant and its sibling, a predicate over what the device
+// reports (extensions, OpenCL C features), the model and the options, and a one-line reason
+// (the gate report of --print-plan). `--force-variant GATE=VARIANT` overrides a choice; forcing a
+// side whose requirement the device lacks is refused with that requirement named.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/opencl/cl_schedule.h"
+
+namespace jitllm {
+
+// The gates' choices, read by the lowering.
+struct ClGates {
+    bool subgroups = false;  // reduce=subgroup: sub-group builtins in every work-group reduction
+    int subgroup_ext = 0;    // ... spelt as 1 cl_khr_subgroups, 2 cl_intel_subgroups, 3 __opencl_c_subgroups
+    bool fp16 = false;       // fp16=half: half values read through cl_khr_fp16's types
+    bool kv_half = true;     // kv.type=half: the KV cache in f16 (vstore_half / vload_half)
+    bool vec = true;         // gemv.vec=vec8: 8-wide loads of plain-type weights and x
+    bool rope_table = true;  // rope.angles=table: (cos, sin) from the host-filled table
+};
+
+struct ClGateInputs {
+    const Plan& plan;
+    const ClDeviceInfo& dev;
+    const ClScheduleOptions& opt;
+};
+
+// What a predicate says: the first variant wanted or not and why; what either side needs and the
+// device lacks (empty: nothing), which refuses forcing that side.
+struct ClGateVerdict {
+    bool want = false;
+    std::string reason;
+    std::string first_missing, sibling_missing;
+};
+
+struct ClGateSpec {
+    const char* name;
+    const char* variant;
+    const char* sibling;
+    ClGateVerdict (*decide)(const ClGateInputs& in);
+    bool ClGates::* flag;
+};
+
+const std::vector<ClGateSpec>& cl_gate_table();
+
+// Decides every gate in table order into s.gates; throws a usage Error for a refused force.
+ClGates cl_decide_gates(const ClGateInputs& in, ClSchedule& s);
+
+}  // namespace jitllm

@@ -1,0 +1,83 @@
+// ClSchedule: the OpenCL lowering of a Plan. As the CUDA schedule (backends/cuda/schedule.h):
+// consecutive tasks grouped into kernels, each with a variant of an embedded OpenCL C source
+// (src/kernels/opencl; defines specialise it), a launch geometry (global and local work sizes)
+// and symbolic arguments; every gate records its choice and why. Kernel names follow the same
+// rule: <task group>__<algorithm>[_<type>] (attn_norm + attn_qkv -> attn_norm_qkv__gemv_q8_0).
+// The `sample` task runs on the host (the argmax of the logits read back).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/opencl/cl_device.h"
+#include "jit/variant.h"
+#include "plan/plan.h"
+
+namespace jitllm {
+
+// A kernel argument, resolved to a buffer or a value by the backend.
+struct ClArg {
+    // Null: a null buffer; Slot / Weight / KCache / VCache / Scratch: a buffer (Weight: the tensor's
+    // own buffer; the kernel adds offsets from its defines); F32 / I32: a value
+    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32 } kind = Kind::Null;
+    Slot slot = Slot::X;
+    int layer = -1;
+    const WeightTensor* w = nullptr;
+    std::string scratch;
+    float f = 0.0f;
+    int i = 0;
+};
+
+struct ClStep {
+    std::string symbol;  // the kernel's name (the naming rule above)
+    std::string group;   // task group, e.g. "attn_norm_qkv"
+    Variant variant;     // source "opencl/<file>.cl", defines
+    std::vector<int> tasks;  // indices into the phase's task list
+    int layer = -1;
+    size_t global[2] = {1, 1}, local[2] = {1, 1};  // work sizes: dimension 1 is the batch rows
+    // dimension 1 of the global size for a batch step of m rows: m * rows_mul (0: not scaled)
+    int rows_mul = 0;
+    std::vector<ClArg> args;
+    uint64_t bytes = 0;          // bytes moved per launch at position 0 (batch: per row)
+    uint64_t bytes_per_pos = 0;  // plus this many per cached position (attention)
+    uint64_t bytes_fixed = 0;    // batch: bytes independent of the rows (weights)
+    uint64_t flops = 0;
+    bool host_sample = false;  // the `sample` task: the argmax of the logits on the host
+};
+
+struct ClGateDecision {
+    std::string gate, chosen, sibling, reason;
+};
+
+struct ClScheduleOptions {
+    bool fuse = true;                          // --no-fuse: one kernel per task
+    bool kv_f32 = false;                       // --kv-f32: the KV cache in float (gate kv.type)
+    std::map<std::string, std::string> force;  // --force-variant GATE=VARIANT
+};
+
+struct ClSchedule {
+    std::vector<ClStep> decode, prefill, batch;
+    size_t batch_body = 0;  // batch[0, batch_body): every step; the rest: steps with logits
+    std::vector<ClGateDecision> gates;
+    std::map<std::string, size_t> scratch;  // name -> bytes ("rope_table", "attn_temp")
+    bool kv_half = true;
+    std::string build_options;  // clBuildProgram's options besides the defines
+    const std::vector<ClStep>& phase(Phase p) const {
+        return p == Phase::Decode ? decode : p == Phase::Prefill ? prefill : batch;
+    }
+};
+
+// The gates --force-variant accepts, "gate=variant|sibling", and their names.
+std::vector<std::string> cl_gate_choices();
+// The schedule for a device (its extensions decide the gates). Throws a usage Error when a
+// forced variant needs what the device lacks.
+ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& dev, const ClScheduleOptions& opt);
+// Every distinct variant of the schedule, in first-use order.
+std::vector<Variant> cl_schedule_variants(const ClSchedule& s);
+// --print-plan: gates, then each phase's kernels with their tasks; threads: global / local sizes.
+std::string cl_schedule_describe(const Plan& plan, const ClSchedule& s, bool threads);
+// The kernel launches of a run of shape r per phase (--print-plan's accounting).
+std::string cl_schedule_describe_launches(const ClSchedule& s, const RunShape& r);
+
+}  // namespace jitllm

@@ -1,0 +1,98 @@
+// OpenCL backend: lowers the plan to a schedule of OpenCL C kernels (cl_schedule.h) chosen by what
+// the device reports, builds each distinct variant with clBuildProgram (program binaries cached on
+// disk, cl_program.h), uploads the weights once in their GGUF representation, and runs a token as
+// the schedule's NDRange launches on one in-order queue; the `sample` task takes the argmax of the
+// logits read back on the host. Runs on any OpenCL 1.2+ device: PoCL's CPU device in CI, a GPU's
+// driver elsewhere (docs/opencl.md).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/opencl/cl_device.h"
+#include "backends/opencl/cl_program.h"
+#include "backends/opencl/cl_schedule.h"
+#include "profile/profiler.h"
+
+namespace jitllm {
+
+struct OpenClOptions {
+    int device = 0;               // --opencl-device N (jitllm --list-devices)
+    ClScheduleOptions schedule;   // --no-fuse, --kv-f32, --force-variant
+    CacheOptions cache;           // --kernel-cache, --no-kernel-cache
+    bool print_kernel = false;    // --print-kernel: each program's unit text
+    bool print_threads = false;   // --print-threads: global and local work sizes
+    bool print_plan = false;      // --print-plan: gates and kernels
+    bool verbose_init = false;    // --verbose-init: device, memory, builds
+    Profiler* profiler = nullptr; // --profiler: every launch timed with OpenCL events
+};
+
+class OpenClBackend : public Backend {
+public:
+    OpenClBackend(const Plan& plan, const OpenClOptions& opt);
+    ~OpenClBackend() override;
+    std::string name() const override { return "opencl"; }
+    const float* decode(int32_t token, int pos) override;
+    void prefill(int32_t token, int pos) override;
+    int32_t sampled_token() const override { return token_out_; }
+    void batch(const BatchStep& step) override;
+    const float* batch_logits(int row) override;
+    int32_t batch_sampled(int row) const override;
+    void reset() override {}
+    const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
+    BackendInfo info() const override;
+    uint64_t device_bytes() const override { return ctx_->allocated(); }
+    std::string describe_launches(const RunShape& r, int warmup_tokens) const override;
+    DecodeBytes decode_bytes() const override;
+    // clEnqueueCopyBuffer of `bytes` (0: 256 MiB, at most an eighth of the device's memory), median of 5
+    double copy_bandwidth_gb_s(size_t bytes) override;
+
+    const ClSchedule& schedule() const { return sched_; }
+    const ClDeviceInfo& device() const { return ctx_->info(); }
+
+private:
+    struct Launch {
+        cl_kernel kernel = nullptr;  // null: the host's argmax (`sample`)
+        const ClStep* step = nullptr;
+    };
+    void allocate_and_upload();
+    void fill_rope_tables();
+    void build_kernels();
+    void bind(const std::vector<ClStep>& steps, std::vector<Launch>& out);
+    cl_mem resolve(const ClArg& a) const;
+    void print_kernels() const;
+    // launches [from, to) of a phase for `rows` rows; host argmax steps read the logits of `rows` rows
+    void run(Phase ph, size_t from, size_t to, int rows, uint64_t pos_sum);
+    void read_logits(int rows);
+    void set_token(int32_t token, int pos);  // the Token and Pos slots of a decode / prefill step
+    void record_profile(Phase ph, const std::vector<std::pair<const ClStep*, cl_event>>& evs, int rows,
+                        uint64_t pos_sum);
+
+    const Plan& plan_;
+    OpenClOptions opt_;
+    std::unique_ptr<ClContext> ctx_;
+    ClSchedule sched_;
+    std::unique_ptr<ClPrograms> programs_;
+    std::map<const WeightTensor*, cl_mem> weights_;
+    std::vector<cl_mem> slots_;
+    std::vector<cl_mem> k_cache_, v_cache_;
+    std::map<std::string, cl_mem> scratch_;
+    std::vector<Launch> launches_[3];
+    std::map<std::string, uint64_t> counts_;
+    std::vector<uint64_t*> count_ptrs_[3];
+    int32_t host_io_[2] = {0, 0};  // token, position of a decode / prefill step
+    std::vector<int32_t> host_rows_;  // a batch step's tokens, positions, sequences
+    std::vector<float> logits_;       // n_seq rows
+    std::vector<int32_t> picks_rows_;
+    int32_t token_out_ = 0;
+    int batch_n_ = 0;
+    bool batch_logits_ = false;
+    double upload_ms_ = 0;
+    double origin_ns_ = -1;  // profiling: the run's first event start
+    int steps_[3] = {0, 0, 0};
+};
+
+}  // namespace jitllm

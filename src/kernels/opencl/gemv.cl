@@ -1,0 +1,312 @@
+// gemv: y[r] = sum_k W[r, k] x[k] for the rows of up to three matrices, with the fusions of the
+// lowering (backends/opencl/cl_lowering.cpp): the RMS norm of x before (NORM_IN), biases, and one
+// epilogue (EPI). A work-group of WG work-items computes RPB output rows: work-item t takes the
+// 32-element units t, t + WG, ... of x once and multiplies them with every row of the group
+// (coalesced: neighbouring work-items read neighbouring units of a row), then the work-group sums
+// (common.h wg_sum_n). Q4_0 / Q8_0 weights take x quantized to Q8_0 blocks in local memory
+// (quant.h quantize_act_q8's rule) and integer sums per block, as the CPU does.
+//
+// params:
+//   WTYPE        weight type of every matrix (quant_blocks.h ids)
+//   COLS         x's length (a multiple of 32 for block types; plain types any, a scalar tail)
+//   N_MAT, ROWS0/1/2, W_OFF0/1/2   matrices, their output rows, byte offsets into w0/w1/w2
+//   WG, RPB      work-items (a power of 2) and output rows per work-group
+//   NORM_IN      x first normalised: x * (1 / sqrt(sum x^2 / COLS + eps)) * nw (cpu::rms_norm)
+//   HAS_BIAS     b_m[r] added to each output (after the sum, as the CPU's add_bias)
+//   EPI          0 y_m[r] = sum; 1 y0[r] = aux[r] + RES_SCALE * sum (the residual add);
+//                2 SwiGLU: y0[r] = silu(gate) * up, gate row r of matrix 0, up row r of matrix 1
+//                  (or of matrix 0 at UP_OFFSET_ROWS with N_MAT 1); 3 y0[r] = sum * OUT_SCALE;
+//                5 the experts' weighted sum: y0[r] = sum_j ew[j] * (row r of expert ids[j] times
+//                  x's j-th COLS), in j order as CpuBackend::run_moe; 6 y0[r] += sum * sigmoid(aux[AUX_OFF])
+//   EXPERTS      K > 0: matrices are stacks of experts of EXPERT_BYTES each, expert ids[j]'s taken;
+//                EPI 0/2: dimension 1 of the NDRange is row * K + j (slot j of the row's choice)
+//   X_STRIDE, Y_STRIDE0/1/2, Y_OFF0/1/2, AUX_STRIDE, AUX_OFF   floats between batch rows, offsets
+//   VEC          1: 8-wide loads of plain-type weights and x (gate gemv.vec); 0: one element at a time
+// launch: global (ceil(out rows / RPB) * WG, batch rows [* K]), local (WG, 1)
+// args:   (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, nw, aux, ids, ew, eps); unused pointers may be null
+// bytes:  the rows' weight bytes + 4 * COLS (+ 4 * COLS norm weight) + 4 * out rows (+ aux)
+// reference: cpu::matvec (+ cpu::rms_norm before, add_bias, cpu::swiglu, cpu::add_scaled after;
+//            CpuBackend::run_moe for EPI 5 / 6)
+
+#ifndef JITLLM_JIT  // defaults for a standalone syntax check only
+#define KERNEL_NAME gemv
+#define WTYPE 8
+#define COLS 4096
+#define N_MAT 1
+#define ROWS0 4096
+#define WG 128
+#define RPB 4
+#endif
+
+#include "common/quant_blocks.h"
+
+#ifndef ROWS1
+#define ROWS1 0
+#endif
+#ifndef ROWS2
+#define ROWS2 0
+#endif
+#ifndef W_OFF0
+#define W_OFF0 0
+#endif
+#ifndef W_OFF1
+#define W_OFF1 0
+#endif
+#ifndef W_OFF2
+#define W_OFF2 0
+#endif
+#ifndef NORM_IN
+#define NORM_IN 0
+#endif
+#ifndef HAS_BIAS
+#define HAS_BIAS 0
+#endif
+#ifndef EPI
+#define EPI 0
+#endif
+#ifndef RES_SCALE
+#define RES_SCALE 1.0f
+#endif
+#ifndef OUT_SCALE
+#define OUT_SCALE 1.0f
+#endif
+#ifndef UP_OFFSET_ROWS
+#define UP_OFFSET_ROWS 0
+#endif
+#ifndef EXPERTS
+#define EXPERTS 0
+#endif
+#ifndef EXPERT_BYTES
+#define EXPERT_BYTES 0
+#endif
+#ifndef X_STRIDE
+#define X_STRIDE COLS
+#endif
+#ifndef Y_STRIDE0
+#define Y_STRIDE0 0
+#endif
+#ifndef Y_STRIDE1
+#define Y_STRIDE1 0
+#endif
+#ifndef Y_STRIDE2
+#define Y_STRIDE2 0
+#endif
+#ifndef Y_OFF0
+#define Y_OFF0 0
+#endif
+#ifndef Y_OFF1
+#define Y_OFF1 0
+#endif
+#ifndef Y_OFF2
+#define Y_OFF2 0
+#endif
+#ifndef AUX_STRIDE
+#define AUX_STRIDE 0
+#endif
+#ifndef AUX_OFF
+#define AUX_OFF 0
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+
+#define XQ XQ8_TYPE(WTYPE)
+#define NW (EPI == 2 ? 2 : 1)           // weight rows per output row
+#define NACC (RPB * NW)                 // sums per work-item
+#define NU (COLS / 32)                  // whole 32-element units of a row
+#define TAIL (COLS % 32)                // plain types: elements after them
+#define RB ROW_BYTES(WTYPE, COLS)
+#define OUT_ROWS (EPI == 2 || EPI >= 5 ? ROWS0 : ROWS0 + ROWS1 + ROWS2)
+
+#if XQ && (COLS % 32 != 0)
+#error "Q4_0 / Q8_0 products need COLS a multiple of 32"
+#endif
+#if !QK_PLAIN(WTYPE) && TAIL != 0
+#error "block types need COLS a multiple of their block"
+#endif
+
+// weight row `wr` (of the concatenated matrices, or of matrix 0 for SwiGLU's up at UP_OFFSET_ROWS)
+// as a byte pointer; expert e's stack member
+inline const global uchar* weight_row(const global uchar* w0, const global uchar* w1, const global uchar* w2,
+                                      int wr, int e) {
+    const ulong ex = (ulong)e * EXPERT_BYTES;
+    if (wr < ROWS0) return w0 + W_OFF0 + ex + (ulong)wr * RB;
+    if (wr < ROWS0 + ROWS1) return w1 + W_OFF1 + ex + (ulong)(wr - ROWS0) * RB;
+    return w2 + W_OFF2 + ex + (ulong)(wr - ROWS0 - ROWS1) * RB;
+}
+
+// x's unit u (32 floats), normalised with NORM_IN
+inline void load_unit(const global float* x, const global float* nw, float inv, int u, float* xv) {
+#if VEC
+    for (int i = 0; i < 4; ++i) {
+        float8 v = vload8(u * 4 + i, x);
+#if NORM_IN
+        v = (v * inv) * vload8(u * 4 + i, nw);
+#endif
+        vstore8(v, i, xv);
+    }
+#else
+    for (int i = 0; i < 32; ++i) {
+        float v = x[32 * u + i];
+#if NORM_IN
+        v = (v * inv) * nw[32 * u + i];
+#endif
+        xv[i] = v;
+    }
+#endif
+}
+
+// 1 / rms of x (NORM_IN), on every work-item
+inline float norm_inv(const global float* x, float eps, local float* red) {
+    float ss = 0.0f;
+    for (int k = (int)get_local_id(0); k < COLS; k += WG) ss += x[k] * x[k];
+    ss = wg_sum(ss, red);
+    return 1.0f / sqrt(ss / (float)COLS + eps);
+}
+
+#if XQ
+// x (normalised with NORM_IN) quantized into local memory: xq[COLS] int8, xd[COLS / 32] scales,
+// quantize_row(Q8_0)'s rule: d = max |x| / 127, q = round(x / d) through 1 / d, d kept as f16
+inline void quantize_x(const global float* x, const global float* nw, float inv, local char* xq, local float* xd) {
+    for (int u = (int)get_local_id(0); u < NU; u += WG) {
+        float xv[32];
+        load_unit(x, nw, inv, u, xv);
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = fmax(amax, fabs(xv[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 32; ++i) xq[32 * u + i] = (char)(int)round(xv[i] * id);
+        xd[u] = round_f16(d);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
+// The work-item's partial sums of the NACC weight rows `rows` times x (xq / xd: quantized x)
+inline void partial_sums(const global uchar* const* rows, const global float* x, const global float* nw, float inv,
+                         const local char* xq, const local float* xd, float* acc) {
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+    const int t = (int)get_local_id(0);
+    for (int u = t; u < NU; u += WG) {
+#if XQ
+        const float dx = xd[u];
+        for (int i = 0; i < NACC; ++i) acc[i] += unit_dot_q8(WTYPE, rows[i], u, xq + 32 * u, dx);
+#else
+        float xv[32];
+        load_unit(x, nw, inv, u, xv);
+        for (int i = 0; i < NACC; ++i) {
+#if VEC
+            acc[i] += unit_dot(WTYPE, rows[i], u, xv);
+#else
+            float s = 0.0f;
+            for (int e = 0; e < 32; ++e) s += dequant_elem(WTYPE, rows[i], 32 * u + e) * xv[e];
+            acc[i] += s;
+#endif
+        }
+#endif
+    }
+#if TAIL
+    for (int k = NU * 32 + t; k < COLS; k += WG) {
+        float xk = x[k];
+#if NORM_IN
+        xk = (xk * inv) * nw[k];
+#endif
+        for (int i = 0; i < NACC; ++i) acc[i] += dequant_elem(WTYPE, rows[i], k) * xk;
+    }
+#endif
+}
+
+kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const global uchar* w2,
+                        const global float* b0, const global float* b1, const global float* b2,
+                        global float* y0, global float* y1, global float* y2,
+                        const global float* x, const global float* nw, const global float* aux,
+                        const global int* ids, const global float* ew, float eps) {
+    local float red[NACC * WG];
+#if XQ
+    local char xq[COLS];
+    local float xd[NU];
+#else
+    local char* xq = 0;
+    local float* xd = 0;
+#endif
+    const int t = (int)get_local_id(0);
+    const int o0 = (int)get_group_id(0) * RPB;
+#if EXPERTS && EPI != 5
+    const int slot = (int)get_group_id(1), row = slot / EXPERTS;
+    const int expert = ids[slot];
+    const int yrow = slot;
+#else
+    const int row = (int)get_group_id(1);
+    const int yrow = row;
+#endif
+    x += (ulong)row * X_STRIDE;
+    float inv = 1.0f;
+#if NORM_IN
+    inv = norm_inv(x, eps, red);
+#endif
+#if EPI == 5
+    float outv = 0.0f;
+    for (int j = 0; j < EXPERTS; ++j) {
+        const int expert = ids[row * EXPERTS + j];
+        const global float* xj = x + j * COLS;
+#else
+    {
+        const global float* xj = x;
+#endif
+#if XQ
+        quantize_x(xj, nw, inv, xq, xd);
+#endif
+        const global uchar* rows[NACC];
+        for (int i = 0; i < RPB; ++i) {
+            const int o = min(o0 + i, OUT_ROWS - 1);
+#if EXPERTS
+            const int e = expert;
+#else
+            const int e = 0;
+#endif
+            rows[i * NW] = weight_row(w0, w1, w2, o, e);
+#if EPI == 2
+            rows[i * NW + 1] = N_MAT == 1 ? weight_row(w0, w1, w2, o + UP_OFFSET_ROWS, e) : weight_row(w0, w1, w2, o + ROWS0, e);
+#endif
+        }
+        float acc[NACC];
+        partial_sums(rows, xj, nw, inv, xq, xd, acc);
+        wg_sum_n(acc, NACC, red);
+#if EPI == 5
+        if (t < RPB) {
+            const float s = red[t * WG];
+            outv = j == 0 ? s * ew[row * EXPERTS] : outv + s * ew[row * EXPERTS + j];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t < RPB && o0 + t < OUT_ROWS) y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + o0 + t] = outv;
+#else
+    }
+    if (t >= RPB || o0 + t >= OUT_ROWS) return;
+    const int o = o0 + t;
+#if EPI == 2
+    const float g = red[(t * NW) * WG], u = red[(t * NW + 1) * WG];
+    y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + o] = g / (1.0f + exp(-g)) * u;
+#else
+    float s = red[t * WG];
+    int r = o, m = 0;
+    if (r >= ROWS0) { r -= ROWS0; m = 1; }
+    if (m == 1 && r >= ROWS1) { r -= ROWS1; m = 2; }
+#if HAS_BIAS
+    s += (m == 0 ? b0 : m == 1 ? b1 : b2)[r];
+#endif
+#if EPI == 1
+    s = aux[(ulong)row * AUX_STRIDE + r] + RES_SCALE * s;
+#elif EPI == 3
+    s = s * OUT_SCALE;
+#elif EPI == 6
+    const float gl = aux[(ulong)row * AUX_STRIDE + AUX_OFF];
+    s = y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + r] + s * (1.0f / (1.0f + exp(-gl)));
+#endif
+    if (m == 0) y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + r] = s;
+    else if (m == 1) y1[(ulong)yrow * Y_STRIDE1 + Y_OFF1 + r] = s;
+    else y2[(ulong)yrow * Y_STRIDE2 + Y_OFF2 + r] = s;
+#endif  // EPI == 2
+#endif  // EPI == 5
+    (void)b0; (void)b1; (void)b2; (void)ew; (void)ids; (void)aux; (void)nw; (void)eps; (void)y1; (void)y2;
+}
