@@ -99,7 +99,7 @@ void OpenClBackend::batch(const BatchStep& b) {
     } else if (b.logits_last) {
         // the output tail for the last row only: its residual stream moves to row 0
         const size_t xb = size_t(plan_.config->dim) * 4;
-        ctx_->copy(slots_[size_t(Slot::X)], 0, slots_[size_t(Slot::X)], (n - 1) * xb, xb);
+        if (n > 1) ctx_->copy(slots_[size_t(Slot::X)], 0, slots_[size_t(Slot::X)], (n - 1) * xb, xb);
         run(Phase::Batch, body, all, 1, 0);
         batch_n_ = 1;
         batch_logits_ = true;
