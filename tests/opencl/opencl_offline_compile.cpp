@@ -63,8 +63,9 @@ TEST(ClProgramsOffline, EveryVariantOfBothSidesOfEveryGateCompiles) {
             ClScheduleOptions o;
             o.fuse = variant == 0;
             if (variant == 1)  // every gate's sibling
-                o.force = {{"reduce", "local"}, {"fp16", "float"}, {"kv.type", "float"}, {"gemv.vec", "scalar"},
-                           {"rope.angles", "computed"}};
+                o.force = {{"reduce", "local"},        {"fp16", "float"},        {"kv.type", "float"},
+                           {"gemv.vec", "scalar"},     {"gemv.grid", "full"},    {"weights.layout", "blocks"},
+                           {"batch.xrows", "per-row"}, {"rope.angles", "computed"}};
             n += compile_offline(cl_schedule_build(m.plan, all, o), "CL2.0", ext, seen);
         }
         if (f != stories() && f.find("moe") == std::string::npos) continue;

@@ -38,7 +38,7 @@ T device_val(const ClApi& a, cl_device_id d, cl_device_info what) {
 // "OpenCL C 1.2 pocl" -> 12; "" -> 0
 int c_version_of(const std::string& s) {
     const size_t at = s.find("OpenCL C ");
-    if (at == std::string::npos || at + 11 >= s.size() + 1) return 0;
+    if (at == std::string::npos) return 0;
     int major = 0, minor = 0;
     if (std::sscanf(s.c_str() + at + 9, "%d.%d", &major, &minor) != 2) return 0;
     return 10 * major + minor;
@@ -171,11 +171,17 @@ cl_mem ClContext::alloc(size_t bytes, const std::string& what) {
     const cl_uchar zero = 0;
     JITLLM_CL_TRY(api_, clEnqueueFillBuffer(queue_, m, &zero, 1, 0, bytes, 0, nullptr, nullptr));
     allocated_ += bytes;
+    sizes_[m] = bytes;
     return m;
 }
 
 void ClContext::release(cl_mem m) {
-    if (m) api_.clReleaseMemObject(m);
+    if (!m) return;
+    if (auto it = sizes_.find(m); it != sizes_.end()) {
+        allocated_ -= it->second;
+        sizes_.erase(it);
+    }
+    api_.clReleaseMemObject(m);
 }
 
 void ClContext::upload(cl_mem dst, size_t offset, const void* src, size_t bytes) {

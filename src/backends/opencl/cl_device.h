@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,7 +60,7 @@ public:
     void download(void* dst, cl_mem src, size_t offset, size_t bytes);       // blocking
     void copy(cl_mem dst, size_t dst_off, cl_mem src, size_t src_off, size_t bytes);
     void finish();
-    uint64_t allocated() const { return allocated_; }
+    uint64_t allocated() const { return allocated_; }  // bytes of the buffers alive
 
 private:
     const ClApi& api_;
@@ -68,6 +69,7 @@ private:
     cl_context ctx_ = nullptr;
     cl_command_queue queue_ = nullptr;
     uint64_t allocated_ = 0;
+    std::map<cl_mem, size_t> sizes_;
 };
 
 }  // namespace jitllm

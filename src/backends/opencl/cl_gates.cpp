@@ -15,7 +15,7 @@ int subgroup_ext(const ClDeviceInfo& d) {
     return 0;
 }
 
-ClGateVerdict reduce_gate(const ClGateInputs& in) {
+ClGateVerdict reduce_gate(const ClGateInputs& in, ClGates&) {
     const int e = subgroup_ext(in.dev);
     if (e == 0)
         return {false, "no sub-groups reported: work-group sums through local-memory trees",
@@ -25,25 +25,62 @@ ClGateVerdict reduce_gate(const ClGateInputs& in) {
             ""};
 }
 
-ClGateVerdict fp16_gate(const ClGateInputs& in) {
+ClGateVerdict fp16_gate(const ClGateInputs& in, ClGates&) {
     if (!in.dev.has("cl_khr_fp16"))
         return {false, "no cl_khr_fp16: half values read with vload_half (core OpenCL)", "cl_khr_fp16", ""};
     return {true, "cl_khr_fp16: half values read as half vectors and converted (the same floats)", "", ""};
 }
 
-ClGateVerdict kv_gate(const ClGateInputs& in) {
+ClGateVerdict kv_gate(const ClGateInputs& in, ClGates&) {
     if (in.opt.kv_f32) return {false, "--kv-f32: the KV cache in float32", "", ""};
     return {true, "the KV cache in f16 (vstore_half_rte, vload_half): half the bytes attention reads", "", ""};
 }
 
-ClGateVerdict vec_gate(const ClGateInputs& in) {
+ClGateVerdict vec_gate(const ClGateInputs& in, ClGates&) {
     return {true,
             fmt::format("8-wide loads of plain-type weights and x (the device prefers {}-wide floats)",
                         in.dev.pref_vector_float),
             "", ""};
 }
 
-ClGateVerdict rope_gate(const ClGateInputs& in) {
+ClGateVerdict grid_gate(const ClGateInputs& in, ClGates&) {
+    return {true,
+            fmt::format("at most 2 work-groups per compute unit ({} units): x's prologue (the norm, the Q8_0 "
+                        "quantization) once for every row block a work-group takes",
+                        in.dev.compute_units),
+            "", ""};
+}
+
+// Q4_0 / Q8_0 matrices only products read (the embedding table keeps GGUF blocks: embed.cl reads
+// its rows, and so does a tied output projection), rows of a multiple of 64 elements (4-byte aligned)
+ClGateVerdict layout_gate(const ClGateInputs& in, ClGates& g) {
+    std::set<const WeightTensor*> embed, mats;
+    for (const auto* ph : {&in.plan.decode, &in.plan.prefill, &in.plan.batch})
+        for (const Task& tk : *ph)
+            for (const WeightTensor* w : tk.w)
+                if (w) (tk.kind == TaskKind::TokenEmbd ? embed : mats).insert(w);
+    g.split_candidates.clear();
+    for (const WeightTensor* w : mats)
+        if ((w->type == GgmlType::Q4_0 || w->type == GgmlType::Q8_0) && w->cols % 64 == 0 && !embed.count(w))
+            g.split_candidates.insert(w);
+    if (g.split_candidates.empty()) return {false, "no Q4_0 / Q8_0 matrix with rows of a multiple of 64: GGUF blocks", "", ""};
+    return {true,
+            fmt::format("{} Q4_0 / Q8_0 matrices repacked at upload, a row's quants then its f16 scales: 4-byte loads "
+                        "of the quants (GGUF's 18 / 34-byte blocks are 2-byte aligned)",
+                        g.split_candidates.size()),
+            "", ""};
+}
+
+ClGateVerdict xrows_gate(const ClGateInputs& in, ClGates&) {
+    if (in.plan.batch_rows < 2) return {false, "no batch phase of 2+ rows: one activation row a work-group", "", ""};
+    return {true,
+            fmt::format("the batch phase's products (not the experts'): each work-group reads a weight row once for "
+                        "{} activation rows (their x, quantized for Q4_0 / Q8_0, in local memory)",
+                        kClXrows),
+            "", ""};
+}
+
+ClGateVerdict rope_gate(const ClGateInputs& in, ClGates&) {
     const bool fp64 = in.dev.has("cl_khr_fp64") || in.dev.has("__opencl_c_fp64");
     return {true, "(cos, sin) filled on the host with cpu::rope's float steps: no fp64 on the device", "",
             fp64 ? "" : "cl_khr_fp64 (the angles in double)"};
@@ -57,6 +94,9 @@ const std::vector<ClGateSpec>& cl_gate_table() {
         {"fp16", "half", "float", fp16_gate, &ClGates::fp16},
         {"kv.type", "half", "float", kv_gate, &ClGates::kv_half},
         {"gemv.vec", "vec8", "scalar", vec_gate, &ClGates::vec},
+        {"gemv.grid", "capped", "full", grid_gate, &ClGates::gemv_cap},
+        {"weights.layout", "split", "blocks", layout_gate, &ClGates::split},
+        {"batch.xrows", "shared", "per-row", xrows_gate, &ClGates::xrows},
         {"rope.angles", "table", "computed", rope_gate, &ClGates::rope_table},
     };
     return t;
@@ -71,7 +111,7 @@ std::vector<std::string> cl_gate_choices() {
 ClGates cl_decide_gates(const ClGateInputs& in, ClSchedule& s) {
     ClGates g;
     for (const ClGateSpec& spec : cl_gate_table()) {
-        ClGateVerdict v = spec.decide(in);
+        ClGateVerdict v = spec.decide(in, g);
         bool first = v.want && v.first_missing.empty();
         if (!v.first_missing.empty()) v.reason = v.reason.empty() ? "needs " + v.first_missing : v.reason;
         if (auto f = in.opt.force.find(spec.name); f != in.opt.force.end()) {
@@ -89,6 +129,7 @@ ClGates cl_decide_gates(const ClGateInputs& in, ClSchedule& s) {
         s.gates.push_back({spec.name, first ? spec.variant : spec.sibling, first ? spec.sibling : spec.variant, v.reason});
     }
     g.subgroup_ext = g.subgroups ? subgroup_ext(in.dev) : 0;
+    if (g.split) s.split_weights = g.split_candidates;
     return g;
 }
 

@@ -5,12 +5,16 @@
 // side whose requirement the device lacks is refused with that requirement named.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "backends/opencl/cl_schedule.h"
 
 namespace jitllm {
+
+// batch.xrows=shared: activation rows a batch-phase gemv multiplies each weight row it reads with
+constexpr int kClXrows = 4;
 
 // The gates' choices, read by the lowering.
 struct ClGates {
@@ -19,7 +23,11 @@ struct ClGates {
     bool fp16 = false;       // fp16=half: half values read through cl_khr_fp16's types
     bool kv_half = true;     // kv.type=half: the KV cache in f16 (vstore_half / vload_half)
     bool vec = true;         // gemv.vec=vec8: 8-wide loads of plain-type weights and x
+    bool gemv_cap = true;    // gemv.grid=capped: 2 work-groups per compute unit, each looping over row blocks
+    bool xrows = false;      // batch.xrows=shared: the batch phase's products read a weight row for 4 activation rows
     bool rope_table = true;  // rope.angles=table: (cos, sin) from the host-filled table
+    bool split = false;      // weights.layout=split: the candidates below repacked (quant.h repack_split_rows)
+    std::set<const WeightTensor*> split_candidates;  // Q4_0 / Q8_0 matrices only products read, rows of 64k
 };
 
 struct ClGateInputs {
@@ -40,7 +48,7 @@ struct ClGateSpec {
     const char* name;
     const char* variant;
     const char* sibling;
-    ClGateVerdict (*decide)(const ClGateInputs& in);
+    ClGateVerdict (*decide)(const ClGateInputs& in, ClGates& g);
     bool ClGates::* flag;
 };
 

@@ -2,6 +2,7 @@
 #include "backends/opencl/cl_lowering.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 
@@ -167,7 +168,7 @@ void Lowering::rope(const std::vector<size_t>& idx, bool rotate, bool store) {
     Variant v("opencl/rope.cl", "");
     v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim).set("N_ROT", c_.n_rot);
     v.set("PAIRING", int(c_.rope_style != RopeStyle::Norm)).set("ROPE", int(rotate)).set("STORE", int(store));
-    v.set("KV_HALF", int(g_.kv_half)).set("N_CTX", p_.n_ctx);
+    v.set("KV_HALF", int(g_.kv_half));
     const WeightTensor* ff = rotate && a.kind == K::AttnRope ? a.w[0] : nullptr;
     ClArg table = null(), temp = null();
     if (rotate) {
@@ -193,7 +194,7 @@ void Lowering::rope(const std::vector<size_t>& idx, bool rotate, bool store) {
     const Slot pos = batch_ ? Slot::Positions : Slot::Pos;
     k.args = {slot(Slot::Q), slot(Slot::K), slot(Slot::V), cache(true, a.layer), cache(false, a.layer), slot(pos),
               batch_ ? slot(Slot::Seqs) : null(), table, g_.rope_table ? null() : weight(ff), temp,
-              f32(c_.rope_base)};
+              f32(c_.rope_base), i32(p_.n_ctx)};
     const uint64_t kvb = g_.kv_half ? 2 : 4;
     k.bytes = 4ull * uint64_t(c_.head_dim) * uint64_t(2 * c_.n_heads + 3 * c_.n_kv_heads) +
               2ull * uint64_t(c_.kv_dim()) * kvb;
@@ -205,13 +206,13 @@ void Lowering::attention(size_t i) {
     const int wg = 64;
     Variant v("opencl/attention.cl", "");
     v.set("N_HEADS", c_.n_heads).set("N_KV_HEADS", c_.n_kv_heads).set("HEAD_DIM", c_.head_dim);
-    v.set("SCALE", fstr(a.scale)).set("KV_HALF", int(g_.kv_half)).set("N_CTX", p_.n_ctx).set("WG", wg);
+    v.set("SCALE", fstr(a.scale)).set("KV_HALF", int(g_.kv_half)).set("WG", wg);
     if (c_.sliding_window > 0 && c_.sliding_window < p_.n_ctx) v.set("WINDOW", c_.sliding_window);
     ClStep& k = add({i}, "attention", v);
     k.global[0] = size_t(c_.n_heads) * wg;
     k.local[0] = wg;
     k.args = {slot(Slot::Q), cache(true, a.layer), cache(false, a.layer), slot(batch_ ? Slot::Positions : Slot::Pos),
-              batch_ ? slot(Slot::Seqs) : null(), slot(Slot::Att)};
+              batch_ ? slot(Slot::Seqs) : null(), slot(Slot::Att), i32(p_.n_ctx)};
     k.bytes = 8ull * uint64_t(c_.q_dim());
     k.bytes_per_pos = 2ull * uint64_t(c_.n_heads) * uint64_t(c_.head_dim) * (g_.kv_half ? 2 : 4);
 }
@@ -263,6 +264,8 @@ ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& dev, const Cl
     s.kv_half = g.kv_half;
     s.build_options = "-cl-std=" + dev.c_std;
     if (dev.fp32_correct_div_sqrt) s.build_options += " -cl-fp32-correctly-rounded-divide-sqrt";
+    // more options for the driver (the tests' -cl-opt-disable: PoCL builds 3x faster); part of the cache key
+    if (const char* e = std::getenv("JITLLM_OPENCL_BUILD_OPTIONS"); e && *e) s.build_options += std::string(" ") + e;
     cl_lowering::Lowering l(plan, dev, g, s, opt.fuse);
     l.lower(plan.decode, s.decode, false);
     l.lower(plan.prefill, s.prefill, false);

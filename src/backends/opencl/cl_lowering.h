@@ -40,6 +40,7 @@ private:
         return a;
     }
     static ClArg f32(float f) { ClArg a; a.kind = ClArg::Kind::F32; a.f = f; return a; }
+    static ClArg i32(int i) { ClArg a; a.kind = ClArg::Kind::I32; a.i = i; return a; }
     static ClArg scratch(const std::string& n) { ClArg a; a.kind = ClArg::Kind::Scratch; a.scratch = n; return a; }
     static ClArg cache(bool k, int layer) {
         ClArg a;
@@ -48,6 +49,7 @@ private:
         return a;
     }
     static ClArg null() { return {}; }
+    static ClArg rows() { ClArg a; a.kind = ClArg::Kind::Rows; return a; }
     int rows_of(Slot s) const { return int(slot_row_elems(p_, s)); }
 
     // --- row kernels (cl_lowering.cpp) ---

@@ -124,8 +124,10 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     const int wg = int(std::min<uint64_t>(d_.max_work_group, uint64_t(std::min(256, std::max(32, pow2_at_least(nu))))));
     const int nw = g.epi == 2 ? 2 : 1;
     const int out_rows = g.out_rows();
-    int rpb = std::min(4, out_rows);
-    auto local_bytes = [&](int r) { return uint64_t(4 * r * nw * wg) + (xq ? uint64_t(cols + 4 * nu) : 0); };
+    // batch.xrows=shared: the batch phase's gemvs (not the experts') take kClXrows activation rows
+    const int xr = batch_ && g_.xrows && g.experts == 0 ? kClXrows : 1;
+    int rpb = std::min(std::max(1, 16 / (nw * xr)), out_rows);
+    auto local_bytes = [&](int r) { return uint64_t(4 * r * nw * xr * wg) + (xq ? uint64_t(xr * (cols + 4 * nu)) : 0); };
     while (rpb > 1 && local_bytes(rpb) > d_.local_mem) --rpb;
     if (local_bytes(rpb) > d_.local_mem)
         fail_device("{}: a product of {} columns needs {} bytes of local memory, the device {} has {}", t(idx[0]).name,
@@ -137,6 +139,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
         if (g.w_off[size_t(m)]) v.set("W_OFF" + std::to_string(m), g.w_off[size_t(m)]);
     }
     v.set("WG", wg).set("RPB", rpb);
+    if (xr > 1) v.set("XROWS", xr);
     if (g.norm_w) v.set("NORM_IN", 1);
     const bool bias = !g.bias.empty() && g.bias[0];
     if (bias) v.set("HAS_BIAS", 1);
@@ -155,19 +158,26 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     if (g.epi == 1 || g.epi == 6) v.set("AUX_STRIDE", rows_of(g.aux));
     if (g.aux_off) v.set("AUX_OFF", g.aux_off);
     if (!g_.vec) v.set("VEC", 0);
+    if (s_.split_weights.count(g.w[0])) {
+        for (const WeightTensor* w : g.w) JITLLM_CHECK(s_.split_weights.count(w), "{}: split and block layouts in one gemv", w->name);
+        v.set("WSPLIT", 1);
+    }
     ClStep& k = add(idx, algo + "_" + type_suffix(T), v);
-    k.global[0] = size_t((out_rows + rpb - 1) / rpb) * size_t(wg);
+    int groups = (out_rows + rpb - 1) / rpb;
+    if (g_.gemv_cap && g.epi != 5) groups = std::min(groups, 2 * int(std::max(1u, d_.compute_units)));
+    k.global[0] = size_t(groups) * size_t(wg);
     k.local[0] = size_t(wg);
     if (slots) {
         k.global[1] = size_t(g.experts);
         if (batch_) k.rows_mul = g.experts;
     }
+    k.rows_div = xr;
     auto w = [&](int m) { return m < n_mat ? weight(g.w[size_t(m)]) : null(); };
     auto b = [&](int m) { return bias && m < n_mat ? weight(g.bias[size_t(m)]) : null(); };
     auto y = [&](int m) { return m < int(g.y.size()) ? slot(g.y[size_t(m)]) : null(); };
     k.args = {w(0), w(1), w(2), b(0), b(1), b(2), y(0), y(1), y(2), slot(g.x), weight(g.norm_w),
               g.epi == 1 || g.epi == 6 ? slot(g.aux) : null(), g.experts ? slot(Slot::ExpIds) : null(),
-              g.epi == 5 ? slot(Slot::ExpW) : null(), f32(g.eps)};
+              g.epi == 5 ? slot(Slot::ExpW) : null(), f32(g.eps), rows()};
     uint64_t wb = 0;
     for (int m = 0; m < n_mat; ++m) wb += uint64_t(g.rows[size_t(m)]) * g.w[size_t(m)]->row_bytes;
     if (g.experts) wb *= uint64_t(g.experts);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,9 @@ namespace jitllm {
 // A kernel argument, resolved to a buffer or a value by the backend.
 struct ClArg {
     // Null: a null buffer; Slot / Weight / KCache / VCache / Scratch: a buffer (Weight: the tensor's
-    // own buffer; the kernel adds offsets from its defines); F32 / I32: a value
-    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32 } kind = Kind::Null;
+    // own buffer; the kernel adds offsets from its defines); F32 / I32: a value; Rows: the step's batch
+    // rows (an int set at each launch; 1 in decode)
+    enum class Kind { Null, Slot, Weight, KCache, VCache, Scratch, F32, I32, Rows } kind = Kind::Null;
     Slot slot = Slot::X;
     int layer = -1;
     const WeightTensor* w = nullptr;
@@ -36,8 +38,9 @@ struct ClStep {
     std::vector<int> tasks;  // indices into the phase's task list
     int layer = -1;
     size_t global[2] = {1, 1}, local[2] = {1, 1};  // work sizes: dimension 1 is the batch rows
-    // dimension 1 of the global size for a batch step of m rows: m * rows_mul (0: not scaled)
-    int rows_mul = 0;
+    // dimension 1 of the global size for a batch step of m rows: ceil(m * rows_mul / rows_div) (rows_mul
+    // 0: not scaled)
+    int rows_mul = 0, rows_div = 1;
     std::vector<ClArg> args;
     uint64_t bytes = 0;          // bytes moved per launch at position 0 (batch: per row)
     uint64_t bytes_per_pos = 0;  // plus this many per cached position (attention)
@@ -62,6 +65,9 @@ struct ClSchedule {
     std::vector<ClGateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes ("rope_table", "attn_temp")
     bool kv_half = true;
+    // gate weights.layout=split: matrices the backend repacks at upload (quant.h repack_split_rows);
+    // their gemvs read them with WSPLIT=1
+    std::set<const WeightTensor*> split_weights;
     std::string build_options;  // clBuildProgram's options besides the defines
     const std::vector<ClStep>& phase(Phase p) const {
         return p == Phase::Decode ? decode : p == Phase::Prefill ? prefill : batch;

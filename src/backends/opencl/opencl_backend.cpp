@@ -35,7 +35,12 @@ void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos
             read_logits(rows);
             continue;
         }
-        const size_t g[2] = {k.global[0], k.rows_mul ? size_t(rows) * size_t(k.rows_mul) : k.global[1]};
+        const size_t m = size_t(rows) * size_t(k.rows_mul), dv = size_t(k.rows_div);
+        const size_t g[2] = {k.global[0], k.rows_mul ? (m + dv - 1) / dv : k.global[1]};
+        if (list[i].rows_arg >= 0) {
+            const cl_int n = rows;
+            JITLLM_CL_TRY(a, clSetKernelArg(list[i].kernel, cl_uint(list[i].rows_arg), sizeof(n), &n));
+        }
         cl_event ev = nullptr;
         JITLLM_CL_TRY(a, clEnqueueNDRangeKernel(ctx_->queue(), list[i].kernel, 2, nullptr, g, k.local, 0, nullptr,
                                                 opt_.profiler ? &ev : nullptr));

@@ -57,6 +57,7 @@ private:
     struct Launch {
         cl_kernel kernel = nullptr;  // null: the host's argmax (`sample`)
         const ClStep* step = nullptr;
+        int rows_arg = -1;  // the index of its ClArg::Kind::Rows argument (set at each launch)
     };
     void allocate_and_upload();
     void fill_rope_tables();

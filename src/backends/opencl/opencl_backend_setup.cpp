@@ -7,6 +7,7 @@
 #include "backends/opencl/opencl_backend.h"
 #include "core/error.h"
 #include "core/rope_theta.h"
+#include "quant/quant.h"
 
 namespace jitllm {
 
@@ -55,7 +56,13 @@ void OpenClBackend::allocate_and_upload() {
             for (const ClArg& a : k.args)
                 if (a.kind == ClArg::Kind::Weight && !weights_.count(a.w)) {
                     cl_mem m = ctx_->alloc(a.w->n_bytes, a.w->name);
-                    ctx_->upload(m, 0, a.w->data, a.w->n_bytes);
+                    if (sched_.split_weights.count(a.w)) {  // gate weights.layout=split
+                        std::vector<uint8_t> split(a.w->n_bytes);
+                        repack_split_rows(a.w->type, a.w->data, split.data(), int64_t(a.w->rows), int64_t(a.w->cols));
+                        ctx_->upload(m, 0, split.data(), split.size());
+                    } else {
+                        ctx_->upload(m, 0, a.w->data, a.w->n_bytes);
+                    }
                     weights_[a.w] = m;
                 }
     upload_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -114,8 +121,10 @@ void OpenClBackend::bind(const std::vector<ClStep>& steps, std::vector<Launch>& 
                 const cl_uint ai = cl_uint(i);
                 if (a.kind == ClArg::Kind::F32) {
                     JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(float), &a.f));
-                } else if (a.kind == ClArg::Kind::I32) {
-                    JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(cl_int), &a.i));
+                } else if (a.kind == ClArg::Kind::I32 || a.kind == ClArg::Kind::Rows) {
+                    const cl_int v = a.kind == ClArg::Kind::Rows ? 1 : a.i;
+                    JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(cl_int), &v));
+                    if (a.kind == ClArg::Kind::Rows) l.rows_arg = int(i);
                 } else {
                     const cl_mem m = resolve(a);
                     JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(cl_mem), m ? &m : nullptr));
@@ -134,6 +143,8 @@ void OpenClBackend::build_kernels() {
 
 void OpenClBackend::print_kernels() const {
     std::set<std::string> shown;
+    std::string gates;
+    for (const auto& g : sched_.gates) gates += (gates.empty() ? "" : ", ") + g.gate + "=" + g.chosen;
     for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch})
         for (const ClStep& k : sched_.phase(ph)) {
             if (k.host_sample) continue;
@@ -141,9 +152,9 @@ void OpenClBackend::print_kernels() const {
             if (!shown.insert(text).second) continue;
             std::string tn;
             for (int ti : k.tasks) tn += (tn.empty() ? "" : "+") + plan_.phase(ph)[size_t(ti)].name;
-            std::fprintf(stderr, "==== kernel %s (%s phase, first tasks %s; global (%zu, %zu) local (%zu, %zu))\n%s\n",
-                         k.symbol.c_str(), phase_name(ph), tn.c_str(), k.global[0], k.global[1], k.local[0],
-                         k.local[1], text.c_str());
+            std::fprintf(stderr, "// ==== kernel %s\n// variant: %s\n// tasks: %s (%s phase, first)\n// gates: %s\n%s\n",
+                         k.symbol.c_str(), k.variant.display_name().c_str(), tn.c_str(), phase_name(ph), gates.c_str(),
+                         text.c_str());
         }
 }
 

@@ -4,10 +4,11 @@
 // (its q . k), the chunk's maximum and exponential sum over the work-group, the running state
 // rescaled per chunk (online softmax), each output dimension summed over the chunk's positions in
 // order by the work-item that owns it.
-// params: N_HEADS, N_KV_HEADS, HEAD_DIM (a multiple of 8), SCALE (float literal), KV_HALF, N_CTX,
+// params: N_HEADS, N_KV_HEADS, HEAD_DIM (a multiple of 8), SCALE (float literal), KV_HALF,
 //         WINDOW (0: all positions; else the last WINDOW), WG (a power of 2); REDUCE, FP16
 // launch: global (N_HEADS * WG, rows), local (WG, 1)
-// args:   (q, k_cache, v_cache, pos, seq, out)   seq null: sequence 0
+// args:   (q, k_cache, v_cache, pos, seq, out, n_ctx)   seq null: sequence 0; n_ctx: a sequence's cache rows
+//         (an argument, so that contexts of any length share the program)
 // bytes:  2 * n_pos * HEAD_DIM * (2 | 4) a head (K and V rows) + 8 * HEAD_DIM
 // reference: cpu::attention
 
@@ -17,7 +18,6 @@
 #define N_KV_HEADS 8
 #define HEAD_DIM 128
 #define SCALE 0.088388347648f
-#define N_CTX 4096
 #define WG 64
 #endif
 
@@ -49,7 +49,7 @@ inline float ld_kv(const global void* c, ulong i) {
 }
 
 kernel void KERNEL_NAME(const global float* q, const global void* k_cache, const global void* v_cache,
-                        const global int* pos_ptr, const global int* seq_ptr, global float* out) {
+                        const global int* pos_ptr, const global int* seq_ptr, global float* out, int n_ctx) {
     local float qs[HEAD_DIM];
     local float p[WG];
     local float red[WG];
@@ -59,7 +59,7 @@ kernel void KERNEL_NAME(const global float* q, const global void* k_cache, const
     const int first = WINDOW > 0 ? max(0, pos + 1 - WINDOW) : 0;
     const int n = pos + 1 - first;
     const int kvh = h / (N_HEADS / N_KV_HEADS);
-    const ulong base = ((ulong)seq * N_CTX + first) * KV_DIM + kvh * HEAD_DIM;  // position `first`
+    const ulong base = ((ulong)seq * n_ctx + first) * KV_DIM + kvh * HEAD_DIM;  // position `first`
     for (int d = t; d < HEAD_DIM; d += WG) qs[d] = q[((ulong)row * N_HEADS + h) * HEAD_DIM + d];
     barrier(CLK_LOCAL_MEM_FENCE);
     float m = -INFINITY, l = 0.0f;

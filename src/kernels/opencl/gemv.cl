@@ -22,8 +22,13 @@
 //                EPI 0/2: dimension 1 of the NDRange is row * K + j (slot j of the row's choice)
 //   X_STRIDE, Y_STRIDE0/1/2, Y_OFF0/1/2, AUX_STRIDE, AUX_OFF   floats between batch rows, offsets
 //   VEC          1: 8-wide loads of plain-type weights and x (gate gemv.vec); 0: one element at a time
-// launch: global (ceil(out rows / RPB) * WG, batch rows [* K]), local (WG, 1)
-// args:   (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, nw, aux, ids, ew, eps); unused pointers may be null
+//   WSPLIT       1: Q4_0 / Q8_0 rows in the split layout, quants then scales (gate weights.layout)
+// launch: global (G * WG, batch rows [* K]), local (WG, 1): work-group g takes the row blocks g,
+//         g + G, ... (G = ceil(out rows / RPB), or fewer: gate gemv.grid); EPI 5: G = ceil(out rows / RPB)
+//   XROWS        activation rows a work-group multiplies each weight row it reads with (gate batch.xrows:
+//                the batch phase; dimension 1 of the NDRange is then a chunk of XROWS rows)
+// args:   (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, nw, aux, ids, ew, eps, n_rows); unused pointers may be
+//         null; n_rows: the step's batch rows (1 in decode)
 // bytes:  the rows' weight bytes + 4 * COLS (+ 4 * COLS norm weight) + 4 * out rows (+ aux)
 // reference: cpu::matvec (+ cpu::rms_norm before, add_bias, cpu::swiglu, cpu::add_scaled after;
 //            CpuBackend::run_moe for EPI 5 / 6)
@@ -109,10 +114,19 @@
 #ifndef VEC
 #define VEC 1
 #endif
+#ifndef WSPLIT  // 1: Q4_0 / Q8_0 rows in the split layout (gate weights.layout)
+#define WSPLIT 0
+#endif
+
+#ifndef XROWS  // activation rows a work-group multiplies each weight row with (gate batch.xrows)
+#define XROWS 1
+#endif
 
 #define XQ XQ8_TYPE(WTYPE)
+#define XR XROWS
 #define NW (EPI == 2 ? 2 : 1)           // weight rows per output row
-#define NACC (RPB * NW)                 // sums per work-item
+#define NACC (RPB * NW)                 // weight rows per work-group and row block
+#define NSUM (NACC * XR)                // sums per work-item: acc[i * XR + j], weight row i, activation row j
 #define NU (COLS / 32)                  // whole 32-element units of a row
 #define TAIL (COLS % 32)                // plain types: elements after them
 #define RB ROW_BYTES(WTYPE, COLS)
@@ -123,6 +137,9 @@
 #endif
 #if !QK_PLAIN(WTYPE) && TAIL != 0
 #error "block types need COLS a multiple of their block"
+#endif
+#if XR > 1 && (EXPERTS || EPI == 5)
+#error "XROWS with the experts' products"
 #endif
 
 // weight row `wr` (of the concatenated matrices, or of matrix 0 for SwiGLU's up at UP_OFFSET_ROWS)
@@ -135,16 +152,19 @@ inline const global uchar* weight_row(const global uchar* w0, const global uchar
     return w2 + W_OFF2 + ex + (ulong)(wr - ROWS0 - ROWS1) * RB;
 }
 
+// x's floats 8q .. 8q + 7, normalised with NORM_IN
+inline float8 x8(const global float* x, const global float* nw, float inv, int q) {
+    float8 v = vload8(q, x);
+#if NORM_IN
+    v = (v * inv) * vload8(q, nw);
+#endif
+    return v;
+}
+
 // x's unit u (32 floats), normalised with NORM_IN
 inline void load_unit(const global float* x, const global float* nw, float inv, int u, float* xv) {
 #if VEC
-    for (int i = 0; i < 4; ++i) {
-        float8 v = vload8(u * 4 + i, x);
-#if NORM_IN
-        v = (v * inv) * vload8(u * 4 + i, nw);
-#endif
-        vstore8(v, i, xv);
-    }
+    for (int i = 0; i < 4; ++i) vstore8(x8(x, nw, inv, 4 * u + i), i, xv);
 #else
     for (int i = 0; i < 32; ++i) {
         float v = x[32 * u + i];
@@ -182,131 +202,163 @@ inline void quantize_x(const global float* x, const global float* nw, float inv,
 }
 #endif
 
-// The work-item's partial sums of the NACC weight rows `rows` times x (xq / xd: quantized x)
-inline void partial_sums(const global uchar* const* rows, const global float* x, const global float* nw, float inv,
-                         const local char* xq, const local float* xd, float* acc) {
-    for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+// The work-item's partial sums of the NACC weight rows `rows` times the nx (<= XR) activation rows
+// of x (row j at x + j * X_STRIDE with its 1 / rms inv[j]; xq / xd: their quantized copies, row j
+// at xq + j * COLS, xd + j * NU) into acc[i * XR + j]: each weight unit is read once for them all.
+inline void partial_sums(const global uchar* const* rows, const global float* x, const global float* nw,
+                         const float* inv, int nx, const local char* xq, const local float* xd, float* acc) {
+    for (int i = 0; i < NSUM; ++i) acc[i] = 0.0f;
     const int t = (int)get_local_id(0);
     for (int u = t; u < NU; u += WG) {
 #if XQ
-        const float dx = xd[u];
-        for (int i = 0; i < NACC; ++i) acc[i] += unit_dot_q8(WTYPE, rows[i], u, xq + 32 * u, dx);
-#else
-        float xv[32];
-        load_unit(x, nw, inv, u, xv);
         for (int i = 0; i < NACC; ++i) {
-#if VEC
-            acc[i] += unit_dot(WTYPE, rows[i], u, xv);
+            uchar16 q0, q1;
+            const float dw = q8_block(WTYPE, rows[i], NU, u, WSPLIT, &q0, &q1);
+            for (int j = 0; j < nx; ++j)
+                acc[i * XR + j] += (dw * xd[j * NU + u]) * (float)q8_isum(WTYPE, q0, q1, xq + j * COLS + 32 * u);
+        }
+#elif VEC
+        for (int k = 0; k < 4; ++k) {
+            float8 xk[XR];
+            for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], 4 * u + k) : (float8)0.0f;
+            for (int i = 0; i < NACC; ++i) {
+                const float8 wv = unit8(WTYPE, rows[i], u, k);
+                for (int j = 0; j < XR; ++j) acc[i * XR + j] += dot8(wv, xk[j]);
+            }
+        }
 #else
-            float s = 0.0f;
-            for (int e = 0; e < 32; ++e) s += dequant_elem(WTYPE, rows[i], 32 * u + e) * xv[e];
-            acc[i] += s;
-#endif
+        for (int j = 0; j < nx; ++j) {  // one element at a time (gate gemv.vec=scalar)
+            float xv[32];
+            load_unit(x + j * X_STRIDE, nw, inv[j], u, xv);
+            for (int i = 0; i < NACC; ++i) {
+                float s = 0.0f;
+                for (int e = 0; e < 32; ++e) s += dequant_elem(WTYPE, rows[i], 32 * u + e) * xv[e];
+                acc[i * XR + j] += s;
+            }
         }
 #endif
     }
 #if TAIL
-    for (int k = NU * 32 + t; k < COLS; k += WG) {
-        float xk = x[k];
+    for (int k = NU * 32 + t; k < COLS; k += WG)
+        for (int j = 0; j < nx; ++j) {
+            float xk = x[j * X_STRIDE + k];
 #if NORM_IN
-        xk = (xk * inv) * nw[k];
+            xk = (xk * inv[j]) * nw[k];
 #endif
-        for (int i = 0; i < NACC; ++i) acc[i] += dequant_elem(WTYPE, rows[i], k) * xk;
+            for (int i = 0; i < NACC; ++i) acc[i * XR + j] += dequant_elem(WTYPE, rows[i], k) * xk;
+        }
+#endif
+}
+
+// The sums of output rows o0 .. o0 + RPB - 1 (NW weight rows each, of expert e) with x's nx
+// activation rows: sum i * XR + j of the block is left in red[(i * XR + j) * WG] past a barrier
+// (common.h wg_sum_n)
+inline void block_sums(int o0, int e, const global uchar* w0, const global uchar* w1, const global uchar* w2,
+                       const global float* x, const global float* nw, const float* inv, int nx, const local char* xq,
+                       const local float* xd, local float* red) {
+    const global uchar* rows[NACC];
+    for (int i = 0; i < RPB; ++i) {
+        const int o = min(o0 + i, OUT_ROWS - 1);
+        rows[i * NW] = weight_row(w0, w1, w2, o, e);
+#if EPI == 2
+        rows[i * NW + 1] = weight_row(w0, w1, w2, N_MAT == 1 ? o + UP_OFFSET_ROWS : o + ROWS0, e);
+#endif
     }
+    float acc[NSUM];
+    partial_sums(rows, x, nw, inv, nx, xq, xd, acc);
+    wg_sum_n(acc, NSUM, red);
+}
+
+// Output row o of batch row `row` (its y row `yrow`: the expert slot for EPI 0 / 2 with EXPERTS)
+// from its sums s (SwiGLU: the gate's, then the up row's), through the epilogue
+inline void store_row(int o, int row, int yrow, const float* s, const global float* b0, const global float* b1,
+                      const global float* b2, global float* y0, global float* y1, global float* y2,
+                      const global float* aux) {
+#if EPI == 2
+    const float g = s[0];
+    y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + o] = g / (1.0f + exp(-g)) * s[1];
+#else
+    float v = s[0];
+    int r = o, m = 0;
+    if (r >= ROWS0) { r -= ROWS0; m = 1; }
+    if (m == 1 && r >= ROWS1) { r -= ROWS1; m = 2; }
+#if HAS_BIAS
+    v += (m == 0 ? b0 : m == 1 ? b1 : b2)[r];
 #endif
+#if EPI == 1
+    v = aux[(ulong)row * AUX_STRIDE + r] + RES_SCALE * v;
+#elif EPI == 3
+    v = v * OUT_SCALE;
+#elif EPI == 6
+    const float gl = aux[(ulong)row * AUX_STRIDE + AUX_OFF];
+    v = y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + r] + v * (1.0f / (1.0f + exp(-gl)));
+#endif
+    if (m == 0) y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + r] = v;
+    else if (m == 1) y1[(ulong)yrow * Y_STRIDE1 + Y_OFF1 + r] = v;
+    else y2[(ulong)yrow * Y_STRIDE2 + Y_OFF2 + r] = v;
+#endif
+    (void)b0; (void)b1; (void)b2; (void)aux; (void)y1; (void)y2;
 }
 
 kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const global uchar* w2,
                         const global float* b0, const global float* b1, const global float* b2,
                         global float* y0, global float* y1, global float* y2,
                         const global float* x, const global float* nw, const global float* aux,
-                        const global int* ids, const global float* ew, float eps) {
-    local float red[NACC * WG];
+                        const global int* ids, const global float* ew, float eps, int n_rows) {
+    local float red[NSUM * WG];
 #if XQ
-    local char xq[COLS];
-    local float xd[NU];
+    local char xq[XR * COLS];
+    local float xd[XR * NU];
 #else
     local char* xq = 0;
     local float* xd = 0;
 #endif
     const int t = (int)get_local_id(0);
-    const int o0 = (int)get_group_id(0) * RPB;
 #if EXPERTS && EPI != 5
-    const int slot = (int)get_group_id(1), row = slot / EXPERTS;
+    const int slot = (int)get_group_id(1), row = slot / EXPERTS, yrow = slot, nx = 1;
     const int expert = ids[slot];
-    const int yrow = slot;
 #else
-    const int row = (int)get_group_id(1);
-    const int yrow = row;
+    const int row = (int)get_group_id(1) * XR, yrow = row, nx = min(XR, n_rows - row);
+    const int expert = 0;
 #endif
     x += (ulong)row * X_STRIDE;
-    float inv = 1.0f;
+    float inv[XR];
+    for (int j = 0; j < XR; ++j) inv[j] = 1.0f;
 #if NORM_IN
-    inv = norm_inv(x, eps, red);
+    for (int j = 0; j < nx; ++j) inv[j] = norm_inv(x + j * X_STRIDE, eps, red);
 #endif
 #if EPI == 5
+    // the experts' weighted sum: each expert j's rows with x's j-th COLS, in j order
+    const int o0 = (int)get_group_id(0) * RPB;
     float outv = 0.0f;
     for (int j = 0; j < EXPERTS; ++j) {
-        const int expert = ids[row * EXPERTS + j];
         const global float* xj = x + j * COLS;
-#else
-    {
-        const global float* xj = x;
-#endif
 #if XQ
-        quantize_x(xj, nw, inv, xq, xd);
+        quantize_x(xj, nw, inv[0], xq, xd);
 #endif
-        const global uchar* rows[NACC];
-        for (int i = 0; i < RPB; ++i) {
-            const int o = min(o0 + i, OUT_ROWS - 1);
-#if EXPERTS
-            const int e = expert;
-#else
-            const int e = 0;
-#endif
-            rows[i * NW] = weight_row(w0, w1, w2, o, e);
-#if EPI == 2
-            rows[i * NW + 1] = N_MAT == 1 ? weight_row(w0, w1, w2, o + UP_OFFSET_ROWS, e) : weight_row(w0, w1, w2, o + ROWS0, e);
-#endif
-        }
-        float acc[NACC];
-        partial_sums(rows, xj, nw, inv, xq, xd, acc);
-        wg_sum_n(acc, NACC, red);
-#if EPI == 5
-        if (t < RPB) {
-            const float s = red[t * WG];
-            outv = j == 0 ? s * ew[row * EXPERTS] : outv + s * ew[row * EXPERTS + j];
-        }
+        block_sums(o0, ids[row * EXPERTS + j], w0, w1, w2, xj, nw, inv, 1, xq, xd, red);
+        if (t < RPB) outv = j == 0 ? red[t * WG] * ew[row * EXPERTS] : outv + red[t * WG] * ew[row * EXPERTS + j];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (t < RPB && o0 + t < OUT_ROWS) y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + o0 + t] = outv;
+    (void)expert;
 #else
+#if XQ
+    for (int j = 0; j < nx; ++j) quantize_x(x + j * X_STRIDE, nw, inv[j], xq + j * COLS, xd + j * NU);
+#endif
+    // row blocks group, group + groups, ...: x's prologue (norm, quantization) once for all of them
+    // where the grid is capped (gate gemv.grid)
+    for (int o0 = (int)get_group_id(0) * RPB; o0 < OUT_ROWS; o0 += (int)get_num_groups(0) * RPB) {
+        block_sums(o0, expert, w0, w1, w2, x, nw, inv, nx, xq, xd, red);
+        if (t < RPB * XR) {
+            const int i = t / XR, j = t % XR;
+            if (j < nx && o0 + i < OUT_ROWS) {
+                const float s[2] = {red[(i * NW * XR + j) * WG], NW == 2 ? red[((i * NW + 1) * XR + j) * WG] : 0.0f};
+                store_row(o0 + i, row + j, yrow + j, s, b0, b1, b2, y0, y1, y2, aux);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (t >= RPB || o0 + t >= OUT_ROWS) return;
-    const int o = o0 + t;
-#if EPI == 2
-    const float g = red[(t * NW) * WG], u = red[(t * NW + 1) * WG];
-    y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + o] = g / (1.0f + exp(-g)) * u;
-#else
-    float s = red[t * WG];
-    int r = o, m = 0;
-    if (r >= ROWS0) { r -= ROWS0; m = 1; }
-    if (m == 1 && r >= ROWS1) { r -= ROWS1; m = 2; }
-#if HAS_BIAS
-    s += (m == 0 ? b0 : m == 1 ? b1 : b2)[r];
 #endif
-#if EPI == 1
-    s = aux[(ulong)row * AUX_STRIDE + r] + RES_SCALE * s;
-#elif EPI == 3
-    s = s * OUT_SCALE;
-#elif EPI == 6
-    const float gl = aux[(ulong)row * AUX_STRIDE + AUX_OFF];
-    s = y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + r] + s * (1.0f / (1.0f + exp(-gl)));
-#endif
-    if (m == 0) y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + r] = s;
-    else if (m == 1) y1[(ulong)yrow * Y_STRIDE1 + Y_OFF1 + r] = s;
-    else y2[(ulong)yrow * Y_STRIDE2 + Y_OFF2 + r] = s;
-#endif  // EPI == 2
-#endif  // EPI == 5
-    (void)b0; (void)b1; (void)b2; (void)ew; (void)ids; (void)aux; (void)nw; (void)eps; (void)y1; (void)y2;
+    (void)ids; (void)ew; (void)nw; (void)eps; (void)n_rows;
 }

@@ -3,15 +3,14 @@
 //   theta_i = pos * base^(-2i/N_ROT) / freq_factor[i] (+ YaRN's ramp), i < N_ROT/2
 //   PAIRING 0 (norm): (x[2i], x[2i+1]); 1 (neox): (x[i], x[i + N_ROT/2]); dims >= N_ROT pass through
 //   (a, b) -> (a cos - b sin, a sin + b cos); then q times the attention temperature (ATTN_TEMP)
-// params: N_HEADS, N_KV_HEADS, HEAD_DIM, N_ROT, PAIRING, ROPE, STORE, KV_HALF, N_CTX (cache rows of a
-//         sequence), ANGLES (0: (cos, sin) from the host's table [n_ctx][N_ROT/2], core/rope_theta.h's
+// params: N_HEADS, N_KV_HEADS, HEAD_DIM, N_ROT, PAIRING, ROPE, STORE, KV_HALF, ANGLES (0: (cos, sin) from the host's table [n_ctx][N_ROT/2], core/rope_theta.h's
 //         angle; 1: computed here with pow / sincos in double, gate rope.angles, cl_khr_fp64),
 //         HAS_FREQ_FACTORS, YARN + YARN_FREQ_SCALE / YARN_LOW / YARN_HIGH (ANGLES 1), ATTN_TEMP (q
 //         times temp[pos], the host's table of core/rope_theta.h attn_temperature)
 // launch: global ((N_HEADS + N_KV_HEADS) * HEAD_DIM / 2, rows), local (HEAD_DIM / 2, 1); work-group
 //         h < N_HEADS rotates q head h, the others k head h - N_HEADS and store its k and v rows
-// args:   (q, k, v, k_cache, v_cache, pos, seq, table, freq_factors, temp, freq_base)
-//         pos / seq: one int a row (seq null: sequence 0); caches: this layer's, row seq * N_CTX + pos
+// args:   (q, k, v, k_cache, v_cache, pos, seq, table, freq_factors, temp, freq_base, n_ctx)
+//         pos / seq: one int a row (seq null: sequence 0); caches: this layer's, row seq * n_ctx + pos
 // bytes:  4 * HEAD_DIM * (2 * N_HEADS + 3 * N_KV_HEADS) + 2 * N_KV_HEADS * HEAD_DIM * (2 | 4) a row
 // reference: cpu::rope on q and k, the temperature, then the cache copy (CpuBackend::run_task)
 
@@ -21,7 +20,6 @@
 #define N_KV_HEADS 8
 #define HEAD_DIM 128
 #define N_ROT 128
-#define N_CTX 4096
 #endif
 
 #include "common/common.h"
@@ -88,7 +86,7 @@ inline float2 angle(int pos, int i, const global float* table, const global floa
 kernel void KERNEL_NAME(global float* q, global float* k, const global float* v, global void* k_cache,
                         global void* v_cache, const global int* pos_ptr, const global int* seq_ptr,
                         const global float* table, const global float* ff, const global float* temp,
-                        float freq_base) {
+                        float freq_base, int n_ctx) {
     const int row = (int)get_group_id(1), h = (int)get_group_id(0), t = (int)get_local_id(0);
     const int pos = pos_ptr[row];
     const bool is_q = h < N_HEADS;
@@ -116,12 +114,12 @@ kernel void KERNEL_NAME(global float* q, global float* k, const global float* v,
     barrier(CLK_GLOBAL_MEM_FENCE);  // the work-group's rotated k values
     const int kvh = h - N_HEADS;
     const int seq = seq_ptr ? seq_ptr[row] : 0;
-    const ulong c = ((ulong)seq * N_CTX + pos) * KV_DIM + kvh * HEAD_DIM;
+    const ulong c = ((ulong)seq * n_ctx + pos) * KV_DIM + kvh * HEAD_DIM;
     const global float* vh = v + (ulong)row * KV_DIM + kvh * HEAD_DIM;
     for (int d = t; d < HEAD_DIM; d += HEAD_DIM / 2) {
         store_kv(k_cache, c + d, hv[d]);
         store_kv(v_cache, c + d, vh[d]);
     }
 #endif
-    (void)table; (void)ff; (void)temp; (void)freq_base; (void)v; (void)k_cache; (void)v_cache; (void)seq_ptr;
+    (void)table; (void)ff; (void)temp; (void)freq_base; (void)n_ctx; (void)v; (void)k_cache; (void)v_cache; (void)seq_ptr;
 }

@@ -139,28 +139,36 @@ inline float8 unit8(const int T, const global uchar* row, int u, int i) {
     return (float8)s * convert_float8(v);
 }
 
-// sum over unit u of row times x (xv: the unit's 32 floats), float-x types
-inline float unit_dot(const int T, const global uchar* row, int u, const float* xv) {
-    float s = 0.0f;
-    for (int i = 0; i < 4; ++i) s += dot8(unit8(T, row, u, i), vload8(i, xv));
-    return s;
-}
-
-// Q4_0 / Q8_0 block u of row times x quantized to Q8_0 (xq: the block's 32 int8 values, dx its
-// f16-rounded scale): (weight scale * dx) * the integer sum, as quant.cpp's block_term.
-inline float unit_dot_q8(const int T, const global uchar* row, int u, const local char* xq, float dx) {
-    const global uchar* b = row + u * QK_BYTES(T);
+// The integer sum of a Q4_0 / Q8_0 block's 32 quants (q0, q1: its 16 / 32 quant bytes, GGUF
+// order) times x's 32 int8 values (x quantized to Q8_0, quant.h quantize_act_q8), the (weight scale
+// * x's scale) * sum of quant.cpp's block_term in the caller
+inline int q8_isum(const int T, uchar16 q0, uchar16 q1, const local char* xq) {
     const int16 x0 = convert_int16(vload16(0, xq)), x1 = convert_int16(vload16(1, xq));
     int16 p;
     if (T == Q8_0) {
-        p = convert_int16(vload16(0, (const global char*)(b + 2))) * x0 +
-            convert_int16(vload16(0, (const global char*)(b + 18))) * x1;
-    } else {
-        const uchar16 q = vload16(0, b + 2);
-        p = (convert_int16(q & (uchar16)0xF) - (int16)8) * x0 + (convert_int16(q >> (uchar16)4) - (int16)8) * x1;
+        p = convert_int16(as_char16(q0)) * x0 + convert_int16(as_char16(q1)) * x1;
+    } else {  // element j in the low nibble of byte j, element j + 16 in its high nibble
+        p = (convert_int16(q0 & (uchar16)0xF) - (int16)8) * x0 + (convert_int16(q0 >> (uchar16)4) - (int16)8) * x1;
     }
     const int8 p8 = p.lo + p.hi;
     const int4 p4 = p8.lo + p8.hi;
-    const int isum = (p4.x + p4.y) + (p4.z + p4.w);
-    return (ld_half(b) * dx) * (float)isum;
+    return (p4.x + p4.y) + (p4.z + p4.w);
+}
+
+// Q4_0 / Q8_0 block u of a row: its quant bytes (q1 = q0 for Q4_0's 16) and, returned, its scale.
+// split: the split layout (quant.h repack_split_rows, gate weights.layout) of a row of nb blocks,
+// their quants (16 / 32 bytes a block) then their f16 scales, read with 4-byte loads (rows 4-byte
+// aligned); else GGUF's 18 / 34-byte blocks (2-byte aligned)
+inline float q8_block(const int T, const global uchar* row, int nb, int u, const int split, uchar16* q0, uchar16* q1) {
+    if (split) {
+        const int qb = T == Q8_0 ? 32 : 16;
+        const global uint* q = (const global uint*)(row + u * qb);
+        *q0 = as_uchar16(vload4(0, q));
+        *q1 = T == Q8_0 ? as_uchar16(vload4(1, q)) : *q0;
+        return ld_half(row + nb * qb + 2 * u);
+    }
+    const global uchar* b = row + u * QK_BYTES(T);
+    *q0 = vload16(0, b + 2);
+    *q1 = T == Q8_0 ? vload16(0, b + 18) : *q0;
+    return ld_half(b);
 }
