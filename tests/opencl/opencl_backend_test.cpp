@@ -190,7 +190,7 @@ Outcome jitllm(const std::string& args) {
     return r;
 }
 
-TEST(OpenClCli, RunEvalBenchAndTheDeviceList) {
+TEST(OpenClCli, RunEvalPerplexityBenchAndTheInspection) {
     SKIP_WITHOUT_OPENCL();
     const Outcome d = jitllm("--list-devices");
     EXPECT_EQ(d.rc, 0);
@@ -210,6 +210,12 @@ TEST(OpenClCli, RunEvalBenchAndTheDeviceList) {
     const Outcome b = jitllm("bench --opencl -p 8 -n 4 -r 1 -o csv");
     EXPECT_EQ(b.rc, 0) << b.err;
     EXPECT_NE(b.out.find("OpenCL"), std::string::npos) << b.out;
+    const Outcome ppl = jitllm("perplexity --opencl --tokens '1 403 407 385 104 416 262' -c 4 --score all");
+    EXPECT_EQ(ppl.rc, 0) << ppl.err;
+    EXPECT_NE(ppl.out.find("perplexity"), std::string::npos) << ppl.out;
+    const Outcome pk = jitllm("--opencl -n 1 --temp 0 --print-kernel");
+    EXPECT_NE(pk.err.find("// ==== kernel attn_norm_qkv__gemv_f32"), std::string::npos) << pk.err;
+    EXPECT_NE(pk.err.find("#define KERNEL_NAME attn_norm_qkv__gemv_f32"), std::string::npos) << pk.err;
     const Outcome pr = jitllm("--opencl -n 4 --temp 0 --profiler");
     EXPECT_EQ(pr.rc, 0) << pr.err;
     EXPECT_NE(pr.err.find("attn__attention"), std::string::npos) << "the profiler table:\n" << pr.err;
