@@ -121,7 +121,10 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     const GgmlType T = g.w[0]->type;
     const int cols = g.cols, nu = cols / 32, n_mat = int(g.w.size());
     const bool xq = T == GgmlType::Q4_0 || T == GgmlType::Q8_0;
-    const int wg = int(std::min<uint64_t>(d_.max_work_group, uint64_t(std::min(256, std::max(32, pow2_at_least(nu))))));
+    // work-items: one per 32-element unit of a row (plain types with gemv.vec: per 8-element chunk), 32 to 256
+    const bool plain = T == GgmlType::F32 || T == GgmlType::F16 || T == GgmlType::BF16;
+    const int items = plain && g_.vec ? 4 * nu : nu;
+    const int wg = int(std::min<uint64_t>(d_.max_work_group, uint64_t(std::min(256, std::max(32, pow2_at_least(items))))));
     const int nw = g.epi == 2 ? 2 : 1;
     const int out_rows = g.out_rows();
     // batch.xrows=shared: the batch phase's gemvs (not the experts') take kClXrows activation rows

@@ -205,10 +205,24 @@ inline void quantize_x(const global float* x, const global float* nw, float inv,
 // The work-item's partial sums of the NACC weight rows `rows` times the nx (<= XR) activation rows
 // of x (row j at x + j * X_STRIDE with its 1 / rms inv[j]; xq / xd: their quantized copies, row j
 // at xq + j * COLS, xd + j * NU) into acc[i * XR + j]: each weight unit is read once for them all.
+// Block types: work-item t takes the 32-element units t, t + WG, ...; plain types (VEC) the
+// 8-element chunks t, t + WG, ...
 inline void partial_sums(const global uchar* const* rows, const global float* x, const global float* nw,
                          const float* inv, int nx, const local char* xq, const local float* xd, float* acc) {
     for (int i = 0; i < NSUM; ++i) acc[i] = 0.0f;
     const int t = (int)get_local_id(0);
+#if VEC && QK_PLAIN(WTYPE)
+    // plain types: 8-element chunks, neighbouring work-items read neighbouring 16 (F16, BF16) or 32
+    // (F32) bytes of a row
+    for (int c = t; c < NU * 4; c += WG) {
+        float8 xk[XR];
+        for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], c) : (float8)0.0f;
+        for (int i = 0; i < NACC; ++i) {
+            const float8 wv = unit8(WTYPE, rows[i], c / 4, c % 4);
+            for (int j = 0; j < XR; ++j) acc[i * XR + j] += dot8(wv, xk[j]);
+        }
+    }
+#else
     for (int u = t; u < NU; u += WG) {
 #if XQ
         for (int i = 0; i < NACC; ++i) {
@@ -238,6 +252,7 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
         }
 #endif
     }
+#endif
 #if TAIL
     for (int k = NU * 32 + t; k < COLS; k += WG)
         for (int j = 0; j < nx; ++j) {
