@@ -22,6 +22,23 @@ inline ClDeviceInfo device(std::set<std::string> ext, const std::string& c_std =
     return d;
 }
 
+// NVIDIA's driver as it reports itself: OpenCL C 3.0, cl_nv_device_attribute_query's warp size
+// and compute capability, no sub-groups, no cl_khr_fp16
+inline ClDeviceInfo nv_device(uint32_t cc = 90) {
+    ClDeviceInfo d = device({"cl_nv_device_attribute_query", "cl_khr_fp64"}, "CL3.0");
+    d.name = "NVIDIA test device";
+    d.nv_warp = 32;
+    d.nv_cc = cc;
+    return d;
+}
+
+// a variant's define (empty where it has none)
+inline std::string define_of(const Variant& v, const std::string& name) {
+    for (const auto& [k, val] : v.defines)
+        if (k == name) return val;
+    return "";
+}
+
 inline std::string gate(const ClSchedule& s, const std::string& name) {
     for (const auto& g : s.gates)
         if (g.gate == name) return g.chosen;

@@ -158,6 +158,43 @@ TEST_P(OpenClBatch, RowsOfSeveralSequencesLikeTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Xrows, OpenClBatch, ::testing::Values("shared", "per-row"));
 
+// Greedy decode steps queued ahead (Engine::queue_decode's pattern: the first with its token, the
+// rest fed by the previous pick where it was made) pick the CPU's tokens, on both sides of gate
+// sample.argmax (the host's side runs each step at once); then a step with logits as the CPU's
+class OpenClRunAhead : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OpenClRunAhead, QueuedGreedyStepsPickAsTheCpu) {
+    SKIP_WITHOUT_OPENCL();
+    auto m = tiny_of_type("llama", GgmlType::Q8_0);
+    const Plan p = plan_build(*m, 64);
+    CpuBackend cpu(p, 1);
+    OpenClOptions o = options();
+    o.schedule.force["sample.argmax"] = GetParam();
+    OpenClBackend cl(p, o);
+    cl.set_logits_needed(false);
+    std::vector<int32_t> want;
+    int32_t tok = 3;
+    for (int pos = 0; pos < 12; ++pos) {
+        cpu.decode(tok, pos);
+        tok = cpu.sampled_token();
+        want.push_back(tok);
+    }
+    std::vector<int32_t> got;
+    cl.decode_queue(3, 0);
+    for (int pos = 1; pos < 12; ++pos) {
+        cl.decode_queue(-1, pos);  // two steps in flight
+        got.push_back(cl.decode_collect());
+    }
+    got.push_back(cl.decode_collect());
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(cl.sampled_token(), want.back());
+    cl.set_logits_needed(true);
+    EXPECT_LE(max_abs(cpu.decode(5, 12), cl.decode(5, 12), p.config->n_vocab), 1e-5);
+    EXPECT_EQ(cl.sampled_token(), cpu.sampled_token());
+}
+
+INSTANTIATE_TEST_SUITE_P(Argmax, OpenClRunAhead, ::testing::Values("device", "host"));
+
 // The second backend on the same cache directory builds nothing: every program binary comes back
 TEST(OpenClPrograms, BinariesComeFromTheDiskCacheTheSecondTime) {
     SKIP_WITHOUT_OPENCL();
@@ -203,6 +240,12 @@ TEST(OpenClCli, RunEvalPerplexityBenchAndTheInspection) {
     EXPECT_NE(cl.err.find("attn_norm_qkv__gemv_f32"), std::string::npos) << cl.err;
     EXPECT_NE(cl.err.find("global ("), std::string::npos) << cl.err;
     EXPECT_NE(cl.err.find("reduce"), std::string::npos) << "the gate report:\n" << cl.err;
+    // sampled text: the host's sampler on the logits read back, the CPU's draws (a float KV cache)
+    const char* sampled = "-p 'Once upon a time' -n 24 --temp 0.8 --top-k 20 --seed 7";
+    const Outcome cpu_s = jitllm(sampled);
+    const Outcome cl_s = jitllm(std::string(sampled) + " --opencl --kv-f32");
+    ASSERT_EQ(cl_s.rc, 0) << cl_s.err;
+    EXPECT_EQ(cl_s.out, cpu_s.out);
     const std::string dump = testing::TempDir() + "/jitllm_cl_eval.json";
     const Outcome e = jitllm("eval --opencl --tokens '1 403 407' --dump-logits '" + dump + "'");
     EXPECT_EQ(e.rc, 0) << e.err;

@@ -1,8 +1,10 @@
 // Every OpenCL program variant of both sides of every gate compiled offline by clang's OpenCL
 // front end (-fsyntax-only for spir64) for a device that reports sub-groups, fp16 and fp64, and
-// for the other spellings of sub-group support (label offline, as the NVRTC compile checks): the
-// PoCL device of CI reports none of those, so this is where the reduce=subgroup and fp16=half
-// sources are checked. Skips where no clang is found.
+// for the other spellings of sub-group support and integer dot products (label offline, as the
+// NVRTC compile checks): the PoCL device of CI reports none of those, so this is where the
+// reduce=subgroup, fp16=half and gemv.idot=dot4 sources are checked. NVIDIA's spellings (warp
+// shuffles and dp4a in inline PTX) are compiled for nvptx64 and their PTX assembled by ptxas
+// (/usr/local/cuda). Skips where no clang is found.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,11 +20,17 @@ using test::device;
 using test::Loaded;
 using test::stories;
 
-// clang's OpenCL front end, for the offline compile (empty where there is none)
+// clang's OpenCL front end, for the offline compile, the newest first (clang 14 declares no
+// vload_half for nvptx64 at OpenCL C 3.0; Debian's PoCL brings clang-15); empty where there is none
 std::string clang() {
-    for (const char* c : {"clang", "clang-15", "clang-14"})
+    for (const char* c : {"clang-17", "clang-16", "clang-15", "clang", "clang-14"})
         if (test::run_command(std::string("command -v ") + c, nullptr, nullptr) == 0) return c;
     return "";
+}
+
+std::string ptxas() {
+    const std::string p = "/usr/local/cuda/bin/ptxas";
+    return test::run_command("test -x " + p, nullptr, nullptr) == 0 ? p : "";
 }
 
 // Every distinct unit text of `s` through `clang -fsyntax-only` for spir64 with the device's
@@ -44,6 +52,49 @@ int compile_offline(const ClSchedule& s, const std::string& cl_std, const std::s
                                      " -Xclang -fdeclare-opencl-builtins -Xclang -cl-ext=" + ext + " -fsyntax-only -Werror" + files,
                                      &out, &err);
     EXPECT_EQ(rc, 0) << "(" << cl_std << ", " << ext << "):\n" << err << "\n" << legend;
+    return n;
+}
+
+// The builtins clang leaves undefined without a device library (get_local_id, barrier, ...)
+// declared .extern, so that ptxas assembles the PTX as a relocatable object
+std::string extern_builtins(const std::string& ptx) {
+    std::string out;
+    size_t at = 0;
+    while (at < ptx.size()) {
+        size_t eol = ptx.find('\n', at);
+        if (eol == std::string::npos) eol = ptx.size();
+        const std::string line = ptx.substr(at, eol - at);
+        if (line.rfind(".func ", 0) == 0) {  // a declaration: ";" comes before any "{"
+            const size_t semi = ptx.find("\n;", at), brace = ptx.find("\n{", at);
+            if (semi < brace) out += ".extern ";
+        }
+        out += line + "\n";
+        at = eol + 1;
+    }
+    return out;
+}
+
+// NVIDIA's spellings: every distinct unit of `s` compiled for nvptx64 (clang, OpenCL C 3.0; the
+// `asm` NVIDIA's compiler takes is clang's __asm__), then its PTX, inline PTX included, assembled
+// for sm_90 by ptxas where there is one
+int compile_nvptx(const ClSchedule& s, std::set<std::string>& seen) {
+    int n = 0;
+    for (const Variant& v : cl_schedule_variants(s)) {
+        const std::string text = ClPrograms::unit_text(v, s.build_options);
+        if (!seen.insert("nvptx" + text).second) continue;
+        const std::string path = testing::TempDir() + "/jitllm_cl_nv" + std::to_string(n++);
+        std::ofstream(path + ".cl") << text;
+        std::string out, err;
+        int rc = test::run_command(clang() + " -x cl -cl-std=CL3.0 -target nvptx64-nvidia-nvcl -march=sm_80 -O2"
+                                   " -Xclang -finclude-default-header -Xclang -fdeclare-opencl-builtins -Dasm=__asm__"
+                                   " -Werror -S -o '" + path + ".ptx' '" + path + ".cl'",
+                                   &out, &err);
+        EXPECT_EQ(rc, 0) << v.display_name() << ":\n" << err;
+        if (rc != 0 || ptxas().empty()) continue;
+        std::ofstream(path + ".o.ptx") << extern_builtins(test::read_file(path + ".ptx"));
+        rc = test::run_command(ptxas() + " -arch=sm_90 -c '" + path + ".o.ptx' -o '" + path + ".o'", &out, &err);
+        EXPECT_EQ(rc, 0) << v.display_name() << " (ptxas):\n" << err;
+    }
     return n;
 }
 
@@ -74,6 +125,16 @@ TEST(ClProgramsOffline, EveryVariantOfBothSidesOfEveryGateCompiles) {
                              "+cl_intel_subgroups", seen);
         n += compile_offline(cl_schedule_build(m.plan, device({"__opencl_c_subgroups"}, "CL3.0"), {}), "CL3.0",
                              "+__opencl_c_subgroups,+__opencl_c_fp64", seen);
+    }
+    // packed integer dot products (Q4_0 / Q8_0 products), and NVIDIA's inline PTX
+    for (const char* f : {"qwen2-q8_0.gguf", "phi3-q4_0.gguf", "qwen2moe-q4_0.gguf"}) {
+        Loaded m(syn + f, 8);
+        n += compile_offline(cl_schedule_build(m.plan, device({"cl_khr_integer_dot_product"}, "CL3.0"), {}), "CL3.0",
+                             "+cl_khr_integer_dot_product,+__opencl_c_integer_dot_product_input_4x8bit_packed", seen);
+    }
+    for (const std::string& f : {syn + "llama-q8_0.gguf", syn + "phi3-q4_0.gguf", syn + "qwen3moe-q8_0.gguf"}) {
+        Loaded m(f, 8);
+        n += compile_nvptx(cl_schedule_build(m.plan, test::nv_device(), {}), seen);
     }
     std::printf("[opencl] %d program units compiled offline\n", n);
     EXPECT_GT(n, 40);

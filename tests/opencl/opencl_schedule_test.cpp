@@ -42,6 +42,36 @@ TEST(ClGates, DecidedFromTheDeviceExtensions) {
     EXPECT_EQ(gate(c3_12, "reduce"), "local") << "the OpenCL C 3.0 feature needs -cl-std=CL3.0";
 }
 
+// NVIDIA's driver reports neither sub-groups nor integer dot products: its warps and dp4a through
+// inline PTX are the gated sides there (compute capability 6.1 for dp4a)
+TEST(ClGates, NvidiasWarpsAndDp4aThroughInlinePtx) {
+    Loaded m(test::data_path("golden/synthetic/llama-q8_0.gguf"));
+    const ClSchedule nv = cl_schedule_build(m.plan, test::nv_device(), {});
+    EXPECT_EQ(gate(nv, "reduce"), "subgroup");
+    EXPECT_EQ(gate(nv, "gemv.idot"), "dot4");
+    EXPECT_EQ(gate(nv, "fp16"), "float");
+    int dots = 0;
+    for (const Variant& v : cl_schedule_variants(nv)) {
+        if (v.has("WG")) {
+            EXPECT_EQ(test::define_of(v, "SUBGROUP_EXT"), "4") << v.display_name();
+        }
+        if (v.has("IDOT")) {
+            ++dots;
+            EXPECT_EQ(test::define_of(v, "IDOT_EXT"), "2") << v.display_name();
+            EXPECT_EQ(test::define_of(v, "WTYPE"), "Q8_0") << v.display_name();
+        }
+    }
+    EXPECT_GT(dots, 3);
+    EXPECT_EQ(gate(cl_schedule_build(m.plan, test::nv_device(52), {}), "gemv.idot"), "int") << "no dp4a before sm_61";
+    const ClSchedule khr = cl_schedule_build(m.plan, device({"cl_khr_integer_dot_product"}, "CL3.0"), {});
+    EXPECT_EQ(gate(khr, "gemv.idot"), "dot4");
+    EXPECT_EQ(gate(khr, "reduce"), "local");
+    ClScheduleOptions o;
+    o.force = {{"reduce", "local"}, {"gemv.idot", "int"}};
+    for (const Variant& v : cl_schedule_variants(cl_schedule_build(m.plan, test::nv_device(), o)))
+        EXPECT_FALSE(v.has("REDUCE") || v.has("IDOT")) << v.display_name();
+}
+
 TEST(ClGates, ForcingASideTheDeviceLacksIsRefused) {
     Loaded m(stories());
     auto forced = [&](const std::string& g, const std::string& v, const ClDeviceInfo& d) {
@@ -57,6 +87,8 @@ TEST(ClGates, ForcingASideTheDeviceLacksIsRefused) {
         EXPECT_NE(std::string(e.what()).find("lacks cl_khr_subgroups"), std::string::npos) << e.what();
     }
     EXPECT_THROW(forced("fp16", "half", device({})), Error);
+    EXPECT_THROW(forced("gemv.idot", "dot4", device({})), Error);
+    EXPECT_THROW(forced("gemv.idot", "dot4", device({"cl_khr_integer_dot_product"}, "CL1.2")), Error);
     EXPECT_THROW(forced("rope.angles", "computed", device({})), Error);  // no fp64
     EXPECT_EQ(gate(forced("rope.angles", "computed", device({"cl_khr_fp64"})), "rope.angles"), "computed");
     EXPECT_EQ(gate(forced("reduce", "local", device({"cl_khr_subgroups"})), "reduce"), "local");
@@ -73,7 +105,7 @@ TEST(ClSchedule, KernelNamesFollowTheTaskGroups) {
     const std::vector<std::string> want = {
         "token_embd__embed_f32", "attn_norm_qkv__gemv_f32", "attn_rope_kv_store__rope", "attn__attention",
         "attn_output_residual__gemv_f32", "ffn_norm_gate_up_act__gemv_f32", "ffn_down_residual__gemv_f32",
-        "output_norm_output__gemv_f32", "sample__host_argmax"};
+        "output_norm_output__gemv_f32", "sample__argmax"};
     EXPECT_EQ(names, want);
     // unfused: one kernel per task, each named by its task kind
     ClScheduleOptions o;

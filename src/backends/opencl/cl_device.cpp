@@ -8,7 +8,8 @@ namespace jitllm {
 
 namespace {
 
-constexpr cl_device_info kWarpSizeNv = 0x4003;  // cl_nv_device_attribute_query: CL_DEVICE_WARP_SIZE_NV
+// cl_nv_device_attribute_query: CL_DEVICE_WARP_SIZE_NV, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV / _MINOR_NV
+constexpr cl_device_info kWarpSizeNv = 0x4003, kCcMajorNv = 0x4000, kCcMinorNv = 0x4001;
 
 std::string platform_str(const ClApi& a, cl_platform_id p, cl_platform_info what) {
     size_t n = 0;
@@ -87,7 +88,10 @@ ClDeviceInfo describe_device(const ClApi& a, cl_platform_id p, cl_device_id d, i
     i.pref_vector_float = device_val<cl_uint>(a, d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
     i.fp32_correct_div_sqrt =
         (device_val<cl_device_fp_config>(a, d, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-    if (i.has("cl_nv_device_attribute_query")) i.nv_warp = device_val<cl_uint>(a, d, kWarpSizeNv);
+    if (i.has("cl_nv_device_attribute_query")) {
+        i.nv_warp = device_val<cl_uint>(a, d, kWarpSizeNv);
+        i.nv_cc = 10 * device_val<cl_uint>(a, d, kCcMajorNv) + device_val<cl_uint>(a, d, kCcMinorNv);
+    }
     return i;
 }
 

@@ -27,6 +27,7 @@ struct ClDeviceInfo {
     uint32_t pref_vector_float = 0;  // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
     bool fp32_correct_div_sqrt = false;  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: -cl-fp32-correctly-rounded-divide-sqrt
     uint32_t nv_warp = 0;  // cl_nv_device_attribute_query's warp size (0: not NVIDIA's driver)
+    uint32_t nv_cc = 0;    // ... and its compute capability, major * 10 + minor (90: sm_90)
 
     bool has(const std::string& ext) const { return extensions.count(ext) > 0; }
     // one line: "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, OpenCL 3.0 CUDA 12.8, 132 compute units, 79.1 GiB)"

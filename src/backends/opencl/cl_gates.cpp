@@ -7,11 +7,21 @@ namespace jitllm {
 
 namespace {
 
-// The spelling of sub-group support the device reports (0: none)
+// The spelling of sub-group support the device reports (0: none); 4: NVIDIA's driver, whose warps
+// of 32 exchange values through inline PTX (it reports no sub-groups)
 int subgroup_ext(const ClDeviceInfo& d) {
     if (d.has("cl_khr_subgroups")) return 1;
     if (d.has("cl_intel_subgroups")) return 2;
     if (d.c_std == "CL3.0" && d.has("__opencl_c_subgroups")) return 3;
+    if (d.nv_warp == 32) return 4;
+    return 0;
+}
+
+// The spelling of packed 4 x int8 dot products (0: none): 1 cl_khr_integer_dot_product (OpenCL C
+// 2.0 and later), 2 NVIDIA's dp4a through inline PTX (compute capability 6.1 and later)
+int idot_ext(const ClDeviceInfo& d) {
+    if (d.has("cl_khr_integer_dot_product") && d.c_std != "CL1.2" && d.c_std != "CL1.1") return 1;
+    if (d.nv_warp == 32 && d.nv_cc >= 61) return 2;
     return 0;
 }
 
@@ -19,10 +29,27 @@ ClGateVerdict reduce_gate(const ClGateInputs& in, ClGates&) {
     const int e = subgroup_ext(in.dev);
     if (e == 0)
         return {false, "no sub-groups reported: work-group sums through local-memory trees",
-                "cl_khr_subgroups, cl_intel_subgroups or __opencl_c_subgroups", ""};
+                "cl_khr_subgroups, cl_intel_subgroups, __opencl_c_subgroups or NVIDIA's warps "
+                "(cl_nv_device_attribute_query)",
+                ""};
+    if (e == 4)
+        return {true, "NVIDIA's driver, warp size 32: warp sums through inline PTX shfl.sync, then local memory "
+                      "across the warps", "", ""};
     const char* name = e == 1 ? "cl_khr_subgroups" : e == 2 ? "cl_intel_subgroups" : "__opencl_c_subgroups";
     return {true, fmt::format("{}: sub_group_reduce_add / _max, then local memory across the sub-groups", name), "",
             ""};
+}
+
+ClGateVerdict idot_gate(const ClGateInputs& in, ClGates&) {
+    const int e = idot_ext(in.dev);
+    if (e == 0)
+        return {false, "no packed int8 dot product reported: Q4_0 / Q8_0 quants widened to int, 16 at a time",
+                "cl_khr_integer_dot_product (OpenCL C 2.0+) or NVIDIA's dp4a (compute capability 6.1+)", ""};
+    return {true,
+            e == 1 ? "cl_khr_integer_dot_product: Q4_0 / Q8_0 blocks summed 4 int8 products an instruction "
+                     "(dot_4x8packed_ss_int)"
+                   : "NVIDIA's driver: Q4_0 / Q8_0 blocks summed 4 int8 products an instruction (PTX dp4a)",
+            "", ""};
 }
 
 ClGateVerdict fp16_gate(const ClGateInputs& in, ClGates&) {
@@ -86,18 +113,27 @@ ClGateVerdict rope_gate(const ClGateInputs& in, ClGates&) {
             fp64 ? "" : "cl_khr_fp64 (the angles in double)"};
 }
 
+ClGateVerdict argmax_gate(const ClGateInputs&, ClGates&) {
+    return {true,
+            "the argmax of the logits on the device: the pick stays there for the next step (decode steps queued "
+            "ahead of the host), 4 bytes read back instead of the logits",
+            "", ""};
+}
+
 }  // namespace
 
 const std::vector<ClGateSpec>& cl_gate_table() {
     static const std::vector<ClGateSpec> t = {
         {"reduce", "subgroup", "local", reduce_gate, &ClGates::subgroups},
         {"fp16", "half", "float", fp16_gate, &ClGates::fp16},
+        {"gemv.idot", "dot4", "int", idot_gate, &ClGates::idot},
         {"kv.type", "half", "float", kv_gate, &ClGates::kv_half},
         {"gemv.vec", "vec8", "scalar", vec_gate, &ClGates::vec},
         {"gemv.grid", "capped", "full", grid_gate, &ClGates::gemv_cap},
         {"weights.layout", "split", "blocks", layout_gate, &ClGates::split},
         {"batch.xrows", "shared", "per-row", xrows_gate, &ClGates::xrows},
         {"rope.angles", "table", "computed", rope_gate, &ClGates::rope_table},
+        {"sample.argmax", "device", "host", argmax_gate, &ClGates::device_argmax},
     };
     return t;
 }
@@ -129,6 +165,7 @@ ClGates cl_decide_gates(const ClGateInputs& in, ClSchedule& s) {
         s.gates.push_back({spec.name, first ? spec.variant : spec.sibling, first ? spec.sibling : spec.variant, v.reason});
     }
     g.subgroup_ext = g.subgroups ? subgroup_ext(in.dev) : 0;
+    g.idot_ext = g.idot ? idot_ext(in.dev) : 0;
     if (g.split) s.split_weights = g.split_candidates;
     return g;
 }

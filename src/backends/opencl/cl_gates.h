@@ -19,13 +19,17 @@ constexpr int kClXrows = 4;
 // The gates' choices, read by the lowering.
 struct ClGates {
     bool subgroups = false;  // reduce=subgroup: sub-group builtins in every work-group reduction
-    int subgroup_ext = 0;    // ... spelt as 1 cl_khr_subgroups, 2 cl_intel_subgroups, 3 __opencl_c_subgroups
+    int subgroup_ext = 0;    // ... spelt as 1 cl_khr_subgroups, 2 cl_intel_subgroups, 3 __opencl_c_subgroups,
+                             // 4 NVIDIA's warps through inline PTX
+    bool idot = false;       // gemv.idot=dot4: Q4_0 / Q8_0 products sum 4 int8 products an instruction
+    int idot_ext = 0;        // ... spelt as 1 cl_khr_integer_dot_product, 2 NVIDIA's dp4a through inline PTX
     bool fp16 = false;       // fp16=half: half values read through cl_khr_fp16's types
     bool kv_half = true;     // kv.type=half: the KV cache in f16 (vstore_half / vload_half)
     bool vec = true;         // gemv.vec=vec8: 8-wide loads of plain-type weights and x
     bool gemv_cap = true;    // gemv.grid=capped: 2 work-groups per compute unit, each looping over row blocks
     bool xrows = false;      // batch.xrows=shared: the batch phase's products read a weight row for 4 activation rows
     bool rope_table = true;  // rope.angles=table: (cos, sin) from the host-filled table
+    bool device_argmax = true;  // sample.argmax=device: the pick made on the device, the logits left there
     bool split = false;      // weights.layout=split: the candidates below repacked (quant.h repack_split_rows)
     std::set<const WeightTensor*> split_candidates;  // Q4_0 / Q8_0 matrices only products read, rows of 64k
 };

@@ -247,6 +247,17 @@ void Lowering::topk(size_t i) {
 }
 
 void Lowering::sample(size_t i) {
+    if (g_.device_argmax) {  // the pick into the Token slot (decode) or the batch rows' picks
+        const int wg = int(std::min<uint64_t>(d_.max_work_group, 256));
+        Variant v("opencl/argmax.cl", "");
+        v.set("N", c_.n_vocab).set("WG", wg).set("ROW_STRIDE", rows_of(Slot::Logits));
+        ClStep& k = add({i}, "argmax", v);
+        k.global[0] = k.local[0] = size_t(wg);
+        if (batch_) s_.scratch["picks"] = size_t(std::max(1, p_.n_seq)) * 4;
+        k.args = {slot(Slot::Logits), batch_ ? scratch("picks") : slot(Slot::Token)};
+        k.bytes = uint64_t(c_.n_vocab) * 4;
+        return;
+    }
     ClStep k;
     k.group = "sample";
     k.symbol = "sample__host_argmax";
@@ -262,6 +273,7 @@ ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& dev, const Cl
     ClSchedule s;
     const ClGates g = cl_decide_gates({plan, dev, opt}, s);
     s.kv_half = g.kv_half;
+    s.device_argmax = g.device_argmax;
     s.build_options = "-cl-std=" + dev.c_std;
     if (dev.fp32_correct_div_sqrt) s.build_options += " -cl-fp32-correctly-rounded-divide-sqrt";
     // more options for the driver (the tests' -cl-opt-disable: PoCL builds 3x faster); part of the cache key

@@ -161,6 +161,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     if (g.epi == 1 || g.epi == 6) v.set("AUX_STRIDE", rows_of(g.aux));
     if (g.aux_off) v.set("AUX_OFF", g.aux_off);
     if (!g_.vec) v.set("VEC", 0);
+    if (xq && g_.idot) v.set("IDOT", 1).set("IDOT_EXT", g_.idot_ext);
     if (s_.split_weights.count(g.w[0])) {
         for (const WeightTensor* w : g.w) JITLLM_CHECK(s_.split_weights.count(w), "{}: split and block layouts in one gemv", w->name);
         v.set("WSPLIT", 1);

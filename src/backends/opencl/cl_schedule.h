@@ -3,7 +3,8 @@
 // (src/kernels/opencl; defines specialise it), a launch geometry (global and local work sizes)
 // and symbolic arguments; every gate records its choice and why. Kernel names follow the same
 // rule: <task group>__<algorithm>[_<type>] (attn_norm + attn_qkv -> attn_norm_qkv__gemv_q8_0).
-// The `sample` task runs on the host (the argmax of the logits read back).
+// The `sample` task: an argmax kernel (gate sample.argmax=device), or the argmax of the logits
+// read back, on the host.
 #pragma once
 
 #include <map>
@@ -46,7 +47,7 @@ struct ClStep {
     uint64_t bytes_per_pos = 0;  // plus this many per cached position (attention)
     uint64_t bytes_fixed = 0;    // batch: bytes independent of the rows (weights)
     uint64_t flops = 0;
-    bool host_sample = false;  // the `sample` task: the argmax of the logits on the host
+    bool host_sample = false;  // the `sample` task on the host: the argmax of the logits read back
 };
 
 struct ClGateDecision {
@@ -65,6 +66,8 @@ struct ClSchedule {
     std::vector<ClGateDecision> gates;
     std::map<std::string, size_t> scratch;  // name -> bytes ("rope_table", "attn_temp")
     bool kv_half = true;
+    // gate sample.argmax=device: decode's pick left in the Token slot, the batch rows' in scratch "picks"
+    bool device_argmax = false;
     // gate weights.layout=split: matrices the backend repacks at upload (quant.h repack_split_rows);
     // their gemvs read them with WSPLIT=1
     std::set<const WeightTensor*> split_weights;

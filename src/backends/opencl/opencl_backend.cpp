@@ -13,6 +13,8 @@ OpenClBackend::~OpenClBackend() {
     if (!ctx_) return;
     const ClApi& a = ctx_->api();
     a.clFinish(ctx_->queue());
+    for (Queued& q : ring_)
+        if (q.ev) a.clReleaseEvent(q.ev);
     for (auto& list : launches_)
         for (Launch& l : list)
             if (l.kernel) a.clReleaseKernel(l.kernel);
@@ -55,8 +57,20 @@ void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos
 void OpenClBackend::read_logits(int rows) {
     const size_t V = size_t(plan_.config->n_vocab);
     ctx_->download(logits_.data(), slots_[size_t(Slot::Logits)], 0, size_t(rows) * V * 4);
+    logits_read_ = true;
     picks_rows_.resize(size_t(rows));
     for (int r = 0; r < rows; ++r) picks_rows_[size_t(r)] = cpu::argmax(logits_.data() + size_t(r) * V, int(V));
+    token_out_ = picks_rows_[0];
+}
+
+void OpenClBackend::read_picks(Phase ph, int rows) {
+    if (!sched_.device_argmax) return;  // the host's argmax read them in run()
+    const size_t V = size_t(plan_.config->n_vocab);
+    logits_read_ = logits_needed_;
+    if (logits_needed_) ctx_->download(logits_.data(), slots_[size_t(Slot::Logits)], 0, size_t(rows) * V * 4);
+    picks_rows_.resize(size_t(rows));
+    ctx_->download(picks_rows_.data(), ph == Phase::Decode ? slots_[size_t(Slot::Token)] : scratch_.at("picks"), 0,
+                   size_t(rows) * 4);
     token_out_ = picks_rows_[0];
 }
 
@@ -72,14 +86,67 @@ void OpenClBackend::set_token(int32_t token, int pos) {
 const float* OpenClBackend::decode(int32_t token, int pos) {
     set_token(token, pos);
     run(Phase::Decode, 0, launches_[0].size(), 1, uint64_t(pos + 1));
+    read_picks(Phase::Decode, 1);
+    token_on_device_ = sched_.device_argmax;
     steps_[0]++;
     return logits_.data();
+}
+
+int32_t OpenClBackend::queued_pick(int k) {
+    if (k < 0) return -k - 1;
+    JITLLM_CL_TRY(ctx_->api(), clWaitForEvents(1, &ring_[k].ev));
+    return ring_[k].pick;
+}
+
+void OpenClBackend::decode_queue(int32_t token, int pos) {
+    const bool ahead = sched_.device_argmax && !logits_needed_ && !opt_.profiler;
+    int32_t t = token;
+    if (t < 0 && !(ahead && token_on_device_)) t = queue_.empty() ? token_out_ : queued_pick(queue_.back());
+    if (!ahead) {  // at once
+        decode(t, pos);
+        queue_.push_back(-(token_out_ + 1));
+        return;
+    }
+    JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
+    JITLLM_CHECK(t < plan_.config->n_vocab, "token {} outside vocab {}", t, plan_.config->n_vocab);
+    JITLLM_CHECK(int(queue_.size()) < kQueue, "{} decode steps queued, at most {}", queue_.size(), kQueue);
+    const int k = ring_next_;
+    ring_next_ = (k + 1) % kQueue;
+    Queued& q = ring_[k];
+    JITLLM_CHECK(q.ev == nullptr, "decode ring entry {} still queued", k);
+    q.io[0] = t;
+    q.io[1] = pos;
+    const ClApi& a = ctx_->api();
+    const cl_command_queue cq = ctx_->queue();
+    // t < 0: the previous step's argmax left its pick in the Token slot
+    if (t >= 0) JITLLM_CL_TRY(a, clEnqueueWriteBuffer(cq, slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &q.io[0], 0, nullptr, nullptr));
+    JITLLM_CL_TRY(a, clEnqueueWriteBuffer(cq, slots_[size_t(Slot::Pos)], CL_FALSE, 0, 4, &q.io[1], 0, nullptr, nullptr));
+    run(Phase::Decode, 0, launches_[0].size(), 1, uint64_t(pos + 1));
+    JITLLM_CL_TRY(a, clEnqueueReadBuffer(cq, slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &q.pick, 0, nullptr, &q.ev));
+    JITLLM_CL_TRY(a, clFlush(cq));
+    token_on_device_ = true;
+    logits_read_ = false;
+    steps_[0]++;
+    queue_.push_back(k);
+}
+
+int32_t OpenClBackend::decode_collect() {
+    JITLLM_CHECK(!queue_.empty(), "decode_collect with no queued decode step");
+    const int k = queue_.front();
+    queue_.pop_front();
+    token_out_ = queued_pick(k);
+    if (k >= 0) {
+        ctx_->api().clReleaseEvent(ring_[k].ev);
+        ring_[k].ev = nullptr;
+    }
+    return token_out_;
 }
 
 void OpenClBackend::prefill(int32_t token, int pos) {
     set_token(token, pos);
     run(Phase::Prefill, 0, launches_[1].size(), 1, uint64_t(pos + 1));
     ctx_->finish();
+    token_on_device_ = false;
     steps_[1]++;
 }
 
@@ -99,13 +166,16 @@ void OpenClBackend::batch(const BatchStep& b) {
     run(Phase::Batch, 0, body, b.n, pos_sum);
     batch_n_ = b.n;
     batch_logits_ = b.logits;
+    token_on_device_ = false;
     if (b.logits) {
         run(Phase::Batch, body, all, b.n, 0);
+        read_picks(Phase::Batch, b.n);
     } else if (b.logits_last) {
         // the output tail for the last row only: its residual stream moves to row 0
         const size_t xb = size_t(plan_.config->dim) * 4;
         if (n > 1) ctx_->copy(slots_[size_t(Slot::X)], 0, slots_[size_t(Slot::X)], (n - 1) * xb, xb);
         run(Phase::Batch, body, all, 1, 0);
+        read_picks(Phase::Batch, 1);
         batch_n_ = 1;
         batch_logits_ = true;
     } else {
@@ -116,6 +186,7 @@ void OpenClBackend::batch(const BatchStep& b) {
 
 const float* OpenClBackend::batch_logits(int r) {
     JITLLM_CHECK(r >= 0 && r < batch_n_ && batch_logits_, "batch row {} has no logits", r);
+    JITLLM_CHECK(logits_read_, "batch row {}: its logits stayed on the device (set_logits_needed(false))", r);
     return logits_.data() + size_t(r) * size_t(plan_.config->n_vocab);
 }
 

@@ -1,11 +1,13 @@
 // OpenCL backend: lowers the plan to a schedule of OpenCL C kernels (cl_schedule.h) chosen by what
 // the device reports, builds each distinct variant with clBuildProgram (program binaries cached on
 // disk, cl_program.h), uploads the weights once in their GGUF representation, and runs a token as
-// the schedule's NDRange launches on one in-order queue; the `sample` task takes the argmax of the
-// logits read back on the host. Runs on any OpenCL 1.2+ device: PoCL's CPU device in CI, a GPU's
+// the schedule's NDRange launches on one in-order queue. The `sample` task's argmax runs on the
+// device (or on the logits read back, gate sample.argmax); with the pick on the device, greedy
+// decode steps are queued ahead of the host (decode_queue), as the CUDA backend's run-ahead. Runs on any OpenCL 1.2+ device: PoCL's CPU device in CI, a GPU's
 // driver elsewhere (docs/opencl.md).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +40,11 @@ public:
     const float* decode(int32_t token, int pos) override;
     void prefill(int32_t token, int pos) override;
     int32_t sampled_token() const override { return token_out_; }
+    void set_logits_needed(bool needed) override { logits_needed_ = needed; }
+    // with the argmax on the device and no logits wanted: the step is queued (its token written,
+    // or the previous step's pick left in the Token slot) and its pick read back behind it
+    void decode_queue(int32_t token, int pos) override;
+    int32_t decode_collect() override;
     void batch(const BatchStep& step) override;
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
@@ -68,6 +75,9 @@ private:
     // launches [from, to) of a phase for `rows` rows; host argmax steps read the logits of `rows` rows
     void run(Phase ph, size_t from, size_t to, int rows, uint64_t pos_sum);
     void read_logits(int rows);
+    // after a step whose `sample` ran on the device: its picks, and the logits where wanted
+    void read_picks(Phase ph, int rows);
+    int32_t queued_pick(int k);  // waits for ring entry k's step and returns its pick
     void set_token(int32_t token, int pos);  // the Token and Pos slots of a decode / prefill step
     void record_profile(Phase ph, const std::vector<std::pair<const ClStep*, cl_event>>& evs, int rows,
                         uint64_t pos_sum);
@@ -89,6 +99,20 @@ private:
     std::vector<float> logits_;       // n_seq rows
     std::vector<int32_t> picks_rows_;
     int32_t token_out_ = 0;
+    bool logits_needed_ = true;
+    bool logits_read_ = false;      // logits_ holds the last step's rows
+    bool token_on_device_ = false;  // the Token slot holds the last decode step's pick
+    // decode steps queued ahead: ring entries (their token and position written from io, the pick
+    // read back into pick, done when ev is), and the queue: an entry's index, or -(pick + 1) for a
+    // step that ran at once
+    static constexpr int kQueue = 4;
+    struct Queued {
+        int32_t io[2] = {0, 0};
+        int32_t pick = 0;
+        cl_event ev = nullptr;
+    } ring_[kQueue];
+    std::deque<int> queue_;
+    int ring_next_ = 0;
     int batch_n_ = 0;
     bool batch_logits_ = false;
     double upload_ms_ = 0;

@@ -23,6 +23,7 @@
 //   X_STRIDE, Y_STRIDE0/1/2, Y_OFF0/1/2, AUX_STRIDE, AUX_OFF   floats between batch rows, offsets
 //   VEC          1: 8-wide loads of plain-type weights and x (gate gemv.vec); 0: one element at a time
 //   WSPLIT       1: Q4_0 / Q8_0 rows in the split layout, quants then scales (gate weights.layout)
+//   IDOT, IDOT_EXT  Q4_0 / Q8_0 block sums 4 int8 products an instruction (gate gemv.idot, common.h)
 // launch: global (G * WG, batch rows [* K]), local (WG, 1): work-group g takes the row blocks g,
 //         g + G, ... (G = ceil(out rows / RPB), or fewer: gate gemv.grid); EPI 5: G = ceil(out rows / RPB)
 //   XROWS        activation rows a work-group multiplies each weight row it reads with (gate batch.xrows:
@@ -322,7 +323,8 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
                         const global int* ids, const global float* ew, float eps, int n_rows) {
     local float red[NSUM * WG];
 #if XQ
-    local char xq[XR * COLS];
+    local uint xq4[XR * COLS / 4];  // x's int8 values, 4-byte aligned (q8_isum's IDOT loads)
+    local char* xq = (local char*)xq4;
     local float xd[XR * NU];
 #else
     local char* xq = 0;

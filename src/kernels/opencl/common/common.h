@@ -3,11 +3,15 @@
 // and the 16-bit loads (F16 / BF16 weights, the half KV cache; FP16).
 //
 // Gate switches (the host's gates table, backends/opencl/cl_gates.cpp):
-//   REDUCE 1: sub-group builtins, then local memory across the sub-groups; SUBGROUP_EXT names the
+//   REDUCE 1: sub-group sums, then local memory across the sub-groups; SUBGROUP_EXT names the
 //             spelling the device reports (1 cl_khr_subgroups, 2 cl_intel_subgroups, 3 the OpenCL C
-//             3.0 feature __opencl_c_subgroups). REDUCE 0: local-memory trees only (WG a power of 2).
+//             3.0 feature __opencl_c_subgroups: the sub_group_* builtins; 4 NVIDIA's driver: warps of
+//             32 consecutive work-items exchanging values through inline PTX shfl.sync, WG a
+//             multiple of 32). REDUCE 0: local-memory trees only (WG a power of 2).
 //   FP16 1:   half values are read through the cl_khr_fp16 types (vload8 of half, convert_float8);
 //             0: through vload_half8 (core OpenCL). The same floats either way.
+//   IDOT 1:   Q4_0 / Q8_0 products sum 4 int8 products an instruction (quant_blocks.h q8_isum);
+//             IDOT_EXT 1 cl_khr_integer_dot_product, 2 NVIDIA's dp4a through inline PTX.
 // Includes are by path from src/kernels/opencl, which the JIT's expand_source resolves.
 #pragma once
 
@@ -23,6 +27,9 @@
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 #elif REDUCE && SUBGROUP_EXT == 2
 #pragma OPENCL EXTENSION cl_intel_subgroups : enable
+#endif
+#ifndef IDOT
+#define IDOT 0
 #endif
 #ifndef FP16
 #define FP16 0
@@ -58,6 +65,36 @@ inline float round_f16(float f) {
     return vload_half(0, (const private half*)&h);
 }
 
+// --- sub-groups (REDUCE 1): the sum and maximum over a sub-group, and where a work-item is ---
+#if REDUCE && SUBGROUP_EXT == 4
+#if defined(WG) && WG % 32 != 0
+#error "NVIDIA's warp sums need WG a multiple of 32"
+#endif
+// lane v of the warp exchanged with lane (lane ^ m), every lane taking part (PTX ISA shfl.sync)
+inline float warp_xor(float v, int m) {
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
+    return r;
+}
+inline float sg_sum(float v) {
+    for (int m = 16; m > 0; m >>= 1) v += warp_xor(v, m);
+    return v;
+}
+inline float sg_max(float v) {
+    for (int m = 16; m > 0; m >>= 1) v = fmax(v, warp_xor(v, m));
+    return v;
+}
+#define SG_ID() ((int)get_local_id(0) >> 5)
+#define SG_LANE() ((int)get_local_id(0) & 31)
+#define SG_COUNT() (WG / 32)
+#elif REDUCE
+#define sg_sum(v) sub_group_reduce_add(v)
+#define sg_max(v) sub_group_reduce_max(v)
+#define SG_ID() ((int)get_sub_group_id())
+#define SG_LANE() ((int)get_sub_group_local_id())
+#define SG_COUNT() ((int)get_num_sub_groups())
+#endif
+
 // --- work-group reductions (every work-item calls them; WG work-items in dimension 0) ---
 #ifdef WG
 
@@ -67,15 +104,15 @@ inline float round_f16(float f) {
 inline void wg_sum_n(const float* v, int n, local float* red) {
     const int t = (int)get_local_id(0);
 #if REDUCE
-    const int sg = (int)get_sub_group_id();
+    const int sg = SG_ID();
     for (int i = 0; i < n; ++i) {
-        const float s = sub_group_reduce_add(v[i]);
-        if (get_sub_group_local_id() == 0) red[i * WG + sg] = s;
+        const float s = sg_sum(v[i]);
+        if (SG_LANE() == 0) red[i * WG + sg] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t < n) {
         float s = 0.0f;
-        for (int g = 0; g < (int)get_num_sub_groups(); ++g) s += red[t * WG + g];
+        for (int g = 0; g < SG_COUNT(); ++g) s += red[t * WG + g];
         red[t * WG] = s;
     }
 #else
@@ -90,8 +127,6 @@ inline void wg_sum_n(const float* v, int n, local float* red) {
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-// The sum (wg_sum) and the maximum (wg_max) of v over the work-group, returned to every
-// work-item; red: WG floats of local memory, free again on return.
 inline float wg_sum(float v, local float* red) {
     wg_sum_n(&v, 1, red);
     const float s = red[0];
@@ -102,11 +137,11 @@ inline float wg_sum(float v, local float* red) {
 inline float wg_max(float v, local float* red) {
     const int t = (int)get_local_id(0);
 #if REDUCE
-    v = sub_group_reduce_max(v);
-    if (get_sub_group_local_id() == 0) red[get_sub_group_id()] = v;
+    v = sg_max(v);
+    if (SG_LANE() == 0) red[SG_ID()] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t == 0)
-        for (int g = 1; g < (int)get_num_sub_groups(); ++g) v = fmax(v, red[g]);
+        for (int g = 1; g < SG_COUNT(); ++g) v = fmax(v, red[g]);
     if (t == 0) red[0] = v;
 #else
     red[t] = v;

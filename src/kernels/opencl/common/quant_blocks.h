@@ -139,10 +139,46 @@ inline float8 unit8(const int T, const global uchar* row, int u, int i) {
     return (float8)s * convert_float8(v);
 }
 
+#if IDOT
+// a + the sum of the 4 products of the signed bytes of w and x
+inline int dot4(uint w, uint x, int a) {
+#if IDOT_EXT == 2
+    int r;
+    asm volatile("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(w), "r"(x), "r"(a));
+    return r;
+#else
+    return a + dot_4x8packed_ss_int(w, x);
+#endif
+}
+// four bytes of 4-bit values n (0..15) as the signed bytes n - 8: n ^ 8 is n - 8 in 4-bit two's
+// complement, bit 3 its sign, spread over the byte's high nibble (0x08 * 0x1E = 0xF0: no carry)
+inline uint4 q4_s8(uint4 n) {
+    const uint4 v = n ^ (uint4)0x08080808u;
+    return v | ((v & (uint4)0x08080808u) * (uint4)0x1Eu);
+}
+#endif
+
 // The integer sum of a Q4_0 / Q8_0 block's 32 quants (q0, q1: its 16 / 32 quant bytes, GGUF
-// order) times x's 32 int8 values (x quantized to Q8_0, quant.h quantize_act_q8), the (weight scale
-// * x's scale) * sum of quant.cpp's block_term in the caller
+// order) times x's 32 int8 values (x quantized to Q8_0, quant.h quantize_act_q8; 4-byte aligned),
+// the (weight scale * x's scale) * sum of quant.cpp's block_term in the caller. IDOT: 4 products
+// an instruction; else each int8 widened to int. The same integer either way.
 inline int q8_isum(const int T, uchar16 q0, uchar16 q1, const local char* xq) {
+#if IDOT
+    const uint4 x0 = vload4(0, (const local uint*)xq), x1 = vload4(1, (const local uint*)xq);
+    uint4 a = as_uint4(q0), b = as_uint4(q1);
+    if (T != Q8_0) {  // element j in the low nibble of byte j, element j + 16 in its high nibble
+        b = q4_s8((a >> 4) & (uint4)0x0F0F0F0Fu);
+        a = q4_s8(a & (uint4)0x0F0F0F0Fu);
+    }
+    int s = dot4(a.x, x0.x, 0);
+    s = dot4(a.y, x0.y, s);
+    s = dot4(a.z, x0.z, s);
+    s = dot4(a.w, x0.w, s);
+    s = dot4(b.x, x1.x, s);
+    s = dot4(b.y, x1.y, s);
+    s = dot4(b.z, x1.z, s);
+    return dot4(b.w, x1.w, s);
+#else
     const int16 x0 = convert_int16(vload16(0, xq)), x1 = convert_int16(vload16(1, xq));
     int16 p;
     if (T == Q8_0) {
@@ -153,6 +189,7 @@ inline int q8_isum(const int T, uchar16 q0, uchar16 q1, const local char* xq) {
     const int8 p8 = p.lo + p.hi;
     const int4 p4 = p8.lo + p8.hi;
     return (p4.x + p4.y) + (p4.z + p4.w);
+#endif
 }
 
 // Q4_0 / Q8_0 block u of a row: its quant bytes (q1 = q0 for Q4_0's 16) and, returned, its scale.
