@@ -103,11 +103,10 @@ struct GpuFlags {
         else (void)schedule();
     }
 
-    // --opencl: the OpenCL backend's options (its gates for --force-variant; it has no tunables)
+    // --opencl: the OpenCL backend's options (its gates for --force-variant, its tunables for --tune)
     OpenClOptions opencl_options(bool print_plan, Profiler* prof = nullptr) const {
-        if (!tune.empty())
-            fail_usage("--tune {}: expected no --tune with --opencl (the OpenCL backend has no tunables)", tune[0]);
         OpenClOptions o;
+        for (const auto& t : tune) cl_tune_apply(o.schedule.tune, t);
         o.device = std::max(0, opencl_device);
         o.schedule.fuse = !no_fuse;
         o.schedule.kv_f32 = kv_f32;

@@ -122,6 +122,15 @@ INSTANTIATE_TEST_SUITE_P(Types, EveryWeightType,
                                            TypeCase{GgmlType::Q5_0, 1e-5}, TypeCase{GgmlType::Q5_1, 1e-5}),
                          [](const auto& info) { return std::string(type_name(info.param.type)); });
 
+// a plan of 64 positions with a batch phase of `rows` rows, as many sequences
+Plan batch_plan(const Model& m, int rows) {
+    PlanOptions po;
+    po.n_ctx = 64;
+    po.batch_rows = rows;
+    po.n_seq = rows;
+    return plan_build(m, po);
+}
+
 // A batch step of rows from two sequences (the first a prompt chunk, the second one token) with
 // logits for every row, then a prompt's last chunk and decode on the caches it wrote: as the CPU,
 // on both sides of gate batch.xrows (a weight row read for 4 activation rows, or for each)
@@ -130,11 +139,7 @@ class OpenClBatch : public ::testing::TestWithParam<const char*> {};
 TEST_P(OpenClBatch, RowsOfSeveralSequencesLikeTheCpu) {
     SKIP_WITHOUT_OPENCL();
     auto m = tiny_of_type("qwen2", GgmlType::Q8_0);
-    PlanOptions po;
-    po.n_ctx = 64;
-    po.batch_rows = 6;
-    po.n_seq = 6;
-    const Plan p = plan_build(*m, po);
+    const Plan p = batch_plan(*m, 6);
     CpuBackend cpu(p, 1);
     OpenClOptions o = options();
     o.schedule.force["batch.xrows"] = GetParam();
@@ -157,6 +162,48 @@ TEST_P(OpenClBatch, RowsOfSeveralSequencesLikeTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Xrows, OpenClBatch, ::testing::Values("shared", "per-row"));
+
+// Batch steps of 16+ rows take the tiled products (gate batch.gemm, gemm.cl): 20 rows of two
+// sequences with logits for every row, as the CPU; the float tiles (F16: SwiGLU of separate gate
+// and up), the int8 tiles (Q8_0 with biases, Q4_0 with phi3's fused q/k/v and gate/up), partial
+// tiles of output rows (32 logits) and of activation rows
+struct TiledCase {
+    const char* arch;
+    GgmlType type;
+};
+void PrintTo(const TiledCase& c, std::ostream* os) { *os << c.arch << "_" << type_name(c.type); }
+
+class OpenClTiled : public ::testing::TestWithParam<TiledCase> {};
+
+TEST_P(OpenClTiled, BatchStepsOfManyRowsLikeTheCpu) {
+    SKIP_WITHOUT_OPENCL();
+    auto m = tiny_of_type(GetParam().arch, GetParam().type);
+    const Plan p = batch_plan(*m, 20);
+    CpuBackend cpu(p, 1);
+    OpenClBackend cl(p, options());
+    bool tiled = false;
+    for (const ClStep& k : cl.schedule().batch) tiled = tiled || k.tiled.min_rows > 0;
+    ASSERT_TRUE(tiled) << "no tiled products in the batch phase";
+    std::vector<int32_t> tok, pos, seq;
+    for (int r = 0; r < 20; ++r) {
+        tok.push_back((7 * r + 3) % p.config->n_vocab);
+        pos.push_back(r < 12 ? r : r - 12);
+        seq.push_back(r < 12 ? 0 : 1);
+    }
+    BatchStep b{tok.data(), pos.data(), seq.data(), 20, true, false};
+    cpu.batch(b);
+    cl.batch(b);
+    const int V = p.config->n_vocab;
+    for (int r = 0; r < 20; ++r) {
+        EXPECT_LE(max_abs(cpu.batch_logits(r), cl.batch_logits(r), V), 1e-5) << "row " << r;
+        EXPECT_EQ(cpu.batch_sampled(r), cl.batch_sampled(r)) << "row " << r;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, OpenClTiled,
+                         ::testing::Values(TiledCase{"llama", GgmlType::F16}, TiledCase{"qwen2", GgmlType::Q8_0},
+                                           TiledCase{"phi3", GgmlType::Q4_0}),
+                         [](const auto& info) { return std::string(info.param.arch) + "_" + type_name(info.param.type); });
 
 // Greedy decode steps queued ahead (Engine::queue_decode's pattern: the first with its token, the
 // rest fed by the previous pick where it was made) pick the CPU's tokens, on both sides of gate
@@ -259,6 +306,11 @@ TEST(OpenClCli, RunEvalPerplexityBenchAndTheInspection) {
     const Outcome pk = jitllm("--opencl -n 1 --temp 0 --print-kernel");
     EXPECT_NE(pk.err.find("// ==== kernel attn_norm_qkv__gemv_f32"), std::string::npos) << pk.err;
     EXPECT_NE(pk.err.find("#define KERNEL_NAME attn_norm_qkv__gemv_f32"), std::string::npos) << pk.err;
+    // a tunable: the kernels' geometry changes, not the text
+    const Outcome tuned = jitllm("-p 'Once upon a time' -n 24 --temp 0 --opencl --tune gemv.rows=4 --tune gemv.wg=64 "
+                                 "--print-plan --print-threads");
+    EXPECT_EQ(tuned.out, cpu.out);
+    EXPECT_NE(tuned.err.find("opencl tunables: gemv.rows=4 gemv.wg=64"), std::string::npos) << tuned.err;
     const Outcome pr = jitllm("--opencl -n 4 --temp 0 --profiler");
     EXPECT_EQ(pr.rc, 0) << pr.err;
     EXPECT_NE(pr.err.find("attn__attention"), std::string::npos) << "the profiler table:\n" << pr.err;
@@ -273,9 +325,14 @@ TEST(OpenClCli, RefusalsAreOneSentence) {
     const Outcome gate = jitllm("--opencl --force-variant reduce=tree");
     EXPECT_EQ(gate.rc, 2);
     EXPECT_NE(gate.err.find("expected subgroup|local for gate 'reduce'"), std::string::npos) << gate.err;
-    const Outcome tune = jitllm("--opencl --tune gemv.rows=1");
+    const Outcome tune = jitllm("--opencl --tune gemv.rpb=4");
     EXPECT_EQ(tune.rc, 2);
-    EXPECT_NE(tune.err.find("no tunables"), std::string::npos) << tune.err;
+    EXPECT_NE(tune.err.find("expected one of the OpenCL backend's keys (gemv.rows, gemv.wg, gemv.groups)"),
+              std::string::npos) << tune.err;
+    const Outcome wg = jitllm("--opencl --tune gemv.wg=48");
+    EXPECT_EQ(wg.rc, 2);
+    EXPECT_NE(wg.err.find("expected an integer from 32 to 1024 (a power of 2) for gemv.wg, found '48'"),
+              std::string::npos) << wg.err;
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ std::string sizes(const size_t (&v)[2]) { return fmt::format("({}, {})", v[0], v
 std::string cl_schedule_describe(const Plan& plan, const ClSchedule& s, bool threads) {
     std::string out = "opencl gates:\n";
     for (const auto& g : s.gates)
-        out += fmt::format("  {:<12} {:<9} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
+        out += fmt::format("  {:<14} {:<9} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
+    if (!s.tune.describe().empty()) out += fmt::format("opencl tunables: {}\n", s.tune.describe());
     out += fmt::format("opencl build options: {}\n", s.build_options);
     for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch}) {
         const auto& steps = s.phase(ph);
@@ -29,9 +30,17 @@ std::string cl_schedule_describe(const Plan& plan, const ClSchedule& s, bool thr
             out += fmt::format("  {:<40} {}", k.symbol, tn);
             if (threads && !k.host_sample) {
                 out += fmt::format("  global {} local {}", sizes(k.global), sizes(k.local));
-                if (ph == Phase::Batch) out += fmt::format(" (dimension 1: rows x {})", std::max(1, k.rows_mul));
+                if (ph == Phase::Batch)
+                    out += fmt::format(" (dimension 1: rows x {} / {})", std::max(1, k.rows_mul), k.rows_div);
             }
             out += "\n";
+            if (k.tiled.min_rows > 0) {
+                out += fmt::format("    {:<38} steps of {}+ rows", k.tiled.variant.symbol, k.tiled.min_rows);
+                if (threads)
+                    out += fmt::format("  global ({}, rows / {}) local ({}, 1)", k.tiled.global0, k.tiled.rows_per_group,
+                                       k.tiled.local0);
+                out += "\n";
+            }
         }
     }
     return out;

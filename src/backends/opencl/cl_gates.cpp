@@ -72,9 +72,9 @@ ClGateVerdict vec_gate(const ClGateInputs& in, ClGates&) {
 
 ClGateVerdict grid_gate(const ClGateInputs& in, ClGates&) {
     return {true,
-            fmt::format("at most 2 work-groups per compute unit ({} units): x's prologue (the norm, the Q8_0 "
+            fmt::format("at most {} work-groups per compute unit ({} units): x's prologue (the norm, the Q8_0 "
                         "quantization) once for every row block a work-group takes",
-                        in.dev.compute_units),
+                        in.opt.tune.gemv_groups ? in.opt.tune.gemv_groups : 2, in.dev.compute_units),
             "", ""};
 }
 
@@ -107,6 +107,16 @@ ClGateVerdict xrows_gate(const ClGateInputs& in, ClGates&) {
             "", ""};
 }
 
+ClGateVerdict gemm_gate(const ClGateInputs& in, ClGates&) {
+    if (in.plan.batch_rows < kClGemmRows)
+        return {false, fmt::format("no batch phase of {}+ rows: the products as gemvs", kClGemmRows), "", ""};
+    return {true,
+            fmt::format("batch steps of {}+ rows: the products (not the experts') as tiled matrix products, 64 weight "
+                        "rows x 64 activation rows a work-group through local memory (fewer rows: the gemvs)",
+                        kClGemmRows),
+            "", ""};
+}
+
 ClGateVerdict rope_gate(const ClGateInputs& in, ClGates&) {
     const bool fp64 = in.dev.has("cl_khr_fp64") || in.dev.has("__opencl_c_fp64");
     return {true, "(cos, sin) filled on the host with cpu::rope's float steps: no fp64 on the device", "",
@@ -132,6 +142,7 @@ const std::vector<ClGateSpec>& cl_gate_table() {
         {"gemv.grid", "capped", "full", grid_gate, &ClGates::gemv_cap},
         {"weights.layout", "split", "blocks", layout_gate, &ClGates::split},
         {"batch.xrows", "shared", "per-row", xrows_gate, &ClGates::xrows},
+        {"batch.gemm", "tiled", "gemv", gemm_gate, &ClGates::gemm},
         {"rope.angles", "table", "computed", rope_gate, &ClGates::rope_table},
         {"sample.argmax", "device", "host", argmax_gate, &ClGates::device_argmax},
     };

@@ -15,6 +15,8 @@ namespace jitllm {
 
 // batch.xrows=shared: activation rows a batch-phase gemv multiplies each weight row it reads with
 constexpr int kClXrows = 4;
+// batch.gemm=tiled: batch steps of this many rows or more run the products as tiled matrix products
+constexpr int kClGemmRows = 16;
 
 // The gates' choices, read by the lowering.
 struct ClGates {
@@ -28,6 +30,7 @@ struct ClGates {
     bool vec = true;         // gemv.vec=vec8: 8-wide loads of plain-type weights and x
     bool gemv_cap = true;    // gemv.grid=capped: 2 work-groups per compute unit, each looping over row blocks
     bool xrows = false;      // batch.xrows=shared: the batch phase's products read a weight row for 4 activation rows
+    bool gemm = false;       // batch.gemm=tiled: batch steps of kClGemmRows+ rows take tiled products
     bool rope_table = true;  // rope.angles=table: (cos, sin) from the host-filled table
     bool device_argmax = true;  // sample.argmax=device: the pick made on the device, the logits left there
     bool split = false;      // weights.layout=split: the candidates below repacked (quant.h repack_split_rows)

@@ -273,6 +273,7 @@ ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& dev, const Cl
     ClSchedule s;
     const ClGates g = cl_decide_gates({plan, dev, opt}, s);
     s.kv_half = g.kv_half;
+    s.tune = opt.tune;
     s.device_argmax = g.device_argmax;
     s.build_options = "-cl-std=" + dev.c_std;
     if (dev.fp32_correct_div_sqrt) s.build_options += " -cl-fp32-correctly-rounded-divide-sqrt";
@@ -287,13 +288,17 @@ ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& dev, const Cl
 
 std::vector<Variant> cl_schedule_variants(const ClSchedule& s) {
     std::vector<Variant> v;
+    auto add = [&](const Variant& k) {
+        const bool seen = std::any_of(v.begin(), v.end(), [&](const Variant& x) {
+            return x.symbol == k.symbol && x.source == k.source && x.defines == k.defines;
+        });
+        if (!seen) v.push_back(k);
+    };
     for (const auto* list : {&s.decode, &s.prefill, &s.batch})
         for (const ClStep& k : *list) {
             if (k.host_sample) continue;
-            const bool seen = std::any_of(v.begin(), v.end(), [&](const Variant& x) {
-                return x.symbol == k.variant.symbol && x.source == k.variant.source && x.defines == k.variant.defines;
-            });
-            if (!seen) v.push_back(k.variant);
+            add(k.variant);
+            if (k.tiled.min_rows > 0) add(k.tiled.variant);
         }
     return v;
 }

@@ -83,6 +83,10 @@ Lowering::Gemv Lowering::product_of(size_t i) const {
 }
 
 size_t Lowering::product(size_t norm_i, size_t i) {
+    if (norm_i != SIZE_MAX && batch_ && g_.gemm) {  // the tiled products read x normalised: the norm apart
+        norm(norm_i, Slot::X, Slot::Xb, 1, c_.dim, t(norm_i).w[0], t(norm_i).eps);
+        return 1 + product(SIZE_MAX, i);
+    }
     Gemv g = product_of(i);
     std::vector<size_t> idx;
     if (norm_i != SIZE_MAX) idx.push_back(norm_i);
@@ -124,12 +128,13 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     // work-items: one per 32-element unit of a row (plain types with gemv.vec: per 8-element chunk), 32 to 256
     const bool plain = T == GgmlType::F32 || T == GgmlType::F16 || T == GgmlType::BF16;
     const int items = plain && g_.vec ? 4 * nu : nu;
-    const int wg = int(std::min<uint64_t>(d_.max_work_group, uint64_t(std::min(256, std::max(32, pow2_at_least(items))))));
+    const int wg_cap = s_.tune.gemv_wg ? s_.tune.gemv_wg : 256;
+    const int wg = int(std::min<uint64_t>(d_.max_work_group, uint64_t(std::min(wg_cap, std::max(32, pow2_at_least(items))))));
     const int nw = g.epi == 2 ? 2 : 1;
     const int out_rows = g.out_rows();
     // batch.xrows=shared: the batch phase's gemvs (not the experts') take kClXrows activation rows
     const int xr = batch_ && g_.xrows && g.experts == 0 ? kClXrows : 1;
-    int rpb = std::min(std::max(1, 16 / (nw * xr)), out_rows);
+    int rpb = std::min(std::max(1, (s_.tune.gemv_rows ? s_.tune.gemv_rows : 16) / (nw * xr)), out_rows);
     auto local_bytes = [&](int r) { return uint64_t(4 * r * nw * xr * wg) + (xq ? uint64_t(xr * (cols + 4 * nu)) : 0); };
     while (rpb > 1 && local_bytes(rpb) > d_.local_mem) --rpb;
     if (local_bytes(rpb) > d_.local_mem)
@@ -168,7 +173,8 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     }
     ClStep& k = add(idx, algo + "_" + type_suffix(T), v);
     int groups = (out_rows + rpb - 1) / rpb;
-    if (g_.gemv_cap && g.epi != 5) groups = std::min(groups, 2 * int(std::max(1u, d_.compute_units)));
+    const int per_unit = s_.tune.gemv_groups ? s_.tune.gemv_groups : 2;
+    if (g_.gemv_cap && g.epi != 5) groups = std::min(groups, per_unit * int(std::max(1u, d_.compute_units)));
     k.global[0] = size_t(groups) * size_t(wg);
     k.local[0] = size_t(wg);
     if (slots) {
@@ -187,6 +193,21 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     if (g.experts) wb *= uint64_t(g.experts);
     k.bytes_fixed = batch_ ? wb : 0;
     k.bytes = (batch_ ? 0 : wb) + 4ull * uint64_t(cols) * (g.norm_w ? 2 : 1) + 4ull * uint64_t(out_rows);
+    if (batch_ && g_.gemm && g.experts == 0 && g.epi <= 3 && !g.norm_w) tiled(k, T, nw, out_rows);
+}
+
+// gate batch.gemm=tiled: gemm.cl beside the step's gemv, with its defines but the gemv's own
+void Lowering::tiled(ClStep& k, GgmlType T, int nw, int out_rows) {
+    const bool xq = T == GgmlType::Q4_0 || T == GgmlType::Q8_0;
+    const uint64_t local = xq ? 2 * 64 * (32 + 4) + 256 * 4 : 2 * 32 * 64 * 4 + (nw == 2 ? 64 * 64 * 4 : 0);
+    if (d_.max_work_group < 256 || local > d_.local_mem) return;  // the gemvs alone
+    Variant v("opencl/gemm.cl", k.group + "__gemm_" + type_suffix(T));
+    for (const auto& [name, value] : k.variant.defines)
+        if (name != "WG" && name != "RPB" && name != "XROWS" && name != "VEC" && name != "REDUCE" && name != "SUBGROUP_EXT")
+            v.set(name, value);
+    k.tiled.variant = std::move(v);
+    k.tiled.global0 = size_t((out_rows + 64 / nw - 1) / (64 / nw)) * 256;
+    k.tiled.min_rows = kClGemmRows;
 }
 
 size_t Lowering::moe(size_t i) {

@@ -32,6 +32,15 @@ struct ClArg {
     int i = 0;
 };
 
+// A batch-phase product's tiled kernel (gate batch.gemm=tiled: gemm.cl), run instead of the step's
+// own (gemv.cl) for steps of min_rows rows or more; the same arguments
+struct ClTiled {
+    Variant variant;  // its symbol: <group>__gemm_<type>
+    size_t global0 = 0, local0 = 256;
+    int rows_per_group = 64;  // dimension 1: ceil(rows / rows_per_group)
+    int min_rows = 0;         // 0: none
+};
+
 struct ClStep {
     std::string symbol;  // the kernel's name (the naming rule above)
     std::string group;   // task group, e.g. "attn_norm_qkv"
@@ -48,16 +57,28 @@ struct ClStep {
     uint64_t bytes_fixed = 0;    // batch: bytes independent of the rows (weights)
     uint64_t flops = 0;
     bool host_sample = false;  // the `sample` task on the host: the argmax of the logits read back
+    ClTiled tiled;
 };
 
 struct ClGateDecision {
     std::string gate, chosen, sibling, reason;
 };
 
+// Tuning alternatives to the gemv's defaults (--tune KEY=VALUE with --opencl; 0: the default)
+struct ClTunables {
+    int gemv_rows = 0;    // gemv.rows: weight rows a work-group takes per pass over x [16]
+    int gemv_wg = 0;      // gemv.wg: the largest work-group, a power of 2 from 32 to 1024 [256]
+    int gemv_groups = 0;  // gemv.groups: work-groups per compute unit with gemv.grid=capped [2]
+    std::string describe() const;  // "gemv.rows=8 ..." (the ones set), or "" for the defaults
+};
+// Sets one KEY=VALUE; a usage Error names the key or value when it is not one of the above.
+void cl_tune_apply(ClTunables& t, const std::string& key_value);
+
 struct ClScheduleOptions {
     bool fuse = true;                          // --no-fuse: one kernel per task
     bool kv_f32 = false;                       // --kv-f32: the KV cache in float (gate kv.type)
     std::map<std::string, std::string> force;  // --force-variant GATE=VARIANT
+    ClTunables tune;                           // --tune KEY=VALUE
 };
 
 struct ClSchedule {
@@ -72,6 +93,7 @@ struct ClSchedule {
     // their gemvs read them with WSPLIT=1
     std::set<const WeightTensor*> split_weights;
     std::string build_options;  // clBuildProgram's options besides the defines
+    ClTunables tune;
     const std::vector<ClStep>& phase(Phase p) const {
         return p == Phase::Decode ? decode : p == Phase::Prefill ? prefill : batch;
     }

@@ -17,7 +17,8 @@ OpenClBackend::~OpenClBackend() {
         if (q.ev) a.clReleaseEvent(q.ev);
     for (auto& list : launches_)
         for (Launch& l : list)
-            if (l.kernel) a.clReleaseKernel(l.kernel);
+            for (cl_kernel k : {l.kernel, l.tiled})
+                if (k) a.clReleaseKernel(k);
     programs_.reset();
     for (auto& [w, m] : weights_) ctx_->release(m);
     for (cl_mem m : slots_) ctx_->release(m);
@@ -29,7 +30,7 @@ OpenClBackend::~OpenClBackend() {
 void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos_sum) {
     const ClApi& a = ctx_->api();
     const auto& list = launches_[int(ph)];
-    std::vector<std::pair<const ClStep*, cl_event>> evs;
+    std::vector<Timed> evs;
     for (size_t i = from; i < to; ++i) {
         const ClStep& k = *list[i].step;
         for (int ti : k.tasks) ++*count_ptrs_[int(ph)][size_t(ti)];
@@ -37,16 +38,19 @@ void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos
             read_logits(rows);
             continue;
         }
-        const size_t m = size_t(rows) * size_t(k.rows_mul), dv = size_t(k.rows_div);
-        const size_t g[2] = {k.global[0], k.rows_mul ? (m + dv - 1) / dv : k.global[1]};
+        const bool tiled = list[i].tiled && rows >= k.tiled.min_rows;
+        const cl_kernel kn = tiled ? list[i].tiled : list[i].kernel;
+        const size_t m = size_t(rows) * size_t(k.rows_mul), dv = size_t(tiled ? k.tiled.rows_per_group : k.rows_div);
+        const size_t g[2] = {tiled ? k.tiled.global0 : k.global[0], k.rows_mul ? (m + dv - 1) / dv : k.global[1]};
+        const size_t tiled_local[2] = {k.tiled.local0, 1};
         if (list[i].rows_arg >= 0) {
             const cl_int n = rows;
-            JITLLM_CL_TRY(a, clSetKernelArg(list[i].kernel, cl_uint(list[i].rows_arg), sizeof(n), &n));
+            JITLLM_CL_TRY(a, clSetKernelArg(kn, cl_uint(list[i].rows_arg), sizeof(n), &n));
         }
         cl_event ev = nullptr;
-        JITLLM_CL_TRY(a, clEnqueueNDRangeKernel(ctx_->queue(), list[i].kernel, 2, nullptr, g, k.local, 0, nullptr,
-                                                opt_.profiler ? &ev : nullptr));
-        if (ev) evs.emplace_back(&k, ev);
+        JITLLM_CL_TRY(a, clEnqueueNDRangeKernel(ctx_->queue(), kn, 2, nullptr, g, tiled ? tiled_local : k.local, 0,
+                                                nullptr, opt_.profiler ? &ev : nullptr));
+        if (ev) evs.push_back({&k, tiled, ev});
     }
     if (opt_.profiler) {
         ctx_->finish();
@@ -195,11 +199,10 @@ int32_t OpenClBackend::batch_sampled(int r) const {
     return picks_rows_[size_t(r)];
 }
 
-void OpenClBackend::record_profile(Phase ph, const std::vector<std::pair<const ClStep*, cl_event>>& evs, int rows,
-                                   uint64_t pos_sum) {
+void OpenClBackend::record_profile(Phase ph, const std::vector<Timed>& evs, int rows, uint64_t pos_sum) {
     const ClApi& a = ctx_->api();
     const auto& tasks = plan_.phase(ph);
-    for (const auto& [k, ev] : evs) {
+    for (const auto& [k, tiled, ev] : evs) {
         cl_ulong t0 = 0, t1 = 0;
         JITLLM_CL_TRY(a, clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr));
         JITLLM_CL_TRY(a, clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr));
@@ -208,7 +211,7 @@ void OpenClBackend::record_profile(Phase ph, const std::vector<std::pair<const C
         std::string tn;
         for (int ti : k->tasks) tn += (tn.empty() ? "" : "+") + tasks[size_t(ti)].name;
         LaunchRecord r;
-        r.kernel = k->symbol;
+        r.kernel = tiled ? k->tiled.variant.symbol : k->symbol;
         r.tasks = std::move(tn);
         r.phase = phase_name(ph);
         r.token = steps_[int(ph)];

@@ -63,13 +63,22 @@ public:
 private:
     struct Launch {
         cl_kernel kernel = nullptr;  // null: the host's argmax (`sample`)
+        cl_kernel tiled = nullptr;   // the step's tiled kernel (ClTiled), for steps of its rows
         const ClStep* step = nullptr;
         int rows_arg = -1;  // the index of its ClArg::Kind::Rows argument (set at each launch)
+    };
+    // a launch's event for the profiler, and whether its tiled kernel ran
+    struct Timed {
+        const ClStep* step;
+        bool tiled;
+        cl_event ev;
     };
     void allocate_and_upload();
     void fill_rope_tables();
     void build_kernels();
     void bind(const std::vector<ClStep>& steps, std::vector<Launch>& out);
+    // a kernel of `symbol` from the program of v with k's arguments; *rows_arg: its Rows argument
+    cl_kernel make_kernel(const Variant& v, const std::string& symbol, const ClStep& k, int* rows_arg);
     cl_mem resolve(const ClArg& a) const;
     void print_kernels() const;
     // launches [from, to) of a phase for `rows` rows; host argmax steps read the logits of `rows` rows
@@ -79,8 +88,7 @@ private:
     void read_picks(Phase ph, int rows);
     int32_t queued_pick(int k);  // waits for ring entry k's step and returns its pick
     void set_token(int32_t token, int pos);  // the Token and Pos slots of a decode / prefill step
-    void record_profile(Phase ph, const std::vector<std::pair<const ClStep*, cl_event>>& evs, int rows,
-                        uint64_t pos_sum);
+    void record_profile(Phase ph, const std::vector<Timed>& evs, int rows, uint64_t pos_sum);
 
     const Plan& plan_;
     OpenClOptions opt_;

@@ -107,30 +107,34 @@ cl_mem OpenClBackend::resolve(const ClArg& a) const {
     }
 }
 
-void OpenClBackend::bind(const std::vector<ClStep>& steps, std::vector<Launch>& out) {
+cl_kernel OpenClBackend::make_kernel(const Variant& v, const std::string& symbol, const ClStep& k, int* rows_arg) {
     const ClApi& api = ctx_->api();
+    cl_int r = CL_SUCCESS;
+    cl_kernel kn = api.clCreateKernel(programs_->get(v), symbol.c_str(), &r);
+    if (r != CL_SUCCESS) api.throw_error(("clCreateKernel " + symbol).c_str(), r);
+    for (size_t i = 0; i < k.args.size(); ++i) {
+        const ClArg& a = k.args[i];
+        const cl_uint ai = cl_uint(i);
+        if (a.kind == ClArg::Kind::F32) {
+            JITLLM_CL_TRY(api, clSetKernelArg(kn, ai, sizeof(float), &a.f));
+        } else if (a.kind == ClArg::Kind::I32 || a.kind == ClArg::Kind::Rows) {
+            const cl_int val = a.kind == ClArg::Kind::Rows ? 1 : a.i;
+            JITLLM_CL_TRY(api, clSetKernelArg(kn, ai, sizeof(cl_int), &val));
+            if (a.kind == ClArg::Kind::Rows) *rows_arg = int(i);
+        } else {
+            const cl_mem m = resolve(a);
+            JITLLM_CL_TRY(api, clSetKernelArg(kn, ai, sizeof(cl_mem), m ? &m : nullptr));
+        }
+    }
+    return kn;
+}
+
+void OpenClBackend::bind(const std::vector<ClStep>& steps, std::vector<Launch>& out) {
     for (const ClStep& k : steps) {
         Launch l;
         l.step = &k;
-        if (!k.host_sample) {
-            cl_int r = CL_SUCCESS;
-            l.kernel = api.clCreateKernel(programs_->get(k.variant), k.symbol.c_str(), &r);
-            if (r != CL_SUCCESS) api.throw_error(("clCreateKernel " + k.symbol).c_str(), r);
-            for (size_t i = 0; i < k.args.size(); ++i) {
-                const ClArg& a = k.args[i];
-                const cl_uint ai = cl_uint(i);
-                if (a.kind == ClArg::Kind::F32) {
-                    JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(float), &a.f));
-                } else if (a.kind == ClArg::Kind::I32 || a.kind == ClArg::Kind::Rows) {
-                    const cl_int v = a.kind == ClArg::Kind::Rows ? 1 : a.i;
-                    JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(cl_int), &v));
-                    if (a.kind == ClArg::Kind::Rows) l.rows_arg = int(i);
-                } else {
-                    const cl_mem m = resolve(a);
-                    JITLLM_CL_TRY(api, clSetKernelArg(l.kernel, ai, sizeof(cl_mem), m ? &m : nullptr));
-                }
-            }
-        }
+        if (!k.host_sample) l.kernel = make_kernel(k.variant, k.symbol, k, &l.rows_arg);
+        if (k.tiled.min_rows > 0) l.tiled = make_kernel(k.tiled.variant, k.tiled.variant.symbol, k, &l.rows_arg);
         out.push_back(l);
     }
 }
@@ -147,14 +151,16 @@ void OpenClBackend::print_kernels() const {
     for (const auto& g : sched_.gates) gates += (gates.empty() ? "" : ", ") + g.gate + "=" + g.chosen;
     for (Phase ph : {Phase::Decode, Phase::Prefill, Phase::Batch})
         for (const ClStep& k : sched_.phase(ph)) {
-            if (k.host_sample) continue;
-            const std::string text = ClPrograms::unit_text(k.variant, sched_.build_options);
-            if (!shown.insert(text).second) continue;
             std::string tn;
             for (int ti : k.tasks) tn += (tn.empty() ? "" : "+") + plan_.phase(ph)[size_t(ti)].name;
-            std::fprintf(stderr, "// ==== kernel %s\n// variant: %s\n// tasks: %s (%s phase, first)\n// gates: %s\n%s\n",
-                         k.symbol.c_str(), k.variant.display_name().c_str(), tn.c_str(), phase_name(ph), gates.c_str(),
-                         text.c_str());
+            for (const Variant* v : {k.host_sample ? nullptr : &k.variant, k.tiled.min_rows ? &k.tiled.variant : nullptr}) {
+                if (!v) continue;
+                const std::string text = ClPrograms::unit_text(*v, sched_.build_options);
+                if (!shown.insert(text).second) continue;
+                std::fprintf(stderr, "// ==== kernel %s\n// variant: %s\n// tasks: %s (%s phase, first)\n// gates: %s\n%s\n",
+                             v->symbol.c_str(), v->display_name().c_str(), tn.c_str(), phase_name(ph), gates.c_str(),
+                             text.c_str());
+            }
         }
 }
 

@@ -192,20 +192,34 @@ inline int q8_isum(const int T, uchar16 q0, uchar16 q1, const local char* xq) {
 #endif
 }
 
-// Q4_0 / Q8_0 block u of a row: its quant bytes (q1 = q0 for Q4_0's 16) and, returned, its scale.
-// split: the split layout (quant.h repack_split_rows, gate weights.layout) of a row of nb blocks,
-// their quants (16 / 32 bytes a block) then their f16 scales, read with 4-byte loads (rows 4-byte
-// aligned); else GGUF's 18 / 34-byte blocks (2-byte aligned)
+// Q4_0 / Q8_0 block u of a row of nb blocks: where its quants start and its scale. split: the
+// split layout (quant.h repack_split_rows, gate weights.layout), a row's quants (16 / 32 bytes a
+// block) then its f16 scales, 4-byte aligned; else GGUF's 18 / 34-byte blocks (2-byte aligned)
+inline const global uchar* q8_quants(const int T, const global uchar* row, int nb, int u, const int split) {
+    return split ? row + u * (T == Q8_0 ? 32 : 16) : row + u * QK_BYTES(T) + 2;
+}
+inline float q8_dw(const int T, const global uchar* row, int nb, int u, const int split) {
+    return ld_half(split ? row + nb * (T == Q8_0 ? 32 : 16) + 2 * u : row + u * QK_BYTES(T));
+}
+
+// Block u's quant bytes (q1 = q0 for Q4_0's 16) and, returned, its scale; the split layout's
+// quants read with 4-byte loads
 inline float q8_block(const int T, const global uchar* row, int nb, int u, const int split, uchar16* q0, uchar16* q1) {
+    const global uchar* q = q8_quants(T, row, nb, u, split);
     if (split) {
-        const int qb = T == Q8_0 ? 32 : 16;
-        const global uint* q = (const global uint*)(row + u * qb);
-        *q0 = as_uchar16(vload4(0, q));
-        *q1 = T == Q8_0 ? as_uchar16(vload4(1, q)) : *q0;
-        return ld_half(row + nb * qb + 2 * u);
+        *q0 = as_uchar16(vload4(0, (const global uint*)q));
+        *q1 = T == Q8_0 ? as_uchar16(vload4(1, (const global uint*)q)) : *q0;
+    } else {
+        *q0 = vload16(0, q);
+        *q1 = T == Q8_0 ? vload16(1, q) : *q0;
     }
-    const global uchar* b = row + u * QK_BYTES(T);
-    *q0 = vload16(0, b + 2);
-    *q1 = T == Q8_0 ? vload16(0, b + 18) : *q0;
-    return ld_half(b);
+    return q8_dw(T, row, nb, u, split);
+}
+
+// Elements 8p .. 8p + 7 (p < 4) of block u as signed int8 (Q4_0: the nibble - 8), in element order
+inline char8 q8_part(const int T, const global uchar* row, int nb, int u, int p, const int split) {
+    const global uchar* q = q8_quants(T, row, nb, u, split);
+    if (T == Q8_0) return as_char8(vload8(p, q));
+    const uchar8 b = vload8(p & 1, q);  // element j: byte j's low nibble, element j + 16 its high one
+    return as_char8(p < 2 ? b & (uchar8)0xF : b >> (uchar8)4) - (char8)8;
 }
