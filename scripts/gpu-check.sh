@@ -430,6 +430,8 @@ opencl)
     all=$(echo "$sibs" | paste -sd, -)
     opencl_test "opencl golden, every sibling at once, unfused ($all)" opencl-golden-siblings engine_golden_test \
         JITLLM_TEST_OPENCL_FORCE="$all" JITLLM_TEST_OPENCL_NO_FUSE=1
+    opencl_test "opencl prompt modes, every sibling at once ($all)" opencl-modes-siblings prefill_modes_test \
+        JITLLM_TEST_OPENCL_FORCE="$all"
     n=0
     for set in $sibs; do
         n=$((n + 1))
