@@ -64,6 +64,8 @@
 #                  [testdata/vocab/ggml-vocab-qwen3-npm.gguf when .gpu has it, else VOCAB]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
+#   OPENCL_PARTS   the opencl stage's parts: golden (the tests), bench (OPENCL_SHAPES), gates
+#                  (OPENCL_GATE_SHAPE's siblings and tunables) [golden bench gates]
 #   OPENCL_SHAPES [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0]  OPENCL_PP: 0 leaves out pp512 [1]
 #   OPENCL_GATE_SHAPE [llama3.1-8b:q8_0]  OPENCL_TUNE: --tune values, one bench each
 #                  [gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8]
@@ -425,43 +427,50 @@ opencl)
     log "opencl: gate report and the first launches of $(basename "$g")"
     x "$B/jitllm" --opencl -m "$g" -n 1 -p x --temperature 0 --print-plan --verbose-init 2>&1 > /dev/null | head -24 | note
     sibs=$(opencl_siblings "$g")
-    opencl_test "opencl golden, default gates" opencl-golden engine_golden_test
-    opencl_test "opencl prompt modes, default gates" opencl-modes prefill_modes_test
-    all=$(echo "$sibs" | paste -sd, -)
-    opencl_test "opencl golden, every sibling at once, unfused ($all)" opencl-golden-siblings engine_golden_test \
-        JITLLM_TEST_OPENCL_FORCE="$all" JITLLM_TEST_OPENCL_NO_FUSE=1
-    opencl_test "opencl prompt modes, every sibling at once ($all)" opencl-modes-siblings prefill_modes_test \
-        JITLLM_TEST_OPENCL_FORCE="$all"
-    n=0
-    for set in $sibs; do
-        n=$((n + 1))
-        opencl_test "opencl golden with $set" "opencl-golden-forced-$n" engine_golden_test JITLLM_TEST_OPENCL_FORCE="$set"
-    done
-    for spec in ${OPENCL_SHAPES:-llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0}; do
-        f=$(synth "$spec")
-        tests=("-p 0 -n 128")
-        [ "${OPENCL_PP:-1}" = 0 ] || tests+=("-p 512 -n 0 -b 512")
-        for t in "${tests[@]}"; do
-            for be in --gpu --opencl; do
-                log "opencl: $spec bench $be $t"
-                # shellcheck disable=SC2086
-                x timeout 300 "$B/jitllm" bench $be -m "$f" -r "$BENCH_R" -o md $BENCH_ARGS $t 2>&1 | grep -E "^\| [a-z]|rror" | note
+    parts=" ${OPENCL_PARTS:-golden bench gates} "
+    if [[ $parts == *" golden "* ]]; then
+        opencl_test "opencl golden, default gates" opencl-golden engine_golden_test
+        opencl_test "opencl prompt modes, default gates" opencl-modes prefill_modes_test
+        all=$(echo "$sibs" | paste -sd, -)
+        opencl_test "opencl golden, every sibling at once, unfused ($all)" opencl-golden-siblings engine_golden_test \
+            JITLLM_TEST_OPENCL_FORCE="$all" JITLLM_TEST_OPENCL_NO_FUSE=1
+        opencl_test "opencl prompt modes, every sibling at once ($all)" opencl-modes-siblings prefill_modes_test \
+            JITLLM_TEST_OPENCL_FORCE="$all"
+        n=0
+        for set in $sibs; do
+            n=$((n + 1))
+            opencl_test "opencl golden with $set" "opencl-golden-forced-$n" engine_golden_test JITLLM_TEST_OPENCL_FORCE="$set"
+        done
+    fi
+    if [[ $parts == *" bench "* ]]; then
+        for spec in ${OPENCL_SHAPES:-llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0}; do
+            f=$(synth "$spec")
+            tests=("-p 0 -n 128")
+            [ "${OPENCL_PP:-1}" = 0 ] || tests+=("-p 512 -n 0 -b 512")
+            for t in "${tests[@]}"; do
+                for be in --gpu --opencl; do
+                    log "opencl: $spec bench $be $t"
+                    # shellcheck disable=SC2086
+                    x timeout 300 "$B/jitllm" bench $be -m "$f" -r "$BENCH_R" -o md $BENCH_ARGS $t 2>&1 | grep -E "^\| [a-z]|rror" | note
+                done
             done
         done
-    done
-    f=$(synth "${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0}")
-    for set in "" $sibs; do
-        log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl ${set:+--force-variant $set}"
-        # shellcheck disable=SC2086
-        x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 ${set:+--force-variant $set} 2>&1 |
-            grep -E "^\| [a-z]|rror" | note
-    done
-    for tv in ${OPENCL_TUNE:-gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8}; do
-        log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl --tune $tv"
-        # shellcheck disable=SC2086
-        x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune "$tv" 2>&1 |
-            grep -E "^\| [a-z]|rror" | note
-    done
+    fi
+    if [[ $parts == *" gates "* ]]; then
+        f=$(synth "${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0}")
+        for set in "" $sibs; do
+            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl ${set:+--force-variant $set}"
+            # shellcheck disable=SC2086
+            x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 ${set:+--force-variant $set} 2>&1 |
+                grep -E "^\| [a-z]|rror" | note
+        done
+        for tv in ${OPENCL_TUNE:-gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8}; do
+            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl --tune $tv"
+            # shellcheck disable=SC2086
+            x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune "$tv" 2>&1 |
+                grep -E "^\| [a-z]|rror" | note
+        done
+    fi
     ;;
 *) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama sweep opencl)"; exit 2 ;;
 esac
