@@ -39,6 +39,12 @@
 #             first token of two requests sharing a ~2000-token system prompt
 #   sweep   : tg128 of SWEEP_SHAPES with `--tune SWEEP_KEY=V` for each V of SWEEP_VALUES beside
 #             the default, alternated SWEEP_ROUNDS times (SWEEP_ARGS: ';'-separated flag sets instead)
+#   opencl  : the OpenCL backend on NVIDIA's OpenCL (docs/opencl.md): libnvidia-opencl.so.1 named by
+#             an nvidia.icd in a folder OCL_ICD_VENDORS points at (the ICD loader from .gpu/lib where
+#             the host has none), --list-devices and the gate report, the golden tests and prompt modes
+#             with the default gates, every sibling at once (unfused) and each sibling alone, then
+#             tg128 and pp512 -b 512 of OPENCL_SHAPES with --opencl next to --gpu, and tg128 of
+#             OPENCL_GATE_SHAPE with each sibling forced and with each of OPENCL_TUNE
 #
 # Parameters (environment; defaults in brackets):
 #   OUT            where results go [/tmp/gpu-out]
@@ -70,6 +76,11 @@
 #   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
+#   OPENCL_PARTS   the opencl stage's parts: golden (the tests), bench (OPENCL_SHAPES), gates
+#                  (OPENCL_GATE_SHAPE's siblings and tunables) [golden bench gates]
+#   OPENCL_SHAPES [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0]  OPENCL_PP: 0 leaves out pp512 [1]
+#   OPENCL_GATE_SHAPE [llama3.1-8b:q8_0]  OPENCL_TUNE: --tune values, one bench each
+#                  [gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8]
 # Binaries come from .gpu/bin (test binaries there or in .gpu/bin/gpu), data from .gpu/shared.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -190,6 +201,32 @@ greedy_md5() {
         $BENCH_ARGS ${AB_ARGS:-} 2>/dev/null | md5sum | cut -c1-32
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.4f", b / a; else print "-"}'; }
+# opencl_env: NVIDIA's OpenCL driver for the ICD loader (an nvidia.icd in a folder of our own), and
+# the loader from .gpu/lib where the host has no libOpenCL.so.1
+opencl_env() {
+    mkdir -p /tmp/jitllm-icd && echo libnvidia-opencl.so.1 > /tmp/jitllm-icd/nvidia.icd
+    export OCL_ICD_VENDORS=/tmp/jitllm-icd
+    if ! ldconfig -p 2> /dev/null | grep -q 'libOpenCL\.so\.1 ' && [ -f .gpu/lib/libOpenCL.so.1 ]; then
+        export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    fi
+}
+# opencl_siblings MODEL: each gate's sibling the device runs, from --print-plan's gate report
+# ("  gate  chosen  (sibling other ) reason"), tried on MODEL (a side the device lacks is refused)
+opencl_siblings() {
+    local g
+    x "$B/jitllm" --opencl -m "$1" -n 1 -p x --temperature 0 --print-plan 2>&1 > /dev/null |
+        awk '/^opencl gates:/ {on = 1; next} on && $3 == "(sibling" {v = $4; sub(/\)$/, "", v); print $1 "=" v; next} on {exit}' |
+        while read -r g; do
+            if x "$B/jitllm" --opencl -m "$1" -n 1 -p x --temperature 0 --force-variant "$g" > /dev/null 2>&1; then echo "$g"
+            else echo "opencl: $g is not runnable here" | note >&2; fi
+        done
+}
+# opencl_test LABEL FILE TEST [VAR=VALUE ...]: cuda_test's verdicts for a golden test through the OpenCL backend
+opencl_test() {
+    local label=$1 file=$2 test=$3
+    shift 3
+    cuda_test "$label" "$file" "$test" JITLLM_TEST_BACKEND=opencl "$@"
+}
 
 [ -f .gpu/build-info.txt ] && sed 's/^/== build: /' .gpu/build-info.txt | note
 [ "$DRY" = 1 ] && log "dry run: GPU commands printed, not run"
@@ -451,7 +488,60 @@ kvpool)
     kill -INT $sp 2> /dev/null
     wait $sp
     ;;
-*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched kvpool sweep)"; exit 2 ;;
+opencl)
+    opencl_env
+    log "opencl: devices (OCL_ICD_VENDORS=$OCL_ICD_VENDORS)"
+    x "$B/jitllm" --list-devices 2>&1 | note
+    g=$JITLLM_SHARED_DIR/golden/synthetic/llama-q8_0.gguf
+    log "opencl: gate report and the first launches of $(basename "$g")"
+    x "$B/jitllm" --opencl -m "$g" -n 1 -p x --temperature 0 --print-plan --verbose-init 2>&1 > /dev/null | head -24 | note
+    sibs=$(opencl_siblings "$g")
+    parts=" ${OPENCL_PARTS:-golden bench gates} "
+    if [[ $parts == *" golden "* ]]; then
+        opencl_test "opencl golden, default gates" opencl-golden engine_golden_test
+        opencl_test "opencl prompt modes, default gates" opencl-modes prefill_modes_test
+        all=$(echo "$sibs" | paste -sd, -)
+        opencl_test "opencl golden, every sibling at once, unfused ($all)" opencl-golden-siblings engine_golden_test \
+            JITLLM_TEST_OPENCL_FORCE="$all" JITLLM_TEST_OPENCL_NO_FUSE=1
+        opencl_test "opencl prompt modes, every sibling at once ($all)" opencl-modes-siblings prefill_modes_test \
+            JITLLM_TEST_OPENCL_FORCE="$all"
+        n=0
+        for set in $sibs; do
+            n=$((n + 1))
+            opencl_test "opencl golden with $set" "opencl-golden-forced-$n" engine_golden_test JITLLM_TEST_OPENCL_FORCE="$set"
+        done
+    fi
+    if [[ $parts == *" bench "* ]]; then
+        for spec in ${OPENCL_SHAPES:-llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0}; do
+            f=$(synth "$spec")
+            tests=("-p 0 -n 128")
+            [ "${OPENCL_PP:-1}" = 0 ] || tests+=("-p 512 -n 0 -b 512")
+            for t in "${tests[@]}"; do
+                for be in --gpu --opencl; do
+                    log "opencl: $spec bench $be $t"
+                    # shellcheck disable=SC2086
+                    x timeout 300 "$B/jitllm" bench $be -m "$f" -r "$BENCH_R" -o md $BENCH_ARGS $t 2>&1 | grep -E "^\| [a-z]|rror" | note
+                done
+            done
+        done
+    fi
+    if [[ $parts == *" gates "* ]]; then
+        f=$(synth "${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0}")
+        for set in "" $sibs; do
+            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl ${set:+--force-variant $set}"
+            # shellcheck disable=SC2086
+            x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 ${set:+--force-variant $set} 2>&1 |
+                grep -E "^\| [a-z]|rror" | note
+        done
+        for tv in ${OPENCL_TUNE:-gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8}; do
+            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl --tune $tv"
+            # shellcheck disable=SC2086
+            x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune "$tv" 2>&1 |
+                grep -E "^\| [a-z]|rror" | note
+        done
+    fi
+    ;;
+*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched kvpool sweep opencl)"; exit 2 ;;
 esac
 done
 # The device tool brings back only a few files: keep summary.txt and pack the rest.

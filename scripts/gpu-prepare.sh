@@ -17,6 +17,9 @@ for t in ${GPU_TESTS:-engine_golden_test prefill_modes_test runtime_generate_tes
 done
 [ -n "${GPU_BASE:-}" ] && cp "$GPU_BASE" .gpu/bin/jitllm-base
 strip .gpu/bin/* 2>/dev/null || true
+# gpu-check's `opencl` stage: the ICD loader (Debian ocl-icd-libopencl1, 50 KB), for a host without one
+lib=$(ldconfig -p 2>/dev/null | awk '/libOpenCL\.so\.1 .*x86-64/ {print $NF; exit}')
+[ -n "$lib" ] && mkdir -p .gpu/lib && cp -L "$lib" .gpu/lib/libOpenCL.so.1
 cp "$SH/golden/stories260K.golden.json" .gpu/shared/golden/
 cp "$SH"/golden/synthetic/*.logits.json .gpu/shared/golden/synthetic/
 for f in ${GPU_GOLDEN_FILES:-llama-f32 llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m llama-q5_k_s llama-q6_k qwen2-q4_0 qwen3-q8_0 phi3-q4_0 granite-q4_k_m}; do

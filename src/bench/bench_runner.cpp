@@ -36,6 +36,8 @@ EngineOptions bench_engine_options(const BenchOptions& o, const std::string& mod
     eo.batch_prefill_size = o.batch_prefill_size;
     eo.cpu_exact = o.cpu_exact;
     eo.cuda = o.cuda;
+    eo.opencl = o.opencl;
+    eo.cl = o.cl;
     return eo;
 }
 

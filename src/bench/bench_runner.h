@@ -30,6 +30,8 @@ struct BenchOptions {
                                                   // (kAutoPromptChunks: the device's default)
     bool cpu_exact = false;                       // --cpu-exact
     CudaOptions cuda;
+    bool opencl = false;                          // the OpenCL backend (--opencl)
+    OpenClOptions cl;
     uint64_t seed = 1234;                         // synthetic token ids
     size_t copy_bytes = 0;                        // copy-bandwidth buffer; 0: 2 GiB GPU, 256 MiB CPU
 };

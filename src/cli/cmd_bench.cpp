@@ -204,19 +204,18 @@ int cmd_bench(const Args& args_in) {
     o.repetitions = f.repetitions;
     o.warmup = !f.no_warmup;
     o.n_ctx = f.ctx_size;
-    o.gpu = f.gpu;
     o.with_prefill_decode = f.with_prefill_decode;
     o.batch_prefill_size = f.batch_prefill_size;
     o.cpu_exact = f.cpu_exact;
     Profiler profiler;  // --profiler: per-kernel table of every timed and warm-up run (no graphs)
     f.g.check();
-    o.cuda = f.g.cuda(false, &profiler);
+    f.g.apply(o, f.gpu, false, &profiler);
     o.seed = f.seed;
 
     const BenchFormat out_fmt = bench_format_from_name(f.output, "-o");
     std::unique_ptr<BenchPrinter> err_printer;
     PrintOptions po;
-    po.gpu = f.gpu;
+    po.gpu = o.gpu || o.opencl;
     po.sql_table = f.sql_table;
     if (po.sql_table.empty() || !(std::isalpha(uint8_t(po.sql_table[0])) || po.sql_table[0] == '_') ||
         po.sql_table.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=

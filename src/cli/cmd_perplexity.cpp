@@ -58,10 +58,9 @@ int cmd_perplexity(const Args& args) {
     eo.model_path = model;
     eo.n_threads = threads;
     eo.n_ctx = ctx;
-    eo.gpu = gpu;
     eo.cpu_exact = cpu_exact;
     g.check();
-    eo.cuda = g.cuda(false, nullptr);
+    g.apply(eo, gpu, false, nullptr);
     Engine e(eo);  // (refuses a --ctx-size beyond the model's context)
     const Tokenizer& tok = e.tokenizer();
     const int V = e.model().config.n_vocab;

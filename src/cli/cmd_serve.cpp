@@ -159,7 +159,7 @@ int cmd_serve(const Args& args) {
     o.model.prefix_reuse = !no_prefix_reuse;
     Profiler profiler;  // --profiler: per-kernel table of the whole serving run, printed at shutdown
     g.check();
-    o.model.cuda = g.cuda(false, &profiler);
+    g.apply(o.model, o.model.gpu, false, &profiler);
     if (!is_loopback(o.host))
         std::fprintf(stderr, "[jitllm] serve: warning: binding %s, not loopback; the server has no TLS and only "
                              "basic limits, put a reverse proxy in front (docs/server.md)\n", o.host.c_str());

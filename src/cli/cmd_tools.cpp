@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_device.h"
+#include "backends/opencl/cl_device.h"
 #include "cli/cli_util.h"
 #include "cli/gpu_flags.h"
 #include "jit/jit_compiler.h"
@@ -75,7 +76,12 @@ int cmd_eval(const Args& args) {
     app.add_option("--ctx-size", ctx, "context length")->check(CLI::Range(0, 1 << 24));
     bool cpu_exact = false;
     add_cpu_exact_flag(app, cpu_exact);
+    bool gpu = false;
+    add_gpu_flags(app, gpu, "run on the GPU (CUDA, kernels JIT-compiled with NVRTC)");
+    GpuFlags g;
+    g.add(app);
     if (!parse_args(app, args)) return 0;
+    g.check();
     const std::vector<int32_t> ids = parse_token_ids(tokens);
     if (ids.empty()) fail_usage("--tokens: expected at least one token id, found none");
     EngineOptions eo;
@@ -83,6 +89,7 @@ int cmd_eval(const Args& args) {
     eo.n_threads = threads;
     eo.n_ctx = ctx;
     eo.cpu_exact = cpu_exact;
+    g.apply(eo, gpu, false, nullptr);
     Engine e(eo);
     const int V = e.model().config.n_vocab;
     nlohmann::json rows = nlohmann::json::array();
@@ -257,25 +264,15 @@ int cmd_version(const Args& args) {
     return 0;
 }
 
-// jitllm devices (--list-devices): what --gpu would find. The NVRTC library (kernels compile for
-// any listed arch without a GPU) and each CUDA device the driver reports; a missing driver or
-// device is a line of output, not an error (exit 0), as on the CI machines.
-int cmd_devices(const Args& args) {
-    CLI::App app{"jitllm devices: the NVRTC library and the CUDA devices --gpu can use", "jitllm devices"};
-    if (!parse_args(app, args)) return 0;
-    try {
-        const Nvrtc& n = Nvrtc::load();
-        std::string archs;
-        for (int a : n.supported_archs()) archs += fmt::format("{}sm_{}", archs.empty() ? "" : " ", a);
-        std::printf("NVRTC %s: %s (targets %s)\n", n.version().c_str(), n.library().c_str(), archs.c_str());
-    } catch (const Error& e) {
-        std::printf("NVRTC: none (%s)\n", e.what());
-    }
+namespace {
+
+// each CUDA device the driver reports (a line saying why there is none otherwise)
+void print_cuda_devices() {
     std::string why;
     const CudaDriver* drv = CudaDriver::try_load(&why);
     if (!drv) {
         std::printf("CUDA devices: none (%s)\n", why.c_str());
-        return 0;
+        return;
     }
     int count = 0;
     JITLLM_CUDA_TRY(*drv, cuDeviceGetCount(&count));
@@ -287,6 +284,40 @@ int cmd_devices(const Args& args) {
         const DeviceInfo d = DeviceInfo::query(*drv, dev);
         std::printf("  %d: %s%s\n", i, d.summary().c_str(), d.pci_bus_id.empty() ? "" : (", PCI " + d.pci_bus_id).c_str());
     }
+}
+
+// each OpenCL device of each platform, numbered as --opencl-device takes them
+void print_opencl_devices() {
+    std::vector<ClDeviceInfo> devs;
+    try {
+        devs = cl_list_devices();
+    } catch (const Error& e) {
+        std::printf("OpenCL devices: none (%s)\n", e.what());
+        return;
+    }
+    std::printf("OpenCL devices (--opencl-device N): %zu\n", devs.size());
+    for (const ClDeviceInfo& d : devs) std::printf("  %d: %s\n", d.index, d.summary().c_str());
+}
+
+}  // namespace
+
+// jitllm devices (--list-devices): what --gpu and --opencl would find. The NVRTC library (kernels
+// compile for any listed arch without a GPU), each CUDA device the driver reports and each OpenCL
+// device; a missing driver or device is a line of output, not an error (exit 0), as on the CI machines.
+int cmd_devices(const Args& args) {
+    CLI::App app{"jitllm devices: the NVRTC library, the CUDA devices --gpu can use and the OpenCL devices "
+                 "--opencl can use", "jitllm devices"};
+    if (!parse_args(app, args)) return 0;
+    try {
+        const Nvrtc& n = Nvrtc::load();
+        std::string archs;
+        for (int a : n.supported_archs()) archs += fmt::format("{}sm_{}", archs.empty() ? "" : " ", a);
+        std::printf("NVRTC %s: %s (targets %s)\n", n.version().c_str(), n.library().c_str(), archs.c_str());
+    } catch (const Error& e) {
+        std::printf("NVRTC: none (%s)\n", e.what());
+    }
+    print_cuda_devices();
+    print_opencl_devices();
     return 0;
 }
 

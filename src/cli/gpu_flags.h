@@ -1,4 +1,5 @@
-// The GPU flags shared by `run`, `plan`, `kernels`, `bench`, `perplexity` and `serve`: declared once here.
+// The GPU flags shared by `run`, `plan`, `kernels`, `bench`, `eval`, `perplexity` and `serve`: declared once
+// here, --opencl and --opencl-device (the OpenCL backend) among them.
 // Tuning alternatives to the defaults go through `--tune KEY=VALUE` (backends/cuda/lowering/tunables.h;
 // `jitllm plan --list-tunables`), every gate's sibling through `--force-variant GATE=VARIANT`.
 #pragma once
@@ -11,6 +12,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/lowering/tunables.h"
+#include "backends/opencl/opencl_backend.h"
 #include "core/error.h"
 
 namespace jitllm::cli {
@@ -25,12 +27,19 @@ struct GpuFlags {
     bool print_kernel = false, print_threads = false, verbose_init = false;
     bool profiler = false, nvtx_tasks = false;
     std::string profiler_dump_dir;
+    bool opencl = false;
+    int opencl_device = -1;  // -1: 0, and --opencl not implied
 
     void add(CLI::App& app) {
         const auto group = "GPU and inspection";
+        app.add_flag("--opencl", opencl, "run on an OpenCL device (kernels built by its driver; jitllm --list-devices)")
+            ->group(group);
+        app.add_option("--opencl-device", opencl_device, "the OpenCL device N of jitllm --list-devices (implies --opencl)")
+            ->check(CLI::Range(0, 1 << 16))
+            ->group(group);
         app.add_option("--force-variant", force,
-                       fmt::format("override a capability gate: GATE=VARIANT ({}); repeatable",
-                                   fmt::join(schedule_gate_choices(), ", ")))
+                       fmt::format("override a capability gate: GATE=VARIANT ({}; with --opencl: {}); repeatable",
+                                   fmt::join(schedule_gate_choices(), ", "), fmt::join(cl_gate_choices(), ", ")))
             ->group(group);
         app.add_option("--tune", tune,
                        "a tuning alternative to the defaults, KEY=VALUE (jitllm plan --list-tunables lists the keys "
@@ -56,35 +65,70 @@ struct GpuFlags {
         app.add_flag("--nvtx-tasks", nvtx_tasks, "one NVTX range per kernel launch (for nsys / ncu --nvtx)")->group(group);
     }
 
-    // --force-variant GATE=VARIANT, checked here so that a misspelt gate is refused on the CPU too
-    // (the schedule checks whether the device can run the variant)
-    static void apply_force(ScheduleOptions& s, const std::string& f) {
+    // --force-variant GATE=VARIANT against a backend's gates ("gate=variant|sibling" each), checked here so
+    // that a misspelt gate is refused on the CPU too (the schedule checks whether the device can run it)
+    static void apply_force(std::map<std::string, std::string>& force, const std::string& f,
+                            const std::vector<std::string>& gates) {
         const auto eq = f.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
             fail_usage("--force-variant: expected GATE=VARIANT, found '{}'", f);
         const std::string gate = f.substr(0, eq), variant = f.substr(eq + 1);
         std::string choices;
-        for (const std::string& c : schedule_gate_choices())
+        std::vector<std::string> names;
+        for (const std::string& c : gates) {
+            names.push_back(c.substr(0, c.find('=')));
             if (c.compare(0, gate.size() + 1, gate + "=") == 0) choices = c.substr(gate.size() + 1);
-        if (choices.empty())
-            fail_usage("--force-variant {}: unknown gate '{}'; gates: {}", f, gate, fmt::join(schedule_gate_names(), ", "));
+        }
+        if (choices.empty()) fail_usage("--force-variant {}: unknown gate '{}'; gates: {}", f, gate, fmt::join(names, ", "));
         if (variant != choices.substr(0, choices.find('|')) && variant != choices.substr(choices.find('|') + 1))
             fail_usage("--force-variant {}: expected {} for gate '{}', found '{}'", f, choices, gate, variant);
-        s.force[gate] = variant;
+        force[gate] = variant;
     }
+
+    bool use_opencl() const { return opencl || opencl_device >= 0; }
 
     ScheduleOptions schedule() const {
         ScheduleOptions s;
         s.fuse = !no_fuse;
         s.kv_f32 = kv_f32;
-        for (const auto& f : force) apply_force(s, f);
+        for (const auto& f : force) apply_force(s.force, f, schedule_gate_choices());
         for (const auto& t : tune) tune_apply(s, t);
         return s;
     }
 
     // --force-variant and --tune checked before any model is loaded (also for a CPU run, which
     // ignores them)
-    void check() const { (void)schedule(); }
+    void check() const {
+        if (use_opencl()) (void)opencl_options(false);
+        else (void)schedule();
+    }
+
+    // --opencl: the OpenCL backend's options (its gates for --force-variant, its tunables for --tune)
+    OpenClOptions opencl_options(bool print_plan, Profiler* prof = nullptr) const {
+        OpenClOptions o;
+        for (const auto& t : tune) cl_tune_apply(o.schedule.tune, t);
+        o.device = std::max(0, opencl_device);
+        o.schedule.fuse = !no_fuse;
+        o.schedule.kv_f32 = kv_f32;
+        for (const auto& f : force) apply_force(o.schedule.force, f, cl_gate_choices());
+        o.cache.disk = !no_kernel_cache;
+        o.cache.dir = kernel_cache;
+        o.print_kernel = print_kernel;
+        o.print_threads = print_threads;
+        o.print_plan = print_plan;
+        o.verbose_init = verbose_init;
+        o.profiler = (profiler || !profiler_dump_dir.empty()) ? prof : nullptr;
+        return o;
+    }
+
+    // a LoadOptions' (EngineOptions') device backend from these flags: --opencl, else --gpu (gpu)
+    template <class O>
+    void apply(O& o, bool gpu, bool print_plan, Profiler* prof) const {
+        o.gpu = gpu;
+        o.opencl = use_opencl();
+        if (o.opencl) o.cl = opencl_options(print_plan, prof);
+        else o.cuda = cuda(print_plan, prof);
+    }
 
     CudaOptions cuda(bool print_plan, Profiler* prof = nullptr) const {
         CudaOptions o;

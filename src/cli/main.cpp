@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"perplexity", jitllm::cli::cmd_perplexity, "perplexity of a model over a text (chunks of --ctx-size)"},
     {"ncu", jitllm::cli::cmd_ncu, "Nsight Compute on the kernel of one task, layer and token (docs/profiling.md)"},
     {"nsys", jitllm::cli::cmd_nsys, "an Nsight Systems timeline of a run with one NVTX range per task"},
-    {"devices", jitllm::cli::cmd_devices, "the NVRTC library and the CUDA devices --gpu can use (--list-devices)"},
+    {"devices", jitllm::cli::cmd_devices, "NVRTC, the CUDA devices --gpu and the OpenCL devices --opencl can use (--list-devices)"},
     {"version", jitllm::cli::cmd_version, "the release, build commit and compiler (--version)"},
 };
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -54,15 +55,16 @@ std::string unique_name() {
                        counter++, static_cast<uint64_t>(now) & 0xffffffff);
 }
 
-void write_entry(const fs::path& d, const VariantKey& key, const Variant& v, const CacheEntry& e) {
+void write_entry(const fs::path& d, const VariantKey& key, const Variant& v, const CacheEntry& e,
+                 const CacheLayout& l) {
     std::string opts = fmt::format(
         "# jitllm kernel cache entry, format {}\n# variant: {}\n# key: {}\n# compiler: {}\n{}\n",
         kCacheFormatVersion, v.display_name(), key.hex(), e.compiler, cubin_line(e.cubin));
     for (const std::string& o : e.options) opts += o + "\n";
-    write_file(d / "source.cu", e.source.data(), e.source.size());
+    write_file(d / l.source_file, e.source.data(), e.source.size());
     write_file(d / "options.txt", opts.data(), opts.size());
-    write_file(d / "compile_log.txt", e.log.data(), e.log.size());
-    if (!e.cubin.empty()) write_file(d / "kernel.cubin", e.cubin.data(), e.cubin.size());
+    write_file(d / l.log_file, e.log.data(), e.log.size());
+    if (!e.cubin.empty()) write_file(d / l.binary_file, e.cubin.data(), e.cubin.size());
 }
 
 void make_dirs(const fs::path& d) {
@@ -84,12 +86,12 @@ std::string default_cache_dir() {
     return (fs::temp_directory_path() / "jitllm-cache").string();
 }
 
-DiskCache::DiskCache(CacheOptions opts)
-    : enabled_(opts.disk), dir_(opts.dir.empty() ? default_cache_dir() : opts.dir) {}
+DiskCache::DiskCache(CacheOptions opts, CacheLayout layout)
+    : enabled_(opts.disk), dir_(opts.dir.empty() ? default_cache_dir() : opts.dir), layout_(layout) {}
 
 std::string DiskCache::entry_dir(const std::string& arch, const Variant& v,
                                  const VariantKey& key) const {
-    return (fs::path(dir_) / "cuda" / arch / (v.flat_name() + "." + key.hex16())).string();
+    return (fs::path(dir_) / layout_.backend / arch / (v.flat_name() + "." + key.hex16())).string();
 }
 
 std::optional<CacheEntry> DiskCache::load(const std::string& arch, const Variant& v,
@@ -99,16 +101,14 @@ std::optional<CacheEntry> DiskCache::load(const std::string& arch, const Variant
     auto opts = read_file(d / "options.txt");
     if (!opts || opts->find("\n# key: " + key.hex() + "\n") == std::string::npos)
         return std::nullopt;
-    auto cubin = read_file(d / "kernel.cubin");
-    if (!cubin || cubin->size() < 4 ||
-        cubin->compare(0, 4,
-                       "\x7f"
-                       "ELF") != 0)
+    auto cubin = read_file(d / layout_.binary_file);
+    const size_t magic = std::strlen(layout_.magic);
+    if (!cubin || cubin->empty() || cubin->size() < magic || cubin->compare(0, magic, layout_.magic) != 0)
         return std::nullopt;
     CacheEntry e;
     e.cubin.assign(cubin->begin(), cubin->end());
     if (opts->find("\n" + cubin_line(e.cubin) + "\n") == std::string::npos) return std::nullopt;
-    e.log = read_file(d / "compile_log.txt").value_or("");
+    e.log = read_file(d / layout_.log_file).value_or("");
     return e;
 }
 
@@ -117,17 +117,17 @@ std::string DiskCache::store(const std::string& arch, const Variant& v, const Va
     if (!enabled_) {
         if (!e.cubin.empty()) return "";
         // Only the failure's source and log, so the error message can point at a file.
-        const fs::path d = fs::temp_directory_path() / fmt::format("jitllm-{}", getpid()) / "cuda" /
+        const fs::path d = fs::temp_directory_path() / fmt::format("jitllm-{}", getpid()) / layout_.backend /
                            arch / (v.flat_name() + "." + key.hex16());
         make_dirs(d);
-        write_entry(d, key, v, e);
+        write_entry(d, key, v, e, layout_);
         return d.string();
     }
     const fs::path final_dir = entry_dir(arch, v, key);
     const fs::path tmp = fs::path(dir_) / "tmp" / unique_name();
     make_dirs(tmp);
     make_dirs(final_dir.parent_path());
-    write_entry(tmp, key, v, e);
+    write_entry(tmp, key, v, e, layout_);
     std::error_code ec;
     for (int attempt = 0; attempt < 3; ++attempt) {
         fs::rename(tmp, final_dir, ec);

@@ -55,13 +55,24 @@ struct CacheEntry {
     std::vector<uint8_t> cubin;  // empty: the compile failed
 };
 
+// What an entry's files are called and how its binary is checked: the CUDA JIT's (above) by
+// default; the OpenCL backend keeps its program binaries under opencl/ in the same scheme
+// (backends/opencl/cl_program.h).
+struct CacheLayout {
+    const char* backend = "cuda";           // <dir>/<backend>/<arch>/...
+    const char* source_file = "source.cu";
+    const char* binary_file = "kernel.cubin";
+    const char* log_file = "compile_log.txt";
+    const char* magic = "\x7f" "ELF";      // the binary's first bytes ("": not checked)
+};
+
 class DiskCache {
 public:
-    explicit DiskCache(CacheOptions opts = {});
+    explicit DiskCache(CacheOptions opts = {}, CacheLayout layout = {});
     bool enabled() const { return enabled_; }
     const std::string& dir() const { return dir_; }
 
-    // <dir>/cuda/<arch>/<flat>.<hash16>
+    // <dir>/<backend>/<arch>/<flat>.<hash16>
     std::string entry_dir(const std::string& arch, const Variant& v, const VariantKey& key) const;
     // A complete, verified entry (cubin and log; source not read), or nullopt when absent,
     // failed, partial or corrupt. Always nullopt when disabled.
@@ -77,6 +88,7 @@ public:
 private:
     bool enabled_;
     std::string dir_;
+    CacheLayout layout_;
 };
 
 }  // namespace jitllm

@@ -30,7 +30,10 @@ LoadedModel::LoadedModel(const LoadOptions& opt, const std::function<void(PlanOp
     po.n_ctx = n_ctx;
     if (shape) shape(po);
     plan_ = plan_build(*model_, po);
-    if (opt.gpu) {
+    if (opt.gpu && opt.opencl) fail_usage("--gpu and --opencl: expected one device backend, found both");
+    if (opt.opencl) {
+        backend_ = std::make_unique<OpenClBackend>(plan_, opt.cl);
+    } else if (opt.gpu) {
         backend_ = std::make_unique<CudaBackend>(plan_, opt.cuda);
     } else {
         n_threads_ = opt.n_threads > 0 ? opt.n_threads : cpu::fast::physical_cores();

@@ -1,7 +1,7 @@
 // LoadedModel: the one loading path of the runtime. A GGUF model (mmap + validation), its
 // tokenizer checked against the weights, the plan for a context, and the backend that runs it
-// (CUDA with `gpu`, else the CPU: its fast kernels, or the reference operations with
-// `cpu_exact`). Engine and SequenceBatch each hold one.
+// (CUDA with `gpu`, OpenCL with `opencl`, else the CPU: its fast kernels, or the reference
+// operations with `cpu_exact`). Engine and SequenceBatch each hold one.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/opencl/opencl_backend.h"
 #include "model/model.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
@@ -24,6 +25,8 @@ struct LoadOptions {
     bool gpu = false;
     bool cpu_exact = false;  // CPU: the exact reference operations only (no fast kernels)
     CudaOptions cuda;    // with gpu: schedule, JIT cache, printing options
+    bool opencl = false;  // the OpenCL backend (not with gpu)
+    OpenClOptions cl;     // with opencl: device, schedule, program cache, printing options
 };
 
 class LoadedModel {

@@ -1,0 +1,122 @@
+// The OpenCL lowering without a device: the gates decided from what a device reports (and forced
+// sides it lacks refused) and the kernel names (the CUDA backend's naming rule).
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "opencl/cl_test_plans.h"
+
+namespace jitllm {
+namespace {
+
+using test::device;
+using test::gate;
+using test::Loaded;
+using test::stories;
+
+TEST(ClGates, DecidedFromTheDeviceExtensions) {
+    Loaded m(stories());
+    const ClSchedule bare = cl_schedule_build(m.plan, device({}), {});
+    EXPECT_EQ(gate(bare, "reduce"), "local");
+    EXPECT_EQ(gate(bare, "fp16"), "float");
+    EXPECT_EQ(gate(bare, "kv.type"), "half");
+    EXPECT_EQ(gate(bare, "rope.angles"), "table");
+    for (const Variant& v : cl_schedule_variants(bare)) EXPECT_FALSE(v.has("REDUCE") || v.has("FP16")) << v.display_name();
+
+    const ClSchedule khr = cl_schedule_build(m.plan, device({"cl_khr_subgroups", "cl_khr_fp16"}), {});
+    EXPECT_EQ(gate(khr, "reduce"), "subgroup");
+    EXPECT_EQ(gate(khr, "fp16"), "half");
+    int reducing = 0;
+    for (const Variant& v : cl_schedule_variants(khr)) {
+        EXPECT_TRUE(v.has("FP16")) << v.display_name();
+        if (v.has("WG")) {  // every kernel with a work-group reduction takes the sub-group side
+            ++reducing;
+            EXPECT_TRUE(v.has("REDUCE") && v.has("SUBGROUP_EXT")) << v.display_name();
+        }
+    }
+    EXPECT_GT(reducing, 3);
+    const ClSchedule intel = cl_schedule_build(m.plan, device({"cl_intel_subgroups"}), {});
+    EXPECT_EQ(gate(intel, "reduce"), "subgroup");
+    const ClSchedule c3 = cl_schedule_build(m.plan, device({"__opencl_c_subgroups"}, "CL3.0"), {});
+    EXPECT_EQ(gate(c3, "reduce"), "subgroup");
+    const ClSchedule c3_12 = cl_schedule_build(m.plan, device({"__opencl_c_subgroups"}, "CL1.2"), {});
+    EXPECT_EQ(gate(c3_12, "reduce"), "local") << "the OpenCL C 3.0 feature needs -cl-std=CL3.0";
+}
+
+// NVIDIA's driver reports neither sub-groups nor integer dot products: its warps and dp4a through
+// inline PTX are the gated sides there (compute capability 6.1 for dp4a)
+TEST(ClGates, NvidiasWarpsAndDp4aThroughInlinePtx) {
+    Loaded m(test::data_path("golden/synthetic/llama-q8_0.gguf"));
+    const ClSchedule nv = cl_schedule_build(m.plan, test::nv_device(), {});
+    EXPECT_EQ(gate(nv, "reduce"), "subgroup");
+    EXPECT_EQ(gate(nv, "gemv.idot"), "dot4");
+    EXPECT_EQ(gate(nv, "fp16"), "float");
+    int dots = 0;
+    for (const Variant& v : cl_schedule_variants(nv)) {
+        if (v.has("WG")) {
+            EXPECT_EQ(test::define_of(v, "SUBGROUP_EXT"), "4") << v.display_name();
+        }
+        if (v.has("IDOT")) {
+            ++dots;
+            EXPECT_EQ(test::define_of(v, "IDOT_EXT"), "2") << v.display_name();
+            EXPECT_EQ(test::define_of(v, "WTYPE"), "Q8_0") << v.display_name();
+        }
+    }
+    EXPECT_GT(dots, 3);
+    EXPECT_EQ(gate(cl_schedule_build(m.plan, test::nv_device(52), {}), "gemv.idot"), "int") << "no dp4a before sm_61";
+    const ClSchedule khr = cl_schedule_build(m.plan, device({"cl_khr_integer_dot_product"}, "CL3.0"), {});
+    EXPECT_EQ(gate(khr, "gemv.idot"), "dot4");
+    EXPECT_EQ(gate(khr, "reduce"), "local");
+    ClScheduleOptions o;
+    o.force = {{"reduce", "local"}, {"gemv.idot", "int"}};
+    for (const Variant& v : cl_schedule_variants(cl_schedule_build(m.plan, test::nv_device(), o)))
+        EXPECT_FALSE(v.has("REDUCE") || v.has("IDOT")) << v.display_name();
+}
+
+TEST(ClGates, ForcingASideTheDeviceLacksIsRefused) {
+    Loaded m(stories());
+    auto forced = [&](const std::string& g, const std::string& v, const ClDeviceInfo& d) {
+        ClScheduleOptions o;
+        o.force[g] = v;
+        return cl_schedule_build(m.plan, d, o);
+    };
+    try {
+        forced("reduce", "subgroup", device({}));
+        FAIL() << "reduce=subgroup forced on a device without sub-groups";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), Error::Kind::Usage);
+        EXPECT_NE(std::string(e.what()).find("lacks cl_khr_subgroups"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(forced("fp16", "half", device({})), Error);
+    EXPECT_THROW(forced("gemv.idot", "dot4", device({})), Error);
+    EXPECT_THROW(forced("gemv.idot", "dot4", device({"cl_khr_integer_dot_product"}, "CL1.2")), Error);
+    EXPECT_THROW(forced("rope.angles", "computed", device({})), Error);  // no fp64
+    EXPECT_EQ(gate(forced("rope.angles", "computed", device({"cl_khr_fp64"})), "rope.angles"), "computed");
+    EXPECT_EQ(gate(forced("reduce", "local", device({"cl_khr_subgroups"})), "reduce"), "local");
+    EXPECT_EQ(gate(forced("kv.type", "float", device({})), "kv.type"), "float");
+    EXPECT_EQ(gate(forced("gemv.vec", "scalar", device({})), "gemv.vec"), "scalar");
+}
+
+TEST(ClSchedule, KernelNamesFollowTheTaskGroups) {
+    Loaded m(stories());
+    const ClSchedule s = cl_schedule_build(m.plan, device({}), {});
+    std::vector<std::string> names;
+    for (const ClStep& k : s.decode)
+        if (k.layer <= 0) names.push_back(k.symbol);
+    const std::vector<std::string> want = {
+        "token_embd__embed_f32", "attn_norm_qkv__gemv_f32", "attn_rope_kv_store__rope", "attn__attention",
+        "attn_output_residual__gemv_f32", "ffn_norm_gate_up_act__gemv_f32", "ffn_down_residual__gemv_f32",
+        "output_norm_output__gemv_f32", "sample__argmax"};
+    EXPECT_EQ(names, want);
+    // unfused: one kernel per task, each named by its task kind
+    ClScheduleOptions o;
+    o.fuse = false;
+    const ClSchedule u = cl_schedule_build(m.plan, device({}), o);
+    for (const ClStep& k : u.decode) {
+        ASSERT_EQ(k.tasks.size(), 1u) << k.symbol;
+        EXPECT_EQ(k.group, task_kind_name(m.plan.decode[size_t(k.tasks[0])].kind)) << k.symbol;
+    }
+    EXPECT_EQ(u.decode.size(), m.plan.decode.size());
+}
+
+}  // namespace
+}  // namespace jitllm
