@@ -85,8 +85,9 @@ public:
     virtual void prefill(int32_t token, int pos) = 0;
     // The token chosen by the plan's `sample` task in the last decode (greedy argmax).
     virtual int32_t sampled_token() const = 0;
-    // Whether decode() must return logits. With greedy sampling on the device (`sample` task)
-    // the caller only needs sampled_token(), and a GPU backend then skips the logits copy.
+    // Whether decode() and batch_logits() must return logits. With greedy sampling on the device
+    // (`sample` task) the caller only needs sampled_token(), and a GPU backend then skips the
+    // logits copy: the pointers those calls return stay valid, their contents undefined.
     virtual void set_logits_needed(bool needed) { (void)needed; }
     // Sampled picks on the device: from now on the decode steps' `sample` task draws with `p`
     // (its counter advancing one a step) instead of taking the argmax, for sampled_token() and

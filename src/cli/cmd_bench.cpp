@@ -135,10 +135,10 @@ int batched_bench(const CLI::App& app, BenchFlags& f) {
     if (!f.npl.empty()) o.n_pl = parse_int_list(f.npl, "-npl");
     const std::vector<int> threads = f.threads.empty() ? std::vector<int>{} : parse_int_list(f.threads, "-t");
     if (threads.size() > 1) fail_usage("-t: the batched bench takes one thread count, found {}", threads.size());
-    o.n_threads = threads.empty() ? int(std::max(1u, std::thread::hardware_concurrency())) : threads[0];
+    o.n_threads = threads.empty() ? cpu::fast::physical_cores() : threads[0];
     if (o.n_threads < 1 || o.n_threads > 1024) fail_usage("-t: expected threads in [1, 1024], found {}", o.n_threads);
     o.n_kv_max = f.ctx_size;
-    o.batch_rows = f.batch_prefill_size;
+    o.batch_rows = f.batch_prefill_size == kAutoPromptChunks ? 0 : f.batch_prefill_size;  // 0: the bench's default
     o.gpu = f.gpu;
     o.warmup = !f.no_warmup;
     o.seed = f.seed;

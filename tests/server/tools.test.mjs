@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const templates = path.join(here, '..', 'data', 'templates');
+const templates = path.join(process.env.JITLLM_TEST_DATA_DIR || path.join(here, '..', 'data'), 'templates');
 
 const tools = [
   {

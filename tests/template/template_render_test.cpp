@@ -156,7 +156,7 @@ TEST(TemplateRender, RandomTemplatesNeverCrash) {
 }
 
 TEST(TemplateRender, MutatedRealTemplatesNeverCrash) {
-    const std::string dir = test::source_dir() + "/tests/data/templates";
+    const std::string dir = test::data_path("templates");
     DIR* d = opendir(dir.c_str());
     ASSERT_NE(d, nullptr) << dir;
     std::vector<std::string> files;

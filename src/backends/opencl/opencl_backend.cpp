@@ -61,7 +61,6 @@ void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos
 void OpenClBackend::read_logits(int rows) {
     const size_t V = size_t(plan_.config->n_vocab);
     ctx_->download(logits_.data(), slots_[size_t(Slot::Logits)], 0, size_t(rows) * V * 4);
-    logits_read_ = true;
     picks_rows_.resize(size_t(rows));
     for (int r = 0; r < rows; ++r) picks_rows_[size_t(r)] = cpu::argmax(logits_.data() + size_t(r) * V, int(V));
     token_out_ = picks_rows_[0];
@@ -70,7 +69,6 @@ void OpenClBackend::read_logits(int rows) {
 void OpenClBackend::read_picks(Phase ph, int rows) {
     if (!sched_.device_argmax) return;  // the host's argmax read them in run()
     const size_t V = size_t(plan_.config->n_vocab);
-    logits_read_ = logits_needed_;
     if (logits_needed_) ctx_->download(logits_.data(), slots_[size_t(Slot::Logits)], 0, size_t(rows) * V * 4);
     picks_rows_.resize(size_t(rows));
     ctx_->download(picks_rows_.data(), ph == Phase::Decode ? slots_[size_t(Slot::Token)] : scratch_.at("picks"), 0,
@@ -129,7 +127,6 @@ void OpenClBackend::decode_queue(int32_t token, int pos) {
     JITLLM_CL_TRY(a, clEnqueueReadBuffer(cq, slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &q.pick, 0, nullptr, &q.ev));
     JITLLM_CL_TRY(a, clFlush(cq));
     token_on_device_ = true;
-    logits_read_ = false;
     steps_[0]++;
     queue_.push_back(k);
 }
@@ -190,7 +187,6 @@ void OpenClBackend::batch(const BatchStep& b) {
 
 const float* OpenClBackend::batch_logits(int r) {
     JITLLM_CHECK(r >= 0 && r < batch_n_ && batch_logits_, "batch row {} has no logits", r);
-    JITLLM_CHECK(logits_read_, "batch row {}: its logits stayed on the device (set_logits_needed(false))", r);
     return logits_.data() + size_t(r) * size_t(plan_.config->n_vocab);
 }
 

@@ -108,7 +108,6 @@ private:
     std::vector<int32_t> picks_rows_;
     int32_t token_out_ = 0;
     bool logits_needed_ = true;
-    bool logits_read_ = false;      // logits_ holds the last step's rows
     bool token_on_device_ = false;  // the Token slot holds the last decode step's pick
     // decode steps queued ahead: ring entries (their token and position written from io, the pick
     // read back into pick, done when ev is), and the queue: an entry's index, or -(pick + 1) for a
