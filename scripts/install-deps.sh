@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev time
-      libzstd-dev
+      libzstd-dev zstd
       opencl-c-headers ocl-icd-libopencl1 pocl-opencl-icd)  # the OpenCL backend: headers, loader, PoCL's CPU device for its tests
 # test only: Jinja2 is the oracle the chat-template renderer is compared with (template_jinja_oracle)
 PKGS+=(python3 python3-jinja2)

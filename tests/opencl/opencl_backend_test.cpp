@@ -146,7 +146,7 @@ TEST_P(OpenClBatch, RowsOfSeveralSequencesLikeTheCpu) {
     OpenClBackend cl(p, o);
     const int V = p.config->n_vocab;
     const int32_t tok[] = {1, 5, 9, 1, 7, 11}, pos[] = {0, 1, 2, 0, 3, 4}, seq[] = {0, 0, 0, 1, 0, 0};
-    BatchStep b{tok, pos, seq, 6, true, false};
+    BatchStep b{.tokens = tok, .pos = pos, .seq = seq, .n = 6, .logits = true};
     cpu.batch(b);
     cl.batch(b);
     for (int r = 0; r < 6; ++r) {
@@ -154,7 +154,7 @@ TEST_P(OpenClBatch, RowsOfSeveralSequencesLikeTheCpu) {
         EXPECT_EQ(cpu.batch_sampled(r), cl.batch_sampled(r)) << "row " << r;
     }
     const int32_t tok2[] = {4, 8}, pos2[] = {5, 6}, seq2[] = {0, 0};
-    BatchStep c{tok2, pos2, seq2, 2, false, true};
+    BatchStep c{.tokens = tok2, .pos = pos2, .seq = seq2, .n = 2, .logits_last = true};
     cpu.batch(c);
     cl.batch(c);
     EXPECT_LE(max_abs(cpu.batch_logits(0), cl.batch_logits(0), V), 1e-5);
@@ -190,7 +190,7 @@ TEST_P(OpenClTiled, BatchStepsOfManyRowsLikeTheCpu) {
         pos.push_back(r < 12 ? r : r - 12);
         seq.push_back(r < 12 ? 0 : 1);
     }
-    BatchStep b{tok.data(), pos.data(), seq.data(), 20, true, false};
+    BatchStep b{.tokens = tok.data(), .pos = pos.data(), .seq = seq.data(), .n = 20, .logits = true};
     cpu.batch(b);
     cl.batch(b);
     const int V = p.config->n_vocab;

@@ -155,6 +155,18 @@ def check_features(env, binary, path):
     return failures
 
 
+def data_file(tmp, data, rel):
+    """data/rel, or data/rel.zst decompressed into tmp (the repository stores its GGUF files so)."""
+    path = os.path.join(data, rel)
+    if os.path.exists(path) or not os.path.exists(path + ".zst"):
+        return path
+    out = os.path.join(tmp, os.path.basename(rel))
+    if not os.path.exists(out):
+        with open(out, "wb") as f:
+            subprocess.run(["zstd", "-dcq", path + ".zst"], stdout=f, check=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jitllm", required=True, help="the jitllm binary")
@@ -180,7 +192,7 @@ def main():
             bos, eos = t.get("bos_token"), t.get("eos_token")
             specials = [] if "gguf" in t else ["--var", f"bos_token={json.dumps(bos)}",
                                                "--var", f"eos_token={json.dumps(eos)}"]
-            model = ["-m", os.path.join(a.data, t["gguf"])] if "gguf" in t else []
+            model = ["-m", data_file(tmp, a.data, t["gguf"])] if "gguf" in t else []
             ok = 0
             for i, (conv, cargs) in enumerate(zip(conversations, conv_args)):
                 label = f"{t['file']} x {conv['name']}"

@@ -23,9 +23,10 @@ constexpr int kCtx = 128;
 
 std::string model_path() { return test::source_dir() + "/models/stories260K.gguf"; }
 
-SequenceBatchOptions options(int n_seq, int64_t pool_tokens) {
+SequenceBatchOptions options(int n_seq, int64_t pool_tokens, int n_threads = 1) {
     SequenceBatchOptions o;
     o.model_path = model_path();
+    o.n_threads = n_threads;
     o.n_seq = n_seq;
     o.n_ctx = kCtx;
     o.kv_pool_tokens = pool_tokens;
@@ -119,8 +120,10 @@ bool consecutive(const std::vector<int32_t>& t) {
     return true;
 }
 
-TEST(SequenceBatchPaged, ScatteredBlocksGiveTheSingleSequenceDecode) {
-    SequenceBatch b(options(3, kCtx));  // 8 blocks of 16 for 3 sequences of up to 128 positions
+// n_threads 2: the CPU's fast path runs a step's rows on two threads at once, each gathering the
+// scattered rows of its own sequence
+void scattered_blocks(int n_threads) {
+    SequenceBatch b(options(3, kCtx, n_threads));  // 8 blocks of 16 for 3 sequences of up to 128 positions
     EXPECT_EQ(b.kv_pool_tokens(), kCtx);
     const std::vector<int32_t> p0 = encode(b, "Once upon a time, there was a little girl named Lily. She loved to play");
     const std::vector<int32_t> p1 = encode(b, "The dog ran to the park and");
@@ -152,6 +155,12 @@ TEST(SequenceBatchPaged, ScatteredBlocksGiveTheSingleSequenceDecode) {
     }
     for (int s = 0; s < 3; ++s) b.reset(s);
     EXPECT_EQ(b.kv_stats().used, 0);  // no block leaked
+}
+
+TEST(SequenceBatchPaged, ScatteredBlocksGiveTheSingleSequenceDecode) { scattered_blocks(1); }
+
+TEST(SequenceBatchPaged, ScatteredBlocksOnTwoThreads) {
+    for (int round = 0; round < 20; ++round) scattered_blocks(2);
 }
 
 TEST(SequenceBatchPaged, SharedPromptPrefixIsAttachedNotComputed) {

@@ -216,14 +216,16 @@ void CpuBackend::attention_row(const Task& t, int r, int seq, int first, int pos
     for (int b = first / B + 1; b <= pos / B && consecutive; ++b)
         consecutive = pool_row(seq, b * B) == pool_row(seq, (b - 1) * B) + size_t(B);
     if (!consecutive) {
-        gather_k_.resize(size_t(n) * kd);
-        gather_v_.resize(size_t(n) * kd);
+        // per thread: the fast path runs the rows of a batch step on several threads at once
+        thread_local std::vector<float> gather_k, gather_v;
+        gather_k.resize(size_t(n) * kd);
+        gather_v.resize(size_t(n) * kd);
         for (int p = first; p <= pos; ++p) {
-            std::copy_n(cache_row(Slot::KCache, t.layer, seq, p), kd, gather_k_.data() + size_t(p - first) * kd);
-            std::copy_n(cache_row(Slot::VCache, t.layer, seq, p), kd, gather_v_.data() + size_t(p - first) * kd);
+            std::copy_n(cache_row(Slot::KCache, t.layer, seq, p), kd, gather_k.data() + size_t(p - first) * kd);
+            std::copy_n(cache_row(Slot::VCache, t.layer, seq, p), kd, gather_v.data() + size_t(p - first) * kd);
         }
-        k = gather_k_.data();
-        v = gather_v_.data();
+        k = gather_k.data();
+        v = gather_v.data();
     }
     (fast_ ? cpu::fast::attention : cpu::attention)(row(Slot::Q, r), k, v, kd, c_.n_heads, c_.n_kv_heads, c_.head_dim,
                                                     n, t.scale, row(Slot::Att, r), n_threads_);

@@ -87,7 +87,6 @@ private:
     std::vector<std::vector<float>> k_cache_;   // per layer (kv_blocks * kv_block, kv_dim): the pool
     std::vector<std::vector<float>> v_cache_;
     std::vector<int32_t> kv_table_;             // (n_seq, kv_blocks_per_seq): pool blocks, -1 none
-    std::vector<float> gather_k_, gather_v_;    // attention_row's rows of scattered blocks
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
     std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;
