@@ -6,6 +6,7 @@
 // shuffles and dp4a in inline PTX) are compiled for nvptx64 and their PTX assembled by ptxas
 // (/usr/local/cuda). Skips where no clang is found.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -33,6 +34,11 @@ std::string ptxas() {
     return test::run_command("test -x " + p, nullptr, nullptr) == 0 ? p : "";
 }
 
+// A scratch file name of this process (two test runs on one machine share the temporary folder)
+std::string scratch(const char* kind, int n) {
+    return testing::TempDir() + "/jitllm_cl_" + std::to_string(getpid()) + "_" + kind + std::to_string(n);
+}
+
 // Every distinct unit text of `s` through `clang -fsyntax-only` for spir64 with the device's
 // extensions (one clang process for them all); returns the number checked
 int compile_offline(const ClSchedule& s, const std::string& cl_std, const std::string& ext, std::set<std::string>& seen) {
@@ -41,7 +47,7 @@ int compile_offline(const ClSchedule& s, const std::string& cl_std, const std::s
     for (const Variant& v : cl_schedule_variants(s)) {
         const std::string text = ClPrograms::unit_text(v, s.build_options);
         if (!seen.insert(cl_std + ext + text).second) continue;
-        const std::string path = testing::TempDir() + "/jitllm_cl_unit" + std::to_string(n++) + ".cl";
+        const std::string path = scratch("unit", n++) + ".cl";
         std::ofstream(path) << text;
         files += " '" + path + "'";
         legend += path + ": " + v.display_name() + "\n";
@@ -82,7 +88,7 @@ int compile_nvptx(const ClSchedule& s, std::set<std::string>& seen) {
     for (const Variant& v : cl_schedule_variants(s)) {
         const std::string text = ClPrograms::unit_text(v, s.build_options);
         if (!seen.insert("nvptx" + text).second) continue;
-        const std::string path = testing::TempDir() + "/jitllm_cl_nv" + std::to_string(n++);
+        const std::string path = scratch("nv", n++);
         std::ofstream(path + ".cl") << text;
         std::string out, err;
         int rc = test::run_command(clang() + " -x cl -cl-std=CL3.0 -target nvptx64-nvidia-nvcl -march=sm_80 -O2"
