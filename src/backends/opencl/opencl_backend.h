@@ -22,7 +22,7 @@
 namespace jitllm {
 
 struct OpenClOptions {
-    int device = 0;               // --opencl-device N (jitllm --list-devices)
+    int device = -1;              // --opencl-device N (jitllm --list-devices); -1: cl_default_device's
     ClScheduleOptions schedule;   // --no-fuse, --kv-f32, --force-variant
     CacheOptions cache;           // --kernel-cache, --no-kernel-cache
     bool print_kernel = false;    // --print-kernel: each program's unit text

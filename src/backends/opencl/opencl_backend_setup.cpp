@@ -14,7 +14,9 @@ namespace jitllm {
 OpenClBackend::OpenClBackend(const Plan& plan, const OpenClOptions& opt) : plan_(plan), opt_(opt) {
     ctx_ = std::make_unique<ClContext>(opt.device, opt.profiler != nullptr);
     sched_ = cl_schedule_build(plan, ctx_->info(), opt.schedule);
-    if (opt.verbose_init) std::fprintf(stderr, "[jitllm] opencl device %d: %s\n", opt.device, ctx_->info().summary().c_str());
+    if (opt.verbose_init)
+        std::fprintf(stderr, "[jitllm] opencl device %d (%s): %s\n", ctx_->info().index, ctx_->chosen_because().c_str(),
+                     ctx_->info().summary().c_str());
     if (opt.print_plan || opt.print_threads)
         std::fprintf(stderr, "%s", cl_schedule_describe(plan, sched_, opt.print_threads).c_str());
     if (opt.print_kernel) print_kernels();
