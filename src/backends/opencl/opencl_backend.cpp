@@ -154,6 +154,8 @@ void OpenClBackend::prefill(int32_t token, int pos) {
 void OpenClBackend::batch(const BatchStep& b) {
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n, plan_.n_seq);
+    JITLLM_CHECK(b.logits_first >= 0 && b.logits_first <= std::min(b.n, plan_.n_seq) && !(b.logits_first && b.logits),
+                 "batch logits for the first {} of {} rows, plan has {} sequences", b.logits_first, b.n, plan_.n_seq);
     const size_t n = size_t(b.n);
     host_rows_.assign(b.tokens, b.tokens + n);
     host_rows_.insert(host_rows_.end(), b.pos, b.pos + n);
@@ -168,9 +170,12 @@ void OpenClBackend::batch(const BatchStep& b) {
     batch_n_ = b.n;
     batch_logits_ = b.logits;
     token_on_device_ = false;
-    if (b.logits) {
-        run(Phase::Batch, body, all, b.n, 0);
-        read_picks(Phase::Batch, b.n);
+    if (b.logits || b.logits_first > 0) {  // the output tail for rows [0, rows)
+        const int rows = b.logits ? b.n : b.logits_first;
+        run(Phase::Batch, body, all, rows, 0);
+        read_picks(Phase::Batch, rows);
+        batch_n_ = rows;
+        batch_logits_ = true;
     } else if (b.logits_last) {
         // the output tail for the last row only: its residual stream moves to row 0
         const size_t xb = size_t(plan_.config->dim) * 4;
