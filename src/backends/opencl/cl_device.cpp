@@ -1,6 +1,7 @@
 // OpenCL device enumeration and one device's context (cl_device.h).
 #include "backends/opencl/cl_device.h"
 
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -180,7 +181,9 @@ ClContext::ClContext(int device_index, bool profiling) : api_(ClApi::load()) {
 
 ClContext::~ClContext() {
     if (queue_) {
+        for (auto& [m, p] : host_) api_.clEnqueueUnmapMemObject(queue_, m, p, 0, nullptr, nullptr);
         api_.clFinish(queue_);
+        for (auto& [m, p] : host_) api_.clReleaseMemObject(m);
         api_.clReleaseCommandQueue(queue_);
     }
     if (ctx_) api_.clReleaseContext(ctx_);
@@ -199,6 +202,20 @@ cl_mem ClContext::alloc(size_t bytes, const std::string& what) {
     allocated_ += bytes;
     sizes_[m] = bytes;
     return m;
+}
+
+void* ClContext::alloc_host(size_t bytes, const std::string& what) {
+    cl_int r = CL_SUCCESS;
+    cl_mem m = api_.clCreateBuffer(ctx_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &r);
+    if (r != CL_SUCCESS) fail_device("{}: clCreateBuffer of {} bytes of host memory: {}", what, bytes, cl_error_name(r));
+    void* p = api_.clEnqueueMapBuffer(queue_, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &r);
+    if (r != CL_SUCCESS) {
+        api_.clReleaseMemObject(m);
+        fail_device("{}: clEnqueueMapBuffer of {} bytes: {}", what, bytes, cl_error_name(r));
+    }
+    std::memset(p, 0, bytes);
+    host_.emplace_back(m, p);
+    return p;
 }
 
 void ClContext::release(cl_mem m) {

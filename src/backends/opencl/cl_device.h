@@ -68,17 +68,23 @@ public:
     void upload(cl_mem dst, size_t offset, const void* src, size_t bytes);    // blocking
     void download(void* dst, cl_mem src, size_t offset, size_t bytes);       // blocking
     void copy(cl_mem dst, size_t dst_off, cl_mem src, size_t src_off, size_t bytes);
+    // Pinned host memory of `bytes`, zero-filled, alive with the context: a buffer of
+    // CL_MEM_ALLOC_HOST_PTR mapped once. Reads and writes without CL_TRUE from it are asynchronous
+    // (a GPU's driver copies pageable memory synchronously: a read into it waits for the queue).
+    void* alloc_host(size_t bytes, const std::string& what);
     void finish();
     uint64_t allocated() const { return allocated_; }  // bytes of the buffers alive
 
 private:
     const ClApi& api_;
     ClDeviceInfo info_;
+    std::string why_;
     cl_device_id dev_ = nullptr;
     cl_context ctx_ = nullptr;
     cl_command_queue queue_ = nullptr;
     uint64_t allocated_ = 0;
     std::map<cl_mem, size_t> sizes_;
+    std::vector<std::pair<cl_mem, void*>> host_;  // alloc_host's buffers and their mappings
 };
 
 }  // namespace jitllm

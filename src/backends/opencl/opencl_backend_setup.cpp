@@ -28,6 +28,8 @@ OpenClBackend::OpenClBackend(const Plan& plan, const OpenClOptions& opt) : plan_
         for (const Task& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
     logits_.assign(size_t(plan.n_seq) * size_t(plan.config->n_vocab), 0.0f);
+    io_ = static_cast<int32_t*>(ctx_->alloc_host(sizeof(int32_t) * (2 + 3 * kQueue), "token and position staging"));
+    for (int k = 0; k < kQueue; ++k) ring_[k].io = io_ + 2 + 3 * k;
     if (opt.verbose_init) {
         const ClProgramStats& s = programs_->stats();
         std::fprintf(stderr, "[jitllm] opencl: %.1f MiB on the device, weights uploaded in %.1f ms, %d programs built, "
