@@ -41,10 +41,14 @@
 #             the default, alternated SWEEP_ROUNDS times (SWEEP_ARGS: ';'-separated flag sets instead)
 #   opencl  : the OpenCL backend on NVIDIA's OpenCL (docs/opencl.md): libnvidia-opencl.so.1 named by
 #             an nvidia.icd in a folder OCL_ICD_VENDORS points at (the ICD loader from .gpu/lib where
-#             the host has none), --list-devices and the gate report, the golden tests and prompt modes
-#             with the default gates, every sibling at once (unfused) and each sibling alone, then
-#             tg128 and pp512 -b 512 of OPENCL_SHAPES with --opencl next to --gpu, and tg128 of
-#             OPENCL_GATE_SHAPE with each sibling forced and with each of OPENCL_TUNE
+#             the host has none), --list-devices and the gate report; every run on NVIDIA's device
+#             (its --opencl-device index from --list-devices, JITLLM_TEST_OPENCL_DEVICE for the tests).
+#             Parts: golden (the golden tests and prompt modes with the default gates, every sibling
+#             at once, unfused, and gemv.x=tiles with local.mem=16384), bench (tg128 of OPENCL_SHAPES
+#             and pp512 -b 512 with OPENCL_PP=1, --opencl next to --gpu), profile (--profiler on
+#             OPENCL_PROFILE_SHAPE for 64 tokens: the per-kernel table, then the host's time a decode
+#             step without the profiler), gates (each sibling alone in the golden tests, tg128 of
+#             OPENCL_GATE_SHAPE with each sibling forced and with each of OPENCL_TUNE: a call of its own)
 #
 # Parameters (environment; defaults in brackets):
 #   OUT            where results go [/tmp/gpu-out]
@@ -76,9 +80,10 @@
 #   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
-#   OPENCL_PARTS   the opencl stage's parts: golden (the tests), bench (OPENCL_SHAPES), gates
-#                  (OPENCL_GATE_SHAPE's siblings and tunables) [golden bench gates]
-#   OPENCL_SHAPES [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0]  OPENCL_PP: 0 leaves out pp512 [1]
+#   OPENCL_PARTS   the opencl stage's parts: golden (the tests), bench (OPENCL_SHAPES), profile,
+#                  gates (each sibling alone, OPENCL_GATE_SHAPE's siblings and tunables) [golden bench profile]
+#   OPENCL_SHAPES [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0]  OPENCL_PP: 1 adds pp512 [0]
+#   OPENCL_PROFILE_SHAPE [llama3.2-1b:f16]
 #   OPENCL_GATE_SHAPE [llama3.1-8b:q8_0]  OPENCL_TUNE: --tune values, one bench each
 #                  [gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8]
 # Binaries come from .gpu/bin (test binaries there or in .gpu/bin/gpu), data from .gpu/shared.
@@ -210,14 +215,22 @@ opencl_env() {
         export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     fi
 }
+# opencl_device: the index of NVIDIA's OpenCL device in --list-devices ("  1: NVIDIA H100 ... (NVIDIA
+# CUDA, ..."), else empty (then --opencl's own choice, the first GPU)
+opencl_device() {
+    "$B/jitllm" --list-devices 2> /dev/null | awk '/^OpenCL devices/ {on = 1; next}
+        on && /^ +[0-9]+: .*\(NVIDIA/ {sub(/:.*/, ""); gsub(/ /, ""); print; exit}'
+}
 # opencl_siblings MODEL: each gate's sibling the device runs, from --print-plan's gate report
 # ("  gate  chosen  (sibling other ) reason"), tried on MODEL (a side the device lacks is refused)
 opencl_siblings() {
     local g
-    x "$B/jitllm" --opencl -m "$1" -n 1 -p x --temperature 0 --print-plan 2>&1 > /dev/null |
+    # shellcheck disable=SC2086
+    x "$B/jitllm" $CLDEV -m "$1" -n 1 -p x --temperature 0 --print-plan 2>&1 > /dev/null |
         awk '/^opencl gates:/ {on = 1; next} on && $3 == "(sibling" {v = $4; sub(/\)$/, "", v); print $1 "=" v; next} on {exit}' |
         while read -r g; do
-            if x "$B/jitllm" --opencl -m "$1" -n 1 -p x --temperature 0 --force-variant "$g" > /dev/null 2>&1; then echo "$g"
+            # shellcheck disable=SC2086
+            if x "$B/jitllm" $CLDEV -m "$1" -n 1 -p x --temperature 0 --force-variant "$g" > /dev/null 2>&1; then echo "$g"
             else echo "opencl: $g is not runnable here" | note >&2; fi
         done
 }
@@ -225,7 +238,7 @@ opencl_siblings() {
 opencl_test() {
     local label=$1 file=$2 test=$3
     shift 3
-    cuda_test "$label" "$file" "$test" JITLLM_TEST_BACKEND=opencl "$@"
+    cuda_test "$label" "$file" "$test" JITLLM_TEST_BACKEND=opencl ${CLDEV_INDEX:+JITLLM_TEST_OPENCL_DEVICE=$CLDEV_INDEX} "$@"
 }
 
 [ -f .gpu/build-info.txt ] && sed 's/^/== build: /' .gpu/build-info.txt | note
@@ -492,11 +505,17 @@ opencl)
     opencl_env
     log "opencl: devices (OCL_ICD_VENDORS=$OCL_ICD_VENDORS)"
     x "$B/jitllm" --list-devices 2>&1 | note
+    CLDEV_INDEX=$(opencl_device)
+    CLDEV=${CLDEV_INDEX:+--opencl-device $CLDEV_INDEX}
+    CLDEV=${CLDEV:---opencl}
+    if [ -n "$CLDEV_INDEX" ]; then log "opencl: every run on the NVIDIA device: $CLDEV"
+    else log "opencl: no device named NVIDIA: every run with --opencl (the first GPU, else device 0)"; fi
     g=$JITLLM_SHARED_DIR/golden/synthetic/llama-q8_0.gguf
     log "opencl: gate report and the first launches of $(basename "$g")"
-    x "$B/jitllm" --opencl -m "$g" -n 1 -p x --temperature 0 --print-plan --verbose-init 2>&1 > /dev/null | head -24 | note
-    sibs=$(opencl_siblings "$g")
-    parts=" ${OPENCL_PARTS:-golden bench gates} "
+    # shellcheck disable=SC2086
+    x "$B/jitllm" $CLDEV -m "$g" -n 1 -p x --temperature 0 --print-plan --verbose-init 2>&1 > /dev/null | head -26 | note
+    parts=" ${OPENCL_PARTS:-golden bench profile} "
+    [[ $parts == *" golden "* || $parts == *" gates "* ]] && sibs=$(opencl_siblings "$g")
     if [[ $parts == *" golden "* ]]; then
         opencl_test "opencl golden, default gates" opencl-golden engine_golden_test
         opencl_test "opencl prompt modes, default gates" opencl-modes prefill_modes_test
@@ -505,19 +524,16 @@ opencl)
             JITLLM_TEST_OPENCL_FORCE="$all" JITLLM_TEST_OPENCL_NO_FUSE=1
         opencl_test "opencl prompt modes, every sibling at once ($all)" opencl-modes-siblings prefill_modes_test \
             JITLLM_TEST_OPENCL_FORCE="$all"
-        n=0
-        for set in $sibs; do
-            n=$((n + 1))
-            opencl_test "opencl golden with $set" "opencl-golden-forced-$n" engine_golden_test JITLLM_TEST_OPENCL_FORCE="$set"
-        done
+        opencl_test "opencl golden, x in tiles (gemv.x=tiles, local.mem=16384)" opencl-golden-xtiles engine_golden_test \
+            JITLLM_TEST_OPENCL_FORCE=gemv.x=tiles JITLLM_TEST_OPENCL_TUNE=local.mem=16384
     fi
     if [[ $parts == *" bench "* ]]; then
         for spec in ${OPENCL_SHAPES:-llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0}; do
             f=$(synth "$spec")
             tests=("-p 0 -n 128")
-            [ "${OPENCL_PP:-1}" = 0 ] || tests+=("-p 512 -n 0 -b 512")
+            [ "${OPENCL_PP:-0}" = 1 ] && tests+=("-p 512 -n 0 -b 512")
             for t in "${tests[@]}"; do
-                for be in --gpu --opencl; do
+                for be in --gpu "$CLDEV"; do
                     log "opencl: $spec bench $be $t"
                     # shellcheck disable=SC2086
                     x timeout 300 "$B/jitllm" bench $be -m "$f" -r "$BENCH_R" -o md $BENCH_ARGS $t 2>&1 | grep -E "^\| [a-z]|rror" | note
@@ -525,18 +541,35 @@ opencl)
             done
         done
     fi
+    if [[ $parts == *" profile "* ]]; then
+        spec=${OPENCL_PROFILE_SHAPE:-llama3.2-1b:f16}
+        f=$(synth "$spec")
+        log "opencl: $spec $CLDEV --profiler, 64 tokens: the per-kernel table and the host's time a step"
+        # shellcheck disable=SC2086
+        x timeout 300 "$B/jitllm" $CLDEV -m "$f" -p "Once upon a time" -n 64 --temperature 0 --profiler \
+            --profiler-dump-dir "$OUT/prof-opencl-${spec/:/-}" $BENCH_ARGS 2>&1 > /dev/null | grep -vE "^\s*$" | tail -34 | note
+        log "opencl: $spec $CLDEV tg128 without the profiler: the host's time a decode step (--verbose-init)"
+        # shellcheck disable=SC2086
+        x timeout 300 "$B/jitllm" bench $CLDEV -m "$f" -r 1 -o md -p 0 -n 128 --verbose-init $BENCH_ARGS 2>&1 |
+            grep -E "^\| [a-z]|opencl host|opencl device|rror" | note
+    fi
     if [[ $parts == *" gates "* ]]; then
+        n=0
+        for set in $sibs; do
+            n=$((n + 1))
+            opencl_test "opencl golden with $set" "opencl-golden-forced-$n" engine_golden_test JITLLM_TEST_OPENCL_FORCE="$set"
+        done
         f=$(synth "${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0}")
         for set in "" $sibs; do
-            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl ${set:+--force-variant $set}"
+            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 $CLDEV ${set:+--force-variant $set}"
             # shellcheck disable=SC2086
-            x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 ${set:+--force-variant $set} 2>&1 |
+            x timeout 300 "$B/jitllm" bench $CLDEV -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 ${set:+--force-variant $set} 2>&1 |
                 grep -E "^\| [a-z]|rror" | note
         done
         for tv in ${OPENCL_TUNE:-gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8}; do
-            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 --opencl --tune $tv"
+            log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 $CLDEV --tune $tv"
             # shellcheck disable=SC2086
-            x timeout 300 "$B/jitllm" bench --opencl -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune "$tv" 2>&1 |
+            x timeout 300 "$B/jitllm" bench $CLDEV -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune "$tv" 2>&1 |
                 grep -E "^\| [a-z]|rror" | note
         done
     fi

@@ -295,8 +295,12 @@ void print_opencl_devices() {
         std::printf("OpenCL devices: none (%s)\n", e.what());
         return;
     }
+    std::string why;
+    const int chosen = cl_default_device(devs, &why);
     std::printf("OpenCL devices (--opencl-device N): %zu\n", devs.size());
-    for (const ClDeviceInfo& d : devs) std::printf("  %d: %s\n", d.index, d.summary().c_str());
+    for (const ClDeviceInfo& d : devs)
+        std::printf("  %d: %s%s\n", d.index, d.summary().c_str(),
+                    d.index == chosen ? fmt::format("  [--opencl: {}]", why).c_str() : "");
 }
 
 }  // namespace

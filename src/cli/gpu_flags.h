@@ -28,7 +28,7 @@ struct GpuFlags {
     bool profiler = false, nvtx_tasks = false;
     std::string profiler_dump_dir;
     bool opencl = false;
-    int opencl_device = -1;  // -1: 0, and --opencl not implied
+    int opencl_device = -1;  // -1: the first GPU, else device 0; --opencl not implied
 
     void add(CLI::App& app) {
         const auto group = "GPU and inspection";
@@ -107,7 +107,7 @@ struct GpuFlags {
     OpenClOptions opencl_options(bool print_plan, Profiler* prof = nullptr) const {
         OpenClOptions o;
         for (const auto& t : tune) cl_tune_apply(o.schedule.tune, t);
-        o.device = std::max(0, opencl_device);
+        o.device = opencl_device;  // -1: the first GPU (cl_default_device)
         o.schedule.fuse = !no_fuse;
         o.schedule.kv_f32 = kv_f32;
         for (const auto& f : force) apply_force(o.schedule.force, f, cl_gate_choices());

@@ -122,7 +122,7 @@ TEST(ClProgramsOffline, EveryVariantOfBothSidesOfEveryGateCompiles) {
             if (variant == 1)  // every gate's sibling
                 o.force = {{"reduce", "local"},        {"fp16", "float"},        {"kv.type", "float"},
                            {"gemv.vec", "scalar"},     {"gemv.grid", "full"},    {"weights.layout", "blocks"},
-                           {"batch.xrows", "per-row"}, {"rope.angles", "computed"}};
+                           {"batch.xrows", "per-row"}, {"rope.angles", "computed"}, {"gemv.x", "tiles"}};
             n += compile_offline(cl_schedule_build(m.plan, all, o), "CL2.0", ext, seen);
         }
         if (f != stories() && f.find("moe") == std::string::npos) continue;
@@ -141,6 +141,9 @@ TEST(ClProgramsOffline, EveryVariantOfBothSidesOfEveryGateCompiles) {
     for (const std::string& f : {syn + "llama-q8_0.gguf", syn + "phi3-q4_0.gguf", syn + "qwen3moe-q8_0.gguf"}) {
         Loaded m(f, 8);
         n += compile_nvptx(cl_schedule_build(m.plan, test::nv_device(), {}), seen);
+        ClScheduleOptions tiles;  // x in tiles of columns (gate gemv.x) with warp sums and dp4a
+        tiles.force["gemv.x"] = "tiles";
+        n += compile_nvptx(cl_schedule_build(m.plan, test::nv_device(), tiles), seen);
     }
     std::printf("[opencl] %d program units compiled offline\n", n);
     EXPECT_GT(n, 40);

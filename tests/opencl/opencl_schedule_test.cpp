@@ -96,6 +96,28 @@ TEST(ClGates, ForcingASideTheDeviceLacksIsRefused) {
     EXPECT_EQ(gate(forced("gemv.vec", "scalar", device({})), "gemv.vec"), "scalar");
 }
 
+// --opencl without --opencl-device: the first GPU (a host where PoCL's CPU device is listed before
+// NVIDIA's runs on the GPU), else the first accelerator, else device 0 (CI: PoCL alone)
+TEST(ClDevices, TheDefaultIsTheFirstGpuThenAcceleratorThenDeviceZero) {
+    auto dev = [](int index, const char* kind) {
+        ClDeviceInfo d = device({});
+        d.index = index;
+        d.cpu = std::string(kind) == "cpu";
+        d.gpu = std::string(kind) == "gpu";
+        d.accelerator = std::string(kind) == "acc";
+        return d;
+    };
+    std::string why;
+    EXPECT_EQ(cl_default_device({dev(0, "cpu"), dev(1, "gpu")}, &why), 1);
+    EXPECT_EQ(why, "the first GPU of 2 devices");
+    EXPECT_EQ(cl_default_device({dev(0, "cpu"), dev(1, "acc"), dev(2, "gpu"), dev(3, "gpu")}, &why), 2);
+    EXPECT_EQ(cl_default_device({dev(0, "cpu"), dev(1, "acc"), dev(2, "cpu")}, &why), 1);
+    EXPECT_EQ(why, "the first accelerator (no GPU) of 3 devices");
+    EXPECT_EQ(cl_default_device({dev(0, "cpu")}, &why), 0);
+    EXPECT_EQ(why, "the first device (no GPU or accelerator) of 1 device");
+    EXPECT_EQ(cl_default_device({dev(0, "cpu"), dev(1, "cpu")}, nullptr), 0);
+}
+
 TEST(ClSchedule, KernelNamesFollowTheTaskGroups) {
     Loaded m(stories());
     const ClSchedule s = cl_schedule_build(m.plan, device({}), {});

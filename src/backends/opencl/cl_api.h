@@ -29,7 +29,8 @@
     X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo)                \
     X(clGetProgramInfo) X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)           \
     X(clSetKernelArg) X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel) X(clFinish)    \
-    X(clFlush) X(clWaitForEvents) X(clGetEventProfilingInfo) X(clReleaseEvent)
+    X(clFlush) X(clWaitForEvents) X(clGetEventProfilingInfo) X(clReleaseEvent)             \
+    X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject)
 // clang-format on
 
 namespace jitllm {

@@ -1,6 +1,7 @@
 // OpenCL device enumeration and one device's context (cl_device.h).
 #include "backends/opencl/cl_device.h"
 
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -75,6 +76,7 @@ ClDeviceInfo describe_device(const ClApi& a, cl_platform_id p, cl_device_id d, i
     const auto type = device_val<cl_device_type>(a, d, CL_DEVICE_TYPE);
     i.gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
     i.cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+    i.accelerator = (type & CL_DEVICE_TYPE_ACCELERATOR) != 0;
     std::istringstream ext(device_str(a, d, CL_DEVICE_EXTENSIONS));
     for (std::string e; ext >> e;) i.extensions.insert(e);
     const bool c3 = i.version.rfind("OpenCL 3.", 0) == 0 && read_c3(a, d, i.extensions);
@@ -140,9 +142,30 @@ std::vector<ClDeviceInfo> cl_list_devices() {
     return v;
 }
 
+int cl_default_device(const std::vector<ClDeviceInfo>& devs, std::string* why) {
+    JITLLM_CHECK(!devs.empty(), "no OpenCL device to choose from");
+    const size_t n = devs.size();
+    const auto say = [&](size_t i, const char* rule) {
+        if (why) *why = fmt::format("{} of {} device{}", rule, n, n == 1 ? "" : "s");
+        return int(i);
+    };
+    for (size_t i = 0; i < n; ++i)
+        if (devs[i].gpu) return say(i, "the first GPU");
+    for (size_t i = 0; i < n; ++i)
+        if (devs[i].accelerator) return say(i, "the first accelerator (no GPU)");
+    return say(0, "the first device (no GPU or accelerator)");
+}
+
 ClContext::ClContext(int device_index, bool profiling) : api_(ClApi::load()) {
     const auto devs = all_devices(api_);
-    if (device_index < 0 || size_t(device_index) >= devs.size())
+    if (device_index < 0) {
+        std::vector<ClDeviceInfo> all;
+        for (size_t i = 0; i < devs.size(); ++i) all.push_back(describe_device(api_, devs[i].first, devs[i].second, int(i)));
+        device_index = cl_default_device(all, &why_);
+    } else {
+        why_ = fmt::format("--opencl-device {}", device_index);
+    }
+    if (size_t(device_index) >= devs.size())
         fail_usage("--opencl-device {}: expected 0..{} (jitllm --list-devices lists them), found {}", device_index,
                    devs.size() - 1, device_index);
     const auto [p, d] = devs[size_t(device_index)];
@@ -158,7 +181,9 @@ ClContext::ClContext(int device_index, bool profiling) : api_(ClApi::load()) {
 
 ClContext::~ClContext() {
     if (queue_) {
+        for (auto& [m, p] : host_) api_.clEnqueueUnmapMemObject(queue_, m, p, 0, nullptr, nullptr);
         api_.clFinish(queue_);
+        for (auto& [m, p] : host_) api_.clReleaseMemObject(m);
         api_.clReleaseCommandQueue(queue_);
     }
     if (ctx_) api_.clReleaseContext(ctx_);
@@ -177,6 +202,20 @@ cl_mem ClContext::alloc(size_t bytes, const std::string& what) {
     allocated_ += bytes;
     sizes_[m] = bytes;
     return m;
+}
+
+void* ClContext::alloc_host(size_t bytes, const std::string& what) {
+    cl_int r = CL_SUCCESS;
+    cl_mem m = api_.clCreateBuffer(ctx_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &r);
+    if (r != CL_SUCCESS) fail_device("{}: clCreateBuffer of {} bytes of host memory: {}", what, bytes, cl_error_name(r));
+    void* p = api_.clEnqueueMapBuffer(queue_, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &r);
+    if (r != CL_SUCCESS) {
+        api_.clReleaseMemObject(m);
+        fail_device("{}: clEnqueueMapBuffer of {} bytes: {}", what, bytes, cl_error_name(r));
+    }
+    std::memset(p, 0, bytes);
+    host_.emplace_back(m, p);
+    return p;
 }
 
 void ClContext::release(cl_mem m) {

@@ -107,6 +107,39 @@ ClGateVerdict xrows_gate(const ClGateInputs& in, ClGates&) {
             "", ""};
 }
 
+// the widest Q4_0 / Q8_0 product x, as its gemv would stage it whole (the batch phase's: kClXrows
+// activation rows with batch.xrows=shared), against the device's local memory
+ClGateVerdict x_gate(const ClGateInputs& in, ClGates& g) {
+    g.x_forced = in.opt.force.count("gemv.x") > 0;
+    const int wg = int(std::min<uint64_t>(in.dev.max_work_group, 256));
+    uint64_t need = 0;
+    std::string what;
+    for (const auto* ph : {&in.plan.decode, &in.plan.prefill, &in.plan.batch})
+        for (const Task& tk : *ph) {
+            if (tk.kind == TaskKind::TokenEmbd || tk.w.empty()) continue;
+            const WeightTensor* w = tk.w[0] ? tk.w[0] : tk.w.size() > 1 ? tk.w[1] : nullptr;
+            if (!w || (w->type != GgmlType::Q4_0 && w->type != GgmlType::Q8_0) || w->cols < 32) continue;
+            const bool experts = w->stack > 1;
+            const int xr = ph == &in.plan.batch && g.xrows && !experts ? kClXrows : 1;
+            const uint64_t b = cl_gemv_local_bytes(1, xr, wg, true, int(w->cols / 32));
+            if (b > need) {
+                need = b;
+                what = fmt::format("{} ({} columns x {} row{})", tk.name, w->cols, xr, xr > 1 ? "s" : "");
+            }
+        }
+    if (need == 0) return {true, "no Q4_0 / Q8_0 product: x is read from global memory", "", ""};
+    if (need <= in.dev.local_mem)
+        return {true,
+                fmt::format("x staged whole: the widest, {}, needs {} of the {} bytes of local memory", what, need,
+                            in.dev.local_mem),
+                "", ""};
+    return {false,
+            fmt::format("{} needs {} bytes of local memory staged whole, the device has {}: products whose x does not "
+                        "fit stage it in tiles of columns, each quantized, then its sums",
+                        what, need, in.dev.local_mem),
+            fmt::format("local memory for x of {} ({} bytes, the device has {})", what, need, in.dev.local_mem), ""};
+}
+
 ClGateVerdict gemm_gate(const ClGateInputs& in, ClGates&) {
     if (in.plan.batch_rows < kClGemmRows)
         return {false, fmt::format("no batch phase of {}+ rows: the products as gemvs", kClGemmRows), "", ""};
@@ -143,6 +176,7 @@ const std::vector<ClGateSpec>& cl_gate_table() {
         {"weights.layout", "split", "blocks", layout_gate, &ClGates::split},
         {"batch.xrows", "shared", "per-row", xrows_gate, &ClGates::xrows},
         {"batch.gemm", "tiled", "gemv", gemm_gate, &ClGates::gemm},
+        {"gemv.x", "local", "tiles", x_gate, &ClGates::x_whole},
         {"rope.angles", "table", "computed", rope_gate, &ClGates::rope_table},
         {"sample.argmax", "device", "host", argmax_gate, &ClGates::device_argmax},
     };

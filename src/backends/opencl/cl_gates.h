@@ -17,6 +17,12 @@ namespace jitllm {
 constexpr int kClXrows = 4;
 // batch.gemm=tiled: batch steps of this many rows or more run the products as tiled matrix products
 constexpr int kClGemmRows = 16;
+// The local memory of a gemv (gemv.cl) of work-groups of wg work-items taking rows_nw weight rows a
+// row block and xr activation rows, Q4_0 / Q8_0 x staged `units` 32-element units at a time (36
+// bytes each: 32 int8 and a float scale; xq: whether x is staged at all)
+inline uint64_t cl_gemv_local_bytes(int rows_nw, int xr, int wg, bool xq, int units) {
+    return 4ull * uint64_t(rows_nw) * uint64_t(xr) * uint64_t(wg) + (xq ? 36ull * uint64_t(xr) * uint64_t(units) : 0);
+}
 
 // The gates' choices, read by the lowering.
 struct ClGates {
@@ -34,6 +40,9 @@ struct ClGates {
     bool rope_table = true;  // rope.angles=table: (cos, sin) from the host-filled table
     bool device_argmax = true;  // sample.argmax=device: the pick made on the device, the logits left there
     bool split = false;      // weights.layout=split: the candidates below repacked (quant.h repack_split_rows)
+    bool x_whole = true;     // gemv.x=local: Q4_0 / Q8_0 products stage all of x (quantized) in local memory;
+                             // tiles: those whose x does not fit stage it in tiles of columns
+    bool x_forced = false;   // ... forced: every such product (tiles) or none (local) in tiles
     std::set<const WeightTensor*> split_candidates;  // Q4_0 / Q8_0 matrices only products read, rows of 64k
 };
 

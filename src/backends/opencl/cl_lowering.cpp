@@ -269,7 +269,9 @@ void Lowering::sample(size_t i) {
 
 }  // namespace cl_lowering
 
-ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& dev, const ClScheduleOptions& opt) {
+ClSchedule cl_schedule_build(const Plan& plan, const ClDeviceInfo& device, const ClScheduleOptions& opt) {
+    ClDeviceInfo dev = device;  // --tune local.mem: the lowering as for a device with less local memory
+    if (opt.tune.local_mem > 0) dev.local_mem = std::min<uint64_t>(dev.local_mem, uint64_t(opt.tune.local_mem));
     ClSchedule s;
     const ClGates g = cl_decide_gates({plan, dev, opt}, s);
     s.kv_half = g.kv_half;

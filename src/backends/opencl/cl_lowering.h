@@ -85,6 +85,7 @@ private:
         int out_rows() const { return epi == 2 || epi >= 5 ? rows[0] : rows[0] + (rows.size() > 1 ? rows[1] : 0) + (rows.size() > 2 ? rows[2] : 0); }
     };
     void gemv(const std::vector<size_t>& idx, const Gemv& g, const std::string& algo = "gemv");
+    int x_tile(const std::vector<size_t>& idx, int cols, int xr, int wg, bool xq) const;
     void tiled(ClStep& k, GgmlType T, int nw, int out_rows);
     // the matrices of a product task at i (q/k/v, gate/up, output, attn_output, down)
     Gemv product_of(size_t i) const;

@@ -134,8 +134,10 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     const int out_rows = g.out_rows();
     // batch.xrows=shared: the batch phase's gemvs (not the experts') take kClXrows activation rows
     const int xr = batch_ && g_.xrows && g.experts == 0 ? kClXrows : 1;
+    const int xtile = x_tile(idx, cols, xr, wg, xq);  // 0: x staged whole
+    const int staged = xtile ? xtile : nu;
     int rpb = std::min(std::max(1, (s_.tune.gemv_rows ? s_.tune.gemv_rows : 16) / (nw * xr)), out_rows);
-    auto local_bytes = [&](int r) { return uint64_t(4 * r * nw * xr * wg) + (xq ? uint64_t(xr * (cols + 4 * nu)) : 0); };
+    auto local_bytes = [&](int r) { return cl_gemv_local_bytes(r * nw, xr, wg, xq, staged); };
     while (rpb > 1 && local_bytes(rpb) > d_.local_mem) --rpb;
     if (local_bytes(rpb) > d_.local_mem)
         fail_device("{}: a product of {} columns needs {} bytes of local memory, the device {} has {}", t(idx[0]).name,
@@ -147,6 +149,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
         if (g.w_off[size_t(m)]) v.set("W_OFF" + std::to_string(m), g.w_off[size_t(m)]);
     }
     v.set("WG", wg).set("RPB", rpb);
+    if (xtile) v.set("XTILE", xtile);
     if (xr > 1) v.set("XROWS", xr);
     if (g.norm_w) v.set("NORM_IN", 1);
     const bool bias = !g.bias.empty() && g.bias[0];
@@ -194,6 +197,25 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     k.bytes_fixed = batch_ ? wb : 0;
     k.bytes = (batch_ ? 0 : wb) + 4ull * uint64_t(cols) * (g.norm_w ? 2 : 1) + 4ull * uint64_t(out_rows);
     if (batch_ && g_.gemm && g.experts == 0 && g.epi <= 3 && !g.norm_w) tiled(k, T, nw, out_rows);
+}
+
+// gate gemv.x: the units of a Q4_0 / Q8_0 product's x staged at a time, 0 for all of them (where x
+// fits local memory with one weight row a block, or gemv.x is forced). Tiles: the largest
+// multiple of wg units that fits (every work-item then takes the same units in the same order as
+// with x whole: the same sums), else the largest count that does
+int Lowering::x_tile(const std::vector<size_t>& idx, int cols, int xr, int wg, bool xq) const {
+    const int nu = cols / 32;
+    const auto fits = [&](int units) { return cl_gemv_local_bytes(1, xr, wg, xq, units) <= d_.local_mem; };
+    if (!xq || nu < 2 || (g_.x_forced ? g_.x_whole : fits(nu))) return 0;
+    int tile = (nu - 1) / wg * wg;
+    while (tile > 0 && !fits(tile)) tile -= wg;
+    if (tile == 0) tile = std::min(nu - 1, wg - 1);
+    while (tile > 1 && !fits(tile)) --tile;
+    if (!fits(tile))
+        fail_device("{}: a product of {} columns needs {} bytes of local memory with x in tiles of 32 columns, the device {} "
+                    "has {}",
+                    t(idx[0]).name, cols, cl_gemv_local_bytes(1, xr, wg, xq, 1), d_.name, d_.local_mem);
+    return tile;
 }
 
 // gate batch.gemm=tiled: gemm.cl beside the step's gemv, with its defines but the gemv's own

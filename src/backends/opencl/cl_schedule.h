@@ -69,6 +69,9 @@ struct ClTunables {
     int gemv_rows = 0;    // gemv.rows: weight rows a work-group takes per pass over x [16]
     int gemv_wg = 0;      // gemv.wg: the largest work-group, a power of 2 from 32 to 1024 [256]
     int gemv_groups = 0;  // gemv.groups: work-groups per compute unit with gemv.grid=capped [2]
+    // local.mem: bytes of local memory the lowering assumes at most [the device's
+    // CL_DEVICE_LOCAL_MEM_SIZE]; a smaller device's choices (gate gemv.x) on a larger one
+    int local_mem = 0;
     std::string describe() const;  // "gemv.rows=8 ..." (the ones set), or "" for the defaults
 };
 // Sets one KEY=VALUE; a usage Error names the key or value when it is not one of the above.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "backends/cpu/cpu_ops.h"
 #include "core/error.h"
@@ -11,6 +12,11 @@ namespace jitllm {
 
 OpenClBackend::~OpenClBackend() {
     if (!ctx_) return;
+    if ((opt_.verbose_init || opt_.profiler) && host_steps_ > 0) {
+        const double us = host_us_ / host_steps_;
+        std::fprintf(stderr, "[jitllm] opencl host: %d decode steps of %zu launches, %.1f us a step enqueueing them "
+                     "(%.2f us a launch)\n", host_steps_, launches_[0].size(), us, us / double(launches_[0].size()));
+    }
     const ClApi& a = ctx_->api();
     a.clFinish(ctx_->queue());
     for (Queued& q : ring_)
@@ -30,6 +36,7 @@ OpenClBackend::~OpenClBackend() {
 void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos_sum) {
     const ClApi& a = ctx_->api();
     const auto& list = launches_[int(ph)];
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<Timed> evs;
     for (size_t i = from; i < to; ++i) {
         const ClStep& k = *list[i].step;
@@ -43,14 +50,20 @@ void OpenClBackend::run(Phase ph, size_t from, size_t to, int rows, uint64_t pos
         const size_t m = size_t(rows) * size_t(k.rows_mul), dv = size_t(tiled ? k.tiled.rows_per_group : k.rows_div);
         const size_t g[2] = {tiled ? k.tiled.global0 : k.global[0], k.rows_mul ? (m + dv - 1) / dv : k.global[1]};
         const size_t tiled_local[2] = {k.tiled.local0, 1};
-        if (list[i].rows_arg >= 0) {
+        int& rows_set = launches_[int(ph)][i].rows_set[tiled ? 1 : 0];
+        if (list[i].rows_arg >= 0 && rows_set != rows) {  // decode: never (1, set with the arguments)
             const cl_int n = rows;
             JITLLM_CL_TRY(a, clSetKernelArg(kn, cl_uint(list[i].rows_arg), sizeof(n), &n));
+            rows_set = rows;
         }
         cl_event ev = nullptr;
         JITLLM_CL_TRY(a, clEnqueueNDRangeKernel(ctx_->queue(), kn, 2, nullptr, g, tiled ? tiled_local : k.local, 0,
                                                 nullptr, opt_.profiler ? &ev : nullptr));
         if (ev) evs.push_back({&k, tiled, ev});
+    }
+    if (ph == Phase::Decode) {  // the host's time enqueueing a decode step
+        host_us_ += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        ++host_steps_;
     }
     if (opt_.profiler) {
         ctx_->finish();
@@ -79,11 +92,15 @@ void OpenClBackend::read_picks(Phase ph, int rows) {
 void OpenClBackend::set_token(int32_t token, int pos) {
     JITLLM_CHECK(pos >= 0 && pos < plan_.n_ctx, "pos {} outside [0, {})", pos, plan_.n_ctx);
     JITLLM_CHECK(token >= 0 && token < plan_.config->n_vocab, "token {} outside vocab {}", token, plan_.config->n_vocab);
-    host_io_[0] = token;
-    host_io_[1] = pos;
-    ctx_->upload(slots_[size_t(Slot::Token)], 0, &host_io_[0], 4);
-    ctx_->upload(slots_[size_t(Slot::Pos)], 0, &host_io_[1], 4);
+    // from pinned memory, not waited for: the step's pick read back (blocking) or clFinish ends
+    // before io_ is written again
+    io_[0] = token;
+    io_[1] = pos;
+    const ClApi& a = ctx_->api();
+    JITLLM_CL_TRY(a, clEnqueueWriteBuffer(ctx_->queue(), slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &io_[0], 0, nullptr, nullptr));
+    JITLLM_CL_TRY(a, clEnqueueWriteBuffer(ctx_->queue(), slots_[size_t(Slot::Pos)], CL_FALSE, 0, 4, &io_[1], 0, nullptr, nullptr));
 }
+
 
 const float* OpenClBackend::decode(int32_t token, int pos) {
     set_token(token, pos);
@@ -97,7 +114,7 @@ const float* OpenClBackend::decode(int32_t token, int pos) {
 int32_t OpenClBackend::queued_pick(int k) {
     if (k < 0) return -k - 1;
     JITLLM_CL_TRY(ctx_->api(), clWaitForEvents(1, &ring_[k].ev));
-    return ring_[k].pick;
+    return ring_[k].io[2];
 }
 
 void OpenClBackend::decode_queue(int32_t token, int pos) {
@@ -124,7 +141,7 @@ void OpenClBackend::decode_queue(int32_t token, int pos) {
     if (t >= 0) JITLLM_CL_TRY(a, clEnqueueWriteBuffer(cq, slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &q.io[0], 0, nullptr, nullptr));
     JITLLM_CL_TRY(a, clEnqueueWriteBuffer(cq, slots_[size_t(Slot::Pos)], CL_FALSE, 0, 4, &q.io[1], 0, nullptr, nullptr));
     run(Phase::Decode, 0, launches_[0].size(), 1, uint64_t(pos + 1));
-    JITLLM_CL_TRY(a, clEnqueueReadBuffer(cq, slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &q.pick, 0, nullptr, &q.ev));
+    JITLLM_CL_TRY(a, clEnqueueReadBuffer(cq, slots_[size_t(Slot::Token)], CL_FALSE, 0, 4, &q.io[2], 0, nullptr, &q.ev));
     JITLLM_CL_TRY(a, clFlush(cq));
     token_on_device_ = true;
     steps_[0]++;
@@ -154,6 +171,8 @@ void OpenClBackend::prefill(int32_t token, int pos) {
 void OpenClBackend::batch(const BatchStep& b) {
     JITLLM_CHECK(plan_.batch_rows >= b.n && b.n >= 1, "batch of {} rows, plan has {}", b.n, plan_.batch_rows);
     JITLLM_CHECK(!b.logits || b.n <= plan_.n_seq, "batch logits for {} rows, plan has {} sequences", b.n, plan_.n_seq);
+    JITLLM_CHECK(b.logits_first >= 0 && b.logits_first <= std::min(b.n, plan_.n_seq) && !(b.logits_first && b.logits),
+                 "batch logits for the first {} of {} rows, plan has {} sequences", b.logits_first, b.n, plan_.n_seq);
     const size_t n = size_t(b.n);
     host_rows_.assign(b.tokens, b.tokens + n);
     host_rows_.insert(host_rows_.end(), b.pos, b.pos + n);
@@ -168,9 +187,12 @@ void OpenClBackend::batch(const BatchStep& b) {
     batch_n_ = b.n;
     batch_logits_ = b.logits;
     token_on_device_ = false;
-    if (b.logits) {
-        run(Phase::Batch, body, all, b.n, 0);
-        read_picks(Phase::Batch, b.n);
+    if (b.logits || b.logits_first > 0) {  // the output tail for rows [0, rows)
+        const int rows = b.logits ? b.n : b.logits_first;
+        run(Phase::Batch, body, all, rows, 0);
+        read_picks(Phase::Batch, rows);
+        batch_n_ = rows;
+        batch_logits_ = true;
     } else if (b.logits_last) {
         // the output tail for the last row only: its residual stream moves to row 0
         const size_t xb = size_t(plan_.config->dim) * 4;

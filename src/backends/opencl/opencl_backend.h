@@ -22,7 +22,7 @@
 namespace jitllm {
 
 struct OpenClOptions {
-    int device = 0;               // --opencl-device N (jitllm --list-devices)
+    int device = -1;              // --opencl-device N (jitllm --list-devices); -1: cl_default_device's
     ClScheduleOptions schedule;   // --no-fuse, --kv-f32, --force-variant
     CacheOptions cache;           // --kernel-cache, --no-kernel-cache
     bool print_kernel = false;    // --print-kernel: each program's unit text
@@ -65,7 +65,8 @@ private:
         cl_kernel kernel = nullptr;  // null: the host's argmax (`sample`)
         cl_kernel tiled = nullptr;   // the step's tiled kernel (ClTiled), for steps of its rows
         const ClStep* step = nullptr;
-        int rows_arg = -1;  // the index of its ClArg::Kind::Rows argument (set at each launch)
+        int rows_arg = -1;  // the index of its ClArg::Kind::Rows argument
+        int rows_set[2] = {1, 1};  // the value it holds in kernel, tiled (set again only when a step's differ)
     };
     // a launch's event for the profiler, and whether its tiled kernel ran
     struct Timed {
@@ -102,7 +103,9 @@ private:
     std::vector<Launch> launches_[3];
     std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
-    int32_t host_io_[2] = {0, 0};  // token, position of a decode / prefill step
+    // pinned host memory (ClContext::alloc_host): io_[0, 2) the token and position of a decode /
+    // prefill step, then the ring's entries (their token, position and pick)
+    int32_t* io_ = nullptr;
     std::vector<int32_t> host_rows_;  // a batch step's tokens, positions, sequences
     std::vector<float> logits_;       // n_seq rows
     std::vector<int32_t> picks_rows_;
@@ -114,10 +117,13 @@ private:
     // step that ran at once
     static constexpr int kQueue = 4;
     struct Queued {
-        int32_t io[2] = {0, 0};
-        int32_t pick = 0;
+        int32_t* io = nullptr;  // token, position, pick: pinned memory (io_)
         cl_event ev = nullptr;
     } ring_[kQueue];
+    // the host's side of decode steps: their count and the time spent enqueueing them (--verbose-init
+    // and --profiler report it at the end)
+    int host_steps_ = 0;
+    double host_us_ = 0;
     std::deque<int> queue_;
     int ring_next_ = 0;
     int batch_n_ = 0;

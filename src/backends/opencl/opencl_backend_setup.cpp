@@ -14,7 +14,9 @@ namespace jitllm {
 OpenClBackend::OpenClBackend(const Plan& plan, const OpenClOptions& opt) : plan_(plan), opt_(opt) {
     ctx_ = std::make_unique<ClContext>(opt.device, opt.profiler != nullptr);
     sched_ = cl_schedule_build(plan, ctx_->info(), opt.schedule);
-    if (opt.verbose_init) std::fprintf(stderr, "[jitllm] opencl device %d: %s\n", opt.device, ctx_->info().summary().c_str());
+    if (opt.verbose_init)
+        std::fprintf(stderr, "[jitllm] opencl device %d (%s): %s\n", ctx_->info().index, ctx_->chosen_because().c_str(),
+                     ctx_->info().summary().c_str());
     if (opt.print_plan || opt.print_threads)
         std::fprintf(stderr, "%s", cl_schedule_describe(plan, sched_, opt.print_threads).c_str());
     if (opt.print_kernel) print_kernels();
@@ -26,6 +28,8 @@ OpenClBackend::OpenClBackend(const Plan& plan, const OpenClOptions& opt) : plan_
         for (const Task& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
     logits_.assign(size_t(plan.n_seq) * size_t(plan.config->n_vocab), 0.0f);
+    io_ = static_cast<int32_t*>(ctx_->alloc_host(sizeof(int32_t) * (2 + 3 * kQueue), "token and position staging"));
+    for (int k = 0; k < kQueue; ++k) ring_[k].io = io_ + 2 + 3 * k;
     if (opt.verbose_init) {
         const ClProgramStats& s = programs_->stats();
         std::fprintf(stderr, "[jitllm] opencl: %.1f MiB on the device, weights uploaded in %.1f ms, %d programs built, "

@@ -24,6 +24,9 @@
 //   VEC          1: 8-wide loads of plain-type weights and x (gate gemv.vec); 0: one element at a time
 //   WSPLIT       1: Q4_0 / Q8_0 rows in the split layout, quants then scales (gate weights.layout)
 //   IDOT, IDOT_EXT  Q4_0 / Q8_0 block sums 4 int8 products an instruction (gate gemv.idot, common.h)
+//   XTILE        Q4_0 / Q8_0: x quantized XTILE units at a time into local memory, each tile's sums
+//                before the next (gate gemv.x=tiles: x too wide for the device's local memory);
+//                0: all of x at once. A multiple of WG keeps every work-item's units and their order
 // launch: global (G * WG, batch rows [* K]), local (WG, 1): work-group g takes the row blocks g,
 //         g + G, ... (G = ceil(out rows / RPB), or fewer: gate gemv.grid); EPI 5: G = ceil(out rows / RPB)
 //   XROWS        activation rows a work-group multiplies each weight row it reads with (gate batch.xrows:
@@ -56,7 +59,12 @@
 #define XROWS 1
 #endif
 
+#ifndef XTILE
+#define XTILE 0
+#endif
+
 #define XR XROWS
+#define XT (XTILE ? XTILE : NU)         // x's units in local memory at a time
 #define NACC (RPB * NW)                 // weight rows per work-group and row block
 #define NSUM (NACC * XR)                // sums per work-item: acc[i * XR + j], weight row i, activation row j
 
@@ -97,35 +105,37 @@ inline float norm_inv(const global float* x, float eps, local float* red) {
 }
 
 #if XQ
-// x (normalised with NORM_IN) quantized into local memory: xq[COLS] int8, xd[COLS / 32] scales,
-// quantize_row(Q8_0)'s rule: d = max |x| / 127, q = round(x / d) through 1 / d, d kept as f16
-inline void quantize_x(const global float* x, const global float* nw, float inv, local char* xq, local float* xd) {
-    for (int u = (int)get_local_id(0); u < NU; u += WG) {
+// x's units [u0, u1) (normalised with NORM_IN) quantized into local memory: xq[32 * (u - u0)] int8,
+// xd[u - u0] scales, quantize_row(Q8_0)'s rule: d = max |x| / 127, q = round(x / d) through 1 / d,
+// d kept as f16
+inline void quantize_x(const global float* x, const global float* nw, float inv, int u0, int u1, local char* xq,
+                       local float* xd) {
+    for (int u = u0 + (int)get_local_id(0); u < u1; u += WG) {
         float xv[32];
         load_unit(x, nw, inv, u, xv);
         float amax = 0.0f, d;
         for (int i = 0; i < 32; ++i) amax = fmax(amax, fabs(xv[i]));
         const float id = q8_scale(amax, &d);
-        for (int i = 0; i < 32; ++i) xq[32 * u + i] = q8_of(xv[i], id);
-        xd[u] = d;
+        for (int i = 0; i < 32; ++i) xq[32 * (u - u0) + i] = q8_of(xv[i], id);
+        xd[u - u0] = d;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 #endif
 
-// The work-item's partial sums of the NACC weight rows `rows` times the nx (<= XR) activation rows
-// of x (row j at x + j * X_STRIDE with its 1 / rms inv[j]; xq / xd: their quantized copies, row j
-// at xq + j * COLS, xd + j * NU) into acc[i * XR + j]: each weight unit is read once for them all.
-// Block types: work-item t takes the 32-element units t, t + WG, ...; plain types (VEC) the
-// 8-element chunks t, t + WG, ...
+// The work-item's partial sums over x's units [u0, u1) of the NACC weight rows `rows` times the nx
+// (<= XR) activation rows of x (row j at x + j * X_STRIDE with its 1 / rms inv[j]; xq / xd: the
+// quantized units from u0, row j at xq + j * 32 * XT, xd + j * XT) added to acc[i * XR + j]: each
+// weight unit is read once for them all. Block types: work-item t takes the 32-element units
+// u0 + t, u0 + t + WG, ...; plain types (VEC) the 8-element chunks 4 * u0 + t, ...
 inline void partial_sums(const global uchar* const* rows, const global float* x, const global float* nw,
-                         const float* inv, int nx, const local char* xq, const local float* xd, float* acc) {
-    for (int i = 0; i < NSUM; ++i) acc[i] = 0.0f;
+                         const float* inv, int nx, const local char* xq, const local float* xd, int u0, int u1,
+                         float* acc) {
     const int t = (int)get_local_id(0);
 #if VEC && QK_PLAIN(WTYPE)
     // plain types: 8-element chunks, neighbouring work-items read neighbouring 16 (F16, BF16) or 32
     // (F32) bytes of a row
-    for (int c = t; c < NU * 4; c += WG) {
+    for (int c = 4 * u0 + t; c < u1 * 4; c += WG) {
         float8 xk[XR];
         for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], c) : (float8)0.0f;
         for (int i = 0; i < NACC; ++i) {
@@ -134,13 +144,14 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
         }
     }
 #else
-    for (int u = t; u < NU; u += WG) {
+    for (int u = u0 + t; u < u1; u += WG) {
 #if XQ
         for (int i = 0; i < NACC; ++i) {
             uchar16 q0, q1;
             const float dw = q8_block(WTYPE, rows[i], NU, u, WSPLIT, &q0, &q1);
             for (int j = 0; j < nx; ++j)
-                acc[i * XR + j] += (dw * xd[j * NU + u]) * (float)q8_isum(WTYPE, q0, q1, xq + j * COLS + 32 * u);
+                acc[i * XR + j] += (dw * xd[j * XT + u - u0]) *
+                                   (float)q8_isum(WTYPE, q0, q1, xq + j * 32 * XT + 32 * (u - u0));
         }
 #elif VEC
         for (int k = 0; k < 4; ++k) {
@@ -178,10 +189,10 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
 
 // The sums of output rows o0 .. o0 + RPB - 1 (NW weight rows each, of expert e) with x's nx
 // activation rows: sum i * XR + j of the block is left in red[(i * XR + j) * WG] past a barrier
-// (common.h wg_sum_n)
+// (common.h wg_sum_n); XTILE: x's tiles quantized into xq / xd here
 inline void block_sums(int o0, int e, const global uchar* w0, const global uchar* w1, const global uchar* w2,
-                       const global float* x, const global float* nw, const float* inv, int nx, const local char* xq,
-                       const local float* xd, local float* red) {
+                       const global float* x, const global float* nw, const float* inv, int nx, local char* xq,
+                       local float* xd, local float* red) {
     const global uchar* rows[NACC];
     for (int i = 0; i < RPB; ++i) {
         const int o = min(o0 + i, OUT_ROWS - 1);
@@ -191,7 +202,18 @@ inline void block_sums(int o0, int e, const global uchar* w0, const global uchar
 #endif
     }
     float acc[NSUM];
-    partial_sums(rows, x, nw, inv, nx, xq, xd, acc);
+    for (int i = 0; i < NSUM; ++i) acc[i] = 0.0f;
+#if XQ && XTILE
+    // x in tiles of XTILE units: each quantized into local memory, then its sums
+    for (int u0 = 0; u0 < NU; u0 += XTILE) {
+        const int u1 = min(NU, u0 + XTILE);
+        barrier(CLK_LOCAL_MEM_FENCE);  // the previous tile read by every work-item
+        for (int j = 0; j < nx; ++j) quantize_x(x + j * X_STRIDE, nw, inv[j], u0, u1, xq + j * 32 * XT, xd + j * XT);
+        partial_sums(rows, x, nw, inv, nx, xq, xd, u0, u1, acc);
+    }
+#else
+    partial_sums(rows, x, nw, inv, nx, xq, xd, 0, NU, acc);
+#endif
     wg_sum_n(acc, NSUM, red);
 }
 
@@ -202,9 +224,9 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
                         const global int* ids, const global float* ew, float eps, int n_rows) {
     local float red[NSUM * WG];
 #if XQ
-    local uint xq4[XR * COLS / 4];  // x's int8 values, 4-byte aligned (q8_isum's IDOT loads)
+    local uint xq4[XR * XT * 8];  // x's int8 values, 4-byte aligned (q8_isum's IDOT loads)
     local char* xq = (local char*)xq4;
-    local float xd[XR * NU];
+    local float xd[XR * XT];
 #else
     local char* xq = 0;
     local float* xd = 0;
@@ -229,8 +251,8 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
     float outv = 0.0f;
     for (int j = 0; j < EXPERTS; ++j) {
         const global float* xj = x + j * COLS;
-#if XQ
-        quantize_x(xj, nw, inv[0], xq, xd);
+#if XQ && !XTILE
+        quantize_x(xj, nw, inv[0], 0, NU, xq, xd);
 #endif
         block_sums(o0, ids[row * EXPERTS + j], w0, w1, w2, xj, nw, inv, 1, xq, xd, red);
         if (t < RPB) outv = j == 0 ? red[t * WG] * ew[row * EXPERTS] : outv + red[t * WG] * ew[row * EXPERTS + j];
@@ -239,8 +261,8 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
     if (t < RPB && o0 + t < OUT_ROWS) y0[(ulong)yrow * Y_STRIDE0 + Y_OFF0 + o0 + t] = outv;
     (void)expert;
 #else
-#if XQ
-    for (int j = 0; j < nx; ++j) quantize_x(x + j * X_STRIDE, nw, inv[j], xq + j * COLS, xd + j * NU);
+#if XQ && !XTILE
+    for (int j = 0; j < nx; ++j) quantize_x(x + j * X_STRIDE, nw, inv[j], 0, NU, xq + j * COLS, xd + j * NU);
 #endif
     // row blocks group, group + groups, ...: x's prologue (norm, quantization) once for all of them
     // where the grid is capped (gate gemv.grid)
