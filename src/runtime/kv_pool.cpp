@@ -106,9 +106,20 @@ bool KvPool::reserve(int seq, int n_tokens) {
     return true;
 }
 
-int32_t KvPool::take_block() {
+int32_t KvPool::take_block(int32_t prefer) {
     int32_t id;
-    if (!free_.empty()) {
+    const bool unheld = prefer >= 0 && prefer < n_blocks_ && blocks_[size_t(prefer)].ref == 0;
+    if (unheld && !blocks_[size_t(prefer)].registered) {  // free: out of free_
+        id = prefer;
+        free_.erase(std::find(free_.begin(), free_.end(), id));
+    } else if (unheld) {  // cached: its prefix given up before the least recent one's
+        id = prefer;
+        Block& b = blocks_[size_t(id)];
+        lru_.erase(b.lru);
+        index_.erase(b.hash);
+        b.registered = false;
+        b.tokens.clear();
+    } else if (!free_.empty()) {
         id = free_.back();
         free_.pop_back();
     } else {
@@ -138,7 +149,11 @@ bool KvPool::grow(int seq, int n_tokens) {
     }
     const int own = std::max(0, s.reserved - int(s.blocks.size()));  // promised to this sequence
     if (need > own && need - own > available()) return false;
-    for (int i = 0; i < need; ++i) s.blocks.push_back(take_block());
+    // a sequence running alone takes block b for its positions of block b where no one holds it:
+    // its table stays the identity, the layout the single-sequence decode phase reads (slots.h)
+    bool alone = true;
+    for (size_t q = 0; q < seqs_.size() && alone; ++q) alone = int(q) == seq || seqs_[q].blocks.empty();
+    for (int i = 0; i < need; ++i) s.blocks.push_back(take_block(alone ? int32_t(s.blocks.size()) : -1));
     return true;
 }
 

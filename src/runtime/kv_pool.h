@@ -14,6 +14,10 @@
 // sequences never find the pool empty; a new sequence is admitted only when its promise fits
 // beside the others'. grow() beyond a promise takes what no promise holds.
 //
+// A sequence that grows while no other holds blocks takes block b for its positions of block b
+// where that block is free or only cached (a cached one given up out of the LRU order): a lone
+// sequence keeps the identity table that the single-sequence decode phase reads.
+//
 // Fixed mode (a backend without block tables): sequence s always has blocks s * per_seq + b, the
 // pool is n_seq * per_seq blocks, nothing is shared.
 #pragma once
@@ -86,7 +90,7 @@ private:
     static uint64_t chain(uint64_t parent, const int32_t* tokens, int n);
     int attach_prefix(int seq, const int32_t* tokens, int n);
     int promised() const;  // over the sequences: blocks promised beyond those held
-    int32_t take_block();
+    int32_t take_block(int32_t prefer);  // prefer: that block where no sequence holds it (-1: none)
     int32_t find(uint64_t parent, const int32_t* tokens) const;
 
     int n_blocks_, block_tokens_, per_seq_;

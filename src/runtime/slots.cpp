@@ -34,7 +34,8 @@ SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
               po.kv_blocks = int(blocks);
           }
       }),
-      prefix_reuse_(opt.prefix_reuse) {
+      prefix_reuse_(opt.prefix_reuse),
+      alone_decode_(opt.alone_decode) {
     const Plan& p = plan();
     // a backend without block tables keeps sequence s in blocks s * per_seq + b
     const bool paged = lm_.backend().set_kv_blocks(0, nullptr, 0);
@@ -91,8 +92,32 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         s.drawn = false;
     }
     take_blocks(steps);
-    run_rows(steps);
+    if (steps.size() != 1 || !run_alone(steps[0])) run_rows(steps);
     for (const auto& s : steps) pool_->append(s.seq, s.tokens.data(), int(s.tokens.size()));
+}
+
+bool SequenceBatch::run_alone(SeqStep& s) {
+    // one token of one sequence whose blocks are the identity (KvPool keeps a lone sequence's so):
+    // the decode phase, which reads and writes pool row p for position p (plan.h), with its graph
+    // and fused pick, instead of a batch step of one row
+    if (!alone_decode_ || s.tokens.size() != 1 || !s.want_logits) return false;
+    const auto& t = pool_->table(s.seq);
+    for (size_t b = 0; b < t.size(); ++b)
+        if (t[b] != int32_t(b)) return false;
+    Backend& be = lm_.backend();
+    const bool draw = s.draw.temperature > 0.0f;
+    if (draw && !device_draws(s.draw)) return false;  // the host draws from the batch step's logits
+    if (draw || decode_draw_set_) {
+        if (!be.set_draw(draw ? &s.draw : nullptr)) return false;  // (greedy: always taken)
+        decode_draw_set_ = draw;
+    }
+    be.set_logits_needed(s.host_logits);
+    const float* logits = be.decode(s.tokens[0], s.pos);
+    ++decode_calls_;
+    s.logits = s.host_logits ? logits : nullptr;
+    s.argmax = be.sampled_token();
+    s.drawn = draw;
+    return true;
 }
 
 void SequenceBatch::run_rows(std::vector<SeqStep>& steps) {

@@ -126,11 +126,15 @@ TEST(KvPool, the_prefix_released_longest_ago_is_evicted_first) {
     p.release(0);  // x's blocks 0 (kept longest), 1
     p.release(1);  // y's blocks 2, 3
     EXPECT_EQ(p.stats().cached, 4);
+    // sequence 1 holds x's first block again (so sequence 0 does not run alone, below)
+    const std::vector<int32_t> x0 = {1, 2, 0};
+    EXPECT_EQ(p.admit(1, x0.data(), 3, 3, true), 2);
     ASSERT_TRUE(p.grow(0, 2));  // evicts x's second block first (released last-first)
     EXPECT_EQ(p.table(0), (std::vector<int32_t>{1}));
     const std::vector<int32_t> z = {9, 9};
     p.append(0, z.data(), 2);
     p.release(0);
+    p.release(1);
     std::vector<int32_t> xq = x;
     xq.push_back(0);
     EXPECT_EQ(p.admit(1, xq.data(), 5, 5, true), 2);  // x's first block survived, its second did not
@@ -140,6 +144,24 @@ TEST(KvPool, the_prefix_released_longest_ago_is_evicted_first) {
     yq.push_back(0);
     EXPECT_EQ(p.admit(1, yq.data(), 5, 5, true), 4);  // y untouched
     p.release(1);
+}
+
+TEST(KvPool, a_sequence_alone_keeps_the_identity_table) {
+    KvPool p(6, 2, 2, 3, false);  // 6 blocks of 2 positions
+    const std::vector<int32_t> x = {1, 2, 3, 4, 5}, y = {6, 7, 8, 9};
+    fill(p, 1, y);  // blocks 0, 1
+    fill(p, 0, x);  // beside sequence 1: the next free ones, 2, 3, 4
+    EXPECT_EQ(p.table(0), (std::vector<int32_t>{2, 3, 4}));
+    p.release(0);  // block 4 free (partial), 2 and 3 cached
+    p.release(1);  // 0 and 1 cached
+    EXPECT_EQ(p.stats().cached, 4);
+    // alone: blocks 0, 1 and 2 where they are, cached ones given up though 4 and 5 are free and 3
+    // was released before 2 (else the table would be 4, 5, 3)
+    ASSERT_TRUE(p.grow(0, 6));
+    EXPECT_EQ(p.table(0), (std::vector<int32_t>{0, 1, 2}));
+    EXPECT_EQ(p.stats().cached, 1);  // x's second block, 3
+    p.release(0);
+    EXPECT_EQ(p.stats().used, 0);
 }
 
 TEST(KvPool, fixed_layout_without_block_tables) {
@@ -157,6 +179,7 @@ TEST(KvPool, fixed_layout_without_block_tables) {
     EXPECT_EQ(p.stats().used, 0);
     EXPECT_EQ(p.admit(0, t.data(), 12, 12, true), 0);
 }
+
 
 }  // namespace
 }  // namespace jitllm
