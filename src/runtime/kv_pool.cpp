@@ -7,6 +7,18 @@
 
 namespace jitllm {
 
+int64_t kv_pool_positions_for_memory(uint64_t free_bytes, uint64_t weight_bytes, double fraction,
+                                     uint64_t bytes_per_position, int block_tokens, int64_t max_positions) {
+    JITLLM_CHECK(fraction > 0.0 && fraction <= 1.0 && bytes_per_position > 0 && block_tokens > 0,
+                 "kv pool sizing: fraction {}, {} bytes a position, blocks of {}", fraction, bytes_per_position,
+                 block_tokens);
+    if (free_bytes <= weight_bytes) return 0;
+    const double bytes = double(free_bytes - weight_bytes) * fraction;
+    const int64_t blocks = int64_t(bytes / double(bytes_per_position * uint64_t(block_tokens)));
+    const int64_t cap = (max_positions + block_tokens - 1) / block_tokens * block_tokens;
+    return std::min(blocks * block_tokens, cap);
+}
+
 KvPool::KvPool(int n_blocks, int block_tokens, int n_seq, int per_seq, bool fixed)
     : n_blocks_(n_blocks), block_tokens_(block_tokens), per_seq_(per_seq), fixed_(fixed) {
     JITLLM_CHECK(block_tokens >= 1 && n_seq >= 1 && per_seq >= 1 && n_blocks >= per_seq,

@@ -39,6 +39,13 @@ struct KvPoolStats {
     uint64_t reused_tokens = 0;  // prompt positions attached instead of computed, so far
 };
 
+// The positions of a pool sized by device memory: `fraction` of the memory free beside the
+// weights, (free_bytes - weight_bytes) x fraction / bytes_per_position, in whole blocks of
+// block_tokens, at most max_positions (every sequence its whole context: more is never used).
+// 0 when the weights take all that is free.
+int64_t kv_pool_positions_for_memory(uint64_t free_bytes, uint64_t weight_bytes, double fraction,
+                                     uint64_t bytes_per_position, int block_tokens, int64_t max_positions);
+
 class KvPool {
 public:
     // n_blocks blocks of block_tokens positions; n_seq sequences of at most per_seq blocks each.

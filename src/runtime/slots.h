@@ -21,14 +21,20 @@
 
 namespace jitllm {
 
+// The share of the GPU memory free beside the weights that the KV pool takes when its size is not
+// given (the rest: activations, logits rows, the JIT modules and graphs).
+constexpr double kDefaultKvPoolFraction = 0.9;
+
 // The model, per-sequence context, threads (shared by the sequences, which run one after
 // another) and backend (LoadOptions), and the batch shape.
 struct SequenceBatchOptions : LoadOptions {
     int n_seq = 1;        // sequences (server slots)
     int batch_rows = 0;   // rows of a batch step; 0: max(n_seq, min(n_ctx, 512))
     // KV positions of all sequences together (the pool, in blocks of kKvBlockTokens); 0: every
-    // sequence its whole context (n_seq x n_ctx); else at least n_ctx
+    // sequence its whole context (n_seq x n_ctx), on the GPU at most what kv_pool_fraction of the
+    // memory free beside the weights holds; else at least n_ctx
     int64_t kv_pool_tokens = 0;
+    double kv_pool_fraction = kDefaultKvPoolFraction;  // (0, 1]
     bool prefix_reuse = true;  // begin() attaches the blocks of a prompt prefix already computed
     // a lone sequence's one-token steps through the decode phase (see the class); off: every
     // step through the batch phase (the GPU's decode kernels sum in another order)

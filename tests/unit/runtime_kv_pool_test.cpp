@@ -181,5 +181,19 @@ TEST(KvPool, fixed_layout_without_block_tables) {
 }
 
 
+TEST(KvPool, pool_sized_by_a_share_of_the_free_memory) {
+    const uint64_t GiB = uint64_t(1) << 30;
+    const uint64_t per_pos = 32 * (1024 + 1024) * 2;  // 32 layers of K and V, 1024 wide each, half floats
+    // half of the 6 GiB beside 4 GiB of weights: 3 GiB / 128 KiB = 24576 positions
+    EXPECT_EQ(kv_pool_positions_for_memory(10 * GiB, 4 * GiB, 0.5, per_pos, 16, 64 * 1024), 24576);
+    // never more than every sequence's whole context (in whole blocks)
+    EXPECT_EQ(kv_pool_positions_for_memory(10 * GiB, 4 * GiB, 0.5, per_pos, 16, 10001), 10016);
+    // whole blocks only: room for 100 positions is 6 blocks of 16
+    EXPECT_EQ(kv_pool_positions_for_memory(4 * GiB + 100 * per_pos, 4 * GiB, 1.0, per_pos, 16, 1 << 20), 96);
+    // weights taking all that is free
+    EXPECT_EQ(kv_pool_positions_for_memory(4 * GiB, 4 * GiB, 0.9, per_pos, 16, 1 << 20), 0);
+    EXPECT_EQ(kv_pool_positions_for_memory(3 * GiB, 4 * GiB, 0.9, per_pos, 16, 1 << 20), 0);
+}
+
 }  // namespace
 }  // namespace jitllm
