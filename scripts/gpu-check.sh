@@ -33,6 +33,12 @@
 #             run, where GPU_TESTS carried them, and the file is made) and `jitllm bench --gpu -npp 128
 #             -ntg 128 -npl BATCHED_NPL` on BATCHED_SHAPE, then `jitllm serve --gpu --parallel 64`
 #             under serve-load.py at BATCHED_CLIENTS; md tables into the summary
+#   batched-profile : where a batched decode step's time goes: `jitllm bench --gpu -npp 128 -ntg 32
+#             -npl N --profiler` on BATCHED_SHAPE, one run per N of BATCHED_PROFILE_NPL (the per-kernel
+#             table of each row count: the 2-3 prompt steps and 34 decode steps, launches one by one),
+#             top BATCHED_PROFILE_TOP rows by time; then the same with each flag set of
+#             BATCHED_PROFILE_TUNE: the gemv list at up to 64 rows, each weight read once per 8 rows;
+#             wgmma tiles of 64 weight rows (twice the blocks at a few rows). About 3 minutes
 #   kvpool  : issue 53's pool and reuse: `jitllm serve --gpu --parallel 64 -c 8192 --kv-pool-tokens
 #             KVPOOL_TOKENS --prefill-chunk 256` on BATCHED_SHAPE under 64 clients of ~1 k-token prompts (nvidia-smi's
 #             peak memory beside the weights and the pool, /metrics' occupancy), then the time to
@@ -77,6 +83,9 @@
 #                  [testdata/vocab/ggml-vocab-qwen3-npm.gguf when .gpu has it, else VOCAB]
 #   BATCHED_SHAPE [llama3.1-8b:q4_0]  BATCHED_NPL [1,8,32,64]  BATCHED_CLIENTS [1,8,32,64]
 #                  BATCHED_SERVE_ARGS: extra serve flags []  (SERVE_SECONDS: each client count's window)
+#   BATCHED_PROFILE_NPL [8 32 64]  BATCHED_PROFILE_TOP [14]
+#                  BATCHED_PROFILE_TUNE: ';'-separated flag sets, each profiled at every N
+#                  [--tune batch.small_rows=64 --tune batch.xrows=8;--tune gemm.bn=64]
 #   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
@@ -478,6 +487,25 @@ batched)
     wait $sp
     tail -3 "$OUT/serve-batched.log" | note
     ;;
+batched-profile)
+    f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
+    IFS=';' read -r -a psets <<< "${BATCHED_PROFILE_TUNE---tune batch.small_rows=64 --tune batch.xrows=8;--tune gemm.bn=64}"
+    for set in "" "${psets[@]}"; do
+        for n in ${BATCHED_PROFILE_NPL:-8 32 64}; do
+            log "profile jitllm bench --gpu -npp 128 -ntg 32 -npl $n ${set:-(defaults)}: $(basename "$f"), top ${BATCHED_PROFILE_TOP:-14} kernels by time"
+            # the md row (profiled: launches one by one), then the table sorted by total_us
+            # shellcheck disable=SC2086
+            x timeout 100 "$B/jitllm" bench --gpu -m "$f" -npp 128 -ntg 32 -npl "$n" --profiler $set $BENCH_ARGS \
+                > "$OUT/bprof.txt" 2>&1
+            [ "$DRY" = 1 ] && continue
+            grep -E "^\|.*[0-9]|rror" "$OUT/bprof.txt" | note
+            grep -m1 -E "^phase " "$OUT/bprof.txt" | note
+            grep -E "^(batch|decode|prefill) " "$OUT/bprof.txt" | grep -v "(all kernels)" | sort -k4,4 -g -r |
+                head -n "${BATCHED_PROFILE_TOP:-14}" | note
+            grep -E "\(all kernels\)" "$OUT/bprof.txt" | note
+        done
+    done
+    ;;
 kvpool)
     f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
     log "serve --gpu --parallel 64 -c 8192 --kv-pool-tokens ${KVPOOL_TOKENS:-90000}: 64 clients of ~${KVPOOL_WORDS:-700}-word prompts"
@@ -574,7 +602,7 @@ opencl)
         done
     fi
     ;;
-*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched kvpool sweep opencl)"; exit 2 ;;
+*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched batched-profile kvpool sweep opencl)"; exit 2 ;;
 esac
 done
 # The device tool brings back only a few files: keep summary.txt and pack the rest.

@@ -114,8 +114,13 @@ int cmd_serve(const Args& args) {
     app.add_option("-c,--ctx-size", o.model.n_ctx, "context length of each slot (default: min(model, 4096))")
         ->check(CLI::Range(0, 1 << 24));
     app.add_option("--kv-pool-tokens", o.model.kv_pool_tokens, "KV cache positions of all slots together, in blocks of "
-                   "16 (default: parallel x ctx-size); a request waits until the pool can hold its prompt + "
-                   "max_tokens")->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+                   "16 (default: parallel x ctx-size, on the GPU at most what --kv-pool-fraction holds); a request "
+                   "waits until the pool can hold its prompt + max_tokens")
+        ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+    app.add_option("--kv-pool-fraction", o.model.kv_pool_fraction,
+                   fmt::format("GPU without --kv-pool-tokens: the share of the memory free beside the weights that "
+                               "the KV pool may take (default {})", kDefaultKvPoolFraction))
+        ->check(CLI::Range(0.0, 1.0));
     bool no_prefix_reuse = false;
     app.add_flag("--no-prefix-reuse", no_prefix_reuse, "compute every prompt whole (default: the KV blocks of a "
                  "prompt prefix an earlier request computed are reused)");

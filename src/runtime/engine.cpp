@@ -16,7 +16,7 @@ EngineOptions with_prompt_chunks(EngineOptions opt) {
 
 // The batch phase's rows: the prompt chunk size, at most the context.
 Engine::Engine(EngineOptions opt)
-    : opt_(with_prompt_chunks(std::move(opt))), lm_(opt_, [this](PlanOptions& po) {
+    : opt_(with_prompt_chunks(std::move(opt))), lm_(opt_, [this](PlanOptions& po, const Model&) {
           if (opt_.batch_prefill_size < 0)
               fail_usage("--batch-prefill-size: expected 0 (off) or a positive chunk size, found {}",
                          opt_.batch_prefill_size);

@@ -7,6 +7,18 @@
 
 namespace jitllm {
 
+int64_t kv_pool_positions_for_memory(uint64_t free_bytes, uint64_t weight_bytes, double fraction,
+                                     uint64_t bytes_per_position, int block_tokens, int64_t max_positions) {
+    JITLLM_CHECK(fraction > 0.0 && fraction <= 1.0 && bytes_per_position > 0 && block_tokens > 0,
+                 "kv pool sizing: fraction {}, {} bytes a position, blocks of {}", fraction, bytes_per_position,
+                 block_tokens);
+    if (free_bytes <= weight_bytes) return 0;
+    const double bytes = double(free_bytes - weight_bytes) * fraction;
+    const int64_t blocks = int64_t(bytes / double(bytes_per_position * uint64_t(block_tokens)));
+    const int64_t cap = (max_positions + block_tokens - 1) / block_tokens * block_tokens;
+    return std::min(blocks * block_tokens, cap);
+}
+
 KvPool::KvPool(int n_blocks, int block_tokens, int n_seq, int per_seq, bool fixed)
     : n_blocks_(n_blocks), block_tokens_(block_tokens), per_seq_(per_seq), fixed_(fixed) {
     JITLLM_CHECK(block_tokens >= 1 && n_seq >= 1 && per_seq >= 1 && n_blocks >= per_seq,
@@ -106,9 +118,20 @@ bool KvPool::reserve(int seq, int n_tokens) {
     return true;
 }
 
-int32_t KvPool::take_block() {
+int32_t KvPool::take_block(int32_t prefer) {
     int32_t id;
-    if (!free_.empty()) {
+    const bool unheld = prefer >= 0 && prefer < n_blocks_ && blocks_[size_t(prefer)].ref == 0;
+    if (unheld && !blocks_[size_t(prefer)].registered) {  // free: out of free_
+        id = prefer;
+        free_.erase(std::find(free_.begin(), free_.end(), id));
+    } else if (unheld) {  // cached: its prefix given up before the least recent one's
+        id = prefer;
+        Block& b = blocks_[size_t(id)];
+        lru_.erase(b.lru);
+        index_.erase(b.hash);
+        b.registered = false;
+        b.tokens.clear();
+    } else if (!free_.empty()) {
         id = free_.back();
         free_.pop_back();
     } else {
@@ -138,7 +161,11 @@ bool KvPool::grow(int seq, int n_tokens) {
     }
     const int own = std::max(0, s.reserved - int(s.blocks.size()));  // promised to this sequence
     if (need > own && need - own > available()) return false;
-    for (int i = 0; i < need; ++i) s.blocks.push_back(take_block());
+    // a sequence running alone takes block b for its positions of block b where no one holds it:
+    // its table stays the identity, the layout the single-sequence decode phase reads (slots.h)
+    bool alone = true;
+    for (size_t q = 0; q < seqs_.size() && alone; ++q) alone = int(q) == seq || seqs_[q].blocks.empty();
+    for (int i = 0; i < need; ++i) s.blocks.push_back(take_block(alone ? int32_t(s.blocks.size()) : -1));
     return true;
 }
 

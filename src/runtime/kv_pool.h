@@ -14,6 +14,10 @@
 // sequences never find the pool empty; a new sequence is admitted only when its promise fits
 // beside the others'. grow() beyond a promise takes what no promise holds.
 //
+// A sequence that grows while no other holds blocks takes block b for its positions of block b
+// where that block is free or only cached (a cached one given up out of the LRU order): a lone
+// sequence keeps the identity table that the single-sequence decode phase reads.
+//
 // Fixed mode (a backend without block tables): sequence s always has blocks s * per_seq + b, the
 // pool is n_seq * per_seq blocks, nothing is shared.
 #pragma once
@@ -34,6 +38,13 @@ struct KvPoolStats {
     int promised = 0;       // promised to sequences beyond what they hold
     uint64_t reused_tokens = 0;  // prompt positions attached instead of computed, so far
 };
+
+// The positions of a pool sized by device memory: `fraction` of the memory free beside the
+// weights, (free_bytes - weight_bytes) x fraction / bytes_per_position, in whole blocks of
+// block_tokens, at most max_positions (every sequence its whole context: more is never used).
+// 0 when the weights take all that is free.
+int64_t kv_pool_positions_for_memory(uint64_t free_bytes, uint64_t weight_bytes, double fraction,
+                                     uint64_t bytes_per_position, int block_tokens, int64_t max_positions);
 
 class KvPool {
 public:
@@ -86,7 +97,7 @@ private:
     static uint64_t chain(uint64_t parent, const int32_t* tokens, int n);
     int attach_prefix(int seq, const int32_t* tokens, int n);
     int promised() const;  // over the sequences: blocks promised beyond those held
-    int32_t take_block();
+    int32_t take_block(int32_t prefer);  // prefer: that block where no sequence holds it (-1: none)
     int32_t find(uint64_t parent, const int32_t* tokens) const;
 
     int n_blocks_, block_tokens_, per_seq_;

@@ -13,7 +13,7 @@
 
 namespace jitllm {
 
-LoadedModel::LoadedModel(const LoadOptions& opt, const std::function<void(PlanOptions&)>& shape) {
+LoadedModel::LoadedModel(const LoadOptions& opt, const std::function<void(PlanOptions&, const Model&)>& shape) {
     const auto t0 = std::chrono::steady_clock::now();
     NvtxRange load_range("load", NvtxColor::Load);
     model_ = load_model(opt.model_path);
@@ -28,7 +28,7 @@ LoadedModel::LoadedModel(const LoadOptions& opt, const std::function<void(PlanOp
                    "hint: lower --ctx-size", n_ctx, model_ctx, model_->config.arch);
     PlanOptions po;
     po.n_ctx = n_ctx;
-    if (shape) shape(po);
+    if (shape) shape(po, *model_);
     plan_ = plan_build(*model_, po);
     if (opt.gpu && opt.opencl) fail_usage("--gpu and --opencl: expected one device backend, found both");
     if (opt.opencl) {

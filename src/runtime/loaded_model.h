@@ -33,8 +33,9 @@ class LoadedModel {
 public:
     // Loads opt.model_path and its tokenizer, resolves the context (usage Error past the model's
     // context length), then `shape` completes the plan options for that context (batch rows,
-    // sequences; it may throw on its own options) before the plan and the backend are built.
-    LoadedModel(const LoadOptions& opt, const std::function<void(PlanOptions&)>& shape);
+    // sequences, the KV pool from the model's shape; it may throw on its own options) before the
+    // plan and the backend are built.
+    LoadedModel(const LoadOptions& opt, const std::function<void(PlanOptions&, const Model&)>& shape);
     ~LoadedModel();
     LoadedModel(const LoadedModel&) = delete;  // the backend holds a reference to plan
     LoadedModel& operator=(const LoadedModel&) = delete;

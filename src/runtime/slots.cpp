@@ -14,12 +14,34 @@ const SequenceBatchOptions& with_sequences(const SequenceBatchOptions& opt) {
     if (opt.kv_pool_tokens < 0)
         fail_usage("--kv-pool-tokens: expected 0 (every sequence its context) or more positions, found {}",
                    opt.kv_pool_tokens);
+    if (!(opt.kv_pool_fraction > 0.0 && opt.kv_pool_fraction <= 1.0))
+        fail_usage("--kv-pool-fraction: expected a share of the free GPU memory in (0, 1], found {}",
+                   opt.kv_pool_fraction);
     return opt;
+}
+
+// The GPU's pool when --kv-pool-tokens is not given: every sequence its context where
+// kv_pool_fraction of the memory free beside the weights holds that, else what it holds.
+int64_t gpu_pool_tokens(const SequenceBatchOptions& opt, const PlanOptions& po, const Model& m) {
+    size_t free_b = 0, total_b = 0;
+    CudaContext(opt.cuda.device).mem_info(&free_b, &total_b);
+    const ModelConfig& c = m.config;
+    const uint64_t per_pos = uint64_t(c.n_layers) * uint64_t(c.kv_dim() + c.v_dim()) *
+                             (opt.cuda.schedule.kv_f32 ? 4u : 2u);
+    const int64_t all = int64_t(po.n_seq) * ((po.n_ctx + kKvBlockTokens - 1) / kKvBlockTokens) * kKvBlockTokens;
+    const int64_t n = kv_pool_positions_for_memory(free_b, m.weight_bytes(), opt.kv_pool_fraction, per_pos,
+                                                   kKvBlockTokens, all);
+    if (n < po.n_ctx)
+        fail_usage("--kv-pool-fraction {}: {} of the {} of GPU memory free beside the weights holds {} KV positions, "
+                   "expected at least the context of one sequence ({}); hint: lower --ctx-size or give "
+                   "--kv-pool-tokens", opt.kv_pool_fraction, opt.kv_pool_fraction,
+                   format_bytes(free_b > m.weight_bytes() ? free_b - m.weight_bytes() : 0), n, po.n_ctx);
+    return n;
 }
 }  // namespace
 
 SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
-    : lm_(with_sequences(opt), [&opt](PlanOptions& po) {
+    : lm_(with_sequences(opt), [&opt](PlanOptions& po, const Model& m) {
           po.n_seq = opt.n_seq;
           po.batch_rows = opt.batch_rows > 0 ? opt.batch_rows : std::max(opt.n_seq, std::min(po.n_ctx, 512));
           if (po.batch_rows < opt.n_seq)
@@ -32,9 +54,12 @@ SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
               if (blocks > (int64_t(1) << 30) / kKvBlockTokens)
                   fail_usage("--kv-pool-tokens {}: expected at most {} positions", opt.kv_pool_tokens, int64_t(1) << 30);
               po.kv_blocks = int(blocks);
+          } else if (opt.gpu) {
+              po.kv_blocks = int(gpu_pool_tokens(opt, po, m) / kKvBlockTokens);
           }
       }),
-      prefix_reuse_(opt.prefix_reuse) {
+      prefix_reuse_(opt.prefix_reuse),
+      alone_decode_(opt.alone_decode) {
     const Plan& p = plan();
     // a backend without block tables keeps sequence s in blocks s * per_seq + b
     const bool paged = lm_.backend().set_kv_blocks(0, nullptr, 0);
@@ -91,8 +116,32 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         s.drawn = false;
     }
     take_blocks(steps);
-    run_rows(steps);
+    if (steps.size() != 1 || !run_alone(steps[0])) run_rows(steps);
     for (const auto& s : steps) pool_->append(s.seq, s.tokens.data(), int(s.tokens.size()));
+}
+
+bool SequenceBatch::run_alone(SeqStep& s) {
+    // one token of one sequence whose blocks are the identity (KvPool keeps a lone sequence's so):
+    // the decode phase, which reads and writes pool row p for position p (plan.h), with its graph
+    // and fused pick, instead of a batch step of one row
+    if (!alone_decode_ || s.tokens.size() != 1 || !s.want_logits) return false;
+    const auto& t = pool_->table(s.seq);
+    for (size_t b = 0; b < t.size(); ++b)
+        if (t[b] != int32_t(b)) return false;
+    Backend& be = lm_.backend();
+    const bool draw = s.draw.temperature > 0.0f;
+    if (draw && !device_draws(s.draw)) return false;  // the host draws from the batch step's logits
+    if (draw || decode_draw_set_) {
+        if (!be.set_draw(draw ? &s.draw : nullptr)) return false;  // (greedy: always taken)
+        decode_draw_set_ = draw;
+    }
+    be.set_logits_needed(s.host_logits);
+    const float* logits = be.decode(s.tokens[0], s.pos);
+    ++decode_calls_;
+    s.logits = s.host_logits ? logits : nullptr;
+    s.argmax = be.sampled_token();
+    s.drawn = draw;
+    return true;
 }
 
 void SequenceBatch::run_rows(std::vector<SeqStep>& steps) {

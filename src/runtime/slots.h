@@ -5,7 +5,10 @@
 // listed sequence consumes its tokens, through the plan's batch phase — prompt tokens of all
 // sequences packed into chunks of rows (no logits), then the last token of every sequence that
 // wants logits in one step together (on the GPU: matrix-matrix products over the sequences,
-// attention per sequence). Not thread-safe: one thread (the scheduler) drives it.
+// attention per sequence). A step of one token of a single sequence whose blocks are pool blocks
+// 0, 1, 2... (a sequence running alone gets those) runs the decode phase instead: the path and
+// rate of single-sequence generation (`jitllm --gpu`). Not thread-safe: one thread (the
+// scheduler) drives it.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +21,24 @@
 
 namespace jitllm {
 
+// The share of the GPU memory free beside the weights that the KV pool takes when its size is not
+// given (the rest: activations, logits rows, the JIT modules and graphs).
+constexpr double kDefaultKvPoolFraction = 0.9;
+
 // The model, per-sequence context, threads (shared by the sequences, which run one after
 // another) and backend (LoadOptions), and the batch shape.
 struct SequenceBatchOptions : LoadOptions {
     int n_seq = 1;        // sequences (server slots)
     int batch_rows = 0;   // rows of a batch step; 0: max(n_seq, min(n_ctx, 512))
     // KV positions of all sequences together (the pool, in blocks of kKvBlockTokens); 0: every
-    // sequence its whole context (n_seq x n_ctx); else at least n_ctx
+    // sequence its whole context (n_seq x n_ctx), on the GPU at most what kv_pool_fraction of the
+    // memory free beside the weights holds; else at least n_ctx
     int64_t kv_pool_tokens = 0;
+    double kv_pool_fraction = kDefaultKvPoolFraction;  // (0, 1]
     bool prefix_reuse = true;  // begin() attaches the blocks of a prompt prefix already computed
+    // a lone sequence's one-token steps through the decode phase (see the class); off: every
+    // step through the batch phase (the GPU's decode kernels sum in another order)
+    bool alone_decode = true;
 };
 
 // One sequence's share of a step.
@@ -84,17 +96,20 @@ public:
     int64_t kv_pool_tokens() const { return int64_t(pool_->n_blocks()) * pool_->block_tokens(); }
     const std::vector<int32_t>& kv_table(int seq) const { return pool_->table(seq); }  // its pool blocks
     uint64_t batch_calls() const { return batch_calls_; }  // backend batch steps so far
+    uint64_t decode_calls() const { return decode_calls_; }  // steps run as the decode phase (run())
 
 private:
     void take_blocks(const std::vector<SeqStep>& steps);  // the pool's blocks for the steps' positions
     void run_rows(std::vector<SeqStep>& steps);           // the steps' rows through the batch phase
+    bool run_alone(SeqStep& s);  // a lone sequence's decode step through the decode phase; false: not taken
 
     static constexpr size_t kUnsent = ~size_t(0);
     LoadedModel lm_;
-    bool prefix_reuse_;
+    bool prefix_reuse_, alone_decode_;
     std::unique_ptr<KvPool> pool_;
     std::vector<size_t> table_sent_;  // per sequence: block-table entries the backend has (kUnsent: none)
-    uint64_t batch_calls_ = 0;
+    uint64_t batch_calls_ = 0, decode_calls_ = 0;
+    bool decode_draw_set_ = false;  // the backend's decode steps draw (Backend::set_draw) rather than argmax
     std::vector<int32_t> tok_buf_, pos_buf_, seq_buf_;
     std::vector<DrawParams> draw_buf_;
 };

@@ -126,11 +126,15 @@ TEST(KvPool, the_prefix_released_longest_ago_is_evicted_first) {
     p.release(0);  // x's blocks 0 (kept longest), 1
     p.release(1);  // y's blocks 2, 3
     EXPECT_EQ(p.stats().cached, 4);
+    // sequence 1 holds x's first block again (so sequence 0 does not run alone, below)
+    const std::vector<int32_t> x0 = {1, 2, 0};
+    EXPECT_EQ(p.admit(1, x0.data(), 3, 3, true), 2);
     ASSERT_TRUE(p.grow(0, 2));  // evicts x's second block first (released last-first)
     EXPECT_EQ(p.table(0), (std::vector<int32_t>{1}));
     const std::vector<int32_t> z = {9, 9};
     p.append(0, z.data(), 2);
     p.release(0);
+    p.release(1);
     std::vector<int32_t> xq = x;
     xq.push_back(0);
     EXPECT_EQ(p.admit(1, xq.data(), 5, 5, true), 2);  // x's first block survived, its second did not
@@ -140,6 +144,24 @@ TEST(KvPool, the_prefix_released_longest_ago_is_evicted_first) {
     yq.push_back(0);
     EXPECT_EQ(p.admit(1, yq.data(), 5, 5, true), 4);  // y untouched
     p.release(1);
+}
+
+TEST(KvPool, a_sequence_alone_keeps_the_identity_table) {
+    KvPool p(6, 2, 2, 3, false);  // 6 blocks of 2 positions
+    const std::vector<int32_t> x = {1, 2, 3, 4, 5}, y = {6, 7, 8, 9};
+    fill(p, 1, y);  // blocks 0, 1
+    fill(p, 0, x);  // beside sequence 1: the next free ones, 2, 3, 4
+    EXPECT_EQ(p.table(0), (std::vector<int32_t>{2, 3, 4}));
+    p.release(0);  // block 4 free (partial), 2 and 3 cached
+    p.release(1);  // 0 and 1 cached
+    EXPECT_EQ(p.stats().cached, 4);
+    // alone: blocks 0, 1 and 2 where they are, cached ones given up though 4 and 5 are free and 3
+    // was released before 2 (else the table would be 4, 5, 3)
+    ASSERT_TRUE(p.grow(0, 6));
+    EXPECT_EQ(p.table(0), (std::vector<int32_t>{0, 1, 2}));
+    EXPECT_EQ(p.stats().cached, 1);  // x's second block, 3
+    p.release(0);
+    EXPECT_EQ(p.stats().used, 0);
 }
 
 TEST(KvPool, fixed_layout_without_block_tables) {
@@ -156,6 +178,21 @@ TEST(KvPool, fixed_layout_without_block_tables) {
     p.release(0);
     EXPECT_EQ(p.stats().used, 0);
     EXPECT_EQ(p.admit(0, t.data(), 12, 12, true), 0);
+}
+
+
+TEST(KvPool, pool_sized_by_a_share_of_the_free_memory) {
+    const uint64_t GiB = uint64_t(1) << 30;
+    const uint64_t per_pos = 32 * (1024 + 1024) * 2;  // 32 layers of K and V, 1024 wide each, half floats
+    // half of the 6 GiB beside 4 GiB of weights: 3 GiB / 128 KiB = 24576 positions
+    EXPECT_EQ(kv_pool_positions_for_memory(10 * GiB, 4 * GiB, 0.5, per_pos, 16, 64 * 1024), 24576);
+    // never more than every sequence's whole context (in whole blocks)
+    EXPECT_EQ(kv_pool_positions_for_memory(10 * GiB, 4 * GiB, 0.5, per_pos, 16, 10001), 10016);
+    // whole blocks only: room for 100 positions is 6 blocks of 16
+    EXPECT_EQ(kv_pool_positions_for_memory(4 * GiB + 100 * per_pos, 4 * GiB, 1.0, per_pos, 16, 1 << 20), 96);
+    // weights taking all that is free
+    EXPECT_EQ(kv_pool_positions_for_memory(4 * GiB, 4 * GiB, 0.9, per_pos, 16, 1 << 20), 0);
+    EXPECT_EQ(kv_pool_positions_for_memory(3 * GiB, 4 * GiB, 0.9, per_pos, 16, 1 << 20), 0);
 }
 
 }  // namespace

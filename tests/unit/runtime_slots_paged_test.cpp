@@ -32,6 +32,8 @@ SequenceBatchOptions options(int n_seq, int64_t pool_tokens, int n_threads = 1) 
     o.kv_pool_tokens = pool_tokens;
     o.gpu = test::backend_is_gpu();
     o.cuda = test::cuda_options_from_env();
+    // (the GPU's batch kernels are compared with themselves bit for bit below)
+    o.alone_decode = !test::backend_is_gpu();
     return o;
 }
 
@@ -161,6 +163,48 @@ TEST(SequenceBatchPaged, ScatteredBlocksGiveTheSingleSequenceDecode) { scattered
 
 TEST(SequenceBatchPaged, ScatteredBlocksOnTwoThreads) {
     for (int round = 0; round < 20; ++round) scattered_blocks(2);
+}
+
+TEST(SequenceBatchPaged, ALoneSequenceDecodesThroughTheDecodePhase) {
+    SequenceBatchOptions o = options(2, 0);
+    o.alone_decode = true;
+    SequenceBatch b(o);
+    const int n_gen = 12;
+    // two sequences' blocks left behind first: scattered free and cached blocks, and sequence 0's
+    // block table in the backend not the identity
+    {
+        std::vector<SeqJob> scratch = {{1, encode(b, "One day, a cat and a bird went to the river to drink water."), 30, 0, 0},
+                                       {0, encode(b, "Tom had a big red ball."), 30, 1, 0}};
+        drive(b, scratch, 7);
+        EXPECT_FALSE(consecutive(b.kv_table(0)) && b.kv_table(0).front() == 0);
+        b.reset(0);
+        b.reset(1);
+    }
+    const std::vector<int32_t> p0 = encode(b, "Once upon a time, there was a little girl named Lily. She loved to play");
+    const uint64_t decodes = b.decode_calls();
+    const std::vector<SeqJob> one = {{1, p0, n_gen, 0, 0}};
+    const Output got = drive(b, one, 200)[0];
+    // alone: blocks 0, 1, 2... and every step after the prompt's through the decode phase
+    EXPECT_EQ(b.kv_table(1).front(), 0);
+    EXPECT_TRUE(consecutive(b.kv_table(1)));
+    EXPECT_EQ(b.decode_calls() - decodes, uint64_t(n_gen - 1));
+    const Output want = decode_alone(p0, n_gen);
+    if (!test::backend_is_gpu()) expect_same(got, want);
+    else EXPECT_EQ(got.tokens, want.tokens);
+    b.reset(1);
+    // two sequences in step: batch steps only
+    const std::vector<int32_t> p1 = encode(b, "The dog ran to the park and");
+    const uint64_t before = b.decode_calls();
+    const std::vector<SeqJob> jobs = {{0, p0, n_gen, 0, 0}, {1, p1, n_gen, 0, 0}};
+    const std::vector<Output> two = drive(b, jobs, 200);
+    EXPECT_EQ(b.decode_calls(), before);
+    if (!test::backend_is_gpu()) {
+        expect_same(two[0], want);
+        expect_same(two[1], decode_alone(p1, n_gen));
+    }
+    b.reset(0);
+    b.reset(1);
+    EXPECT_EQ(b.kv_stats().used, 0);
 }
 
 TEST(SequenceBatchPaged, SharedPromptPrefixIsAttachedNotComputed) {

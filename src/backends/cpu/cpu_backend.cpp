@@ -200,6 +200,7 @@ bool CpuBackend::set_kv_blocks(int seq, const int32_t* blocks, int n) {
 }
 
 size_t CpuBackend::pool_row(int seq, int pos) const {
+    if (seq < 0) return size_t(pos);  // decode / prefill: position p in pool row p (plan.h)
     const int32_t b = kv_table_[size_t(seq) * size_t(plan_.kv_blocks_per_seq()) + size_t(pos / plan_.kv_block)];
     JITLLM_CHECK(b >= 0, "sequence {}: position {} has no KV block", seq, pos);
     return size_t(b) * size_t(plan_.kv_block) + size_t(pos % plan_.kv_block);
@@ -341,7 +342,7 @@ void CpuBackend::run_task(const Task& t) {
     const int L = t.layer;
     auto one_row = [&](int r) {
         const int pos = row_pos_[r];
-        const int seq = row_seq_ ? row_seq_[r] : 0;
+        const int seq = row_seq_ ? row_seq_[r] : -1;  // -1: rows by position
         float* x = row(Slot::X, r);
         float* xb = row(Slot::Xb, r);
         switch (t.kind) {

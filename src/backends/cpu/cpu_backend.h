@@ -62,7 +62,8 @@ private:
     bool run_products(const Task& t);
     // The mixture-of-experts tasks (cpu_moe.cpp) over every current row; false for any other kind.
     bool run_moe(const Task& t);
-    // Pool row of (sequence, position): through the sequence's block table.
+    // Pool row of (sequence, position): through the sequence's block table; seq -1 (decode and
+    // prefill's one row): row pos, whatever sequence 0's table says.
     size_t pool_row(int seq, int pos) const;
     float* cache_row(Slot s, int layer, int seq, int pos) {
         return slot(s, layer) + pool_row(seq, pos) * size_t(c_.kv_dim());
@@ -77,11 +78,11 @@ private:
     cpu::fast::PackedWeights packed_;  // fast_: the products' weights in the packed layout (where it has one)
     int pos_ = 0;
     int32_t token_ = 0, token_out_ = 0;
-    // rows of the task being run: decode/prefill = one row (token_, pos_, sequence 0)
+    // rows of the task being run: decode/prefill = one row (token_, pos_, pool rows by position)
     int n_rows_ = 1;
     const int32_t* row_tok_ = &token_;
     const int32_t* row_pos_ = &pos_;
-    const int32_t* row_seq_ = nullptr;  // null: sequence 0
+    const int32_t* row_seq_ = nullptr;  // null: pool row = position
     bool row_logits_ = false;
     std::vector<std::vector<float>> slots_;     // by Slot (KCache/VCache unused here)
     std::vector<std::vector<float>> k_cache_;   // per layer (kv_blocks * kv_block, kv_dim): the pool

@@ -82,6 +82,7 @@ struct ScheduleOptions {
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // gemm.bm: MMA tile rows (0: auto 64 | 128)
+    int gemm_bn = 0;                             // gemm.bn: wgmma tile weight rows (0: auto 128 | 256)
     int moe_bm = 0;                              // moe.bm: rows of a grouped expert GEMM tile (0: auto 64)
     int gemv_min_blocks = 0;                     // gemv.min_blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // gemv.prefetch: bytes of each row prefetched to L2
