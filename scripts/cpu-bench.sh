@@ -71,7 +71,8 @@ import glob, json, os, statistics, sys
 out, np_, ng, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 ts = {}  # (tool, file, test) -> tok/s of each round
 for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
-    tool, name = os.path.basename(path).split(".")[:2]
+    parts = os.path.basename(path).split(".")  # TOOL.NAME.ROUND.jsonl (NAME may hold dots)
+    tool, name = parts[0], ".".join(parts[1:-2])
     for line in open(path):
         line = line.strip()
         if not line.startswith("{"):
