@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 #include <functional>
 #include <random>
 
@@ -107,6 +108,25 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
                     vs.emplace_back(arch, gemm_variant(s, sym(s, "plain") + "_split_pw1"));
                 }
             }
+    // split-K (gate gemm.split_k) on the wgmma kernels the 8B shapes take: F16 (bn 128 and 256),
+    // Q8_0 / Q4_0 in the split layout (the residual and SwiGLU epilogues too), a raw-ring Q4_0, a K-quant
+    for (const auto& [t, bn, wsplit, epi] : std::vector<std::tuple<GgmlType, int, bool, int>>{
+             {GgmlType::F16, 128, false, 0}, {GgmlType::F16, 256, false, 1}, {GgmlType::Q8_0, 128, true, 1},
+             {GgmlType::Q4_0, 128, true, 2}, {GgmlType::Q4_0, 64, false, 0}, {GgmlType::Q4_K, 128, false, 0}}) {
+        GemmSpec s;
+        s.wtype = t;
+        s.cols = 1024;
+        s.rows[0] = 1003;
+        s.n_mat = epi == 2 ? 2 : 1;
+        s.rows[1] = epi == 2 ? 1003 : 0;
+        s.epi = epi;
+        s.mma = 2;
+        s.x_f16 = true;
+        s.bn = bn;
+        s.wsplit = wsplit;
+        s.split_k = true;
+        vs.emplace_back("sm_90", gemm_variant(s, sym(s, "splitk") + fmt::format("_bn{}_epi{}", bn, epi)));
+    }
     // fusions on sm_90 for a cp.async type, a register-staged type and a K-quant (+ wgmma)
     for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
         for (int mma : {2, 1, 0}) {
@@ -149,7 +169,7 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
             }
             EXPECT_EQ(k.usage.spill_stores, 0) << k.log;
             EXPECT_EQ(k.usage.spill_loads, 0);
-            if (k.variant.symbol.rfind("test_plain", 0) == 0)
+            if (k.variant.symbol.rfind("test_plain", 0) == 0 || k.variant.symbol.rfind("test_splitk", 0) == 0)
                 std::printf("%-6s %-34s regs %3d\n", k.arch.c_str(), k.variant.symbol.c_str(), k.usage.registers);
         }
     }
@@ -427,27 +447,34 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         // mma 2 (bn 128; x16 for quantized weights), mma 2 x16 (bn 256), mma 2 x16 (bn 64), 1, 0;
         // JITLLM_GEMM_TEST_MMA=n runs level n only
         const int only_mma = std::getenv("JITLLM_GEMM_TEST_MMA") ? std::atoi(std::getenv("JITLLM_GEMM_TEST_MMA")) : -1;
-        // runs 5..9: the same with the split layout (Q4_0 / Q8_0, cols % 256 == 0)
-        for (int run_all = 0; run_all < 10; ++run_all) {
-            const bool split = run_all >= 5;
+        // runs 5..9: the same with the split layout (Q4_0 / Q8_0, cols % 256 == 0); the wgmma runs
+        // of one tile row again with split-K (SPLIT_K, 3 splits of the K steps where there are 3,
+        // uneven), launched twice: the second launch reuses the counters the first reset and gives
+        // the same bits
+        for (int run_all = 0; run_all < 20; ++run_all) {
+            const bool split = run_all % 10 >= 5;
+            const bool ksplit = run_all >= 10;
             const int run = run_all % 5;
             if (split && !can_split) continue;
             const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
             if (mma && !gemm_mma_supported(t, cc, nullptr, mma)) continue;
             if (only_mma >= 0 && mma != only_mma) continue;
+            if (ksplit && (mma != 2 || c.m > 128)) continue;
             s.mma = mma;
             s.wsplit = split;
+            s.split_k = ksplit;
             s.x_f16 = run == 1 || run == 2 || (mma == 2 && t != GgmlType::F16 && t != GgmlType::BF16);  // quantized: 16-bit x only
             s.bn = run == 1 ? 256 : run == 2 ? 64 : 0;
-            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} split={} m={} cols={} rows0={} n_mat={} epi={} bias={}", type_name(t), mma,
-                                     int(s.x_f16), s.bn, int(split), c.m, cols, c.rows0, c.n_mat, c.epi, c.bias));
+            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} split={} split_k={} m={} cols={} rows0={} n_mat={} epi={} bias={}",
+                                     type_name(t), mma, int(s.x_f16), s.bn, int(split), int(ksplit), c.m, cols, c.rows0,
+                                     c.n_mat, c.epi, c.bias));
             if (gemm_smem_bytes(s) > 227u * 1024u) continue;  // e.g. bn 256 with a raw weight ring
             if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
-            const Variant v = gemm_variant(s, sym(s, "vs_cpu"));
+            const Variant v = gemm_variant(s, sym(s, ksplit ? "vs_cpu_splitk" : "vs_cpu"));
             const CompiledKernel k = jit.compile(v);
             CUmodule mod = ctx.load_module(k.cubin, v.display_name());
             CUfunction f = ctx.function(mod, v.symbol);
-            const GemmLaunch l = gemm_launch(s, c.m);
+            GemmLaunch l = gemm_launch(s, c.m);
             if (l.smem > 48 * 1024) ctx.set_max_dynamic_shared(f, int(l.smem));
             const CUdeviceptr* wp = split ? dws : dw;
             const void *w0 = (void*)wp[0], *w1 = (void*)wp[1], *w2 = (void*)wp[2];
@@ -455,7 +482,26 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             float *y0 = (float*)dy[0], *y1 = (float*)dy[1], *y2 = (float*)dy[2];
             const float* xp = (float*)(s.x_f16 ? dx16 : dx);
             const float* rp = (float*)dres;
-            ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m);
+            if (!ksplit) {
+                ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m);
+            } else {
+                const int nk = (cols + 63) / 64, per = (nk + 2) / 3;
+                const int z = (nk + per - 1) / per;
+                l.grid.z = unsigned(z);
+                float* ws = (float*)dev.put(nullptr, gemm_split_ws_floats(s, z) * 4);
+                int* ctr = (int*)dev.put(nullptr, size_t(gemm_split_counters(s)) * 4);
+                ctx.memset_async(CUdeviceptr(ctr), 0, size_t(gemm_split_counters(s)) * 4);
+                std::vector<float> first;
+                for (int twice = 0; twice < 2; ++twice) {
+                    if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
+                    ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m, ws, ctr);
+                    ctx.synchronize();
+                    std::vector<float> y(size_t(c.m) * size_t(s.rows[0]));
+                    ctx.download(y.data(), dy[0], y.size() * 4);
+                    if (twice == 0) first = y;
+                    else EXPECT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * 4)) << "split-K twice: different bits";
+                }
+            }
             ctx.synchronize();
             const double lim = mma ? (t == GgmlType::BF16 ? 2.5e-2 : 1e-2) : 1e-4;
             double worst = 0;
@@ -464,7 +510,9 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
                                      wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
             }, &worst);
             std::printf("%-5s %s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
-                        type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt", split ? " split" : "", c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), worst, lim,
+                        type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt",
+                        split ? (ksplit ? " split splitk" : " split") : ksplit ? " splitk" : "", c.m, cols, c.rows0,
+                        c.n_mat, c.epi, int(c.bias), worst, lim,
                         k.usage.registers, bad ? "  FAIL" : "");
             EXPECT_EQ(bad, 0);
         }

@@ -85,6 +85,7 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.grouped && (s.mma == 2 || s.has_bias || !(s.epi == 0 || (s.epi == 2 && s.n_mat == 2)) ||
                       s.group_k < 1 || s.groups < 1))
         fail("gemm: grouped takes mma 0 / 1, no bias, epi 0 or epi 2 with two matrices, group_k and groups >= 1");
+    if (s.split_k && (s.mma != 2 || s.grouped)) fail("gemm: split_k takes mma 2, not grouped");
     if (s.mma == 2) {
         if (s.wtype == GgmlType::F32) fail("gemm: mma 2 (wgmma) takes F16/BF16 or quantized weights, not F32");
         if (!async_w(s) && !s.x_f16)
@@ -107,6 +108,7 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.x_f16) v.set("X_F16", 1);
     if (s.wsplit) v.set("WSPLIT", 1);
     if (s.grouped) v.set("GROUPED", s.grouped).set("GROUP_K", s.group_k);
+    if (s.split_k) v.set("SPLIT_K", 1);
     if (s.mma == 2) {
         const int pw = gemm_producers(s);
         if (pw < 1 || pw > 2) fail("gemm: mma 2 takes 1 or 2 producer warpgroups, not {}", pw);
@@ -130,6 +132,28 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     return unsigned(st * bm * bk * 4 + 2 * bm * bk * 2 + w_slots * bn * bk * 2);
 }
 
+int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force) {
+    if (!s.split_k || m > tile_m(s)) return 1;
+    const int out_w = gemm_weight_rows(s);
+    const int tiles = (out_w + tile_n(s) - 1) / tile_n(s);
+    const int nk = (s.cols + 63) / 64;
+    int z = force > 0 ? force : tiles < sm_count ? sm_count / tiles : 1;
+    z = std::max(1, std::min(z, nk / 8));
+    const int per = (nk + z - 1) / z;
+    return (nk + per - 1) / per;  // every split non-empty
+}
+
+uint64_t gemm_split_ws_floats(const GemmSpec& s, int splits) {
+    const int out_w = gemm_weight_rows(s);
+    const uint64_t tiles = uint64_t((out_w + tile_n(s) - 1) / tile_n(s));
+    return tiles * uint64_t(splits) * 256u * uint64_t(tile_n(s) / 2);
+}
+
+int gemm_split_counters(const GemmSpec& s) {
+    const int out_w = gemm_weight_rows(s);
+    return (out_w + tile_n(s) - 1) / tile_n(s);
+}
+
 int gemm_group_tiles(const GemmSpec& s, int m) {
     const int64_t entries = int64_t(std::max(m, 1)) * s.group_k;
     return int((entries + tile_m(s) - 1) / tile_m(s) + std::min<int64_t>(s.groups, entries));
@@ -137,7 +161,7 @@ int gemm_group_tiles(const GemmSpec& s, int m) {
 
 GemmLaunch gemm_launch(const GemmSpec& s, int m) {
     const int bm = tile_m(s), bn = tile_n(s);
-    const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+    const int out_w = gemm_weight_rows(s);
     GemmLaunch l;
     const int mt = s.grouped ? gemm_group_tiles(s, m) : (std::max(m, 1) + bm - 1) / bm;
     l.grid = Dim3(unsigned(mt), unsigned((out_w + bn - 1) / bn));

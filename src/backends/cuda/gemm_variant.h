@@ -31,6 +31,7 @@ struct GemmSpec {
                                  // required for quantized weights
     bool wsplit = false;         // Q4_0/Q8_0 weights in the split device layout (quant.h); cols % 256 == 0
     int producers = 0;           // MMA=2 producer warpgroups (G2_PW); 0 = auto (gemm_producers)
+    bool split_k = false;        // MMA=2: SPLIT_K (K steps over grid.z; gemm_k_splits says how many)
     // GROUPED (mixture of experts, gemm.cu): 1 x rows gathered through the group list (entry /
     // group_k), 2 x rows in group order; 0 off. The matrices are stacked per expert (`groups` of
     // them); a step of m tokens has m * group_k entries, in at most ceil(m * group_k / bm) +
@@ -59,6 +60,14 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m);
 // grouped: tiles of the group list, at most ceil(entries / bm) + min(groups, entries) (every
 // expert's last tile may be partial); the grid's x bound for m tokens
 int gemm_group_tiles(const GemmSpec& s, int m);
+// Split-K (SPLIT_K): the grid.z a step of m rows gets on a device of `sm_count` SMs. Steps of one
+// tile row (m <= 128) whose tiles number fewer than the SMs split their K steps so that tiles x
+// splits comes near the SM count, each split 8 K steps of 64 at least, every split non-empty;
+// `force` > 0 asks for that many (gemm.splits, within the same bounds). Else 1.
+int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force = 0);
+// The f32 workspace split-K needs for `splits` (floats), and its counters (ints).
+uint64_t gemm_split_ws_floats(const GemmSpec& s, int splits);
+int gemm_split_counters(const GemmSpec& s);
 // Dynamic shared memory of the variant (the same for every m).
 unsigned gemm_smem_bytes(const GemmSpec& s);
 

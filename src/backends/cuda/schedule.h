@@ -58,6 +58,9 @@ struct KernelStep {
     // plan's batch_rows). rows_add: the grouped expert GEMMs' tiles, one partial tile per expert at
     // most, never more than one per (row, choice) entry (gemm_group_tiles).
     int rows_dim = -1, rows_mul = 1, rows_div = 1, rows_add = 0;
+    // Batch phase, gemm.cu SPLIT_K (gate gemm.split_k): grid.z = ksplit for steps of up to
+    // ksplit_rows rows (one tile row), 1 for larger steps.
+    int ksplit = 1, ksplit_rows = 0;
     Dim3 grid_for_rows(int m) const;
     // Programmatic dependent launch (gate launch.pdl): compiled with PDL=1 and launched with
     // programmatic stream serialization, so its prologue overlaps the previous kernel's tail.
@@ -83,6 +86,7 @@ struct ScheduleOptions {
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // gemm.bm: MMA tile rows (0: auto 64 | 128)
     int gemm_bn = 0;                             // gemm.bn: wgmma tile weight rows (0: auto 128 | 256)
+    int gemm_splits = 0;                         // gemm.splits: gate gemm.split_k's K splits (0: auto)
     int moe_bm = 0;                              // moe.bm: rows of a grouped expert GEMM tile (0: auto 64)
     int gemv_min_blocks = 0;                     // gemv.min_blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // gemv.prefetch: bytes of each row prefetched to L2

@@ -40,10 +40,17 @@
 //                   (2: x already in group order), its output row first + r. Blocks past the list
 //                   return at once. MMA 0 / 1, EPI 0 / 2 (N_MAT 2), no bias; two more arguments
 //                   (tiles, ent) after m
+//   SPLIT_K         MMA=2 only: 1 = the kernel takes (ws, ctr) after m and splits its K steps over
+//                   gridDim.z (1: no split, the same code otherwise): each block sums its share,
+//                   the last block of a tile to finish adds the shares in z order (deterministic)
+//                   and runs the epilogue (gemm_wgmma.cuh g2_split_sum); ws f32 scratch of
+//                   gridDim.x * gridDim.y * gridDim.z * 256 * BN / 2, ctr int [gridDim.x * gridDim.y]
+//                   zero (each tile's last block resets its counter). The host splits steps of
+//                   one tile row whose tiles leave SMs idle (gate gemm.split_k)
 //   MIN_BLOCKS      __launch_bounds__ minimum (MMA default: 2 for F16/BF16 on sm_90+ = 128
 //                   registers, 1 otherwise: the register-staged types spill a few bytes at 128,
 //                   and sm_8x holds one 112 KiB block per SM anyway)
-// launch:  grid  = (ceil(M / BM), N_TILES), N_TILES = ceil(OUT_W / BN), OUT_W = ROWS0 + ROWS1 +
+// launch:  grid  = (ceil(M / BM), N_TILES[, splits]), N_TILES = ceil(OUT_W / BN), OUT_W = ROWS0 + ROWS1 +
 //                  ROWS2, or 2 * ROWS0 for EPI=2 (a tile holds BN/2 gate rows and their BN/2 up
 //                  rows); block = 32 * WARPS_M * WARPS_N (MMA) or 256 (SIMT)
 //          dynamic smem (independent of M):
@@ -51,7 +58,7 @@
 //                  cp.async ring) or 2*BN*BK*2 (other types, dequantized double buffer)
 //                  = 112 KiB (F16/BF16) / 96 KiB at 128x128, STAGES 4 (host raises the limit)
 //            SIMT: 2 * BK * ((BM + 4) + (BN + 4)) * 4 = 34 KiB at 64 x 64
-// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m[, tiles, ent]); unused ones = null.
+// args:    (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m[, tiles, ent][, ws, ctr]); unused ones = null.
 //          GROUPED: m unused; grid.x = the list's bound (gemm_launch).
 //          x f32 [m, COLS], y_i f32 [m, ROWS_i] (EPI=2: y0 [m, ROWS0]), resid f32 [m, ROWS0].
 //          PRECOND: W pointers and x 16-byte aligned; y does not overlap x; m >= 1.
@@ -96,6 +103,9 @@
 #endif
 #ifndef GROUP_K
 #define GROUP_K 1
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 0
 #endif
 #ifndef BK
 #define BK (MMA == 2 ? 64 : 32)

@@ -129,6 +129,9 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
         const int tiles128 = ((R + 127) / 128) * ((out_w + 127) / 128);
         s.bm = o_.gemm_bm > 0 ? o_.gemm_bm : (tiles128 < 2 * d_.sm_count ? 64 : 128);
     }
+    // gate gemm.split_k: only where a one-tile-row step would split
+    s.split_k = s.mma == 2 && g_.gemm_split_k;
+    if (s.split_k && gemm_k_splits(s, 1, d_.sm_count, o_.gemm_splits) < 2) s.split_k = false;
     const std::string algo = std::string("gemm_") + (s.mma == 2 ? "wgmma_" : s.mma ? "mma_" : "simt_") +
                              lowercase(type_name(s.wtype)) + (s.wsplit ? "_split" : "");
     auto& k = add(idx, algo, gemm_variant(s, ""));
@@ -146,6 +149,14 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
     k.args.push_back(x);
     k.args.push_back(g.resid);
     k.args.push_back(rows_arg());
+    if (s.split_k) {  // gate gemm.split_k: grid.z for steps of one tile row
+        k.ksplit = gemm_k_splits(s, 1, d_.sm_count, o_.gemm_splits);
+        k.ksplit_rows = bm;
+        k.args.push_back(scratch("gemm_split_ws"));
+        k.args.push_back(scratch("gemm_split_ctr"));
+        s_.scratch["gemm_split_ws"] = std::max(s_.scratch["gemm_split_ws"], size_t(gemm_split_ws_floats(s, k.ksplit)) * 4);
+        s_.scratch["gemm_split_ctr"] = std::max(s_.scratch["gemm_split_ctr"], size_t(gemm_split_counters(s)) * 4);
+    }
     k.bytes_fixed = gemm_bytes(s, 0);
     k.bytes = gemm_bytes(s, 1) - k.bytes_fixed;
     k.flops = gemm_flops(s, 1);

@@ -53,6 +53,17 @@ GateVerdict gemm_wgmma(In in, Gates& g, const Schedule&) {
                    : cc_text(in.dev) + ": no wgmma" + (g.gemm_mma ? "" : " (and gemm.mma=simt)")};
 }
 
+// A step of one tile row (up to 128 rows: the server's batched decode) has as many wgmma tiles as
+// its output has 128-row groups, 32 for a 4096-wide product: most SMs would idle while each busy
+// one walks the whole K range. The K steps are split over grid.z instead until the blocks come
+// near the SM count; the last block of a tile sums the parts in split order (deterministic).
+GateVerdict gemm_split_k(In, Gates& g, const Schedule&) {
+    return {true, "steps of one tile row (<= 128 rows) whose wgmma tiles number fewer than the SMs: K split over "
+                  "grid.z until the blocks fill the SMs (8 K steps of 64 a split at least), the last block of a tile "
+                  "adds the splits' partial sums in order",
+            g.gemm_wgmma ? "" : "gemm.wgmma=mma: split-K is the wgmma kernel's"};
+}
+
 // Batch-phase attention: flash-attention-2 style tiles on mma.sync (attention_prefill.cu) or one
 // block per (kv head, row) on SIMT units (attention_decode.cu BATCH=1).
 GateVerdict attn_prefill(In in, Gates&, const Schedule&) {
@@ -369,6 +380,7 @@ const std::vector<GateSpec>& gate_table() {
         {"attn.algo", "split", "onepass", attn_algo, &G::attn_split},
         {"gemm.mma", "mma", "simt", gemm_mma, &G::gemm_mma},
         {"gemm.wgmma", "wgmma", "mma", gemm_wgmma, &G::gemm_wgmma},
+        {"gemm.split_k", "split", "whole", gemm_split_k, &G::gemm_split_k},
         {"attn.prefill", "mma", "rows", attn_prefill, &G::attn_prefill_mma},
         {"attn.vsum", "half2", "float", attn_vsum, &G::attn_vh2},
         {"attn.early", "kv", "wait", attn_early, &G::attn_early},

@@ -22,6 +22,7 @@ struct Gates {
     bool gemv_warp = false, norm_warp = false, attn_split = false, sample_warp = false;
     bool gemm_mma = false;          // tensor-core matrix-matrix kernels in the batch phase
     bool gemm_wgmma = false;        // Hopper warpgroup MMA for F16/BF16 weights
+    bool gemm_split_k = false;      // gemm.split_k=split: a step of one tile row splits the wgmma GEMM's K over grid.z
     bool attn_prefill_mma = false;  // batch-phase causal attention on tensor cores
     bool attn_vh2 = false;          // attn.vsum=half2: decode attention's V sums in f16 pairs per tile
     bool attn_tma = false;          // attn.kv=tma: split-KV decode attention fed by tensor-map copies, on tensor cores

@@ -187,41 +187,42 @@ __device__ __forceinline__ void g2_mma(float* acc, uint64_t da, uint64_t db) {
     wgmma_n256(acc, da, db);
 #endif
 }
-// The producer's K loop over G2_NK steps: step(kt, slot, sb, set) fills ring slot `slot` = kt %
-// STAGES (shared address sb) once its consumers have released it; load(set, kt) fetches step kt's
-// register inputs (N values of T) ahead. SETS 0: no register inputs (step gets null); 1: one set,
-// reloaded after each step; 2: two sets in turn, so step kt + 2's loads are in flight during kt + 1.
+// The producer's K loop over the block's nk steps k0 .. k0 + nk - 1 (all G2_NK without split-K):
+// step(kt, slot, sb, set) fills ring slot `slot` = (kt - k0) % STAGES (shared address sb) once its
+// consumers have released it; load(set, kt) fetches step kt's register inputs (N values of T)
+// ahead. SETS 0: no register inputs (step gets null); 1: one set, reloaded after each step; 2: two
+// sets in turn, so step kt + 2's loads are in flight during kt + 1.
 template <int SETS, typename T, int N, typename Load, typename Step>
-__device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, Load load, Step step) {
-    auto fill = [&](int kt, const T* set) {
-        const int slot = kt % STAGES;
+__device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0, int nk, Load load, Step step) {
+    auto fill = [&](int j, const T* set) {
+        const int slot = j % STAGES;
         const uint32_t sb = base + slot * G2_STAGE_BYTES;
-        if (kt >= STAGES) mbar_wait(empty + 8 * slot, ((kt / STAGES) + 1) & 1);
-        step(kt, slot, sb, set);
+        if (j >= STAGES) mbar_wait(empty + 8 * slot, ((j / STAGES) + 1) & 1);
+        step(k0 + j, slot, sb, set);
     };
     if constexpr (SETS == 0) {
 #pragma unroll 1
-        for (int kt = 0; kt < G2_NK; ++kt) fill(kt, static_cast<const T*>(nullptr));
+        for (int j = 0; j < nk; ++j) fill(j, static_cast<const T*>(nullptr));
         (void)load;
     } else if constexpr (SETS == 1) {
         T a[N];
-        load(a, 0);
+        load(a, k0);
 #pragma unroll 1
-        for (int kt = 0; kt < G2_NK; ++kt) {
-            fill(kt, a);
-            if (kt + 1 < G2_NK) load(a, kt + 1);
+        for (int j = 0; j < nk; ++j) {
+            fill(j, a);
+            if (j + 1 < nk) load(a, k0 + j + 1);
         }
     } else {
         T a[N], b[N];
-        load(a, 0);
-        if (G2_NK > 1) load(b, 1);
+        load(a, k0);
+        if (nk > 1) load(b, k0 + 1);
 #pragma unroll 1
-        for (int kt = 0; kt < G2_NK; kt += 2) {
-            fill(kt, a);
-            if (kt + 2 < G2_NK) load(a, kt + 2);
-            if (kt + 1 < G2_NK) {
-                fill(kt + 1, b);
-                if (kt + 3 < G2_NK) load(b, kt + 3);
+        for (int j = 0; j < nk; j += 2) {
+            fill(j, a);
+            if (j + 2 < nk) load(a, k0 + j + 2);
+            if (j + 1 < nk) {
+                fill(j + 1, b);
+                if (j + 3 < nk) load(b, k0 + j + 3);
             }
         }
     }
@@ -232,16 +233,74 @@ __device__ __forceinline__ void g2_fence_acc(float* acc) {
     for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
+#if SPLIT_K
+// Split-K: the consumers of block (x, y, z) hold the partial sums of K steps k0 .. k0 + nk - 1.
+// Each thread whose rows (r, r + 8 of its 16-row group) start below the tile's `rows` stores its
+// BN / 2 partials in ws at [tile (x, y)][z][consumer thread]; after a fence and the consumers'
+// barrier one thread counts the block in ctr[tile]. The block that counts last sums every split's
+// partials in z order (the same order whichever block is last: deterministic), resets the counter
+// for the next launch and returns true (it stores the tile); the others return false.
+// ws: gridDim.x * gridDim.y * gridDim.z * 256 * (BN / 2) floats; ctr: gridDim.x * gridDim.y ints, 0.
+__device__ __forceinline__ bool g2_split_sum(float* acc, float* ws, int* ctr, int rows, int r) {
+    __shared__ int last;
+    const int ct = threadIdx.x - G2_PT;  // consumer thread 0 .. 255
+    const unsigned t = blockIdx.x * gridDim.y + blockIdx.y;
+    constexpr int PER = BN / 2;
+    const bool live = r < rows;
+    float* mine = ws + ((size_t(t) * gridDim.z + blockIdx.z) * 256 + ct) * PER;
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < PER; i += 4)
+            __stcg(reinterpret_cast<float4*>(mine + i), make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]));
+    }
+    __threadfence();
+    asm volatile("bar.sync 2, 256;" ::: "memory");  // the consumers' stores are out
+    if (ct == 0) last = atomicAdd(ctr + t, 1) == int(gridDim.z) - 1;
+    asm volatile("bar.sync 2, 256;" ::: "memory");
+    if (!last) return false;
+    __threadfence();
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < PER; ++i) acc[i] = 0.0f;
+        for (unsigned z = 0; z < gridDim.z; ++z) {
+            const float* part = ws + ((size_t(t) * gridDim.z + z) * 256 + ct) * PER;
+#pragma unroll
+            for (int i = 0; i < PER; i += 4) {
+                const float4 v = __ldcg(reinterpret_cast<const float4*>(part + i));
+                acc[i] += v.x;
+                acc[i + 1] += v.y;
+                acc[i + 2] += v.z;
+                acc[i + 3] += v.w;
+            }
+        }
+    }
+    if (ct == 0) ctr[t] = 0;
+    return true;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(GEMM_NT, MIN_BLOCKS)
 KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
             const float* b2, float* y0, float* y1, float* y2, const float* x,
-            const float* resid, int m) {
+            const float* resid, int m
+#if SPLIT_K
+            , float* ws, int* ctr
+#endif
+            ) {
     JITLLM_DYN_SMEM(uint8_t, smem);
     const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;  // stage s: x tile, then W tile
     const uint32_t full = base + STAGES * G2_STAGE_BYTES;     // full[s] = full + 8 s
     const uint32_t empty = full + 8 * STAGES;                 // empty[s] = empty + 8 s
     const int tid = threadIdx.x;
     const int m0 = blockIdx.x * BM, tile = blockIdx.y;
+    // split-K (SPLIT_K, gridDim.z > 1): this block's K steps k0 .. k0 + nk - 1 (the host keeps every
+    // split non-empty)
+#if SPLIT_K
+    const int nks = (G2_NK + int(gridDim.z) - 1) / int(gridDim.z);
+    const int k0 = int(blockIdx.z) * nks, nk = min(G2_NK - k0, nks);
+#else
+    constexpr int k0 = 0, nk = G2_NK;
+#endif
     const uint8_t* W0 = static_cast<const uint8_t*>(w0);
     const uint8_t* W1 = static_cast<const uint8_t*>(w1);
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
@@ -293,7 +352,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         const uint32_t raw_s = (empty + 8 * STAGES + 15u) & ~15u;
         const uint8_t* raw_g = smem + (raw_s - smem_addr(smem));
         auto issue_raw = [&](int kt) {
-            if (kt < G2_NK) {
+            if (kt < k0 + nk) {
                 const uint32_t rb = raw_s + (kt % G2_RS) * (BN * G2_RB);
 #pragma unroll 4
                 for (int u = tid; u < BN * G2_RB / 4; u += G2_PT) {
@@ -306,7 +365,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             asm volatile("cp.async.commit_group;" ::: "memory");
         };
 #pragma unroll 1
-        for (int s = 0; s < G2_RS - 1; ++s) issue_raw(s);
+        for (int s = 0; s < G2_RS - 1; ++s) issue_raw(k0 + s);
         auto step = [&](int kt, int slot, uint32_t sb, const uint4*) {  // (no register inputs)
             const int k = kt * 64 + 8 * c;
 #pragma unroll
@@ -331,7 +390,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             fence_proxy_async();
             mbar_arrive(full + 8 * slot);
         };
-        g2_produce<0, uint4, 1>(base, empty, [](uint4*, int) {}, step);
+        g2_produce<0, uint4, 1>(base, empty, k0, nk, [](uint4*, int) {}, step);
         (void)wsrc;
 #elif !G2_ASYNC_W
         // quantized weights: raw words two K steps ahead in registers (G2_WSETS sets), decoded
@@ -356,14 +415,14 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             fence_proxy_async();
             mbar_arrive(full + 8 * slot);
         };
-        g2_produce<G2_WSETS, WRaw, G2_WC>(base, empty, wload, step);
+        g2_produce<G2_WSETS, WRaw, G2_WC>(base, empty, k0, nk, wload, step);
 #elif X_F16
         auto step = [&](int kt, int slot, uint32_t sb, const uint4*) {  // (no register inputs)
             issue_w(kt, sb);
             issue_x(kt, sb);
             mbar_arrive_cp_async(full + 8 * slot);
         };
-        g2_produce<0, uint4, 1>(base, empty, [](uint4*, int) {}, step);
+        g2_produce<0, uint4, 1>(base, empty, k0, nk, [](uint4*, int) {}, step);
 #else
         // f32 x: float4 f = tid & 15 of row (tid >> 4) + 8 i; two K steps in flight in registers
         const int f = tid & 15;
@@ -390,7 +449,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             mbar_arrive(full + 8 * slot);
         };
         // (BN 256: the consumers' 128 accumulators leave room for one x set only)
-        g2_produce<BN == 256 ? 1 : 2, float4, G2_XF>(base, empty, load_x, step);
+        g2_produce<BN == 256 ? 1 : 2, float4, G2_XF>(base, empty, k0, nk, load_x, step);
 #endif
         asm volatile("cp.async.wait_all;" ::: "memory");
         return;
@@ -402,10 +461,10 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
 #pragma unroll 1
-    for (int kt = 0; kt < G2_NK; ++kt) {
-        const int slot = kt % STAGES;
+    for (int j = 0; j < nk; ++j) {
+        const int slot = j % STAGES;
         const uint32_t sb = base + slot * G2_STAGE_BYTES;
-        mbar_wait(full + 8 * slot, (kt / STAGES) & 1);
+        mbar_wait(full + 8 * slot, (j / STAGES) & 1);
         fence_proxy_async();
         const uint32_t sa = sb + wg * (64 * 128), sw = sb + G2_A_BYTES;
         g2_fence_acc(acc);
@@ -414,12 +473,15 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         for (int ks = 0; ks < 4; ++ks) g2_mma(acc, g2_desc(sa + 32 * ks), g2_desc(sw + 32 * ks));
         wg_commit();
         g2_fence_acc(acc);
-        wg_wait<1>();  // step kt-1's group is done: release its stage
+        wg_wait<1>();  // step j-1's group is done: release its stage
         g2_fence_acc(acc);
-        if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
+        if (j > 0 && lane == 0) mbar_arrive(empty + 8 * ((j - 1) % STAGES));
     }
     wg_wait<0>();
     g2_fence_acc(acc);
+#if SPLIT_K
+    if (gridDim.z > 1 && !g2_split_sum(acc, ws, ctr, m - m0, 64 * wg + 16 * warp + (lane >> 2))) return;
+#endif
 
     // epilogue: acc[4 j + 2 h + e] = (row 16 warp + lane / 4 + 8 h, column 8 j + 2 (lane % 4) + e)
 #pragma unroll
