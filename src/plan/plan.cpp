@@ -265,4 +265,17 @@ std::string plan_describe(const Plan& p) {
     return s;
 }
 
+std::string task_group_name(const std::vector<Task>& tasks, const std::vector<size_t>& idx) {
+    std::string first(task_kind_name(tasks[idx[0]].kind));
+    const size_t us = first.find('_');
+    const std::string prefix = us == std::string::npos ? first + "_" : first.substr(0, us + 1);
+    std::string g = first;
+    for (size_t j = 1; j < idx.size(); ++j) {
+        std::string n(task_kind_name(tasks[idx[j]].kind));
+        if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
+        g += "_" + n;
+    }
+    return g;
+}
+
 }  // namespace jitllm

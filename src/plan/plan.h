@@ -144,4 +144,9 @@ int64_t slot_row_elems(const Plan& p, Slot s);
 // Human-readable plan: buffers, then each phase's tasks with inputs, outputs and weights.
 std::string plan_describe(const Plan& p);
 
+// The name of one launch that runs tasks[idx...] together, the stem of the GPU backends' kernel
+// symbols: attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act ->
+// "ffn_norm_gate_up_act" (a later task's name drops the first one's prefix).
+std::string task_group_name(const std::vector<Task>& tasks, const std::vector<size_t>& idx);
+
 }  // namespace jitllm

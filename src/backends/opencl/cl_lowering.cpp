@@ -11,21 +11,6 @@ namespace cl_lowering {
 
 namespace {
 
-// attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act -> "ffn_norm_gate_up_act"
-// (the CUDA backend's rule, docs/jit.md)
-std::string group_name(const std::vector<const Task*>& ts) {
-    std::string first(task_kind_name(ts[0]->kind));
-    const size_t us = first.find('_');
-    const std::string prefix = us == std::string::npos ? first + "_" : first.substr(0, us + 1);
-    std::string g = first;
-    for (size_t i = 1; i < ts.size(); ++i) {
-        std::string n(task_kind_name(ts[i]->kind));
-        if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
-        g += "_" + n;
-    }
-    return g;
-}
-
 int pow2_at_least(int n) {
     int p = 1;
     while (p < n) p *= 2;
@@ -53,10 +38,8 @@ std::string type_suffix(GgmlType t) {
 }
 
 ClStep& Lowering::add(const std::vector<size_t>& idx, const std::string& algo, Variant v) {
-    std::vector<const Task*> ts;
-    for (size_t i : idx) ts.push_back(&t(i));
     ClStep k;
-    k.group = group_name(ts);
+    k.group = task_group_name(*tasks_, idx);
     k.symbol = k.group + "__" + algo;
     v.symbol = k.symbol;
     if (g_.subgroups) v.set("REDUCE", 1).set("SUBGROUP_EXT", g_.subgroup_ext);

@@ -96,10 +96,8 @@ bool Lowering::split(const std::vector<KArg>& ws) const {
 }
 
 KernelStep& Lowering::add(std::vector<size_t> idx, const std::string& algo, Variant v) {
-    std::vector<const Task*> ts;
-    for (size_t i : idx) ts.push_back(&t(i));
     KernelStep k;
-    k.group = group_name(ts);
+    k.group = task_group_name(*tasks_, idx);
     k.symbol = k.group + "__" + algo;
     v.symbol = k.symbol;
     k.variant = std::move(v);

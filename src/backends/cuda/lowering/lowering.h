@@ -46,20 +46,6 @@ inline int define_int(const KernelStep& k, const char* name, int dflt) {
     return dflt;
 }
 
-// attn_norm + attn_qkv -> "attn_norm_qkv"; ffn_norm + ffn_gate_up + ffn_act -> "ffn_norm_gate_up_act"
-inline std::string group_name(const std::vector<const Task*>& ts) {
-    std::string first(task_kind_name(ts[0]->kind));
-    const size_t us = first.find('_');
-    const std::string prefix = us == std::string::npos ? first + "_" : first.substr(0, us + 1);
-    std::string g = first;
-    for (size_t i = 1; i < ts.size(); ++i) {
-        std::string n(task_kind_name(ts[i]->kind));
-        if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
-        g += "_" + n;
-    }
-    return g;
-}
-
 class Lowering {
 public:
     Lowering(const Plan& p, const DeviceInfo& d, const ScheduleOptions& o, Schedule& s)
