@@ -74,6 +74,17 @@ struct DecodeBytes {
     uint64_t per_pos = 0;
 };
 
+// A GPU backend's DecodeBytes: the sums of its decode launches' bytes and bytes_per_pos.
+template <class Steps>
+DecodeBytes launch_decode_bytes(const Steps& steps) {
+    DecodeBytes b;
+    for (const auto& k : steps) {
+        b.fixed += k.bytes;
+        b.per_pos += k.bytes_per_pos;
+    }
+    return b;
+}
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -136,10 +147,11 @@ public:
     // sequence's table is set it has blocks seq * kv_blocks_per_seq() + b. Returns false where
     // the backend keeps that fixed layout (nothing changes; no paging, no shared blocks).
     virtual bool set_kv_blocks(int seq, const int32_t* blocks, int n) { return false; }
-    // Forget the KV cache (a new sequence starts at position 0).
-    virtual void reset() = 0;
+    // Forget the KV cache (a new sequence starts at position 0). Nothing to do where every step
+    // writes a position's K/V before any step reads it, as in every backend here.
+    virtual void reset() {}
     // Task executions counted so far, by task name ("blk.0.attn_norm" -> 12).
-    virtual const std::map<std::string, uint64_t>& task_counts() const = 0;
+    const std::map<std::string, uint64_t>& task_counts() const { return counts_; }
 
     // The device, cache type and start-up figures (the CPU's: "CPU", f32, no JIT).
     virtual BackendInfo info() const { return {}; }
@@ -156,6 +168,7 @@ public:
 
 protected:
     std::deque<int32_t> picks_;  // the default decode_queue's picks, oldest first
+    std::map<std::string, uint64_t> counts_;  // task_counts(), which each backend keeps
 };
 
 }  // namespace jitllm

@@ -36,8 +36,6 @@ public:
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
     bool set_kv_blocks(int seq, const int32_t* blocks, int n) override;
-    void reset() override {}
-    const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     DecodeBytes decode_bytes() const override;
     // memcpy of `bytes` (0: 256 MiB) split over the backend's threads
     double copy_bandwidth_gb_s(size_t bytes) override { return cpu_copy_bandwidth_gb_s(n_threads_, bytes); }
@@ -88,7 +86,6 @@ private:
     std::vector<std::vector<float>> k_cache_;   // per layer (kv_blocks * kv_block, kv_dim): the pool
     std::vector<std::vector<float>> v_cache_;
     std::vector<int32_t> kv_table_;             // (n_seq, kv_blocks_per_seq): pool blocks, -1 none
-    std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_decode_, count_ptrs_prefill_, count_ptrs_batch_;
     std::vector<int32_t> batch_tok_, batch_pos_, batch_seq_;
     std::vector<float> moe_y_;  // one expert's output row (run_moe)

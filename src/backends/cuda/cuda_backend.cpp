@@ -367,14 +367,7 @@ std::string CudaBackend::describe_launches(const RunShape& r, int warmup_tokens)
     return schedule_describe_launches(sched_, r, warmup_tokens);
 }
 
-DecodeBytes CudaBackend::decode_bytes() const {
-    DecodeBytes b;
-    for (const auto& k : sched_.decode) {
-        b.fixed += k.bytes;
-        b.per_pos += k.bytes_per_pos;
-    }
-    return b;
-}
+DecodeBytes CudaBackend::decode_bytes() const { return launch_decode_bytes(sched_.decode); }
 
 double CudaBackend::copy_bandwidth_gb_s(size_t bytes) {
     return cuda_copy_bandwidth_gb_s(*ctx_, bytes > 0 ? bytes : size_t(2) << 30, 9);

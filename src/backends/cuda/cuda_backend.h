@@ -54,8 +54,6 @@ public:
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
     bool set_kv_blocks(int seq, const int32_t* blocks, int n) override;
-    void reset() override {}
-    const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     void set_logits_needed(bool needed) override { logits_needed_ = needed; }
     bool set_draw(const DrawParams* p) override;
     int draw_max_k() const override { return sched_.draw_max_k; }
@@ -158,7 +156,6 @@ private:
     // the position the device holds after a decode step at pos: pos + 1 when its pick kernel advanced
     // it (step.advance=device), else -1
     int advanced_pos(int pos) const { return sched_.decode_advance ? pos + 1 : -1; }
-    std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     int32_t* host_batch_ = nullptr;  // pinned: tokens, positions, sequences of a batch step
     int32_t* host_kv_table_ = nullptr;  // pinned: the block tables (scratch "kv_table"), n_seq rows

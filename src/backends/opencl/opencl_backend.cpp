@@ -261,14 +261,7 @@ std::string OpenClBackend::describe_launches(const RunShape& r, int warmup_token
     return cl_schedule_describe_launches(sched_, r);
 }
 
-DecodeBytes OpenClBackend::decode_bytes() const {
-    DecodeBytes b;
-    for (const ClStep& k : sched_.decode) {
-        b.fixed += k.bytes;
-        b.per_pos += k.bytes_per_pos;
-    }
-    return b;
-}
+DecodeBytes OpenClBackend::decode_bytes() const { return launch_decode_bytes(sched_.decode); }
 
 double OpenClBackend::copy_bandwidth_gb_s(size_t bytes) {
     if (bytes == 0) bytes = std::min<size_t>(size_t(256) << 20, ctx_->info().global_mem / 8);

@@ -48,8 +48,6 @@ public:
     void batch(const BatchStep& step) override;
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
-    void reset() override {}
-    const std::map<std::string, uint64_t>& task_counts() const override { return counts_; }
     BackendInfo info() const override;
     uint64_t device_bytes() const override { return ctx_->allocated(); }
     std::string describe_launches(const RunShape& r, int warmup_tokens) const override;
@@ -101,7 +99,6 @@ private:
     std::vector<cl_mem> k_cache_, v_cache_;
     std::map<std::string, cl_mem> scratch_;
     std::vector<Launch> launches_[3];
-    std::map<std::string, uint64_t> counts_;
     std::vector<uint64_t*> count_ptrs_[3];
     // pinned host memory (ClContext::alloc_host): io_[0, 2) the token and position of a decode /
     // prefill step, then the ring's entries (their token, position and pick)
