@@ -57,3 +57,12 @@ template <typename... Args>
         if (!(cond)) ::jitllm::check_failed(__FILE__, __LINE__, #cond,                   \
                                             ::fmt::format("" __VA_ARGS__));              \
     } while (0)
+
+// Runs `call` through the API table `api` (a dlopen'ed driver's) and, where it returns other than
+// `success`, calls api.throw_error(text, result): the backends' JITLLM_CUDA_TRY and JITLLM_CL_TRY,
+// which pass the call's own text.
+#define JITLLM_API_TRY(api, call, text, success)                                   \
+    do {                                                                           \
+        const auto jitllm_api_r_ = (api).call;                                     \
+        if (jitllm_api_r_ != (success)) (api).throw_error(text, jitllm_api_r_);    \
+    } while (0)

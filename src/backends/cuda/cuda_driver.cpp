@@ -5,7 +5,7 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include "core/load_once.h"
 
 namespace jitllm {
 
@@ -64,26 +64,10 @@ std::unique_ptr<CudaDriver> CudaDriver::open(const std::string& library) {
 }
 
 const CudaDriver* CudaDriver::try_load(std::string* why) {
-    static std::once_flag once;
-    static std::unique_ptr<CudaDriver> driver;
-    static std::string error;
-    std::call_once(once, [] {
-        try {
-            driver = open_driver("libcuda.so.1");
-        } catch (const Error& e) {
-            error = e.what();
-        }
-    });
-    if (!driver && why) *why = error;
-    return driver.get();
+    return load_once<CudaDriver>(why, [] { return open_driver("libcuda.so.1"); });
 }
 
-const CudaDriver& CudaDriver::load() {
-    std::string why;
-    const CudaDriver* d = try_load(&why);
-    if (!d) throw Error(Error::Kind::Device, why);
-    return *d;
-}
+const CudaDriver& CudaDriver::load() { return load_or_throw(&CudaDriver::try_load); }
 
 std::string CudaDriver::describe(CUresult r) const {
     const char* name = nullptr;

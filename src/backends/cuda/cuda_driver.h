@@ -60,8 +60,4 @@ struct CudaDriver {
 // Runs a driver call through `drv` (a CudaDriver) and throws Error(Kind::Device,
 // "<call text>: <error name>: <error string>") when it fails:
 //   JITLLM_CUDA_TRY(drv, cuMemcpyHtoD(dst, src, n));
-#define JITLLM_CUDA_TRY(drv, call)                                                \
-    do {                                                                          \
-        const CUresult jitllm_cu_r_ = (drv).call;                                 \
-        if (jitllm_cu_r_ != CUDA_SUCCESS) (drv).throw_error(#call, jitllm_cu_r_); \
-    } while (0)
+#define JITLLM_CUDA_TRY(drv, call) JITLLM_API_TRY(drv, call, #call, CUDA_SUCCESS)

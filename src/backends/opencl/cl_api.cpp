@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include "core/load_once.h"
 
 namespace jitllm {
 
@@ -34,26 +34,10 @@ std::unique_ptr<ClApi> open_api(const std::string& library) {
 }  // namespace
 
 const ClApi* ClApi::try_load(std::string* why) {
-    static std::once_flag once;
-    static std::unique_ptr<ClApi> api;
-    static std::string error;
-    std::call_once(once, [] {
-        try {
-            api = open_api("libOpenCL.so.1");
-        } catch (const Error& e) {
-            error = e.what();
-        }
-    });
-    if (!api && why) *why = error;
-    return api.get();
+    return load_once<ClApi>(why, [] { return open_api("libOpenCL.so.1"); });
 }
 
-const ClApi& ClApi::load() {
-    std::string why;
-    const ClApi* a = try_load(&why);
-    if (!a) throw Error(Error::Kind::Device, why);
-    return *a;
-}
+const ClApi& ClApi::load() { return load_or_throw(&ClApi::try_load); }
 
 void ClApi::throw_error(const char* call, cl_int r) const {
     throw Error(Error::Kind::Device, fmt::format("{}: {}", call, cl_error_name(r)));

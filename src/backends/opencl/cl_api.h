@@ -58,8 +58,4 @@ std::string cl_error_name(cl_int r);
 
 // Runs an OpenCL call through `api` (a ClApi) and throws Error(Kind::Device, "<call text>:
 // <error name>") when it fails:   JITLLM_CL_TRY(api, clFinish(queue));
-#define JITLLM_CL_TRY(api, call)                                             \
-    do {                                                                     \
-        const cl_int jitllm_cl_r_ = (api).call;                              \
-        if (jitllm_cl_r_ != CL_SUCCESS) (api).throw_error(#call, jitllm_cl_r_); \
-    } while (0)
+#define JITLLM_CL_TRY(api, call) JITLLM_API_TRY(api, call, #call, CL_SUCCESS)
