@@ -1,6 +1,7 @@
 // Strict UTF-8 validation (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF)
-// for text read from untrusted files and command lines, and escaping of such text for one-line
-// error messages. Lenient decoding for tokenization lives in tokenizer/unicode.h.
+// for text read from untrusted files and command lines, escaping of such text for one-line
+// error messages, and the encoding of one code point. Lenient decoding for tokenization lives in
+// tokenizer/unicode.h.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +39,26 @@ inline size_t utf8_invalid_at(std::string_view s) {
         i += len;
     }
     return std::string_view::npos;
+}
+
+// Code point cp appended as UTF-8: 1 to 4 bytes by its size (no check: a cp above U+10FFFF gets
+// the 4-byte form of its low 21 bits; callers that may see one replace it first).
+inline void utf8_put(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+        out += char(cp);
+    } else if (cp < 0x800) {
+        out += char(0xC0 | (cp >> 6));
+        out += char(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += char(0xE0 | (cp >> 12));
+        out += char(0x80 | ((cp >> 6) & 0x3F));
+        out += char(0x80 | (cp & 0x3F));
+    } else {
+        out += char(0xF0 | (cp >> 18));
+        out += char(0x80 | ((cp >> 12) & 0x3F));
+        out += char(0x80 | ((cp >> 6) & 0x3F));
+        out += char(0x80 | (cp & 0x3F));
+    }
 }
 
 // `s` for a message: control bytes, quotes, backslashes and bytes of invalid UTF-8 as \xNN,

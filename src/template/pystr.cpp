@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/utf8.h"
+
 namespace jitllm::tmpl {
 
 std::u32string utf8_decode(std::string_view s) {
@@ -20,23 +22,7 @@ std::u32string utf8_decode(std::string_view s) {
     return out;
 }
 
-void utf8_append(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
+void utf8_append(std::string& out, char32_t cp) { utf8_put(out, uint32_t(cp)); }
 
 std::string utf8_encode(std::u32string_view s) {
     std::string out;

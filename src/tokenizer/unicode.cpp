@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace jitllm::tok {
 
@@ -54,24 +55,7 @@ std::vector<uint32_t> utf8_decode(std::string_view s) {
     return out;
 }
 
-void utf8_append(std::string& out, uint32_t cpt) {
-    if (cpt > 0x10FFFF) cpt = 0xFFFD;
-    if (cpt < 0x80) {
-        out += char(cpt);
-    } else if (cpt < 0x800) {
-        out += char(0xC0 | (cpt >> 6));
-        out += char(0x80 | (cpt & 0x3F));
-    } else if (cpt < 0x10000) {
-        out += char(0xE0 | (cpt >> 12));
-        out += char(0x80 | ((cpt >> 6) & 0x3F));
-        out += char(0x80 | (cpt & 0x3F));
-    } else {
-        out += char(0xF0 | (cpt >> 18));
-        out += char(0x80 | ((cpt >> 12) & 0x3F));
-        out += char(0x80 | ((cpt >> 6) & 0x3F));
-        out += char(0x80 | (cpt & 0x3F));
-    }
-}
+void utf8_append(std::string& out, uint32_t cpt) { utf8_put(out, cpt > 0x10FFFF ? 0xFFFD : cpt); }
 
 std::string utf8_encode(uint32_t cpt) {
     std::string s;
