@@ -12,22 +12,24 @@ namespace {
 // cl_nv_device_attribute_query: CL_DEVICE_WARP_SIZE_NV, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV / _MINOR_NV
 constexpr cl_device_info kWarpSizeNv = 0x4003, kCcMajorNv = 0x4000, kCcMinorNv = 0x4001;
 
-std::string platform_str(const ClApi& a, cl_platform_id p, cl_platform_info what) {
+// The string `what` of platform or device id by get (clGetPlatformInfo or clGetDeviceInfo, named
+// call), trailing NULs and blanks dropped; "" where its size is not answered.
+template <class Get, class Id, class Info>
+std::string info_str(const ClApi& a, Get get, const char* call, Id id, Info what) {
     size_t n = 0;
-    if (a.clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+    if (get(id, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
     std::string s(n, '\0');
-    JITLLM_CL_TRY(a, clGetPlatformInfo(p, what, n, s.data(), nullptr));
+    if (const cl_int r = get(id, what, n, s.data(), nullptr); r != CL_SUCCESS) a.throw_error(call, r);
     while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
     return s;
 }
 
+std::string platform_str(const ClApi& a, cl_platform_id p, cl_platform_info what) {
+    return info_str(a, a.clGetPlatformInfo, "clGetPlatformInfo", p, what);
+}
+
 std::string device_str(const ClApi& a, cl_device_id d, cl_device_info what) {
-    size_t n = 0;
-    if (a.clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
-    std::string s(n, '\0');
-    JITLLM_CL_TRY(a, clGetDeviceInfo(d, what, n, s.data(), nullptr));
-    while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
-    return s;
+    return info_str(a, a.clGetDeviceInfo, "clGetDeviceInfo", d, what);
 }
 
 template <class T>
