@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 
@@ -29,6 +30,13 @@ void put(std::vector<uint8_t>& out, T v) {
     out.insert(out.end(), b, b + sizeof(T));
 }
 
+// An integer value in the narrower T of its type, which must hold it (else our bug)
+template <typename T, typename V>
+void put_int(std::vector<uint8_t>& out, V v) {
+    JITLLM_CHECK(std::in_range<T>(v), "{} does not fit the GGUF value's {} bytes", v, sizeof(T));
+    put<T>(out, T(v));
+}
+
 void put_string(std::vector<uint8_t>& out, std::string_view s) {
     put<uint64_t>(out, s.size());
     out.insert(out.end(), s.begin(), s.end());
@@ -37,27 +45,12 @@ void put_string(std::vector<uint8_t>& out, std::string_view s) {
 // Writes the value's payload (the type id is written by the caller).
 void put_value(std::vector<uint8_t>& out, const GgufValue& v) {
     switch (v.type) {
-        case GgufValueType::U8: JITLLM_CHECK(v.u <= 0xff); put<uint8_t>(out, uint8_t(v.u)); break;
-        case GgufValueType::I8:
-            JITLLM_CHECK(v.i >= INT8_MIN && v.i <= INT8_MAX);
-            put<int8_t>(out, int8_t(v.i));
-            break;
-        case GgufValueType::U16:
-            JITLLM_CHECK(v.u <= 0xffff);
-            put<uint16_t>(out, uint16_t(v.u));
-            break;
-        case GgufValueType::I16:
-            JITLLM_CHECK(v.i >= INT16_MIN && v.i <= INT16_MAX);
-            put<int16_t>(out, int16_t(v.i));
-            break;
-        case GgufValueType::U32:
-            JITLLM_CHECK(v.u <= 0xffffffffu);
-            put<uint32_t>(out, uint32_t(v.u));
-            break;
-        case GgufValueType::I32:
-            JITLLM_CHECK(v.i >= INT32_MIN && v.i <= INT32_MAX);
-            put<int32_t>(out, int32_t(v.i));
-            break;
+        case GgufValueType::U8: put_int<uint8_t>(out, v.u); break;
+        case GgufValueType::I8: put_int<int8_t>(out, v.i); break;
+        case GgufValueType::U16: put_int<uint16_t>(out, v.u); break;
+        case GgufValueType::I16: put_int<int16_t>(out, v.i); break;
+        case GgufValueType::U32: put_int<uint32_t>(out, v.u); break;
+        case GgufValueType::I32: put_int<int32_t>(out, v.i); break;
         case GgufValueType::U64: put<uint64_t>(out, v.u); break;
         case GgufValueType::I64: put<int64_t>(out, v.i); break;
         case GgufValueType::F32: put<float>(out, float(v.f)); break;
