@@ -38,21 +38,33 @@ void min_max(const float* x, int n, float* mn, float* mx) {
     *mx = hi;
 }
 
+// Stores the block scale d (f16) and returns 1 / d (0 for an all-zero block).
+float put_scale(float d, uint16_t* out) {
+    *out = fp32_to_fp16(d);
+    return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
+// Q4_1 / Q5_1 (levels 15 / 31): d = (max - min) / levels; stores d and the min (also in *mn),
+// returns 1 / d.
+template <class Block>
+float put_scale_min(const float* x, float levels, Block* y, float* mn) {
+    float mx;
+    min_max(x, kQK, mn, &mx);
+    y->m = fp32_to_fp16(*mn);
+    return put_scale((mx - *mn) / levels, &y->d);
+}
+
 void quantize_block_q8_0(const float* x, BlockQ8_0* y) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y->d = fp32_to_fp16(d);
+    const float id = put_scale(amax / 127.0f, &y->d);
     // roundf: halves away from zero, like the reference (not round-half-even)
     for (int j = 0; j < kQK; ++j) y->qs[j] = int8_t(std::round(x[j] * id));
 }
 
 void quantize_block_q4_0(const float* x, BlockQ4_0* y) {
     // the extreme value maps to -8 exactly; the other side saturates at +7
-    const float d = signed_absmax(x, kQK) / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y->d = fp32_to_fp16(d);
+    const float id = put_scale(signed_absmax(x, kQK) / -8.0f, &y->d);
     for (int j = 0; j < kQK / 2; ++j) {
         // truncation toward zero of a value in [0.5, 16.5], then clamp to 4 bits
         const int q0 = std::min(15, int(int8_t(x[j] * id + 8.5f)));
@@ -62,12 +74,8 @@ void quantize_block_q4_0(const float* x, BlockQ4_0* y) {
 }
 
 void quantize_block_q4_1(const float* x, BlockQ4_1* y) {
-    float mn, mx;
-    min_max(x, kQK, &mn, &mx);
-    const float d = (mx - mn) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y->d = fp32_to_fp16(d);
-    y->m = fp32_to_fp16(mn);
+    float mn;
+    const float id = put_scale_min(x, 15.0f, y, &mn);
     for (int j = 0; j < kQK / 2; ++j) {
         const int q0 = std::min(15, int(int8_t((x[j] - mn) * id + 0.5f)));
         const int q1 = std::min(15, int(int8_t((x[j + kQK / 2] - mn) * id + 0.5f)));
@@ -75,35 +83,33 @@ void quantize_block_q4_1(const float* x, BlockQ4_1* y) {
     }
 }
 
+// Q5_0 / Q5_1: the 5-bit values of elements j and j + 16, low 4 bits into qs[j], bit 4 into bits
+// j and j + 16 of qh.
+inline void put_q5_pair(int j, int q0, int q1, uint8_t* qs, uint32_t* qh) {
+    qs[j] = uint8_t((q0 & 0xF) | (q1 & 0xF) << 4);
+    *qh |= uint32_t(q0 >> 4) << j;
+    *qh |= uint32_t(q1 >> 4) << (j + 16);
+}
+
 void quantize_block_q5_0(const float* x, BlockQ5_0* y) {
-    const float d = signed_absmax(x, kQK) / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y->d = fp32_to_fp16(d);
+    const float id = put_scale(signed_absmax(x, kQK) / -16.0f, &y->d);
     uint32_t qh = 0;
     for (int j = 0; j < kQK / 2; ++j) {
         const int q0 = std::min(31, int(int8_t(x[j] * id + 16.5f)));
         const int q1 = std::min(31, int(int8_t(x[j + kQK / 2] * id + 16.5f)));
-        y->qs[j] = uint8_t((q0 & 0xF) | (q1 & 0xF) << 4);
-        qh |= uint32_t(q0 >> 4) << j;
-        qh |= uint32_t(q1 >> 4) << (j + 16);
+        put_q5_pair(j, q0, q1, y->qs, &qh);
     }
     for (int i = 0; i < 4; ++i) y->qh[i] = uint8_t(qh >> (8 * i));
 }
 
 void quantize_block_q5_1(const float* x, BlockQ5_1* y) {
-    float mn, mx;
-    min_max(x, kQK, &mn, &mx);
-    const float d = (mx - mn) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y->d = fp32_to_fp16(d);
-    y->m = fp32_to_fp16(mn);
+    float mn;
+    const float id = put_scale_min(x, 31.0f, y, &mn);
     uint32_t qh = 0;
     for (int j = 0; j < kQK / 2; ++j) {
         const int q0 = std::min(31, int(uint8_t((x[j] - mn) * id + 0.5f)));
         const int q1 = std::min(31, int(uint8_t((x[j + kQK / 2] - mn) * id + 0.5f)));
-        y->qs[j] = uint8_t((q0 & 0xF) | (q1 & 0xF) << 4);
-        qh |= uint32_t(q0 >> 4) << j;
-        qh |= uint32_t(q1 >> 4) << (j + 16);
+        put_q5_pair(j, q0, q1, y->qs, &qh);
     }
     for (int i = 0; i < 4; ++i) y->qh[i] = uint8_t(qh >> (8 * i));
 }
