@@ -55,72 +55,35 @@ inline void halves_to_floats(const uint8_t* p, float* y, int n) {
 // --- decoders: kN elements from kBytes bytes per step. Plain types decode chunks of 32 and
 // also decode a shorter tail (kPlain), since their rows need not be a multiple of 32. ---
 
-struct DecF32 {
+// A plain type of ElemBytes bytes an element, n of them decoded by DecodeN.
+template <size_t ElemBytes, void (*DecodeN)(const uint8_t*, float*, int)>
+struct DecPlain {
     static constexpr int kN = 32;
-    static constexpr size_t kBytes = 4 * kN;
+    static constexpr size_t kBytes = ElemBytes * kN;
     static constexpr bool kPlain = true;
-    static void decode_n(const uint8_t* p, float* y, int n) { std::memcpy(y, p, 4 * size_t(n)); }
-    static void decode(const uint8_t* p, float* y) { decode_n(p, y, kN); }
+    static void decode_n(const uint8_t* p, float* y, int n) { DecodeN(p, y, n); }
+    static void decode(const uint8_t* p, float* y) { DecodeN(p, y, kN); }
 };
 
-struct DecF16 {
-    static constexpr int kN = 32;
-    static constexpr size_t kBytes = 2 * kN;
-    static constexpr bool kPlain = true;
-    static void decode_n(const uint8_t* p, float* y, int n) { halves_to_floats(p, y, n); }
-    static void decode(const uint8_t* p, float* y) { decode_n(p, y, kN); }
-};
-
-struct DecBF16 {
-    static constexpr int kN = 32;
-    static constexpr size_t kBytes = 2 * kN;
-    static constexpr bool kPlain = true;
-    static void decode_n(const uint8_t* p, float* y, int n) {
-        for (int i = 0; i < n; ++i)
-            y[i] = bf16_to_fp32(uint16_t(p[2 * i] | p[2 * i + 1] << 8));
-    }
-    static void decode(const uint8_t* p, float* y) { decode_n(p, y, kN); }
-};
-
-struct DecQ8_0 {
-    static constexpr int kN = kQK;
-    static constexpr size_t kBytes = sizeof(BlockQ8_0);
+// A block type of N elements, one block decoded by Decode.
+template <class Block, int N, void (*Decode)(const Block&, float*)>
+struct DecBlock {
+    static constexpr int kN = N;
+    static constexpr size_t kBytes = sizeof(Block);
     static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ8_0>(p);
-        const float d = fp16_to_fp32(b.d);
-        for (int j = 0; j < kQK; ++j) y[j] = d * float(b.qs[j]);
-    }
+    static void decode(const uint8_t* p, float* y) { Decode(load_block<Block>(p), y); }
 };
 
-struct DecQ4_0 {
-    static constexpr int kN = kQK;
-    static constexpr size_t kBytes = sizeof(BlockQ4_0);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ4_0>(p);
-        const float d = fp16_to_fp32(b.d);
-        // element j in the low nibble of qs[j], element j + 16 in its high nibble
-        for (int j = 0; j < kQK / 2; ++j) {
-            y[j] = d * float(int(b.qs[j] & 0xF) - 8);
-            y[j + kQK / 2] = d * float(int(b.qs[j] >> 4) - 8);
-        }
-    }
-};
+inline void floats_to_floats(const uint8_t* p, float* y, int n) { std::memcpy(y, p, 4 * size_t(n)); }
 
-struct DecQ4_1 {
-    static constexpr int kN = kQK;
-    static constexpr size_t kBytes = sizeof(BlockQ4_1);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ4_1>(p);
-        const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
-        for (int j = 0; j < kQK / 2; ++j) {
-            y[j] = d * float(b.qs[j] & 0xF) + m;
-            y[j + kQK / 2] = d * float(b.qs[j] >> 4) + m;
-        }
-    }
-};
+inline void bf16s_to_floats(const uint8_t* p, float* y, int n) {
+    for (int i = 0; i < n; ++i) y[i] = bf16_to_fp32(uint16_t(p[2 * i] | p[2 * i + 1] << 8));
+}
+
+void decode_q8_0(const BlockQ8_0& b, float* y) {
+    const float d = fp16_to_fp32(b.d);
+    for (int j = 0; j < kQK; ++j) y[j] = d * float(b.qs[j]);
+}
 
 inline uint32_t load_u32_le(const uint8_t* p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
@@ -132,117 +95,98 @@ inline void q5_high_bits(const uint8_t* qh_bytes, uint8_t* hi) {
     for (int i = 0; i < kQK; ++i) hi[i] = uint8_t(((qh >> i) & 1) << 4);
 }
 
-struct DecQ5_0 {
-    static constexpr int kN = kQK;
-    static constexpr size_t kBytes = sizeof(BlockQ5_0);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ5_0>(p);
-        const float d = fp16_to_fp32(b.d);
-        uint8_t hi[kQK];
-        q5_high_bits(b.qh, hi);
-        for (int j = 0; j < kQK / 2; ++j) {
-            y[j] = d * float(((b.qs[j] & 0xF) | hi[j]) - 16);
-            y[j + kQK / 2] = d * float(((b.qs[j] >> 4) | hi[j + kQK / 2]) - 16);
+// Q4_0, Q4_1, Q5_0 and Q5_1: element j in the low nibble of qs[j], element j + 16 in its high
+// nibble, bit 4 from qh in the Q5 types; x = d * (q - 8 or 16), or d * q + m in the types with m.
+template <class Block>
+void decode_legacy(const Block& b, float* y) {
+    constexpr bool kFive = requires { b.qh; };
+    constexpr bool kMin = requires { b.m; };
+    uint8_t hi[kQK];
+    if constexpr (kFive) q5_high_bits(b.qh, hi);
+    auto high = [&](int i) -> int {
+        if constexpr (kFive) return hi[i];
+        return 0;
+    };
+    const float d = fp16_to_fp32(b.d);
+    [[maybe_unused]] const float m = [&] {
+        if constexpr (kMin) return fp16_to_fp32(b.m);
+        return 0.0f;
+    }();
+    for (int j = 0; j < kQK / 2; ++j) {
+        const int q0 = (b.qs[j] & 0xF) | high(j), q1 = (b.qs[j] >> 4) | high(j + kQK / 2);
+        if constexpr (kMin) {
+            y[j] = d * float(q0) + m;
+            y[j + kQK / 2] = d * float(q1) + m;
+        } else {
+            constexpr int kOffset = kFive ? 16 : 8;
+            y[j] = d * float(q0 - kOffset);
+            y[j + kQK / 2] = d * float(q1 - kOffset);
         }
     }
-};
+}
 
-struct DecQ5_1 {
-    static constexpr int kN = kQK;
-    static constexpr size_t kBytes = sizeof(BlockQ5_1);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ5_1>(p);
-        const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
-        uint8_t hi[kQK];
-        q5_high_bits(b.qh, hi);
-        for (int j = 0; j < kQK / 2; ++j) {
-            y[j] = d * float((b.qs[j] & 0xF) | hi[j]) + m;
-            y[j + kQK / 2] = d * float((b.qs[j] >> 4) | hi[j + kQK / 2]) + m;
-        }
+// Q4_K and Q5_K: chunk c of 64 elements is sub-blocks 2c (low nibbles of qs[32c..32c+32)) and
+// 2c+1 (high nibbles); Q5_K adds bit 4 from bits 2c and 2c+1 of qh[l]. x = d * sc * q - dmin * m.
+template <class Block>
+void decode_k45(const Block& b, float* y) {
+    constexpr bool kFive = requires { b.qh; };
+    auto high = [&](int l, int bit) -> int {
+        if constexpr (kFive) return (b.qh[l] >> bit) & 1 ? 16 : 0;
+        return 0;
+    };
+    const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
+    for (int c = 0; c < 4; ++c) {
+        const uint8_t* q = b.qs + 32 * c;
+        uint8_t sc1, m1, sc2, m2;
+        k_scale_min(2 * c, b.scales, &sc1, &m1);
+        k_scale_min(2 * c + 1, b.scales, &sc2, &m2);
+        const float d1 = d * float(sc1), min1 = dmin * float(m1);
+        const float d2 = d * float(sc2), min2 = dmin * float(m2);
+        float* yc = y + 64 * c;
+        for (int l = 0; l < 32; ++l) yc[l] = d1 * float((q[l] & 0xF) + high(l, 2 * c)) - min1;
+        for (int l = 0; l < 32; ++l) yc[32 + l] = d2 * float((q[l] >> 4) + high(l, 2 * c + 1)) - min2;
     }
-};
+}
 
-struct DecQ4_K {
-    static constexpr int kN = kQK_K;
-    static constexpr size_t kBytes = sizeof(BlockQ4_K);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ4_K>(p);
-        const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-        // chunk c of 64 elements: sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
-        for (int c = 0; c < 4; ++c) {
-            const uint8_t* q = b.qs + 32 * c;
-            uint8_t sc1, m1, sc2, m2;
-            k_scale_min(2 * c, b.scales, &sc1, &m1);
-            k_scale_min(2 * c + 1, b.scales, &sc2, &m2);
-            const float d1 = d * float(sc1), min1 = dmin * float(m1);
-            const float d2 = d * float(sc2), min2 = dmin * float(m2);
-            float* yc = y + 64 * c;
-            for (int l = 0; l < 32; ++l) yc[l] = d1 * float(q[l] & 0xF) - min1;
-            for (int l = 0; l < 32; ++l) yc[32 + l] = d2 * float(q[l] >> 4) - min2;
-        }
+void decode_q6_k(const BlockQ6_K& b, float* y) {
+    const float d = fp16_to_fp32(b.d);
+    // Two halves of 128. In half n (ql += 64n, qh += 32n), for l < 32:
+    //   element l      : low nibble of ql[l]      | bits 0-1 of qh[l] << 4
+    //   element l + 32 : low nibble of ql[l + 32] | bits 2-3 of qh[l] << 4
+    //   element l + 64 : high nibble of ql[l]     | bits 4-5 of qh[l] << 4
+    //   element l + 96 : high nibble of ql[l + 32]| bits 6-7 of qh[l] << 4
+    // minus 32. Element e's scale is scales[e / 16] (ggml: sc = scales + 8n, sc[l/16 + 2k]).
+    int8_t q[kQK_K];
+    for (int n = 0; n < 2; ++n) {
+        const uint8_t* ql = b.ql + 64 * n;
+        const uint8_t* qh = b.qh + 32 * n;
+        int8_t* qn = q + 128 * n;
+        for (int l = 0; l < 32; ++l)
+            qn[l] = int8_t(((ql[l] & 0xF) | (qh[l] & 3) << 4) - 32);
+        for (int l = 0; l < 32; ++l)
+            qn[l + 32] = int8_t(((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32);
+        for (int l = 0; l < 32; ++l)
+            qn[l + 64] = int8_t(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
+        for (int l = 0; l < 32; ++l)
+            qn[l + 96] = int8_t(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
     }
-};
+    for (int g = 0; g < kQK_K / 16; ++g) {
+        const float s = d * float(b.scales[g]);
+        for (int k = 0; k < 16; ++k) y[16 * g + k] = s * float(q[16 * g + k]);
+    }
+}
 
-struct DecQ5_K {
-    static constexpr int kN = kQK_K;
-    static constexpr size_t kBytes = sizeof(BlockQ5_K);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ5_K>(p);
-        const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-        for (int c = 0; c < 4; ++c) {
-            const uint8_t* q = b.qs + 32 * c;
-            const uint8_t u1 = uint8_t(1u << (2 * c)), u2 = uint8_t(2u << (2 * c));
-            uint8_t sc1, m1, sc2, m2;
-            k_scale_min(2 * c, b.scales, &sc1, &m1);
-            k_scale_min(2 * c + 1, b.scales, &sc2, &m2);
-            const float d1 = d * float(sc1), min1 = dmin * float(m1);
-            const float d2 = d * float(sc2), min2 = dmin * float(m2);
-            float* yc = y + 64 * c;
-            for (int l = 0; l < 32; ++l)
-                yc[l] = d1 * float((q[l] & 0xF) + ((b.qh[l] & u1) ? 16 : 0)) - min1;
-            for (int l = 0; l < 32; ++l)
-                yc[32 + l] = d2 * float((q[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - min2;
-        }
-    }
-};
-
-struct DecQ6_K {
-    static constexpr int kN = kQK_K;
-    static constexpr size_t kBytes = sizeof(BlockQ6_K);
-    static constexpr bool kPlain = false;
-    static void decode(const uint8_t* p, float* y) {
-        const auto b = load_block<BlockQ6_K>(p);
-        const float d = fp16_to_fp32(b.d);
-        // Two halves of 128. In half n (ql += 64n, qh += 32n), for l < 32:
-        //   element l      : low nibble of ql[l]      | bits 0-1 of qh[l] << 4
-        //   element l + 32 : low nibble of ql[l + 32] | bits 2-3 of qh[l] << 4
-        //   element l + 64 : high nibble of ql[l]     | bits 4-5 of qh[l] << 4
-        //   element l + 96 : high nibble of ql[l + 32]| bits 6-7 of qh[l] << 4
-        // minus 32. Element e's scale is scales[e / 16] (ggml: sc = scales + 8n, sc[l/16 + 2k]).
-        int8_t q[kQK_K];
-        for (int n = 0; n < 2; ++n) {
-            const uint8_t* ql = b.ql + 64 * n;
-            const uint8_t* qh = b.qh + 32 * n;
-            int8_t* qn = q + 128 * n;
-            for (int l = 0; l < 32; ++l)
-                qn[l] = int8_t(((ql[l] & 0xF) | (qh[l] & 3) << 4) - 32);
-            for (int l = 0; l < 32; ++l)
-                qn[l + 32] = int8_t(((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32);
-            for (int l = 0; l < 32; ++l)
-                qn[l + 64] = int8_t(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
-            for (int l = 0; l < 32; ++l)
-                qn[l + 96] = int8_t(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
-        }
-        for (int g = 0; g < kQK_K / 16; ++g) {
-            const float s = d * float(b.scales[g]);
-            for (int k = 0; k < 16; ++k) y[16 * g + k] = s * float(q[16 * g + k]);
-        }
-    }
-};
+using DecF32 = DecPlain<4, floats_to_floats>;
+using DecF16 = DecPlain<2, halves_to_floats>;
+using DecBF16 = DecPlain<2, bf16s_to_floats>;
+using DecQ8_0 = DecBlock<BlockQ8_0, kQK, decode_q8_0>;
+using DecQ4_0 = DecBlock<BlockQ4_0, kQK, decode_legacy<BlockQ4_0>>;
+using DecQ4_1 = DecBlock<BlockQ4_1, kQK, decode_legacy<BlockQ4_1>>;
+using DecQ5_0 = DecBlock<BlockQ5_0, kQK, decode_legacy<BlockQ5_0>>;
+using DecQ5_1 = DecBlock<BlockQ5_1, kQK, decode_legacy<BlockQ5_1>>;
+using DecQ4_K = DecBlock<BlockQ4_K, kQK_K, decode_k45<BlockQ4_K>>;
+using DecQ5_K = DecBlock<BlockQ5_K, kQK_K, decode_k45<BlockQ5_K>>;
+using DecQ6_K = DecBlock<BlockQ6_K, kQK_K, decode_q6_k>;
 
 // --- row loops over a decoder ---
 
