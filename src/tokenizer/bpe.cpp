@@ -5,17 +5,11 @@
 #include <queue>
 #include <string>
 
-#include "tokenizer/unicode.h"
-#include "tokenizer/vocab.h"
+#include "tokenizer/symbols.h"
 
 namespace jitllm::tok {
 
 namespace {
-
-struct Symbol {
-    int prev, next;
-    size_t offset, length;  // bytes of the encoded word; length 0 once merged away
-};
 
 struct Bigram {
     int left, right;
@@ -35,12 +29,7 @@ void encode_word(const Vocab& v, const std::string& word, std::vector<int32_t>& 
     if (v.ignore_merges && v.find(word) >= 0) {
         syms.push_back({-1, -1, 0, word.size()});
     } else {
-        for (size_t off = 0; off < word.size();) {
-            const size_t n = std::min(utf8_seq_len(uint8_t(word[off])), word.size() - off);
-            const int idx = int(syms.size());
-            syms.push_back({idx - 1, off + n == word.size() ? -1 : idx + 1, off, n});
-            off += n;
-        }
+        syms = char_symbols(word);
     }
     auto text_of = [&](const Symbol& s) {
         return std::string_view(word).substr(s.offset, s.length);
@@ -55,35 +44,12 @@ void encode_word(const Vocab& v, const std::string& word, std::vector<int32_t>& 
         joined += text_of(syms[right]);
         queue.push({left, right, rank, std::move(joined)});
     };
-    for (int i = 1; i < int(syms.size()); ++i) try_pair(i - 1, i);
-
-    while (!queue.empty()) {
-        Bigram b = queue.top();
-        queue.pop();
-        Symbol& l = syms[b.left];
-        Symbol& r = syms[b.right];
-        if (l.length == 0 || r.length == 0) continue;
-        if (l.length + r.length != b.text.size() ||
-            word.compare(l.offset, b.text.size(), b.text) != 0)
-            continue;  // stale: a side changed since this pair was queued
-        l.length += r.length;
-        r.length = 0;
-        l.next = r.next;
-        if (r.next >= 0) syms[r.next].prev = b.left;
-        try_pair(l.prev, b.left);
-        try_pair(b.left, l.next);
-    }
-
-    for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
-        const std::string_view s = text_of(syms[i]);
-        if (int32_t id = v.find(s); id >= 0) {
-            out.push_back(id);
-            continue;
-        }
-        // No token: try each byte of the symbol on its own; what the vocab lacks is dropped.
-        for (char c : s)
-            if (int32_t id = v.find(std::string(1, c)); id >= 0) out.push_back(id);
-    }
+    // stale where the pair's text is no longer the joined text it was queued with
+    merge_symbols(syms, queue, try_pair, [&](const Bigram& b, const Symbol& l, const Symbol& r) {
+        return l.length + r.length != b.text.size() || word.compare(l.offset, b.text.size(), b.text) != 0;
+    });
+    // No token: try each byte of the symbol on its own; what the vocab lacks is dropped.
+    emit_symbols(v, syms, word, [&](uint8_t byte) { return v.find(std::string(1, char(byte))); }, out);
 }
 
 }  // namespace

@@ -5,17 +5,11 @@
 #include <queue>
 #include <string>
 
-#include "tokenizer/unicode.h"
-#include "tokenizer/vocab.h"
+#include "tokenizer/symbols.h"
 
 namespace jitllm::tok {
 
 namespace {
-
-struct Symbol {
-    int prev, next;
-    size_t offset, length;  // bytes of the input; length 0 once merged into its left neighbour
-};
 
 struct Bigram {
     int left, right;
@@ -41,14 +35,7 @@ int32_t byte_token(const Vocab& v, uint8_t byte) {
 }  // namespace
 
 void spm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out) {
-    std::vector<Symbol> syms;
-    for (size_t off = 0; off < text.size();) {
-        const size_t n = std::min(utf8_seq_len(uint8_t(text[off])), text.size() - off);
-        const int idx = int(syms.size());
-        syms.push_back({idx - 1, off + n == text.size() ? -1 : idx + 1, off, n});
-        off += n;
-    }
-
+    std::vector<Symbol> syms = char_symbols(text);
     std::priority_queue<Bigram, std::vector<Bigram>, WorseBigram> queue;
     auto try_pair = [&](int left, int right) {
         if (left < 0 || right < 0) return;
@@ -57,33 +44,11 @@ void spm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out
         if (id < 0) return;
         queue.push({left, right, v.tokens[id].score, len});
     };
-    for (int i = 1; i < int(syms.size()); ++i) try_pair(i - 1, i);
-
-    while (!queue.empty()) {
-        const Bigram b = queue.top();
-        queue.pop();
-        Symbol& l = syms[b.left];
-        Symbol& r = syms[b.right];
-        // Stale: one side was merged elsewhere since this pair was queued.
-        if (l.length == 0 || r.length == 0 || l.length + r.length != b.length) continue;
-        l.length += r.length;
-        r.length = 0;
-        l.next = r.next;
-        if (r.next >= 0) syms[r.next].prev = b.left;
-        try_pair(l.prev, b.left);
-        try_pair(b.left, l.next);
-    }
-
+    // stale where a side has grown since the pair was queued
+    merge_symbols(syms, queue, try_pair,
+                  [](const Bigram& b, const Symbol& l, const Symbol& r) { return l.length + r.length != b.length; });
     // Every merged symbol is a vocab token by construction; a single character may not be.
-    for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
-        const std::string_view s = text.substr(syms[i].offset, syms[i].length);
-        if (int32_t id = v.find(s); id >= 0) {
-            out.push_back(id);
-            continue;
-        }
-        for (char c : s)
-            if (int32_t id = byte_token(v, uint8_t(c)); id >= 0) out.push_back(id);
-    }
+    emit_symbols(v, syms, text, [&](uint8_t byte) { return byte_token(v, byte); }, out);
 }
 
 }  // namespace jitllm::tok
