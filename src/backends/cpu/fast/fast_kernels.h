@@ -97,24 +97,18 @@ void quantize_xk_avx512(const float* x, int64_t nb, bool q4k, XBlockK* out);
 void quantize_xk_avx2(const float* x, int64_t nb, bool q4k, XBlockK* out);
 void quantize_xk_neon(const float* x, int64_t nb, bool q4k, XBlockK* out);
 
-// Packed forms (packed.h): n_groups groups of 16 rows of a packed Q4_0 (q4) or Q8_0 matrix
-// (group i at P + i * group_bytes, nb blocks a row) times n_x activation rows; the group's row k
-// result for activation row j to Y[j * y_stride + 16 i + k], for the first n_rows rows only.
-void qp_groups_avx512(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
-                      int n_x, float* Y, size_t y_stride, int n_rows);
-// The AVX2 and NEON forms (Q8_0: activation blocks of off 0); the same bits
-void qp_groups_avx2(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
-                    int n_x, float* Y, size_t y_stride, int n_rows);
-void qp_groups_neon(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlock* x,
-                    int n_x, float* Y, size_t y_stride, int n_rows);
+// A packed quantized product (packed.h): n_groups groups of 16 rows of a packed matrix (group i at
+// P + i * group_bytes, nb blocks a row; q4: the 4-bit type of the pair) times n_x activation rows
+// of quantized blocks (Act); the group's row k result for activation row j to
+// Y[j * y_stride + 16 i + k], for the first n_rows rows only. Every form of one gives the same bits.
+template <class Act>
+using PackedGroupsFn = void(bool q4, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const Act* x,
+                            int n_x, float* Y, size_t y_stride, int n_rows);
 
-// The same for a packed Q4_K (q4k) or Q6_K matrix, nb blocks of 256 a row
-void kp_groups_avx512(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlockK* x,
-                      int n_x, float* Y, size_t y_stride, int n_rows);
-void kp_groups_avx2(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlockK* x,
-                    int n_x, float* Y, size_t y_stride, int n_rows);
-void kp_groups_neon(bool q4k, const uint8_t* P, size_t group_bytes, int n_groups, int64_t nb, const XBlockK* x,
-                    int n_x, float* Y, size_t y_stride, int n_rows);
+// Q4_0 (q4) or Q8_0 (the AVX2 and NEON forms' Q8_0: activation blocks of off 0)
+PackedGroupsFn<XBlock> qp_groups_avx512, qp_groups_avx2, qp_groups_neon;
+// Q4_K (q4) or Q6_K, nb blocks of 256 a row
+PackedGroupsFn<XBlockK> kp_groups_avx512, kp_groups_avx2, kp_groups_neon;
 
 // The float products' activation rows in panels of kFpPanel rows (the last one shorter): value k
 // of the panel's c rows side by side, k after k (one panel of n_x rows of n values: n_x * n floats
