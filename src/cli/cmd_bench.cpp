@@ -72,21 +72,15 @@ std::vector<int> parse_int_list(const std::vector<std::string>& vals, const std:
     return out;
 }
 
-struct BenchFlags {
+struct BenchFlags : EngineFlags {
     std::vector<std::string> models, n_prompt{"512"}, n_gen{"128"}, pg, n_depth{"0"}, threads;
     std::vector<std::string> npp, ntg, npl;  // llama-batched-bench's tests
     int repetitions = 5;
     std::string output = "md", output_err = "none";
-    int ctx_size = 0;
-    bool gpu = false;
-    bool with_prefill_decode = false;
-    bool cpu_exact = false;
-    int batch_prefill_size = kAutoPromptChunks;
     bool no_warmup = false;
     bool progress = false;
     uint64_t seed = 1234;
     std::string sql_table = "test";
-    GpuFlags g;
 };
 
 void add_bench_flags(CLI::App& app, BenchFlags& f) {
@@ -203,13 +197,8 @@ int cmd_bench(const Args& args_in) {
         if (t < 1 || t > 1024) fail_usage("-t: expected threads in [1, 1024], found {}", t);
     o.repetitions = f.repetitions;
     o.warmup = !f.no_warmup;
-    o.n_ctx = f.ctx_size;
-    o.with_prefill_decode = f.with_prefill_decode;
-    o.batch_prefill_size = f.batch_prefill_size;
-    o.cpu_exact = f.cpu_exact;
     Profiler profiler;  // --profiler: per-kernel table of every timed and warm-up run (no graphs)
-    f.g.check();
-    f.g.apply(o, f.gpu, false, &profiler);
+    f.apply_engine(o, false, &profiler);
     o.seed = f.seed;
 
     const BenchFormat out_fmt = bench_format_from_name(f.output, "-o");

@@ -54,14 +54,8 @@ int cmd_perplexity(const Args& args) {
     if (!parse_args(app, args)) return 0;
     if (file.empty() && tokens.empty()) fail_usage("jitllm perplexity: expected -f/--file FILE or --tokens IDS");
 
-    EngineOptions eo;
-    eo.model_path = model;
-    eo.n_threads = threads;
-    eo.n_ctx = ctx;
-    eo.cpu_exact = cpu_exact;
-    g.check();
-    g.apply(eo, gpu, false, nullptr);
-    Engine e(eo);  // (refuses a --ctx-size beyond the model's context)
+    // (the Engine refuses a --ctx-size beyond the model's context)
+    Engine e(scoring_engine_options(model, threads, ctx, cpu_exact, gpu, g));
     const Tokenizer& tok = e.tokenizer();
     const int V = e.model().config.n_vocab;
     std::vector<int32_t> ids;

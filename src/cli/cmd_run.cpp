@@ -137,14 +137,9 @@ int cmd_run(const Args& args) {
 
     EngineOptions eo;
     eo.model_path = f.model;
-    eo.n_ctx = f.ctx_size;
     eo.n_threads = f.threads;
-    eo.with_prefill_decode = f.with_prefill_decode;
-    eo.batch_prefill_size = f.batch_prefill_size;
-    eo.cpu_exact = f.cpu_exact;
     Profiler profiler;
-    f.g.check();
-    f.g.apply(eo, f.gpu, f.print_plan, &profiler);
+    f.apply_engine(eo, f.print_plan, &profiler);
     Engine e(eo);
     const bool until_full = f.max_tokens < 0;  // -n -1: until an end token or the context is full
     if (until_full) f.max_tokens = e.n_ctx();

@@ -163,7 +163,6 @@ int cmd_serve(const Args& args) {
     if (!parse_args(app, args)) return 0;
     o.model.prefix_reuse = !no_prefix_reuse;
     Profiler profiler;  // --profiler: per-kernel table of the whole serving run, printed at shutdown
-    g.check();
     g.apply(o.model, o.model.gpu, false, &profiler);
     if (!is_loopback(o.host))
         std::fprintf(stderr, "[jitllm] serve: warning: binding %s, not loopback; the server has no TLS and only "

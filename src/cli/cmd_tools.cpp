@@ -84,13 +84,7 @@ int cmd_eval(const Args& args) {
     g.check();
     const std::vector<int32_t> ids = parse_token_ids(tokens);
     if (ids.empty()) fail_usage("--tokens: expected at least one token id, found none");
-    EngineOptions eo;
-    eo.model_path = model;
-    eo.n_threads = threads;
-    eo.n_ctx = ctx;
-    eo.cpu_exact = cpu_exact;
-    g.apply(eo, gpu, false, nullptr);
-    Engine e(eo);
+    Engine e(scoring_engine_options(model, threads, ctx, cpu_exact, gpu, g));
     const int V = e.model().config.n_vocab;
     nlohmann::json rows = nlohmann::json::array();
     for (int32_t id : ids) {

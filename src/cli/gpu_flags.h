@@ -14,6 +14,7 @@
 #include "backends/cuda/lowering/tunables.h"
 #include "backends/opencl/opencl_backend.h"
 #include "core/error.h"
+#include "runtime/engine.h"
 
 namespace jitllm::cli {
 
@@ -121,7 +122,8 @@ struct GpuFlags {
         return o;
     }
 
-    // a LoadOptions' (EngineOptions') device backend from these flags: --opencl, else --gpu (gpu)
+    // a LoadOptions' (EngineOptions') device backend from these flags: --opencl, else --gpu (gpu);
+    // it refuses what check() refuses
     template <class O>
     void apply(O& o, bool gpu, bool print_plan, Profiler* prof) const {
         o.gpu = gpu;
@@ -146,5 +148,39 @@ struct GpuFlags {
         return o;
     }
 };
+
+// The flags that set up the Engine of `run` (and its wrappers) and of each `bench` test: the
+// context, the backend, the prompt path. Each command declares their options (its own help).
+struct EngineFlags {
+    int ctx_size = 0;
+    bool gpu = false;
+    bool cpu_exact = false;
+    bool with_prefill_decode = false;
+    int batch_prefill_size = kAutoPromptChunks;
+    GpuFlags g;
+
+    // Into o (EngineOptions, BenchOptions).
+    template <class O>
+    void apply_engine(O& o, bool print_plan, Profiler* prof) const {
+        o.n_ctx = ctx_size;
+        o.with_prefill_decode = with_prefill_decode;
+        o.batch_prefill_size = batch_prefill_size;
+        o.cpu_exact = cpu_exact;
+        g.apply(o, gpu, print_plan, prof);
+    }
+};
+
+// The Engine of a command that scores given tokens (eval, perplexity): -m, -t, -c, --cpu-exact,
+// --gpu and the GPU flags g; prompts go through the Engine's default path.
+inline EngineOptions scoring_engine_options(const std::string& model, int threads, int ctx, bool cpu_exact, bool gpu,
+                                            const GpuFlags& g) {
+    EngineOptions eo;
+    eo.model_path = model;
+    eo.n_threads = threads;
+    eo.n_ctx = ctx;
+    eo.cpu_exact = cpu_exact;
+    g.apply(eo, gpu, false, nullptr);
+    return eo;
+}
 
 }  // namespace jitllm::cli

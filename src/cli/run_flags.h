@@ -20,7 +20,7 @@ class Tokenizer;
 
 namespace jitllm::cli {
 
-struct RunFlags {
+struct RunFlags : EngineFlags {
     std::string model = default_model_path();
     std::string prompt = "Once upon a time";
     std::string prompt_file;  // -f/--file
@@ -33,13 +33,7 @@ struct RunFlags {
     bool interactive = false;
     bool instruct = false;
     int threads = 0;  // all physical cores
-    int ctx_size = 0;
-    bool gpu = false;
-    bool cpu_exact = false;
-    bool with_prefill_decode = false;
-    int batch_prefill_size = kAutoPromptChunks;
     bool print_plan = false;
-    GpuFlags g;
     std::string metrics;  // "" | "json"
     int launch_skip_warmup = 2;
     std::string json_schema;       // -j: constrained output, the reply JSON of this schema
