@@ -1,6 +1,6 @@
 // Strict UTF-8 validation (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF)
 // for text read from untrusted files and command lines, escaping of such text for one-line
-// error messages, and the encoding of one code point. Lenient decoding for tokenization lives in
+// error messages, escaping tables, and the encoding of one code point. Lenient decoding for tokenization lives in
 // tokenizer/unicode.h.
 #pragma once
 
@@ -39,6 +39,20 @@ inline size_t utf8_invalid_at(std::string_view s) {
         i += len;
     }
     return std::string_view::npos;
+}
+
+// One entry of a character escaping table: c written as text.
+struct CharEscape {
+    char32_t c;
+    const char* text;
+};
+
+// c's text in an escaping table (JSON's, HTML's, a quoted string's...); nullptr where it has none.
+template <size_t N>
+constexpr const char* escape_of(char32_t c, const CharEscape (&table)[N]) {
+    for (const CharEscape& e : table)
+        if (e.c == c) return e.text;
+    return nullptr;
 }
 
 // Code point cp appended as UTF-8: 1 to 4 bytes by its size (no check: a cp above U+10FFFF gets

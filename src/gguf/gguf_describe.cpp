@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "gguf/gguf_reader.h"
 
 namespace jitllm {
@@ -10,18 +11,12 @@ namespace {
 
 // Quoted, with quotes, backslashes and control bytes escaped; other bytes (UTF-8) kept.
 std::string quote(const std::string& s) {
+    static constexpr CharEscape kEscapes[] = {{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"}, {'\t', "\\t"}};
     std::string out = "\"";
     for (unsigned char ch : s) {
-        switch (ch) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (ch < 0x20 || ch == 0x7f) out += fmt::format("\\x{:02x}", ch);
-                else out += char(ch);
-        }
+        if (const char* e = escape_of(ch, kEscapes)) out += e;
+        else if (ch < 0x20 || ch == 0x7f) out += fmt::format("\\x{:02x}", ch);
+        else out += char(ch);
     }
     return out + "\"";
 }

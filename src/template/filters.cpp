@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/utf8.h"
 #include "template/builtins.h"
 #include "template/pystr.h"
 
@@ -75,16 +76,11 @@ Value f_string_op(Interpreter&, const Value& v, CallArgs& a, const char* name) {
     if (n == "string") return v.is_string() ? v : Value(s);
     if (n == "wordcount") return Value(int64_t(py_split(s, std::nullopt, -1, false).size()));
     // escape
+    static constexpr CharEscape kHtml[] = {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&#34;"}, {'\'', "&#39;"}};
     std::string out;
     for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&#34;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
-        }
+        if (const char* e = escape_of(c, kHtml)) out += e;
+        else out += c;
     }
     return Value(std::move(out));
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/utf8.h"
 #include "template/pystr.h"
 
 namespace jitllm::tmpl {
@@ -348,17 +349,13 @@ namespace {
 
 void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
     out += '"';
+    static constexpr CharEscape kEscapes[] = {{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"},
+                                              {'\t', "\\t"},  {'\b', "\\b"},   {'\f', "\\f"}};
     for (char32_t c : utf8_decode(s)) {
         char b[16];
-        switch (c) {
-            case '"': out += "\\\""; continue;
-            case '\\': out += "\\\\"; continue;
-            case '\n': out += "\\n"; continue;
-            case '\r': out += "\\r"; continue;
-            case '\t': out += "\\t"; continue;
-            case '\b': out += "\\b"; continue;
-            case '\f': out += "\\f"; continue;
-            default: break;
+        if (const char* e = escape_of(c, kEscapes)) {
+            out += e;
+            continue;
         }
         if (c < 0x20 || (ensure_ascii && c > 0x7E)) {
             if (c >= 0x10000) {
