@@ -27,6 +27,27 @@ JITLLM_AVX2 inline __m256 halves(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Block b of a packed group of kBlock-byte blocks; the first half's pass fetches ahead
+template <size_t kBlock>
+inline const uint8_t* group_block(const uint8_t* g, int64_t b, int hf) {
+    const uint8_t* p = g + size_t(b) * kBlock;
+    if (hf == 0) prefetch_lines(p, kPrefetchAhead, kBlock);
+    return p;
+}
+
+// A block's integer sums into the C rows' results: acc[c] += isum[c] * (dw * activation row c's d)
+template <int C>
+JITLLM_AVX2 inline void add_block_sums(__m256* acc, const __m256i* isum, __m256 dw, const XBlockK* const* xb) {
+    for (int c = 0; c < C; ++c)
+        acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(dw, _mm256_set1_ps(xb[c]->d)), acc[c]);
+}
+
+// The tile's C rows of results, the first n_valid lanes of each
+template <int C>
+JITLLM_AVX2 inline void store_rows(const __m256* acc, float* y, size_t y_stride, int n_valid) {
+    for (int c = 0; c < C; ++c) _mm256_maskstore_ps(y + size_t(c) * y_stride, lanes_mask(n_valid), acc[c]);
+}
+
 // Half hf of a packed Q4_K group times C activation rows
 template <int C>
 JITLLM_AVX2 void q4k_tile(const uint8_t* g, int hf, int64_t nb, const XBlockK* x, float* y, size_t y_stride,
@@ -36,8 +57,7 @@ JITLLM_AVX2 void q4k_tile(const uint8_t* g, int hf, int64_t nb, const XBlockK* x
     __m256 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* p = g + size_t(b) * kQ4kGroupBlock;
-        if (hf == 0) prefetch_lines(p, kPrefetchAhead, kQ4kGroupBlock);
+        const uint8_t* p = group_block<kQ4kGroupBlock>(g, b, hf);
         const __m256 dw = halves(p + 2304 + 2 * h8), dmin = halves(p + 2336 + 2 * h8);
         const XBlockK* xb[C];
         __m256i isum[C];
@@ -72,10 +92,9 @@ JITLLM_AVX2 void q4k_tile(const uint8_t* g, int hf, int64_t nb, const XBlockK* x
                 isum[c] = _mm256_add_epi32(isum[c], scaled);
             }
         }
-        for (int c = 0; c < C; ++c)
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(dw, _mm256_set1_ps(xb[c]->d)), acc[c]);
+        add_block_sums<C>(acc, isum, dw, xb);
     }
-    for (int c = 0; c < C; ++c) _mm256_maskstore_ps(y + size_t(c) * y_stride, lanes_mask(n_valid), acc[c]);
+    store_rows<C>(acc, y, y_stride, n_valid);
 }
 
 // Half hf of a packed Q6_K group times C activation rows
@@ -87,8 +106,7 @@ JITLLM_AVX2 void q6k_tile(const uint8_t* g, int hf, int64_t nb, const XBlockK* x
     __m256 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* p = g + size_t(b) * kQ6kGroupBlock;
-        if (hf == 0) prefetch_lines(p, kPrefetchAhead, kQ6kGroupBlock);
+        const uint8_t* p = group_block<kQ6kGroupBlock>(g, b, hf);
         const XBlockK* xb[C];
         __m256i isum[C];
         for (int c = 0; c < C; ++c) xb[c] = x + size_t(c) * size_t(nb) + size_t(b), isum[c] = _mm256_setzero_si256();
@@ -119,10 +137,9 @@ JITLLM_AVX2 void q6k_tile(const uint8_t* g, int hf, int64_t nb, const XBlockK* x
                 }
             }
         const __m256 dw = halves(p + 3328 + 2 * h8);
-        for (int c = 0; c < C; ++c)
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(dw, _mm256_set1_ps(xb[c]->d)), acc[c]);
+        add_block_sums<C>(acc, isum, dw, xb);
     }
-    for (int c = 0; c < C; ++c) _mm256_maskstore_ps(y + size_t(c) * y_stride, lanes_mask(n_valid), acc[c]);
+    store_rows<C>(acc, y, y_stride, n_valid);
 }
 
 }  // namespace
