@@ -13,7 +13,10 @@ fuzz_clang() {
 fuzz_build() {
     local cxx
     cxx=$(fuzz_clang)
-    cmake -S . -B "$BUILD" -G Ninja -DJITLLM_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    # -O1 with line tables: the usual sanitizer-fuzzing build (stack traces keep file:line); it
+    # compiles in 125 s against RelWithDebInfo's 166 s on the 2-core CI machine
+    cmake -S . -B "$BUILD" -G Ninja -DJITLLM_FUZZ=ON -DCMAKE_BUILD_TYPE=None \
+        "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only -DNDEBUG" "-DCMAKE_C_FLAGS=-O1 -gline-tables-only -DNDEBUG" \
         -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="${cxx/++/}" >/dev/null
     cmake --build "$BUILD" -j "$(nproc)" \
         --target gguf_reader_fuzz tokenizer_fuzz chat_format_fuzz make_corpus
