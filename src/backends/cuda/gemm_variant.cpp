@@ -37,6 +37,8 @@ bool gemm_type_ok(GgmlType t) {
 int tile_m(const GemmSpec& s) { return s.mma == 2 ? 128 : s.bm > 0 ? s.bm : s.mma ? 128 : 64; }
 int tile_n(const GemmSpec& s) { return s.bn > 0 ? s.bn : s.mma ? 128 : 64; }
 int stages(const GemmSpec& s) { return s.stages > 0 ? s.stages : 4; }
+// weight-row tiles of the grid's y dimension
+int n_tiles(const GemmSpec& s) { return (gemm_weight_rows(s) + tile_n(s) - 1) / tile_n(s); }
 bool async_w(const GemmSpec& s) { return s.wtype == GgmlType::F16 || s.wtype == GgmlType::BF16; }
 // MMA=2 copies 32-element-block quants through a raw shared-memory ring (gemm_wgmma.cuh G2_RAW)
 bool raw_ring(const GemmSpec& s) {
@@ -135,8 +137,7 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
 
 int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force) {
     if (!s.split_k || m > tile_m(s)) return 1;
-    const int out_w = gemm_weight_rows(s);
-    const int tiles = (out_w + tile_n(s) - 1) / tile_n(s);
+    const int tiles = n_tiles(s);
     const int nk = (s.cols + 63) / 64;
     int z = force > 0 ? force : tiles < sm_count ? sm_count / tiles : 1;
     z = std::max(1, std::min(z, nk / 8));
@@ -145,15 +146,10 @@ int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force) {
 }
 
 uint64_t gemm_split_ws_floats(const GemmSpec& s, int splits) {
-    const int out_w = gemm_weight_rows(s);
-    const uint64_t tiles = uint64_t((out_w + tile_n(s) - 1) / tile_n(s));
-    return tiles * uint64_t(splits) * 256u * uint64_t(tile_n(s) / 2);
+    return uint64_t(n_tiles(s)) * uint64_t(splits) * 256u * uint64_t(tile_n(s) / 2);  // 256 consumer threads
 }
 
-int gemm_split_counters(const GemmSpec& s) {
-    const int out_w = gemm_weight_rows(s);
-    return (out_w + tile_n(s) - 1) / tile_n(s);
-}
+int gemm_split_counters(const GemmSpec& s) { return n_tiles(s); }
 
 int gemm_group_tiles(const GemmSpec& s, int m) {
     const int64_t entries = int64_t(std::max(m, 1)) * s.group_k;
@@ -161,11 +157,10 @@ int gemm_group_tiles(const GemmSpec& s, int m) {
 }
 
 GemmLaunch gemm_launch(const GemmSpec& s, int m) {
-    const int bm = tile_m(s), bn = tile_n(s);
-    const int out_w = gemm_weight_rows(s);
+    const int bm = tile_m(s);
     GemmLaunch l;
     const int mt = s.grouped ? gemm_group_tiles(s, m) : (std::max(m, 1) + bm - 1) / bm;
-    l.grid = Dim3(unsigned(mt), unsigned((out_w + bn - 1) / bn));
+    l.grid = Dim3(unsigned(mt), unsigned(n_tiles(s)));
     l.block = Dim3(s.mma == 2 ? 128u * unsigned(2 + gemm_producers(s)) : 256u);
     l.smem = gemm_smem_bytes(s);
     return l;

@@ -100,7 +100,7 @@ KArg Lowering::gemm_x16(size_t i, GemmSpec& s, Slot x) {
     s.mma = 2;
     s.x_f16 = true;
     s.bm = 128;
-    const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+    const int out_w = gemm_weight_rows(s);
     s.bn = o_.gemm_bn > 0 ? o_.gemm_bn : out_w >= 16384 && !quant_w ? 256 : 128;
     s.min_blocks = o_.gemm_min_blocks;
     if (x16_now_ && x == Slot::Xb) return scratch("x16");
@@ -126,13 +126,14 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
     // 64-row tiles when 128-row tiles would leave the SMs with fewer than two blocks each
     if (s.mma == 1) {
         const int R = std::max(1, p_.batch_rows);
-        const int out_w = s.epi == 2 ? 2 * s.rows[0] : gemm_out_rows(s);
+        const int out_w = gemm_weight_rows(s);
         const int tiles128 = ((R + 127) / 128) * ((out_w + 127) / 128);
         s.bm = o_.gemm_bm > 0 ? o_.gemm_bm : (tiles128 < 2 * d_.sm_count ? 64 : 128);
     }
     // gate gemm.split_k: only where a one-tile-row step would split
     s.split_k = s.mma == 2 && g_.gemm_split_k;
-    if (s.split_k && gemm_k_splits(s, 1, d_.sm_count, o_.gemm_splits) < 2) s.split_k = false;
+    const int splits = gemm_k_splits(s, 1, d_.sm_count, o_.gemm_splits);
+    s.split_k = splits > 1;
     const std::string algo = std::string("gemm_") + (s.mma == 2 ? "wgmma_" : s.mma ? "mma_" : "simt_") +
                              lowercase(type_name(s.wtype)) + (s.wsplit ? "_split" : "");
     auto& k = add(idx, algo, gemm_variant(s, ""));
@@ -151,7 +152,7 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
     k.args.push_back(g.resid);
     k.args.push_back(rows_arg());
     if (s.split_k) {  // gate gemm.split_k: grid.z for steps of one tile row
-        k.ksplit = gemm_k_splits(s, 1, d_.sm_count, o_.gemm_splits);
+        k.ksplit = splits;
         k.ksplit_rows = bm;
         k.args.push_back(scratch("gemm_split_ws"));
         k.args.push_back(scratch("gemm_split_ctr"));
