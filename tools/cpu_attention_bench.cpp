@@ -2,7 +2,7 @@
 // the reference its test compares with bit for bit), on the 1B decode shape (32 heads, 8 kv heads,
 // head dim 64) at 512 and 2048 cached positions. ms per call = one layer's attention of one token.
 // (g++ compiles the plain loops faster than the function 97862d2 replaced.)
-// Build (after building build-gpu): B=build-gpu; g++ -std=c++20 -O2 -ffp-contract=off -DFMT_HEADER_ONLY=1
+// Build (after building build-gpu): B=build-gpu; g++ -std=c++20 -O2 -ffp-contract=off
 //   -Isrc -Itests tools/cpu_attention_bench.cpp -o /tmp/cpu_attention_bench $B/libjitllm_backend_cpu.a
 //   $B/libjitllm_plan.a $B/libjitllm_quant.a $B/libjitllm_core.a -lpthread -ldl ; run: /tmp/cpu_attention_bench
 #include <algorithm>

@@ -9,7 +9,6 @@
 
 #include "core/error.h"
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 namespace jitllm::serve {

@@ -6,7 +6,6 @@
 #include <ctime>
 #include <random>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 #include "serve/server_ctx.h"

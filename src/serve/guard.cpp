@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 namespace jitllm::serve {

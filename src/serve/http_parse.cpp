@@ -3,7 +3,6 @@
 
 #include <cctype>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 namespace jitllm::serve {

@@ -23,7 +23,6 @@
 #include <thread>
 #include <unordered_map>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 #include "core/error.h"

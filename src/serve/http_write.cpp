@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 #include "serve/http_conn.h"

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 namespace jitllm::serve {

@@ -3,7 +3,6 @@
 
 #include <random>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 #include "tokenizer/tokenizer.h"

@@ -5,7 +5,6 @@
 
 #include <chrono>
 
-#define FMT_HEADER_ONLY 1
 #include <fmt/format.h>
 
 #include "core/error.h"
