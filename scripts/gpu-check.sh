@@ -12,7 +12,7 @@
 #             with each set of GATES forced (JITLLM_TEST_CUDA_FORCE; a variant's prerequisites from
 #             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
 #   modes   : prefill_modes_test (every prompt mode against llama.cpp and single-token steps) with the
-#             defaults and each set of GATES forced, as golden; runtime_generate_test (run-ahead,
+#             defaults, with every sibling at once and with each set of GATES forced, as golden; runtime_generate_test (run-ahead,
 #             device draws)
 #   decode  : tg128 of SHAPES (bench's md row, copy bandwidth and % of it)
 #   prefill : pp512 with -b 512 of PREFILL_SHAPES; time to first token of a 2048-token prompt
@@ -278,6 +278,7 @@ golden)
     ;;
 modes)
     cuda_test "prompt modes, default gates" modes-default prefill_modes_test
+    cuda_test "prompt modes, every sibling at once" modes-siblings prefill_modes_test JITLLM_TEST_CUDA_SIBLINGS=1
     forced_tests modes prefill_modes_test
     cuda_test "generate: run-ahead and device draws" generate runtime_generate_test
     ;;
