@@ -122,6 +122,7 @@ TEST(ClProgramsOffline, EveryVariantOfBothSidesOfEveryGateCompiles) {
             if (variant == 1)  // every gate's sibling
                 o.force = {{"reduce", "local"},        {"fp16", "float"},        {"kv.type", "float"},
                            {"gemv.vec", "scalar"},     {"gemv.grid", "full"},    {"weights.layout", "blocks"},
+                           {"gemv.align", "narrow"},
                            {"batch.xrows", "per-row"}, {"rope.angles", "computed"}, {"gemv.x", "tiles"}};
             n += compile_offline(cl_schedule_build(m.plan, all, o), "CL2.0", ext, seen);
         }

@@ -140,5 +140,27 @@ TEST(ClSchedule, KernelNamesFollowTheTaskGroups) {
     EXPECT_EQ(u.decode.size(), m.plan.decode.size());
 }
 
+// gate gemv.align: 16-byte loads only in products whose every row starts 16-byte aligned (a Q4_K_M
+// file's Q4_K rows of 144 bytes, not its Q6_K rows of 210); the sibling none
+TEST(ClSchedule, WideLoadsWhereEveryRowIs16ByteAligned) {
+    Loaded m(test::data_path("golden/synthetic/llama-q4_k_m.gguf"));
+    const ClSchedule s = cl_schedule_build(m.plan, device({}), {});
+    EXPECT_EQ(gate(s, "gemv.align"), "wide");
+    int wide = 0, narrow = 0;
+    for (const ClStep& k : s.decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        const bool q6k = k.symbol.size() > 4 && k.symbol.compare(k.symbol.size() - 4, 4, "q6_k") == 0;
+        EXPECT_EQ(k.variant.has("ALIGN16"), !q6k) << k.symbol;
+        ++(q6k ? narrow : wide);
+    }
+    EXPECT_GT(wide, 0);
+    EXPECT_GT(narrow, 0);
+    ClScheduleOptions o;
+    o.force = {{"gemv.align", "narrow"}};
+    const ClSchedule n = cl_schedule_build(m.plan, device({}), o);
+    EXPECT_EQ(gate(n, "gemv.align"), "narrow");
+    for (const Variant& v : cl_schedule_variants(n)) EXPECT_FALSE(v.has("ALIGN16")) << v.display_name();
+}
+
 }  // namespace
 }  // namespace jitllm

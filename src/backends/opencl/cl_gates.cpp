@@ -70,6 +70,13 @@ ClGateVerdict vec_gate(const ClGateInputs& in, ClGates&) {
             "", ""};
 }
 
+ClGateVerdict align_gate(const ClGateInputs&, ClGates&) {
+    return {true,
+            "products whose weight rows, offsets and x rows are multiples of 16 bytes read 16-byte pieces as one "
+            "load each (vloadn promises a driver only the element's alignment)",
+            "", ""};
+}
+
 ClGateVerdict grid_gate(const ClGateInputs& in, ClGates&) {
     return {true,
             fmt::format("at most {} work-groups per compute unit ({} units): x's prologue (the norm, the Q8_0 "
@@ -172,6 +179,7 @@ const std::vector<ClGateSpec>& cl_gate_table() {
         {"gemv.idot", "dot4", "int", idot_gate, &ClGates::idot},
         {"kv.type", "half", "float", kv_gate, &ClGates::kv_half},
         {"gemv.vec", "vec8", "scalar", vec_gate, &ClGates::vec},
+        {"gemv.align", "wide", "narrow", align_gate, &ClGates::wide},
         {"gemv.grid", "capped", "full", grid_gate, &ClGates::gemv_cap},
         {"weights.layout", "split", "blocks", layout_gate, &ClGates::split},
         {"batch.xrows", "shared", "per-row", xrows_gate, &ClGates::xrows},

@@ -34,6 +34,7 @@ struct ClGates {
     bool fp16 = false;       // fp16=half: half values read through cl_khr_fp16's types
     bool kv_half = true;     // kv.type=half: the KV cache in f16 (vstore_half / vload_half)
     bool vec = true;         // gemv.vec=vec8: 8-wide loads of plain-type weights and x
+    bool wide = true;        // gemv.align=wide: 16-byte loads of weight and x rows that start 16-byte aligned
     bool gemv_cap = true;    // gemv.grid=capped: 2 work-groups per compute unit, each looping over row blocks
     bool xrows = false;      // batch.xrows=shared: the batch phase's products read a weight row for 4 activation rows
     bool gemm = false;       // batch.gemm=tiled: batch steps of kClGemmRows+ rows take tiled products

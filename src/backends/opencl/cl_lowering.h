@@ -86,6 +86,7 @@ private:
     };
     void gemv(const std::vector<size_t>& idx, const Gemv& g, const std::string& algo = "gemv");
     int x_tile(const std::vector<size_t>& idx, int cols, int xr, int wg, bool xq) const;
+    bool aligned16(const Gemv& g) const;
     void tiled(ClStep& k, GgmlType T, int nw, int out_rows);
     // the matrices of a product task at i (q/k/v, gate/up, output, attn_output, down)
     Gemv product_of(size_t i) const;

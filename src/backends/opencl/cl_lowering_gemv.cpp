@@ -174,6 +174,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
         for (const WeightTensor* w : g.w) JITLLM_CHECK(s_.split_weights.count(w), "{}: split and block layouts in one gemv", w->name);
         v.set("WSPLIT", 1);
     }
+    if (g_.wide && aligned16(g)) v.set("ALIGN16", 1);
     ClStep& k = add(idx, algo + "_" + type_suffix(T), v);
     int groups = (out_rows + rpb - 1) / rpb;
     const int per_unit = s_.tune.gemv_groups ? s_.tune.gemv_groups : 2;
@@ -197,6 +198,18 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     k.bytes_fixed = batch_ ? wb : 0;
     k.bytes = (batch_ ? 0 : wb) + 4ull * uint64_t(cols) * (g.norm_w ? 2 : 1) + 4ull * uint64_t(out_rows);
     if (batch_ && g_.gemm && g.experts == 0 && g.epi <= 3 && !g.norm_w) tiled(k, T, nw, out_rows);
+}
+
+// gate gemv.align=wide: whether every row the product reads starts 16-byte aligned (each weight and
+// slot is a buffer of its own, aligned to the device's base address alignment, at least 128 bytes)
+bool Lowering::aligned16(const Gemv& g) const {
+    if (g.cols % 4 != 0 || rows_of(g.x) % 4 != 0) return false;
+    for (size_t m = 0; m < g.w.size(); ++m) {
+        const WeightTensor* w = g.w[m];
+        if (w->row_bytes % 16 != 0 || g.w_off[m] % 16 != 0) return false;
+        if (g.experts && (w->n_bytes / w->stack) % 16 != 0) return false;
+    }
+    return true;
 }
 
 // gate gemv.x: the units of a Q4_0 / Q8_0 product's x staged at a time, 0 for all of them (where x

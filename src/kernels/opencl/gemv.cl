@@ -23,6 +23,7 @@
 //   X_STRIDE, Y_STRIDE0/1/2, Y_OFF0/1/2, AUX_STRIDE, AUX_OFF   floats between batch rows, offsets
 //   VEC          1: 8-wide loads of plain-type weights and x (gate gemv.vec); 0: one element at a time
 //   WSPLIT       1: Q4_0 / Q8_0 rows in the split layout, quants then scales (gate weights.layout)
+//   ALIGN16      1: every weight row and x row 16-byte aligned: 16-byte loads (gate gemv.align, common.h)
 //   IDOT, IDOT_EXT  Q4_0 / Q8_0 block sums 4 int8 products an instruction (gate gemv.idot, common.h)
 //   XTILE        Q4_0 / Q8_0: x quantized XTILE units at a time into local memory, each tile's sums
 //                before the next (gate gemv.x=tiles: x too wide for the device's local memory);
@@ -74,7 +75,12 @@
 
 // x's floats 8q .. 8q + 7, normalised with NORM_IN
 inline float8 x8(const global float* x, const global float* nw, float inv, int q) {
+#if ALIGN16
+    const global float4* x4 = (const global float4*)x + 2 * q;
+    float8 v = (float8)(x4[0], x4[1]);
+#else
     float8 v = vload8(q, x);
+#endif
 #if NORM_IN
     v = (v * inv) * vload8(q, nw);
 #endif

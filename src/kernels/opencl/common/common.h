@@ -12,6 +12,11 @@
 //             0: through vload_half8 (core OpenCL). The same floats either way.
 //   IDOT 1:   Q4_0 / Q8_0 products sum 4 int8 products an instruction (quant_blocks.h q8_isum);
 //             IDOT_EXT 1 cl_khr_integer_dot_product, 2 NVIDIA's dp4a through inline PTX.
+//   ALIGN16 1: the weight rows (and x's rows) a product reads start 16-byte aligned (the host checked
+//             buffers, row bytes and offsets): their 16-byte pieces read as one uint4 / float4 each
+//             (gate gemv.align=wide); 0: vloadn of the element type, which promises the compiler only
+//             the element's alignment (a driver may split it into 2- or 4-byte loads). The same
+//             values either way.
 // Includes are by path from src/kernels/opencl, which the JIT's expand_source resolves.
 #pragma once
 
@@ -34,6 +39,9 @@
 #ifndef FP16
 #define FP16 0
 #endif
+#ifndef ALIGN16
+#define ALIGN16 0
+#endif
 #if FP16
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #endif
@@ -43,9 +51,19 @@
 
 // --- 16-bit values ---
 
-// 8 f16 values at p (2-byte aligned) as floats
-inline float8 ld_half8(const global uchar* p) {
+// 8 f16 values held in u as floats
+inline float8 half8_of(uint4 u) {
 #if FP16
+    return convert_float8(as_half8(u));
+#else
+    return vload_half8(0, (const private half*)&u);
+#endif
+}
+// 8 f16 values at p (2-byte aligned; ALIGN16: 16-byte aligned) as floats
+inline float8 ld_half8(const global uchar* p) {
+#if ALIGN16
+    return half8_of(*(const global uint4*)p);
+#elif FP16
     return convert_float8(vload8(0, (const global half*)p));
 #else
     return vload_half8(0, (const global half*)p);
@@ -54,7 +72,11 @@ inline float8 ld_half8(const global uchar* p) {
 inline float ld_half(const global uchar* p) { return vload_half(0, (const global half*)p); }
 // 8 bf16 values at p as floats (the high half of each float)
 inline float8 ld_bf16x8(const global uchar* p) {
+#if ALIGN16
+    const ushort8 u = as_ushort8(*(const global uint4*)p);
+#else
     const ushort8 u = vload8(0, (const global ushort*)p);
+#endif
     return as_float8(convert_uint8(u) << 16);
 }
 inline float ld_bf16(const global uchar* p) { return as_float((uint)(*(const global ushort*)p) << 16); }

@@ -100,7 +100,14 @@ inline float sum8(float8 a) { return ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + 
 
 // 8 of unit u's elements from element 8 i on (i < 4) of a float-x type, as floats
 inline float8 unit8(const int T, const global uchar* row, int u, int i) {
+#if ALIGN16
+    if (T == F32) {
+        const global float4* f = (const global float4*)(row + 128 * u + 32 * i);
+        return (float8)(f[0], f[1]);
+    }
+#else
     if (T == F32) return vload8(0, (const global float*)(row + 128 * u + 32 * i));
+#endif
     if (T == F16) return ld_half8(row + 64 * u + 16 * i);
     if (T == BF16) return ld_bf16x8(row + 64 * u + 16 * i);
     if (T == Q4_1 || T == Q5_0 || T == Q5_1) {
@@ -203,9 +210,17 @@ inline float q8_dw(const int T, const global uchar* row, int nb, int u, const in
 }
 
 // Block u's quant bytes (q1 = q0 for Q4_0's 16) and, returned, its scale; the split layout's
-// quants read with 4-byte loads
+// quants read with 4-byte loads (ALIGN16: 16-byte loads)
 inline float q8_block(const int T, const global uchar* row, int nb, int u, const int split, uchar16* q0, uchar16* q1) {
     const global uchar* q = q8_quants(T, row, nb, u, split);
+#if ALIGN16
+    if (split) {
+        const global uint4* q4 = (const global uint4*)q;
+        *q0 = as_uchar16(q4[0]);
+        *q1 = T == Q8_0 ? as_uchar16(q4[1]) : *q0;
+        return q8_dw(T, row, nb, u, split);
+    }
+#endif
     if (split) {
         *q0 = as_uchar16(vload4(0, (const global uint*)q));
         *q1 = T == Q8_0 ? as_uchar16(vload4(1, (const global uint*)q)) : *q0;
