@@ -9,7 +9,8 @@
 // of 32 outputs in one tile. The epilogues are gemv.cl's (products.h store_row).
 //
 // params: as gemv.cl: WTYPE, COLS, N_MAT, ROWS0/1/2, W_OFF0/1/2, HAS_BIAS, EPI 0-3, RES_SCALE,
-//         OUT_SCALE, UP_OFFSET_ROWS, X_STRIDE, Y_STRIDE0/1/2, Y_OFF0/1/2, AUX_STRIDE, WSPLIT, IDOT;
+//         OUT_SCALE, UP_OFFSET_ROWS, X_STRIDE, Y_STRIDE0/1/2, Y_OFF0/1/2, AUX_STRIDE, WSPLIT, IDOT,
+//         ALIGN16 (unit8's 16-byte loads of the same rows: gate gemv.align);
 //         no NORM_IN (the lowering normalises x first), no experts
 // launch: global (ceil(out rows / (64 / NW)) * 256, ceil(rows / 64)), local (256, 1)
 // args:   gemv.cl's (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, nw, aux, ids, ew, eps, n_rows)
