@@ -124,6 +124,10 @@ public:
         picks_.pop_front();
         return t;
     }
+    // Whether decode_queue() returns before its step has run (while no logits are needed): then a
+    // caller gains by queuing the next step before it reads a pick. False where each step runs
+    // at once (queuing ahead would only delay the pick behind a step that may go unused).
+    virtual bool decode_queues_ahead() const { return false; }
     // A decode step whose pick keeps to a token mask (constrained output): runs the decode phase
     // for `token` at `pos`, calls `mask` for the tokens that may be picked (bits over the
     // vocabulary, bit id % 32 of word id / 32) while the device computes the logits, and picks

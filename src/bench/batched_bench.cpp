@@ -41,6 +41,7 @@ BatchedBenchResult run_test(SequenceBatch& b, int pp, int tg, int pl, std::mt199
         for (auto& st : steps) {
             st.tokens.assign(1, st.argmax);
             st.pos = pp + i;
+            st.ahead = i + 1 < tg;  // (a lone sequence's next step queued ahead, as `jitllm --gpu`)
         }
         b.run(steps);
     }

@@ -59,7 +59,8 @@ SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
           }
       }),
       prefix_reuse_(opt.prefix_reuse),
-      alone_decode_(opt.alone_decode) {
+      alone_decode_(opt.alone_decode),
+      run_ahead_(opt.run_ahead > 0 || (opt.run_ahead < 0 && lm_.backend().decode_queues_ahead())) {
     const Plan& p = plan();
     // a backend without block tables keeps sequence s in blocks s * per_seq + b
     const bool paged = lm_.backend().set_kv_blocks(0, nullptr, 0);
@@ -72,7 +73,12 @@ SequenceBatch::SequenceBatch(const SequenceBatchOptions& opt)
     table_sent_.assign(size_t(p.n_seq), kUnsent);
 }
 
-SequenceBatch::~SequenceBatch() = default;
+SequenceBatch::~SequenceBatch() {
+    try {
+        if (ahead_) drop_ahead();
+    } catch (...) {  // (the backend's own failure; it goes with the model)
+    }
+}
 
 std::string SequenceBatch::backend_name() const { return lm_.backend().name(); }
 
@@ -115,32 +121,76 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         s.argmax = -1;
         s.drawn = false;
     }
+    if (ahead_ && !(steps.size() == 1 && takes_ahead(steps[0]))) drop_ahead();
     take_blocks(steps);
     if (steps.size() != 1 || !run_alone(steps[0])) run_rows(steps);
     for (const auto& s : steps) pool_->append(s.seq, s.tokens.data(), int(s.tokens.size()));
+}
+
+namespace {
+bool identity(const std::vector<int32_t>& table) {
+    for (size_t b = 0; b < table.size(); ++b)
+        if (table[b] != int32_t(b)) return false;
+    return true;
+}
+
+bool same_draw(const DrawParams& a, const DrawParams& b) {
+    return a.temperature == b.temperature && a.top_p == b.top_p && a.min_p == b.min_p && a.top_k == b.top_k &&
+           a.seed == b.seed && a.draw == b.draw;
+}
+}  // namespace
+
+bool SequenceBatch::takes_ahead(const SeqStep& s) const {
+    const DrawParams greedy{};
+    return s.seq == ahead_->seq && s.pos == ahead_->pos && s.tokens.size() == 1 && s.tokens[0] == ahead_->input &&
+           s.want_logits && !s.host_logits && same_draw(s.draw.temperature > 0.0f ? s.draw : greedy, ahead_->draw);
+}
+
+void SequenceBatch::drop_ahead() {
+    ahead_.reset();
+    ++ahead_dropped_;
+    lm_.backend().decode_collect();  // (its KV row is past the sequence's length: written again before read)
 }
 
 bool SequenceBatch::run_alone(SeqStep& s) {
     // one token of one sequence whose blocks are the identity (KvPool keeps a lone sequence's so):
     // the decode phase, which reads and writes pool row p for position p (plan.h), with its graph
     // and fused pick, instead of a batch step of one row
-    if (!alone_decode_ || s.tokens.size() != 1 || !s.want_logits) return false;
-    const auto& t = pool_->table(s.seq);
-    for (size_t b = 0; b < t.size(); ++b)
-        if (t[b] != int32_t(b)) return false;
+    if (!alone_decode_ || s.tokens.size() != 1 || !s.want_logits || !identity(pool_->table(s.seq))) return false;
     Backend& be = lm_.backend();
     const bool draw = s.draw.temperature > 0.0f;
-    if (draw && !device_draws(s.draw)) return false;  // the host draws from the batch step's logits
-    if (draw || decode_draw_set_) {
-        if (!be.set_draw(draw ? &s.draw : nullptr)) return false;  // (greedy: always taken)
-        decode_draw_set_ = draw;
+    const bool queued = ahead_.has_value();  // (run() kept it only for this very step)
+    if (!queued) {
+        if (draw && !device_draws(s.draw)) return false;  // the host draws from the batch step's logits
+        if (draw || decode_draw_set_) {
+            if (!be.set_draw(draw ? &s.draw : nullptr)) return false;  // (greedy: always taken)
+            decode_draw_set_ = draw;
+        }
+        be.set_logits_needed(s.host_logits);
     }
-    be.set_logits_needed(s.host_logits);
-    const float* logits = be.decode(s.tokens[0], s.pos);
     ++decode_calls_;
-    s.logits = s.host_logits ? logits : nullptr;
-    s.argmax = be.sampled_token();
     s.drawn = draw;
+    // the step after this one queued before this one's pick is read, where it will likely be
+    // wanted and its position's block comes as the identity's
+    const bool next = run_ahead_ && s.ahead && !s.host_logits && s.pos + 2 <= n_ctx() &&
+                      pool_->grow(s.seq, s.pos + 2) && identity(pool_->table(s.seq));
+    if (!queued && !next) {
+        const float* logits = be.decode(s.tokens[0], s.pos);
+        s.logits = s.host_logits ? logits : nullptr;
+        s.argmax = be.sampled_token();
+        return true;
+    }
+    if (queued) ++ahead_calls_;
+    else be.decode_queue(s.tokens[0], s.pos);
+    ahead_.reset();
+    if (next) be.decode_queue(-1, s.pos + 1);
+    s.logits = nullptr;
+    s.argmax = be.decode_collect();
+    if (next) {
+        DrawParams d = draw ? s.draw : DrawParams{};
+        if (draw) d.draw += 1;
+        ahead_ = Ahead{s.seq, s.pos + 1, s.argmax, d};
+    }
     return true;
 }
 
@@ -217,6 +267,7 @@ bool SequenceBatch::device_draws(const DrawParams& p) const {
 
 void SequenceBatch::reset(int seq) {
     JITLLM_CHECK(seq >= 0 && seq < n_seq(), "sequence {} outside [0, {})", seq, n_seq());
+    if (ahead_ && ahead_->seq == seq) drop_ahead();
     // positions restart at 0 in blocks the pool hands out again: their old rows are never read
     // before the steps that write them
     pool_->release(seq);

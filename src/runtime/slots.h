@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct SequenceBatchOptions : LoadOptions {
     // a lone sequence's one-token steps through the decode phase (see the class); off: every
     // step through the batch phase (the GPU's decode kernels sum in another order)
     bool alone_decode = true;
+    // a lone sequence's decode steps queued one ahead of the host (SeqStep::ahead): -1 where the
+    // backend's queued steps run without waiting for the host (Backend::decode_queues_ahead), 1
+    // always (on the CPU each step then runs at once: the tests' way to the same code), 0 never
+    int run_ahead = -1;
 };
 
 // One sequence's share of a step.
@@ -51,6 +56,12 @@ struct SeqStep {
     // (temperature > 0, 1 <= top_k <= Backend::batch_draw_max_k(); then `drawn`), else the argmax
     DrawParams draw{};
     bool host_logits = true;      // with want_logits: the logits copied to the host (`logits`)
+    // with want_logits and one token, no host logits: the caller will likely feed this step's
+    // pick at pos + 1 next (generation goes on). A lone sequence then has that step queued on the
+    // backend, fed by the pick on the device, before run() returns (the run-ahead of `jitllm
+    // --gpu`); a next step other than exactly that one (another token, other sequences, a reset)
+    // discards it first, so callers see no difference but the time
+    bool ahead = false;
     // outputs (valid until the next run() or reset of this sequence)
     const float* logits = nullptr;  // when host_logits, or when a draw was asked for and not made
     int32_t argmax = -1;          // the backend's pick after the last token: the argmax, or the draw
@@ -97,18 +108,31 @@ public:
     const std::vector<int32_t>& kv_table(int seq) const { return pool_->table(seq); }  // its pool blocks
     uint64_t batch_calls() const { return batch_calls_; }  // backend batch steps so far
     uint64_t decode_calls() const { return decode_calls_; }  // steps run as the decode phase (run())
+    uint64_t ahead_calls() const { return ahead_calls_; }  // of those, steps queued ahead and taken
+    uint64_t ahead_dropped() const { return ahead_dropped_; }  // steps queued ahead and discarded
 
 private:
     void take_blocks(const std::vector<SeqStep>& steps);  // the pool's blocks for the steps' positions
     void run_rows(std::vector<SeqStep>& steps);           // the steps' rows through the batch phase
     bool run_alone(SeqStep& s);  // a lone sequence's decode step through the decode phase; false: not taken
+    bool takes_ahead(const SeqStep& s) const;  // whether s is the step queued ahead
+    void drop_ahead();  // collects the step queued ahead, its pick unused
 
     static constexpr size_t kUnsent = ~size_t(0);
     LoadedModel lm_;
-    bool prefix_reuse_, alone_decode_;
+    bool prefix_reuse_, alone_decode_, run_ahead_;
     std::unique_ptr<KvPool> pool_;
     std::vector<size_t> table_sent_;  // per sequence: block-table entries the backend has (kUnsent: none)
-    uint64_t batch_calls_ = 0, decode_calls_ = 0;
+    uint64_t batch_calls_ = 0, decode_calls_ = 0, ahead_calls_ = 0, ahead_dropped_ = 0;
+    // the decode step queued ahead (run_alone): sequence, position, the pick it is fed (known to
+    // the host once the step before it was collected) and its draw (counter included; greedy:
+    // temperature 0)
+    struct Ahead {
+        int seq = -1, pos = 0;
+        int32_t input = -1;
+        DrawParams draw{};
+    };
+    std::optional<Ahead> ahead_;
     bool decode_draw_set_ = false;  // the backend's decode steps draw (Backend::set_draw) rather than argmax
     std::vector<int32_t> tok_buf_, pos_buf_, seq_buf_;
     std::vector<DrawParams> draw_buf_;

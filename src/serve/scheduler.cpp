@@ -259,6 +259,8 @@ void Scheduler::step() {
                                     !s.sampler->device_drawable(batch_.n_vocab(), batch_.batch_draw_max_k()));
             st.host_logits = p.logprobs || host_pick;
             if (!host_pick && !s.sampler->plain_greedy()) st.draw = s.sampler->draw_params();
+            // a one-token step whose pick will likely feed the next (not the request's last token)
+            st.ahead = st.tokens.size() == 1 && s.n_gen + 1 < p.max_tokens;
         }
         steps_.push_back(std::move(st));
     }

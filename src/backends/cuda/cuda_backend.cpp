@@ -389,8 +389,7 @@ void CudaBackend::prefill(int32_t token, int pos) { run(Phase::Prefill, token, p
 // and when nothing needs the host between steps: no logits, no per-launch profiling, no
 // launch-by-launch mode.
 bool CudaBackend::queue_async(int pos) const {
-    return opt_.run_ahead && opt_.graphs && !opt_.nvtx_tasks && !opt_.profiler && !logits_needed_ &&
-           decode_graph_[decode_list(pos)] != nullptr;
+    return decode_queues_ahead() && !logits_needed_ && decode_graph_[decode_list(pos)] != nullptr;
 }
 
 int CudaBackend::decode_list(int pos) const {

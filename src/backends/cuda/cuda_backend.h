@@ -61,6 +61,9 @@ public:
     bool decode_masked(int32_t token, int pos, const std::function<const uint32_t*()>& mask) override;
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
+    bool decode_queues_ahead() const override {
+        return opt_.run_ahead && opt_.graphs && !opt_.nvtx_tasks && !opt_.profiler;
+    }
     BackendInfo info() const override;
     // Bytes our allocations hold now (weights + KV + scratch), the peak GPU memory of a run.
     uint64_t device_bytes() const override;

@@ -45,6 +45,7 @@ public:
     // or the previous step's pick left in the Token slot) and its pick read back behind it
     void decode_queue(int32_t token, int pos) override;
     int32_t decode_collect() override;
+    bool decode_queues_ahead() const override { return sched_.device_argmax && !opt_.profiler; }
     void batch(const BatchStep& step) override;
     const float* batch_logits(int row) override;
     int32_t batch_sampled(int row) const override;
