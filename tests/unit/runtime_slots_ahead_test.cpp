@@ -4,7 +4,8 @@
 // step without the hint) discards it first. Whatever the caller does, the tokens must be those of
 // the same steps run one at a time, no position written ahead may be read before it is written
 // again, and no block may leak. On the CPU a queued step runs at once (run_ahead = 1 forces the
-// code path); on a GPU (JITLLM_TEST_BACKEND=cuda) the steps are queued without waiting.
+// code path); on a GPU (JITLLM_TEST_BACKEND=cuda) and on OpenCL (ctest -L opencl: PoCL in CI) the
+// steps are queued without waiting, fed by the pick on the device.
 // The bundled stories260K model on the test backend (JITLLM_TEST_BACKEND).
 #include <gtest/gtest.h>
 
@@ -27,9 +28,11 @@ SequenceBatchOptions options(int n_seq, int run_ahead, int64_t pool_tokens = 0) 
     o.model_path = model_path();
     o.n_seq = n_seq;
     o.n_ctx = kCtx;
-    o.kv_pool_tokens = pool_tokens;
-    o.gpu = test::backend_is_gpu();
+    o.kv_pool_tokens = test::backend_is_opencl() ? 0 : pool_tokens;  // (a fixed layout there: no pool size)
+    o.gpu = test::backend_is_gpu() && !test::backend_is_opencl();
     o.cuda = test::cuda_options_from_env();
+    o.opencl = test::backend_is_opencl();
+    o.cl = test::opencl_options_from_env();
     o.run_ahead = run_ahead;
     return o;
 }
@@ -166,24 +169,26 @@ TEST(SequenceBatchAhead, ASecondSequenceOrAResetDiscardsTheQueuedStep) {
     EXPECT_EQ(b.kv_stats().used, 0);
 }
 
-TEST(SequenceBatchAhead, NoStepQueuedPastTheContextOrTheBlocksPromised) {
-    const int block = kKvBlockTokens;
-    {
-        // the hint on the step at the context's last position: no step queued at n_ctx
-        SequenceBatch b(options(1, 1, kCtx));
-        const std::vector<int32_t> p = encode(b, "Tom had a big red ball.");
-        const int n_gen = kCtx - int(p.size()) + 1;  // the last pick after position kCtx - 1
-        Drive d;
-        d.hint_last = true;
-        EXPECT_EQ(generate(b, p, n_gen, d), reference(p, n_gen));
-        EXPECT_EQ(b.ahead_calls(), uint64_t(n_gen - 1));
-        EXPECT_EQ(b.kv_stats().used, b.kv_stats().blocks);
-        b.reset(0);
-        EXPECT_EQ(b.ahead_dropped(), 0u);  // nothing was queued at n_ctx
-        EXPECT_EQ(b.kv_stats().used, 0);
-    }
+TEST(SequenceBatchAhead, NoStepQueuedPastTheContext) {
+    // the hint on the step at the context's last position: no step queued at n_ctx
+    SequenceBatch b(options(1, 1, kCtx));
+    const std::vector<int32_t> p = encode(b, "Tom had a big red ball.");
+    const int n_gen = kCtx - int(p.size()) + 1;  // the last pick after position kCtx - 1
+    Drive d;
+    d.hint_last = true;
+    EXPECT_EQ(generate(b, p, n_gen, d), reference(p, n_gen));
+    EXPECT_EQ(b.ahead_calls(), uint64_t(n_gen - 1));
+    EXPECT_EQ(b.kv_stats().used, b.kv_stats().blocks);
+    b.reset(0);
+    EXPECT_EQ(b.ahead_dropped(), 0u);  // nothing was queued at n_ctx
+    EXPECT_EQ(b.kv_stats().used, 0);
+}
+
+TEST(SequenceBatchAhead, NoStepQueuedIntoABlockPromisedElsewhere) {
+    if (test::backend_is_opencl()) GTEST_SKIP() << "the OpenCL backend keeps every sequence's whole context: no pool";
     // sequence 0 promised two blocks, sequence 1 (admitted, not run) the rest of the pool: the step
     // after sequence 0's last promised position would need a block promised to sequence 1
+    const int block = kKvBlockTokens;
     SequenceBatch b(options(2, 1, kCtx));
     const std::vector<int32_t> p0 = encode(b, "Tom had a big red ball.");
     const std::vector<int32_t> p1 = encode(b, "The dog ran to the park and");
@@ -202,12 +207,13 @@ TEST(SequenceBatchAhead, NoStepQueuedPastTheContextOrTheBlocksPromised) {
     EXPECT_EQ(b.kv_stats().used, 0);
 }
 
-TEST(SequenceBatchAhead, OnTheCpuQueuingAheadIsOffUnlessAsked) {
-    if (test::backend_is_gpu()) GTEST_SKIP() << "the GPU queues without waiting";
+TEST(SequenceBatchAhead, ByDefaultOnlyWhereQueuedStepsRunWithoutWaiting) {
     SequenceBatch b(options(1, -1));
     const std::vector<int32_t> p = encode(b, "The dog ran to the park and");
-    EXPECT_EQ(generate(b, p, 8), reference(p, 8));
-    EXPECT_EQ(b.ahead_calls(), 0u);  // (each step at once: a queued step would only delay the pick)
+    const int n_gen = 8;
+    EXPECT_EQ(generate(b, p, n_gen), reference(p, n_gen));
+    // the CPU runs each step at once (a queued step would only delay the pick); a device queues
+    EXPECT_EQ(b.ahead_calls(), test::backend_is_gpu() ? uint64_t(n_gen - 1) : 0u);
 }
 
 }  // namespace
