@@ -71,6 +71,7 @@
 #   GATE_SHARD     I/N: only every N-th forced set from the I-th (1-based), to split a long list
 #                  over several device calls [1/1]
 #   KERNELS_FILTER gtest filter for kernels_vs_cpu [*]     TEST_TIMEOUT: seconds a test binary [400]
+#   TEST_JOBS      test processes at once: a test binary's gtest shards, the forced gate sets [8]
 #   SERVE_SHAPE [llama3.2-1b:q4_0]  SERVE_CLIENTS [1,8,32]  SERVE_TEMPS [0 0.8]  SERVE_SECONDS [10]
 #   SERVE_ARGS     extra `jitllm serve` flags []
 #   PROFILE_SHAPES [llama3.2-1b:f16 llama3.1-8b:q4_0]  PROFILE_BATCH: 1 also profiles pp512 -b 512 [1]
@@ -108,6 +109,7 @@ SHAPES=${SHAPES:-$SIX}
 BENCH_R=${BENCH_R:-3}
 BENCH_ARGS=${BENCH_ARGS:-}
 TEST_TIMEOUT=${TEST_TIMEOUT:-400}
+TEST_JOBS=${TEST_JOBS:-8}
 VOCAB=$JITLLM_SHARED_DIR/testdata/vocab/ggml-vocab-llama3-npm.gguf
 mkdir -p "$OUT"
 
@@ -151,20 +153,42 @@ bench_rows() {
     x timeout 300 "$B/jitllm" bench --gpu -m "$f" -r "$BENCH_R" -o md $BENCH_ARGS "$@" 2>&1 |
         grep -E "^\| [a-z]|rror" | note
 }
-# cuda_test LABEL FILE TEST [VAR=VALUE | ARG ...]: one GPU test binary with the given environment
-# (VAR=VALUE) and arguments, its output in $OUT/FILE.txt, its verdict lines in the summary
-cuda_test() {
-    local label=$1 file=$2 test=$3 rc a envs=() args=()
-    shift 3
+# cuda_test_run SHARDS LABEL FILE TEST [VAR=VALUE | ARG ...]: one GPU test binary with the given
+# environment (VAR=VALUE) and arguments, as SHARDS gtest shards at once (GTEST_TOTAL_SHARDS: the
+# tests are correctness checks, their time is NVRTC's and the CPU references'), its output in
+# $OUT/FILE.txt and its verdict lines in $OUT/FILE.sum (the summary's share, added by the caller)
+cuda_test_run() {
+    local shards=$1 label=$2 file=$3 test=$4 rc=0 r i a envs=() args=() pids=()
+    shift 4
     for a in "$@"; do
         if [[ $a =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs+=("$a"); else args+=("$a"); fi
     done
-    log "$label"
-    x timeout "$TEST_TIMEOUT" env JITLLM_TEST_BACKEND=cuda "${envs[@]}" "$(tbin "$test")" "${args[@]}" > "$OUT/$file.txt" 2>&1
-    rc=$?
-    [ $rc = 0 ] || echo "$label: exit $rc (124: TEST_TIMEOUT)" | note
-    grep -E "golden\]|modes\]|^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which|actual" "$OUT/$file.txt" |
-        grep -v absent | head -80 | note
+    for ((i = 0; i < shards; i++)); do
+        x timeout "$TEST_TIMEOUT" env JITLLM_TEST_BACKEND=cuda GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i" \
+            "${envs[@]}" "$(tbin "$test")" "${args[@]}" > "$OUT/$file.$i.part" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do
+        wait "$i"
+        r=$?
+        [ $rc != 0 ] || rc=$r
+    done
+    for ((i = 0; i < shards; i++)); do cat "$OUT/$file.$i.part"; done > "$OUT/$file.txt"
+    rm -f "$OUT/$file".*.part
+    {
+        echo "== $label"
+        [ $rc = 0 ] || echo "$label: exit $rc (124: TEST_TIMEOUT)"
+        grep -E "golden\]|modes\]|^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which|actual" "$OUT/$file.txt" |
+            grep -v absent | head -80
+    } > "$OUT/$file.sum"
+}
+# cuda_test LABEL FILE TEST [VAR=VALUE | ARG ...]: cuda_test_run in TEST_JOBS shards, its verdicts
+# into the summary
+cuda_test() {
+    echo "-- $1: running"  # (progress on stdout; the summary gets the verdicts)
+    cuda_test_run "$TEST_JOBS" "$@"
+    note < "$OUT/$2.sum"
+    rm -f "$OUT/$2.sum"
 }
 # Forced variants that the test files do not all take alone (the refusals `jitllm plan
 # --force-variant` gives on the golden files):
@@ -200,12 +224,20 @@ gate_filter() {
 }
 # forced_tests NAME TEST: TEST with each forced set of gate_sets (GATE_SHARD's share of them)
 forced_tests() {
-    local name=$1 test=$2 set n=0 shard=${GATE_SHARD:-1/1}
+    local name=$1 test=$2 set n=0 shard=${GATE_SHARD:-1/1} done=()
     for set in $(gate_sets); do
         n=$((n + 1))
         [ $(((n - ${shard%/*}) % ${shard#*/})) = 0 ] || continue
+        # TEST_JOBS sets at once, one process each
+        while [ "$(jobs -rp | wc -l)" -ge "$TEST_JOBS" ]; do wait -n; done
         # shellcheck disable=SC2046
-        cuda_test "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" $(gate_filter "$set")
+        cuda_test_run 1 "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" $(gate_filter "$set") &
+        done+=("$name-forced-$n")
+    done
+    wait
+    for set in "${done[@]}"; do
+        note < "$OUT/$set.sum"
+        rm -f "$OUT/$set.sum"
     done
 }
 # greedy_md5 BIN MODEL PROMPT: md5 of BIN's greedy continuation of PROMPT (AB_TOKENS tokens)
