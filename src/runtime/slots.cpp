@@ -120,10 +120,18 @@ void SequenceBatch::run(std::vector<SeqStep>& steps) {
         s.logits = nullptr;
         s.argmax = -1;
         s.drawn = false;
+        s.masked = false;
     }
     if (ahead_ && !(steps.size() == 1 && takes_ahead(steps[0]))) drop_ahead();
     take_blocks(steps);
-    if (steps.size() != 1 || !run_alone(steps[0])) run_rows(steps);
+    if (steps.size() != 1 || !run_alone(steps[0])) {
+        for (auto& s : steps)
+            if (s.mask) {  // (the batch phase takes no masks: the caller masks and picks)
+                s.host_logits = true;
+                s.draw = DrawParams{};
+            }
+        run_rows(steps);
+    }
     for (const auto& s : steps) pool_->append(s.seq, s.tokens.data(), int(s.tokens.size()));
 }
 
@@ -143,7 +151,7 @@ bool same_draw(const DrawParams& a, const DrawParams& b) {
 bool SequenceBatch::takes_ahead(const SeqStep& s) const {
     const DrawParams greedy{};
     return s.seq == ahead_->seq && s.pos == ahead_->pos && s.tokens.size() == 1 && s.tokens[0] == ahead_->input &&
-           s.want_logits && !s.host_logits && same_draw(s.draw.temperature > 0.0f ? s.draw : greedy, ahead_->draw);
+           s.want_logits && !s.host_logits && !s.mask && same_draw(s.draw.temperature > 0.0f ? s.draw : greedy, ahead_->draw);
 }
 
 void SequenceBatch::drop_ahead() {
@@ -170,6 +178,19 @@ bool SequenceBatch::run_alone(SeqStep& s) {
     }
     ++decode_calls_;
     s.drawn = draw;
+    if (s.mask) {  // constrained: the pick among the mask's tokens on the device, else host logits
+        if (be.decode_masked(s.tokens[0], s.pos, s.mask)) {
+            s.argmax = be.sampled_token();
+            s.masked = true;
+            return true;
+        }
+        s.host_logits = true;
+        be.set_logits_needed(true);
+        s.logits = be.decode(s.tokens[0], s.pos);
+        s.argmax = be.sampled_token();
+        s.drawn = false;  // (the caller draws from the masked logits)
+        return true;
+    }
     // the step after this one queued before this one's pick is read, where it will likely be
     // wanted and its position's block comes as the identity's
     const bool next = run_ahead_ && s.ahead && !s.host_logits && s.pos + 2 <= n_ctx() &&

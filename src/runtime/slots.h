@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,10 +63,16 @@ struct SeqStep {
     // --gpu`); a next step other than exactly that one (another token, other sequences, a reset)
     // discards it first, so callers see no difference but the time
     bool ahead = false;
+    // with want_logits, a one-token step (constrained output): the tokens the pick may take (bits
+    // over the vocabulary, as Backend::decode_masked), built by the call while the step runs. A lone
+    // sequence on a backend that takes masks picks among them on the device (`masked`); elsewhere
+    // the logits come to the host (as with host_logits) for the caller to mask and pick from.
+    std::function<const uint32_t*()> mask;
     // outputs (valid until the next run() or reset of this sequence)
     const float* logits = nullptr;  // when host_logits, or when a draw was asked for and not made
     int32_t argmax = -1;          // the backend's pick after the last token: the argmax, or the draw
     bool drawn = false;           // argmax is the device's draw with `draw`
+    bool masked = false;          // argmax is the device's pick among `mask`'s tokens (none: -1)
 };
 
 class SequenceBatch {

@@ -252,13 +252,25 @@ void Scheduler::step() {
         }
         if (st.want_logits) {
             // the pick on the device (no logits to the host) unless the request needs the logits:
-            // log-probabilities, a logit bias, or a sampler the device cannot draw for
+            // log-probabilities, a logit bias, or a sampler the device cannot draw for; a schema's
+            // mask goes with the step (built while it runs; SequenceBatch says where it was applied)
             const JobParams& p = s.job->params_;
-            const bool host_pick = !p.logit_bias.empty() || p.schema ||
+            const bool host_pick = !p.logit_bias.empty() || (p.schema && (p.logprobs || st.tokens.size() != 1)) ||
                                    (!s.sampler->plain_greedy() &&
                                     !s.sampler->device_drawable(batch_.n_vocab(), batch_.batch_draw_max_k()));
             st.host_logits = p.logprobs || host_pick;
             if (!host_pick && !s.sampler->plain_greedy()) st.draw = s.sampler->draw_params();
+            if (!host_pick && p.schema) {
+                JsonConstraint* c = s.constraint.get();
+                std::vector<uint32_t>* words = &s.mask_words;
+                const int budget = p.max_tokens - s.n_gen, nv = batch_.n_vocab();
+                st.mask = [c, words, budget, nv] {
+                    const std::vector<uint32_t>& b = c->allowed(budget);
+                    words->assign(size_t(nv + 31) / 32, 0u);  // (0 past the vocabulary's texts)
+                    std::copy_n(b.begin(), std::min(b.size(), words->size()), words->begin());
+                    return static_cast<const uint32_t*>(words->data());
+                };
+            }
             // a one-token step whose pick will likely feed the next (not the request's last token)
             st.ahead = st.tokens.size() == 1 && s.n_gen + 1 < p.max_tokens;
         }
@@ -295,7 +307,7 @@ void Scheduler::step() {
         } else {
             s.pos += 1;
         }
-        if (st.want_logits) on_logits(st.seq, st.logits, st.argmax, st.drawn);
+        if (st.want_logits) on_logits(st.seq, st.logits, st.argmax, st.drawn, st.masked);
     }
     publish_kv();
 }
@@ -312,14 +324,21 @@ std::vector<TokenLogprob> Scheduler::release_logprobs(Slot& s, bool all) {
     return out;
 }
 
-void Scheduler::on_logits(int seq, const float* logits, int32_t argmax, bool drawn) {
+void Scheduler::on_logits(int seq, const float* logits, int32_t argmax, bool drawn, bool masked) {
     Slot& s = slots_[size_t(seq)];
     Job& j = *s.job;
     const JobParams& p = j.params_;
     const Tokenizer& tok = batch_.tokenizer();
     const int nv = batch_.n_vocab();
     int32_t id = argmax;
-    if (drawn) {
+    if (masked) {  // the device picked among the schema's tokens (drawn, or the argmax)
+        if (s.constraint->n_allowed() == 0) {
+            end(seq, Finish::Stop);  // nothing can follow (a stop string or the budget ruled it out)
+            return;
+        }
+        if (drawn) s.sampler->skip_draws(1);
+        s.constraint->accept(id);
+    } else if (drawn) {
         s.sampler->skip_draws(1);  // the device drew with draw_params(): the host's counter follows
     } else if (!s.sampler->plain_greedy() || !p.logit_bias.empty() || s.constraint || argmax < 0) {
         JITLLM_CHECK(logits != nullptr, "sequence {}: a host pick without host logits", seq);

@@ -132,6 +132,7 @@ private:
         std::vector<int32_t> history;
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<JsonConstraint> constraint;  // the job's schema, as a token mask
+        std::vector<uint32_t> mask_words;             // its mask for the device (SeqStep::mask)
         Utf8Stream utf8;
         StopMatcher stop;
         size_t text_bytes = 0;
@@ -142,9 +143,10 @@ private:
     void admit_locked();
     void purge_cancelled_locked();
     void step();
-    // a sequence's step output: its logits (nullptr when not copied), the backend's pick, and
-    // whether that pick is the device's draw with the slot's sampler parameters
-    void on_logits(int seq, const float* logits, int32_t argmax, bool drawn);
+    // a sequence's step output: its logits (nullptr when not copied), the backend's pick, whether
+    // that pick is the device's draw with the slot's sampler parameters, and whether it kept to
+    // the slot's schema mask (SeqStep::masked)
+    void on_logits(int seq, const float* logits, int32_t argmax, bool drawn, bool masked);
     void end(int seq, Finish f, std::string error = {});
     void publish_kv();  // the pool's occupancy for kv_stats()
     std::vector<TokenLogprob> release_logprobs(Slot& s, bool all);
