@@ -43,6 +43,9 @@
 #             KVPOOL_TOKENS --prefill-chunk 256` on BATCHED_SHAPE under 64 clients of ~1 k-token prompts (nvidia-smi's
 #             peak memory beside the weights and the pool, /metrics' occupancy), then the time to
 #             first token of two requests sharing a ~2000-token system prompt
+#   probe   : persistent_probe_test (tests/gpu): a 1B model's token of bytes through one launch with a
+#             grid barrier at every phase's end, against no barriers, a stopped producer and a launch
+#             a phase, at the Q4_0 / Q8_0 / F16 byte counts (PROBE_SCALES), beside the copy bandwidth
 #   sweep   : tg128 of SWEEP_SHAPES with `--tune SWEEP_KEY=V` for each V of SWEEP_VALUES beside
 #             the default, alternated SWEEP_ROUNDS times (SWEEP_ARGS: ';'-separated flag sets instead)
 #   opencl  : the OpenCL backend on NVIDIA's OpenCL (docs/opencl.md): libnvidia-opencl.so.1 named by
@@ -635,7 +638,15 @@ opencl)
         done
     fi
     ;;
-*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched batched-profile kvpool sweep opencl)"; exit 2 ;;
+probe)
+    for sc in ${PROBE_SCALES:-1 1.89 3.56}; do
+        log "persistent probe, bytes x $sc"
+        x timeout "$TEST_TIMEOUT" env JITLLM_TEST_BACKEND=cuda JITLLM_PERSISTENT_PROBE=1 \
+            JITLLM_PERSISTENT_PROBE_BYTES_SCALE="$sc" "$(tbin persistent_probe_test)" 2>&1 |
+            grep -E "us a token|copy bandwidth|^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which|actual" | note
+    done
+    ;;
+*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched batched-profile kvpool sweep opencl probe)"; exit 2 ;;
 esac
 done
 # The device tool brings back only a few files: keep summary.txt and pack the rest.

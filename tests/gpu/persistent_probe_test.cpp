@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_backend.h"  // cuda_copy_bandwidth_gb_s
 #include "backends/cuda/cuda_device.h"
 #include "fixtures/engine_factory.h"  // cuda_available
 #include "jit/jit_compiler.h"
@@ -218,18 +219,21 @@ TEST(PersistentProbe, PhasesStreamThroughGridBarriers) {
             ctx.synchronize();
             return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
         };
+        const double copy = cuda_copy_bandwidth_gb_s(ctx, size_t(2) << 30, 9);
+        std::printf("copy bandwidth %.1f GB/s (read + write, as bench's %% copy bw)\n", copy);
         const char* names[] = {"one launch, no barriers", "one launch, barriers, producer runs ahead",
                                "one launch, barriers, producer waits"};
         for (int mode = 0; mode < 3; ++mode) {
             const double sec = time([&] { launch(mode, dph, np); });
-            std::printf("%-44s %8.1f us a token  %7.1f GB/s  (%d phases, %.1f MB)\n", names[mode], sec * 1e6,
-                        double(total) / sec / 1e9, np, double(total) / 1e6);
+            std::printf("%-44s %8.1f us a token  %7.1f GB/s  %5.1f %% of copy  (%d phases, %.1f MB)\n", names[mode],
+                        sec * 1e6, double(total) / sec / 1e9, 100.0 * double(total) / sec / 1e9 / copy, np,
+                        double(total) / 1e6);
         }
         const double sec = time([&] {
             for (int p = 0; p < np; ++p) launch(0, dph + CUdeviceptr(16 * p), 1);
         });
-        std::printf("%-44s %8.1f us a token  %7.1f GB/s\n", "a launch a phase (stream, no graph)", sec * 1e6,
-                    double(total) / sec / 1e9);
+        std::printf("%-44s %8.1f us a token  %7.1f GB/s  %5.1f %% of copy\n", "a launch a phase (stream, no graph)",
+                    sec * 1e6, double(total) / sec / 1e9, 100.0 * double(total) / sec / 1e9 / copy);
         std::fflush(stdout);
     }
     for (CUdeviceptr d : held) ctx.free(d);
