@@ -29,10 +29,7 @@ SequenceBatchOptions options(int n_seq, int run_ahead, int64_t pool_tokens = 0) 
     o.n_seq = n_seq;
     o.n_ctx = kCtx;
     o.kv_pool_tokens = test::backend_is_opencl() ? 0 : pool_tokens;  // (a fixed layout there: no pool size)
-    o.gpu = test::backend_is_gpu() && !test::backend_is_opencl();
-    o.cuda = test::cuda_options_from_env();
-    o.opencl = test::backend_is_opencl();
-    o.cl = test::opencl_options_from_env();
+    test::use_test_backend(o);
     o.run_ahead = run_ahead;
     return o;
 }

@@ -22,8 +22,7 @@ TEST(SequenceBatchDraw, DeviceDrawsPerRowAreTheHostSamplersTokens) {
     o.model_path = test::source_dir() + "/models/stories260K.gguf";
     o.n_seq = 4;
     o.n_ctx = 128;
-    o.gpu = test::backend_is_gpu();
-    o.cuda = test::cuda_options_from_env();
+    test::use_test_backend(o);
     SequenceBatch b(o);
     const int nv = b.n_vocab();
     const int max_k = b.batch_draw_max_k();

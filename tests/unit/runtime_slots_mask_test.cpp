@@ -27,10 +27,7 @@ SequenceBatchOptions options(int n_seq, int run_ahead = -1) {
     o.model_path = test::source_dir() + "/models/stories260K.gguf";
     o.n_seq = n_seq;
     o.n_ctx = kCtx;
-    o.gpu = cuda();
-    o.cuda = test::cuda_options_from_env();
-    o.opencl = test::backend_is_opencl();
-    o.cl = test::opencl_options_from_env();
+    test::use_test_backend(o);
     o.run_ahead = run_ahead;
     return o;
 }

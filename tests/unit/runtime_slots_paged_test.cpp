@@ -30,8 +30,7 @@ SequenceBatchOptions options(int n_seq, int64_t pool_tokens, int n_threads = 1) 
     o.n_seq = n_seq;
     o.n_ctx = kCtx;
     o.kv_pool_tokens = pool_tokens;
-    o.gpu = test::backend_is_gpu();
-    o.cuda = test::cuda_options_from_env();
+    test::use_test_backend(o);
     // (the GPU's batch kernels are compared with themselves bit for bit below)
     o.alone_decode = !test::backend_is_gpu();
     return o;
