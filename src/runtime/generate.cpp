@@ -29,12 +29,6 @@ void constrained_picks(Engine& e, Sampler& s, const float* logits, std::vector<i
         masked.assign(l, l + n_vocab);
         return c.mask(masked.data(), n_vocab, budget) > 0 ? s.sample(masked.data(), n_vocab, history) : -1;
     };
-    std::vector<uint32_t> words(size_t(n_vocab + 31) / 32);  // (0 past the vocabulary's texts)
-    auto mask_words = [&](int budget) {
-        const std::vector<uint32_t>& b = c.allowed(budget);
-        std::copy_n(b.begin(), std::min(b.size(), words.size()), words.begin());
-        return static_cast<const uint32_t*>(words.data());
-    };
     int32_t id = host_pick(logits, max_tokens);
     bool device = s.plain_greedy();
     if (!device && s.device_drawable(n_vocab, be.draw_max_k())) {
@@ -51,7 +45,7 @@ void constrained_picks(Engine& e, Sampler& s, const float* logits, std::vector<i
             break;
         }
         const int budget = max_tokens - i - 1;
-        if (device && e.feed_masked(id, [&] { return mask_words(budget); })) {
+        if (device && e.feed_masked(id, [&] { return c.allowed_words(budget, n_vocab); })) {
             id = c.n_allowed() > 0 ? be.sampled_token() : -1;
             draws += on_device ? 1 : 0;
             continue;

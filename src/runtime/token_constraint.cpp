@@ -91,6 +91,13 @@ const std::vector<uint32_t>& JsonConstraint::allowed(int budget) {
     return bits_;
 }
 
+const uint32_t* JsonConstraint::allowed_words(int budget, int n_vocab) {
+    const std::vector<uint32_t>& b = allowed(budget);
+    words_.assign(size_t(n_vocab + 31) / 32, 0u);
+    std::copy_n(b.begin(), std::min(b.size(), words_.size()), words_.begin());
+    return words_.data();
+}
+
 int JsonConstraint::mask(float* logits, int n_vocab, int budget) {
     const std::vector<uint32_t>& b = allowed(budget);
     const int n = std::min(n_vocab, int(v_->pieces.size()));

@@ -66,6 +66,9 @@ public:
     // `budget`: the tokens that may still be generated, this one included.
     const std::vector<uint32_t>& allowed(int budget);
     int n_allowed() const { return n_allowed_; }  // in the last allowed()
+    // allowed(budget) as n_vocab bits (0 past the vocabulary's texts): the mask a backend takes
+    // (Backend::decode_masked), valid until the next call
+    const uint32_t* allowed_words(int budget, int n_vocab);
     // Sets the logits of the tokens that may not come next to -infinity (those past the
     // vocabulary's texts too). Returns how many tokens remain allowed.
     int mask(float* logits, int n_vocab, int budget);
@@ -83,6 +86,7 @@ private:
     std::vector<JsonMatcher> depth_;  // the trie walk's matcher after each depth
     JsonMatcher scratch_;
     std::vector<uint32_t> bits_;
+    std::vector<uint32_t> words_;  // allowed_words()
     int n_allowed_ = 0;
 };
 

@@ -262,14 +262,8 @@ void Scheduler::step() {
             if (!host_pick && !s.sampler->plain_greedy()) st.draw = s.sampler->draw_params();
             if (!host_pick && p.schema) {
                 JsonConstraint* c = s.constraint.get();
-                std::vector<uint32_t>* words = &s.mask_words;
                 const int budget = p.max_tokens - s.n_gen, nv = batch_.n_vocab();
-                st.mask = [c, words, budget, nv] {
-                    const std::vector<uint32_t>& b = c->allowed(budget);
-                    words->assign(size_t(nv + 31) / 32, 0u);  // (0 past the vocabulary's texts)
-                    std::copy_n(b.begin(), std::min(b.size(), words->size()), words->begin());
-                    return static_cast<const uint32_t*>(words->data());
-                };
+                st.mask = [c, budget, nv] { return c->allowed_words(budget, nv); };
             }
             // a one-token step whose pick will likely feed the next (not the request's last token)
             st.ahead = st.tokens.size() == 1 && s.n_gen + 1 < p.max_tokens;

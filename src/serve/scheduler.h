@@ -132,7 +132,6 @@ private:
         std::vector<int32_t> history;
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<JsonConstraint> constraint;  // the job's schema, as a token mask
-        std::vector<uint32_t> mask_words;             // its mask for the device (SeqStep::mask)
         Utf8Stream utf8;
         StopMatcher stop;
         size_t text_bytes = 0;
