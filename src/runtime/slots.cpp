@@ -184,12 +184,9 @@ bool SequenceBatch::run_alone(SeqStep& s) {
             s.masked = true;
             return true;
         }
-        s.host_logits = true;
+        s.host_logits = true;  // (the plain step below, nothing queued after it)
         be.set_logits_needed(true);
-        s.logits = be.decode(s.tokens[0], s.pos);
-        s.argmax = be.sampled_token();
         s.drawn = false;  // (the caller draws from the masked logits)
-        return true;
     }
     // the step after this one queued before this one's pick is read, where it will likely be
     // wanted and its position's block comes as the identity's
