@@ -213,17 +213,15 @@ inline float q8_dw(const int T, const global uchar* row, int nb, int u, const in
 // quants read with 4-byte loads (ALIGN16: 16-byte loads)
 inline float q8_block(const int T, const global uchar* row, int nb, int u, const int split, uchar16* q0, uchar16* q1) {
     const global uchar* q = q8_quants(T, row, nb, u, split);
-#if ALIGN16
     if (split) {
+#if ALIGN16
         const global uint4* q4 = (const global uint4*)q;
         *q0 = as_uchar16(q4[0]);
         *q1 = T == Q8_0 ? as_uchar16(q4[1]) : *q0;
-        return q8_dw(T, row, nb, u, split);
-    }
-#endif
-    if (split) {
+#else
         *q0 = as_uchar16(vload4(0, (const global uint*)q));
         *q1 = T == Q8_0 ? as_uchar16(vload4(1, (const global uint*)q)) : *q0;
+#endif
     } else {
         *q0 = vload16(0, q);
         *q1 = T == Q8_0 ? vload16(1, q) : *q0;
