@@ -127,9 +127,8 @@ void CudaBackend::allocate_buffers() {
 
 namespace {
 // Two pinned host buffers for the weight upload: piece k is copied (or repacked) into buffer k % 2
-// by the host's threads while piece k - 1's DMA runs. (A pageable cuMemcpyHtoD stages through the
-// driver's own pinned memory on the calling thread and returns when the copy is done: one core
-// and no overlap.)
+// by the host's threads while piece k - 1's DMA runs. (A pageable copy stages through the driver's
+// own pinned memory on the calling thread: one core and no overlap.)
 // Without pinned memory (the driver refused it) the buffers are pageable and each piece is a
 // synchronous copy, as before.
 class UploadStaging {

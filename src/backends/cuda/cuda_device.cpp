@@ -196,8 +196,12 @@ void CudaContext::mem_info(size_t* free_bytes, size_t* total_bytes) const {
 
 void CudaContext::upload(CUdeviceptr dst, const void* src, size_t bytes) const {
     make_current();
-    JITLLM_CUDA_TRY(drv_, cuStreamSynchronize(stream_));  // see download()
-    JITLLM_CUDA_TRY(drv_, cuMemcpyHtoD(dst, src, bytes));
+    // On our stream and waited for: a legacy cuMemcpyHtoD from pageable memory returns once the
+    // bytes are staged, its DMA possibly still running, and kernels on our non-blocking stream do
+    // not wait for it (a test that uploads rows and launches at once read some stale rows, under
+    // load on an H100)
+    JITLLM_CUDA_TRY(drv_, cuMemcpyHtoDAsync(dst, src, bytes, stream_));
+    JITLLM_CUDA_TRY(drv_, cuStreamSynchronize(stream_));
 }
 
 void CudaContext::download(void* dst, CUdeviceptr src, size_t bytes) const {

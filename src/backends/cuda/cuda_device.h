@@ -94,7 +94,7 @@ public:
     void free(CUdeviceptr p);
     size_t allocated(MemCategory cat) const;  // bytes currently held
     void mem_info(size_t* free_bytes, size_t* total_bytes) const;
-    void upload(CUdeviceptr dst, const void* src, size_t bytes) const;  // synchronous
+    void upload(CUdeviceptr dst, const void* src, size_t bytes) const;  // after the stream's work, done on return
     void download(void* dst, CUdeviceptr src, size_t bytes) const;      // synchronous
     void upload_async(CUdeviceptr dst, const void* src, size_t bytes) const;
     void download_async(void* dst, CUdeviceptr src, size_t bytes) const;
