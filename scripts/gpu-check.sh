@@ -6,8 +6,12 @@
 # Stages (default: info kernels golden):
 #   info    : device, driver, clocks, build-info, `jitllm --version`, --list-devices, the driver round
 #             trip test, the bundled model's greedy text on the GPU
-#   kernels : the GPU kernel tests against the CPU (kernels_vs_cpu, kernels_gemm GemmVsCpu,
-#             kernels_draw, kernels_attn_prefill, kernels_moe_group MoeGroupVsCpu)
+#   kernels : the GPU kernel tests against the CPU (KERNELS_PARTS of vs-cpu: kernels_vs_cpu, gemm:
+#             kernels_gemm GemmVsCpu, draw: kernels_draw, attn-prefill: kernels_attn_prefill,
+#             moe-group: kernels_moe_group MoeGroupVsCpu; all five by default)
+#   slots   : the sequence-batch tests on the GPU (runtime_slots_ahead, _mask, _paged, _draw: where
+#             GPU_TESTS carried them; gpu-prepare carries them by default), the steps queued ahead and
+#             masked picks on the device
 #   golden  : engine_golden_test on the GPU with the default gates, with every sibling at once, and
 #             with each set of GATES forced (JITLLM_TEST_CUDA_FORCE; a variant's prerequisites from
 #             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
@@ -118,6 +122,15 @@ mkdir -p "$OUT"
 
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 note() { tee -a "$OUT/summary.txt"; }
+# The device tool brings back only a few files: keep summary.txt and pack the rest, also when
+# `timeout` stops the script (a run past its limit still brings back what it measured)
+pack_results() {
+    if [ "$(find "$OUT" -type f | wc -l)" -gt 6 ]; then
+        (cd "$OUT" && find . -type f ! -name summary.txt ! -name results.tgz -print0 |
+            tar czf results.tgz --null -T - --remove-files)
+    fi
+}
+trap 'log "stopped by a signal"; pack_results; exit 124' TERM INT
 # x CMD...: run a command that needs the GPU, or print it under GPU_CHECK_DRY=1
 # (printed on fd 3, the script's stderr, whatever the command's own redirections)
 exec 3>&2
@@ -182,7 +195,7 @@ cuda_test_run() {
         echo "== $label"
         [ $rc = 0 ] || echo "$label: exit $rc (124: TEST_TIMEOUT)"
         grep -E "golden\]|modes\]|^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which|actual" "$OUT/$file.txt" |
-            grep -v absent | head -80
+            grep -v -E "absent|PASSED  \] 0 tests" | head -80
     } > "$OUT/$file.sum"
 }
 # cuda_test LABEL FILE TEST [VAR=VALUE | ARG ...]: cuda_test_run in TEST_JOBS shards, its verdicts
@@ -300,11 +313,24 @@ info)
     x "$B/jitllm" --gpu -p "Once upon a time" -n 48 --temperature 0 --verbose-init 2>&1 | tail -20 | note
     ;;
 kernels)
-    cuda_test "kernels_vs_cpu (${KERNELS_FILTER:-*})" kernels-vs-cpu kernels_vs_cpu_test --gtest_filter="${KERNELS_FILTER:-*}"
-    cuda_test "gemm vs cpu" kernels-gemm kernels_gemm_test --gtest_filter='*GemmVsCpu*'
-    cuda_test "device draw vs the host sampler" kernels-draw kernels_draw_test
-    cuda_test "prefill attention vs cpu" kernels-attn-prefill kernels_attn_prefill_test
-    cuda_test "grouped experts vs cpu" kernels-moe-group kernels_moe_group_test --gtest_filter='*MoeGroupVsCpu*'
+    for part in ${KERNELS_PARTS:-vs-cpu gemm draw attn-prefill moe-group}; do
+        case $part in
+        vs-cpu) cuda_test "kernels_vs_cpu (${KERNELS_FILTER:-*})" kernels-vs-cpu kernels_vs_cpu_test \
+            --gtest_filter="${KERNELS_FILTER:-*}" ;;
+        gemm) cuda_test "gemm vs cpu" kernels-gemm kernels_gemm_test --gtest_filter='*GemmVsCpu*' ;;
+        draw) cuda_test "device draw vs the host sampler" kernels-draw kernels_draw_test ;;
+        attn-prefill) cuda_test "prefill attention vs cpu" kernels-attn-prefill kernels_attn_prefill_test ;;
+        moe-group) cuda_test "grouped experts vs cpu" kernels-moe-group kernels_moe_group_test \
+            --gtest_filter='*MoeGroupVsCpu*' ;;
+        *) echo "unknown kernels part $part (vs-cpu gemm draw attn-prefill moe-group)"; exit 2 ;;
+        esac
+    done
+    ;;
+slots)
+    for t in runtime_slots_ahead_test runtime_slots_mask_test runtime_slots_paged_test runtime_slots_draw_test; do
+        [ -x "$(tbin "$t")" ] || { log "$t: not carried (GPU_TESTS)"; continue; }
+        cuda_test "${t%_test} on the GPU" "${t%_test}" "$t"
+    done
     ;;
 golden)
     cuda_test "golden, default gates" golden-default engine_golden_test
@@ -646,10 +672,7 @@ probe)
             grep -E "us a token|copy bandwidth|^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which|actual" | note
     done
     ;;
-*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched batched-profile kvpool sweep opencl probe)"; exit 2 ;;
+*) echo "unknown stage $stage (stages: info kernels golden modes decode prefill depth serve profile ncu ab llama batched batched-profile kvpool sweep opencl probe slots)"; exit 2 ;;
 esac
 done
-# The device tool brings back only a few files: keep summary.txt and pack the rest.
-if [ "$(find "$OUT" -type f | wc -l)" -gt 6 ]; then
-    (cd "$OUT" && find . -type f ! -name summary.txt ! -name results.tgz -print0 | tar czf results.tgz --null -T - --remove-files)
-fi
+pack_results
