@@ -41,7 +41,8 @@
 //                   return at once. MMA 0 / 1, EPI 0 / 2 (N_MAT 2), no bias; two more arguments
 //                   (tiles, ent) after m
 //   SPLIT_K         MMA=2 only: 1 = the kernel takes (ws, ctr) after m and splits its K steps over
-//                   gridDim.z (1: no split, the same code otherwise): each block sums its share,
+//                   gridDim.z (gridDim.z 1: the whole-K code of SPLIT_K 0, its own copy in the
+//                   kernel, for the steps above one tile row): each block sums its share,
 //                   the last block of a tile to finish adds the shares in z order (deterministic)
 //                   and runs the epilogue (gemm_wgmma.cuh g2_split_sum); ws f32 scratch of
 //                   gridDim.x * gridDim.y * gridDim.z * 256 * BN / 2, ctr int [gridDim.x * gridDim.y]

@@ -279,28 +279,21 @@ __device__ __forceinline__ bool g2_split_sum(float* acc, float* ws, int* ctr, in
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(GEMM_NT, MIN_BLOCKS)
-KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
-            const float* b2, float* y0, float* y1, float* y2, const float* x,
-            const float* resid, int m
-#if SPLIT_K
-            , float* ws, int* ctr
-#endif
-            ) {
+// The kernel's body for K steps k0 .. k0 + nk - 1. SPLIT false: the whole K (k0 0, nk G2_NK as
+// constants, the code of a kernel without split-K); true: a split's share, then g2_split_sum.
+template <bool SPLIT>
+__device__ __forceinline__ void g2_gemm(const void* w0, const void* w1, const void* w2, const float* b0,
+                                        const float* b1, const float* b2, float* y0, float* y1, float* y2,
+                                        const float* x, const float* resid, int m, int split_k0, int split_nk,
+                                        float* ws, int* ctr) {
     JITLLM_DYN_SMEM(uint8_t, smem);
     const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;  // stage s: x tile, then W tile
     const uint32_t full = base + STAGES * G2_STAGE_BYTES;     // full[s] = full + 8 s
     const uint32_t empty = full + 8 * STAGES;                 // empty[s] = empty + 8 s
     const int tid = threadIdx.x;
     const int m0 = blockIdx.x * BM, tile = blockIdx.y;
-    // split-K (SPLIT_K, gridDim.z > 1): this block's K steps k0 .. k0 + nk - 1 (the host keeps every
-    // split non-empty)
-#if SPLIT_K
-    const int nks = (G2_NK + int(gridDim.z) - 1) / int(gridDim.z);
-    const int k0 = int(blockIdx.z) * nks, nk = min(G2_NK - k0, nks);
-#else
-    constexpr int k0 = 0, nk = G2_NK;
-#endif
+    const int k0 = SPLIT ? split_k0 : 0, nk = SPLIT ? split_nk : G2_NK;
+    (void)ws, (void)ctr;
     const uint8_t* W0 = static_cast<const uint8_t*>(w0);
     const uint8_t* W1 = static_cast<const uint8_t*>(w1);
     const uint8_t* W2 = static_cast<const uint8_t*>(w2);
@@ -480,7 +473,9 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     wg_wait<0>();
     g2_fence_acc(acc);
 #if SPLIT_K
-    if (gridDim.z > 1 && !g2_split_sum(acc, ws, ctr, m - m0, 64 * wg + 16 * warp + (lane >> 2))) return;
+    if constexpr (SPLIT) {
+        if (!g2_split_sum(acc, ws, ctr, m - m0, 64 * wg + 16 * warp + (lane >> 2))) return;
+    }
 #endif
 
     // epilogue: acc[4 j + 2 h + e] = (row 16 warp + lane / 4 + 8 h, column 8 j + 2 (lane % 4) + e)
@@ -507,4 +502,28 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #endif
     }
     (void)y1; (void)y2; (void)b2; (void)resid; (void)W1; (void)W2;
+}
+
+extern "C" __global__ void __launch_bounds__(GEMM_NT, MIN_BLOCKS)
+KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, const float* b1,
+            const float* b2, float* y0, float* y1, float* y2, const float* x,
+            const float* resid, int m
+#if SPLIT_K
+            , float* ws, int* ctr
+#endif
+            ) {
+#if SPLIT_K
+    // split-K (gridDim.z > 1): this block's K steps k0 .. k0 + nk - 1 (the host keeps every split
+    // non-empty); a step of more rows (grid.z 1) takes the whole-K code
+    if (gridDim.z > 1) {
+        const int nks = (G2_NK + int(gridDim.z) - 1) / int(gridDim.z);
+        const int k0 = int(blockIdx.z) * nks;
+        g2_gemm<true>(w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m, k0, min(G2_NK - k0, nks), ws, ctr);
+        return;
+    }
+#else
+    float* const ws = nullptr;
+    int* const ctr = nullptr;
+#endif
+    g2_gemm<false>(w0, w1, w2, b0, b1, b2, y0, y1, y2, x, resid, m, 0, G2_NK, ws, ctr);
 }
