@@ -448,9 +448,9 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         // JITLLM_GEMM_TEST_MMA=n runs level n only
         const int only_mma = std::getenv("JITLLM_GEMM_TEST_MMA") ? std::atoi(std::getenv("JITLLM_GEMM_TEST_MMA")) : -1;
         // runs 5..9: the same with the split layout (Q4_0 / Q8_0, cols % 256 == 0); the wgmma runs
-        // of one tile row again with split-K (SPLIT_K, 3 splits of the K steps where there are 3,
-        // uneven), launched twice: the second launch reuses the counters the first reset and gives
-        // the same bits
+        // again with split-K (SPLIT_K, 3 splits of the K steps where there are 3, uneven): one tile
+        // row launched twice (the second launch reuses the counters the first reset and gives the
+        // same bits), more rows with grid.z 1 and split
         for (int run_all = 0; run_all < 20; ++run_all) {
             const bool split = run_all % 10 >= 5;
             const bool ksplit = run_all >= 10;
@@ -459,7 +459,6 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
             if (mma && !gemm_mma_supported(t, cc, nullptr, mma)) continue;
             if (only_mma >= 0 && mma != only_mma) continue;
-            // (a split-K kernel at more than one tile row: grid.z 1, its whole-K code, as the host launches it)
             if (ksplit && mma != 2) continue;
             s.mma = mma;
             s.wsplit = split;
@@ -483,39 +482,46 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             float *y0 = (float*)dy[0], *y1 = (float*)dy[1], *y2 = (float*)dy[2];
             const float* xp = (float*)(s.x_f16 ? dx16 : dx);
             const float* rp = (float*)dres;
+            const double lim = mma ? (t == GgmlType::BF16 ? 2.5e-2 : 1e-2) : 1e-4;
+            auto check = [&](int z) {
+                ctx.synchronize();
+                double worst = 0;
+                const int64_t bad = count_misses(ctx, dy, n_out, s.rows, c.m, lim, [&](int i, int m, int r, size_t o) {
+                    return epi_reference(c.epi, c.n_mat, c.bias, i, m, r, s.up_offset_rows, s.res_scale, s.out_scale,
+                                         acc, wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
+                }, &worst);
+                std::printf("%-5s %s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d z=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
+                            type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt",
+                            split ? (ksplit ? " split splitk" : " split") : ksplit ? " splitk" : "", c.m, cols,
+                            c.rows0, c.n_mat, c.epi, int(c.bias), z, worst, lim, k.usage.registers, bad ? "  FAIL" : "");
+                EXPECT_EQ(bad, 0) << "grid.z " << z;
+            };
             if (!ksplit) {
                 ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m);
-            } else {
-                const int nk = (cols + 63) / 64, per = (nk + 2) / 3;
-                const int z = c.m > 128 ? 1 : (nk + per - 1) / per;
-                l.grid.z = unsigned(z);
-                float* ws = (float*)dev.put(nullptr, gemm_split_ws_floats(s, z) * 4);
-                int* ctr = (int*)dev.put(nullptr, size_t(gemm_split_counters(s)) * 4);
-                ctx.memset_async(CUdeviceptr(ctr), 0, size_t(gemm_split_counters(s)) * 4);
-                std::vector<float> first;
-                for (int twice = 0; twice < 2; ++twice) {
-                    if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
-                    ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m, ws, ctr);
-                    ctx.synchronize();
-                    std::vector<float> y(size_t(c.m) * size_t(s.rows[0]));
-                    ctx.download(y.data(), dy[0], y.size() * 4);
-                    if (twice == 0) first = y;
-                    else EXPECT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * 4)) << "split-K twice: different bits";
+                check(1);
+                continue;
+            }
+            // one tile row: the split twice (the second launch reuses the counters the first reset:
+            // the same bits); more rows: grid.z 1 (the whole-K code) and the split over every tile row
+            const int nk = (cols + 63) / 64, per = (nk + 2) / 3;
+            const int zs = (nk + per - 1) / per;
+            float* ws = (float*)dev.put(nullptr, gemm_split_ws_floats(s, c.m, zs) * 4);
+            int* ctr = (int*)dev.put(nullptr, size_t(gemm_split_counters(s, c.m)) * 4);
+            ctx.memset_async(CUdeviceptr(ctr), 0, size_t(gemm_split_counters(s, c.m)) * 4);
+            std::vector<float> first;
+            const std::vector<int> zlist = c.m > 128 ? std::vector<int>{1, zs} : std::vector<int>{zs, zs};
+            for (size_t li = 0; li < zlist.size(); ++li) {
+                l.grid.z = unsigned(zlist[li]);
+                if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
+                ctx.launch_with(f, l.grid, l.block, l.smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, rp, c.m, ws, ctr);
+                check(zlist[li]);
+                std::vector<float> y(size_t(c.m) * size_t(s.rows[0]));
+                ctx.download(y.data(), dy[0], y.size() * 4);
+                if (c.m <= 128 && li == 0) first = y;
+                if (c.m <= 128 && li == 1) {
+                    EXPECT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * 4)) << "split-K twice: different bits";
                 }
             }
-            ctx.synchronize();
-            const double lim = mma ? (t == GgmlType::BF16 ? 2.5e-2 : 1e-2) : 1e-4;
-            double worst = 0;
-            const int64_t bad = count_misses(ctx, dy, n_out, s.rows, c.m, lim, [&](int i, int m, int r, size_t o) {
-                return epi_reference(c.epi, c.n_mat, c.bias, i, m, r, s.up_offset_rows, s.res_scale, s.out_scale, acc,
-                                     wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
-            }, &worst);
-            std::printf("%-5s %s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
-                        type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt",
-                        split ? (ksplit ? " split splitk" : " split") : ksplit ? " splitk" : "", c.m, cols, c.rows0,
-                        c.n_mat, c.epi, int(c.bias), worst, lim,
-                        k.usage.registers, bad ? "  FAIL" : "");
-            EXPECT_EQ(bad, 0);
         }
     }
 }

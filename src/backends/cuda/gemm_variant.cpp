@@ -135,21 +135,26 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     return unsigned(st * bm * bk * 4 + 2 * bm * bk * 2 + w_slots * bn * bk * 2);
 }
 
+namespace {
+int split_tiles(const GemmSpec& s, int m) { return (std::max(m, 1) + tile_m(s) - 1) / tile_m(s) * n_tiles(s); }
+}  // namespace
+
 int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force) {
-    if (!s.split_k || m > tile_m(s)) return 1;
-    const int tiles = n_tiles(s);
+    if (!s.split_k) return 1;
+    const int tiles = split_tiles(s, m);
+    if (tiles >= sm_count) return 1;
     const int nk = (s.cols + 63) / 64;
-    int z = force > 0 ? force : tiles < sm_count ? sm_count / tiles : 1;
+    int z = force > 0 ? force : sm_count / tiles;
     z = std::max(1, std::min(z, nk / 8));
     const int per = (nk + z - 1) / z;
     return (nk + per - 1) / per;  // every split non-empty
 }
 
-uint64_t gemm_split_ws_floats(const GemmSpec& s, int splits) {
-    return uint64_t(n_tiles(s)) * uint64_t(splits) * 256u * uint64_t(tile_n(s) / 2);  // 256 consumer threads
+uint64_t gemm_split_ws_floats(const GemmSpec& s, int m, int splits) {
+    return uint64_t(split_tiles(s, m)) * uint64_t(splits) * 256u * uint64_t(tile_n(s) / 2);  // 256 consumer threads
 }
 
-int gemm_split_counters(const GemmSpec& s) { return n_tiles(s); }
+int gemm_split_counters(const GemmSpec& s, int m) { return split_tiles(s, m); }
 
 int gemm_group_tiles(const GemmSpec& s, int m) {
     const int64_t entries = int64_t(std::max(m, 1)) * s.group_k;

@@ -61,14 +61,15 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m);
 // grouped: tiles of the group list, at most ceil(entries / bm) + min(groups, entries) (every
 // expert's last tile may be partial); the grid's x bound for m tokens
 int gemm_group_tiles(const GemmSpec& s, int m);
-// Split-K (SPLIT_K): the grid.z a step of m rows gets on a device of `sm_count` SMs. Steps of one
-// tile row (m <= 128) whose tiles number fewer than the SMs split their K steps so that tiles x
-// splits comes near the SM count, each split 8 K steps of 64 at least, every split non-empty;
-// `force` > 0 asks for that many (gemm.splits, within the same bounds). Else 1.
+// Split-K (SPLIT_K): the grid.z a step of m rows gets on a device of `sm_count` SMs. Steps whose
+// tiles (tile rows x weight-row tiles) number fewer than the SMs (a decode step of one tile row; a
+// small model's prompt chunk) split their K steps so that tiles x splits comes near the SM count,
+// each split 8 K steps of 64 at least, every split non-empty; `force` > 0 asks such a step for
+// that many (gemm.splits, within the same bounds). Else 1.
 int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force = 0);
-// The f32 workspace split-K needs for `splits` (floats), and its counters (ints).
-uint64_t gemm_split_ws_floats(const GemmSpec& s, int splits);
-int gemm_split_counters(const GemmSpec& s);
+// The f32 workspace a step of m rows split `splits` ways needs (floats), and its counters (ints).
+uint64_t gemm_split_ws_floats(const GemmSpec& s, int m, int splits);
+int gemm_split_counters(const GemmSpec& s, int m);
 // Dynamic shared memory of the variant (the same for every m).
 unsigned gemm_smem_bytes(const GemmSpec& s);
 

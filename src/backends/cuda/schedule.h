@@ -58,9 +58,10 @@ struct KernelStep {
     // plan's batch_rows). rows_add: the grouped expert GEMMs' tiles, one partial tile per expert at
     // most, never more than one per (row, choice) entry (gemm_group_tiles).
     int rows_dim = -1, rows_mul = 1, rows_div = 1, rows_add = 0;
-    // Batch phase, gemm.cu SPLIT_K (gate gemm.split_k): grid.z = ksplit for steps of up to
-    // ksplit_rows rows (one tile row), 1 for larger steps.
-    int ksplit = 1, ksplit_rows = 0;
+    // Batch phase, gemm.cu SPLIT_K (gate gemm.split_k): grid.z = ksplit[t - 1] for a step of t
+    // tiles of ksplit_bm rows (the last entry beyond), 1 where empty.
+    std::vector<int> ksplit;
+    int ksplit_bm = 0;
     Dim3 grid_for_rows(int m) const;
     // Programmatic dependent launch (gate launch.pdl): compiled with PDL=1 and launched with
     // programmatic stream serialization, so its prologue overlaps the previous kernel's tail.

@@ -81,7 +81,10 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
 
 Dim3 KernelStep::grid_for_rows(int m) const {
     Dim3 g = grid;
-    if (ksplit > 1) g.z = m <= ksplit_rows ? unsigned(ksplit) : 1u;
+    if (!ksplit.empty()) {
+        const size_t t = size_t(std::max(1, (m + ksplit_bm - 1) / ksplit_bm));
+        g.z = unsigned(ksplit[std::min(t, ksplit.size()) - 1]);
+    }
     if (rows_dim < 0) return g;
     const unsigned n = unsigned((int64_t(m) * rows_mul + rows_div - 1) / rows_div +
                                 std::min<int64_t>(rows_add, int64_t(m) * rows_mul));

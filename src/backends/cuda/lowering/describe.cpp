@@ -81,8 +81,13 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
             out += fmt::format("  {:<44} {}", k.symbol, tn);
             if (threads) out += fmt::format("  grid ({},{},{}) block ({},{},{}) smem {}", k.grid.x, k.grid.y,
                                             k.grid.z, k.block.x, k.block.y, k.block.z, k.smem);
-            if (threads && k.ksplit > 1)
-                out += fmt::format(" grid.z {} (split-K) at <= {} rows", k.ksplit, k.ksplit_rows);
+            if (threads && !k.ksplit.empty()) {
+                std::string z;
+                for (size_t t = 0; t < k.ksplit.size(); ++t)
+                    if (k.ksplit[t] > 1)
+                        z += fmt::format("{}{} at <= {} rows", z.empty() ? "" : ", ", k.ksplit[t], (t + 1) * size_t(k.ksplit_bm));
+                out += " grid.z (split-K) " + z;
+            }
             if (threads && (k.cluster.x * k.cluster.y * k.cluster.z > 1))
                 out += fmt::format(" cluster ({},{},{})", k.cluster.x, k.cluster.y, k.cluster.z);
             if (const auto b = threads ? gemv_balance(k) : std::nullopt;

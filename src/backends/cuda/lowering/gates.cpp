@@ -54,13 +54,14 @@ GateVerdict gemm_wgmma(In in, Gates& g, const Schedule&) {
 }
 
 // A step of one tile row (up to 128 rows: the server's batched decode) has as many wgmma tiles as
-// its output has 128-row groups, 32 for a 4096-wide product: most SMs would idle while each busy
-// one walks the whole K range. The K steps are split over grid.z instead until the blocks come
-// near the SM count; the last block of a tile sums the parts in split order (deterministic).
+// its output has 128-row groups, 32 for a 4096-wide product; a 1B model's 512-row prompt chunk 4 x
+// 16 for its 2048-wide products: most SMs would idle while each busy one walks the whole K range.
+// The K steps are split over grid.z instead until the blocks come near the SM count; the last
+// block of a tile sums the parts in split order (deterministic).
 GateVerdict gemm_split_k(In, Gates& g, const Schedule&) {
-    return {true, "steps of one tile row (<= 128 rows) whose wgmma tiles number fewer than the SMs: K split over "
-                  "grid.z until the blocks fill the SMs (8 K steps of 64 a split at least), the last block of a tile "
-                  "adds the splits' partial sums in order",
+    return {true, "steps whose wgmma tiles number fewer than the SMs (batched decode; a small model's prompt "
+                  "chunks): K split over grid.z until the blocks fill the SMs (8 K steps of 64 a split at least), "
+                  "the last block of a tile adds the splits' partial sums in order",
             g.gemm_wgmma ? "" : "gemm.wgmma=mma: split-K is the wgmma kernel's"};
 }
 
