@@ -193,6 +193,30 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
         const int n_tiles = (hi - lo) / BC + 1;
         auto issue = [&](int t) {  // cp.async of K/V tile t into stage t & 1 (one group)
             const uint32_t st = sm + (uint32_t)((t & 1) * 2 * AP_TILE);
+#if (BC * AP_CH) % AP_NT == 0 && AP_NT % AP_CH == 0
+            // this thread's AP_NR rows of the tile (chunk tid % AP_CH of each): their block-table
+            // entries read together first, then the K and V copies (not a table read between
+            // two copies, each waiting on the one before)
+            constexpr int AP_NR = BC * AP_CH / AP_NT;
+            const int ch = tid % AP_CH;
+            unsigned long long row[AP_NR];
+            bool ok[AP_NR];
+#pragma unroll
+            for (int i = 0; i < AP_NR; ++i) {
+                const int pt = lo + t * BC + tid / AP_CH + i * (AP_NT / AP_CH);
+                ok[i] = pt <= hi;
+                const int p = ok[i] ? pt : lo;  // (a zero fill past hi: any valid source address)
+                row[i] = (unsigned long long)tab[p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK;
+            }
+#pragma unroll
+            for (int kv = 0; kv < 2; ++kv)
+#pragma unroll
+                for (int i = 0; i < AP_NR; ++i) {
+                    const int pr = tid / AP_CH + i * (AP_NT / AP_CH);
+                    cp_async16(st + (uint32_t)(kv * AP_TILE + pr * AP_RS + ch * 16),
+                               (kv ? vb : kb) + row[i] * KV_DIM + ch * 8, ok[i] ? 16 : 0);
+                }
+#else
 #pragma unroll 4
             for (int c = tid; c < 2 * BC * AP_CH; c += AP_NT) {
                 const int kv = c / (BC * AP_CH), rem = c % (BC * AP_CH);
@@ -204,6 +228,7 @@ KERNEL_NAME(const float* q, const KV_T* k_cache, const KV_T* v_cache, const int*
                 const KV_T* src = (kv ? vb : kb) + row * KV_DIM + ch * 8;
                 cp_async16(st + (uint32_t)(kv * AP_TILE + pr * AP_RS + ch * 16), src, ok ? 16 : 0);
             }
+#endif
             cp_async_commit();
         };
         issue(0);
