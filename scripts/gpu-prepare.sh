@@ -10,7 +10,7 @@ cp "$BUILD/jitllm" .gpu/bin/
 # GPU_TESTS: the test binaries to carry (from the build's tests/ or tests/gpu/ folder); GPU_BASE: a
 # jitllm binary carried as .gpu/bin/jitllm-base for gpu-check's `ab` stage (two builds, one call);
 # GPU_LLAMA=1: llama.cpp's snapshot too, for its `llama` stage
-for t in ${GPU_TESTS:-engine_golden_test prefill_modes_test runtime_generate_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test kernels_draw_test kernels_attn_prefill_test kernels_moe_group_test runtime_slots_ahead_test runtime_slots_mask_test runtime_slots_paged_test runtime_slots_draw_test}; do
+for t in ${GPU_TESTS:-engine_golden_test prefill_modes_test runtime_generate_test backend_cuda_driver_test kernels_vs_cpu_test kernels_gemm_test kernels_draw_test kernels_attn_prefill_test kernels_moe_group_test runtime_slots_ahead_test runtime_slots_mask_test runtime_slots_paged_test runtime_slots_draw_test persistent_probe_test}; do
     for d in "$BUILD/tests/gpu" "$BUILD/tests"; do
         if [ -f "$d/$t" ]; then cp "$d/$t" .gpu/bin/; break; fi
     done
