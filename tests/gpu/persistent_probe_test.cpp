@@ -9,6 +9,12 @@
 //   MODE 0: no barrier (streaming alone: the ceiling)
 //   MODE 1: barriers, the producer runs ahead across them (only the ring's free slots stop it)
 //   MODE 2: barriers, the producer waits at each one too (the stream stops, as at a kernel boundary)
+//   MODE 3: as 1 with a lighter barrier: one release-add a block on a counter that only grows, the
+//           blocks polling it with acquire loads (no reset, no generation word: two round trips)
+//   MODE 4: as 1 with no barrier at all: each block publishes its sum tagged with the launch
+//           (a release store of sum and tag in one 64-bit word), each consumer warp polls every
+//           block's word of the phase with acquire loads until all carry the tag (the data is
+//           the dependency, as per-row-block counters would make it)
 // and, for scale, the same phases as one ordinary launch each (MODE 0 kernels back to back).
 // Correctness always (on a GPU): every block's fold of the phases' totals equals the host's, which
 // fails if a block read a phase's sums before every block had written them. Timing only with
@@ -34,10 +40,21 @@ namespace {
 const char* kProbe = R"(
 #include "common/async_copy.cuh"
 // data: the phases' bytes; ph: [n_phases][2] (byte offset, byte length; multiples of 16);
-// part: [n_phases][gridDim.x] block sums; bar: {arrivals, generation}; fold: [gridDim.x]
+// part: [n_phases][gridDim.x] block sums; bar: {arrivals, generation, growing arrivals};
+// fold: [gridDim.x]; tagged: [n_phases][gridDim.x] (tag << 32 | sum); epoch: this mode's launches before
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* a) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ unsigned long long ld_acquire64(const unsigned long long* a) {
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(a) : "memory");
+    return v;
+}
 extern "C" __global__ void __launch_bounds__(32 * (1 + CW), 1)
 KERNEL_NAME(const uint8_t* data, const unsigned long long* ph, int n_phases, unsigned* part, unsigned* bar,
-            unsigned* fold) {
+            unsigned* fold, unsigned long long* tagged, unsigned epoch) {
     JITLLM_DYN_SMEM(uint8_t, smem);
     const uint32_t ring = (smem_addr(smem) + 127u) & ~127u;
     const uint32_t full = ring + SLOTS * CHUNK, empty = full + 8 * SLOTS;
@@ -98,7 +115,14 @@ KERNEL_NAME(const uint8_t* data, const unsigned long long* ph, int n_phases, uns
             unsigned t = 0;
             for (int w = 0; w < CW; ++w) t += wsum[w];
             part[p * nb + b] = t;
-            if (MODE != 0) {
+            if (MODE == 3) {
+                asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar + 2) : "memory");
+                const unsigned target = (epoch * unsigned(n_phases) + unsigned(p) + 1u) * unsigned(nb);
+                while (int(ld_acquire(bar + 2) - target) < 0) {}
+            } else if (MODE == 4) {
+                const unsigned long long w = (unsigned long long)(epoch + 1u) << 32 | t;
+                asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(tagged + p * nb + b), "l"(w) : "memory");
+            } else if (MODE != 0) {
                 __threadfence();
                 if (atomicAdd(bar, 1u) == unsigned(nb) - 1) {
                     atomicExch(bar, 0u);
@@ -109,6 +133,17 @@ KERNEL_NAME(const uint8_t* data, const unsigned long long* ph, int n_phases, uns
                 }
                 __threadfence();
             }
+        }
+        if (MODE == 4) {  // every block's sum, once it carries this launch's tag
+            unsigned t = 0;
+            for (int i = lane; i < nb; i += 32) {
+                unsigned long long w;
+                while (unsigned((w = ld_acquire64(tagged + p * nb + i)) >> 32) != epoch + 1u) {}
+                t += unsigned(w);
+            }
+            for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+            f = f * 31u + t;
+            continue;
         }
         asm volatile("bar.sync 1, %0;" ::"r"(32 * CW) : "memory");
         if (MODE != 0) {  // the phase's outputs: every block's sum
@@ -126,7 +161,8 @@ constexpr int kChunk = 8192, kSlots = 24, kWarps = 8;
 
 struct Probe {
     CudaContext& ctx;
-    CUfunction f[3]{};
+    CUfunction f[5]{};
+    unsigned launches[5]{};  // each mode's launches so far (MODE 3's counter and MODE 4's tags)
     unsigned smem = kSlots * kChunk + 16 * kSlots + 128;
 };
 
@@ -173,11 +209,11 @@ TEST(PersistentProbe, PhasesStreamThroughGridBarriers) {
         return d;
     };
     const CUdeviceptr data = put(host.data(), total), dph = put(ph.data(), ph.size() * 8);
-    const CUdeviceptr part = put(nullptr, size_t(np) * size_t(nb) * 4), bar = put(nullptr, 8),
-                      fold = put(nullptr, size_t(nb) * 4);
+    const CUdeviceptr part = put(nullptr, size_t(np) * size_t(nb) * 4), bar = put(nullptr, 12),
+                      fold = put(nullptr, size_t(nb) * 4), tagged = put(nullptr, size_t(np) * size_t(nb) * 8);
     ctx.synchronize();
     Probe pr{ctx};
-    for (int mode = 0; mode < 3; ++mode) {
+    for (int mode = 0; mode < 5; ++mode) {
         Variant v("cuda/persistent_probe.cu", "persistent_probe_m" + std::to_string(mode));
         v.source_text = kProbe;
         v.set("MODE", mode).set("CHUNK", kChunk).set("SLOTS", kSlots).set("CW", kWarps);
@@ -189,10 +225,11 @@ TEST(PersistentProbe, PhasesStreamThroughGridBarriers) {
     const Dim3 block(32 * (1 + kWarps));
     auto launch = [&](int mode, CUdeviceptr ph_at, int n) {
         ctx.launch_with(pr.f[mode], Dim3(unsigned(nb)), block, pr.smem, (const uint8_t*)data,
-                        (const unsigned long long*)ph_at, n, (unsigned*)part, (unsigned*)bar, (unsigned*)fold);
+                        (const unsigned long long*)ph_at, n, (unsigned*)part, (unsigned*)bar, (unsigned*)fold,
+                        (unsigned long long*)tagged, pr.launches[mode]++);
     };
     // correctness: the fold of every block (barrier modes) and the block sums (all modes)
-    for (int mode = 0; mode < 3; ++mode) {
+    for (int mode = 0; mode < 5; ++mode) {
         SCOPED_TRACE(mode);
         launch(mode, dph, np);
         ctx.synchronize();
@@ -222,8 +259,9 @@ TEST(PersistentProbe, PhasesStreamThroughGridBarriers) {
         const double copy = cuda_copy_bandwidth_gb_s(ctx, size_t(2) << 30, 9);
         std::printf("copy bandwidth %.1f GB/s (read + write, as bench's %% copy bw)\n", copy);
         const char* names[] = {"one launch, no barriers", "one launch, barriers, producer runs ahead",
-                               "one launch, barriers, producer waits"};
-        for (int mode = 0; mode < 3; ++mode) {
+                               "one launch, barriers, producer waits", "one launch, growing counter, runs ahead",
+                               "one launch, tagged sums, runs ahead"};
+        for (int mode = 0; mode < 5; ++mode) {
             const double sec = time([&] { launch(mode, dph, np); });
             std::printf("%-44s %8.1f us a token  %7.1f GB/s  %5.1f %% of copy  (%d phases, %.1f MB)\n", names[mode],
                         sec * 1e6, double(total) / sec / 1e9, 100.0 * double(total) / sec / 1e9 / copy, np,
