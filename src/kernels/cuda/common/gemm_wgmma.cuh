@@ -190,8 +190,9 @@ __device__ __forceinline__ void g2_mma(float* acc, uint64_t da, uint64_t db) {
 // The producer's K loop over the block's nk steps k0 .. k0 + nk - 1 (all G2_NK without split-K):
 // step(kt, slot, sb, set) fills ring slot `slot` = (kt - k0) % STAGES (shared address sb) once its
 // consumers have released it; load(set, kt) fetches step kt's register inputs (N values of T)
-// ahead. SETS 0: no register inputs (step gets null); 1: one set, reloaded after each step; 2: two
-// sets in turn, so step kt + 2's loads are in flight during kt + 1.
+// ahead. SETS 0: no register inputs (step gets null); 1: one set, reloaded after each step; SETS
+// >= 2: that many sets in turn, so step kt + SETS's loads are in flight during kt + 1 .. kt + SETS - 1
+// (the weight bytes in flight per producer thread: SETS steps' worth).
 template <int SETS, typename T, int N, typename Load, typename Step>
 __device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0, int nk, Load load, Step step) {
     auto fill = [&](int j, const T* set) {
@@ -212,7 +213,7 @@ __device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0
             fill(j, a);
             if (j + 1 < nk) load(a, k0 + j + 1);
         }
-    } else {
+    } else if constexpr (SETS == 2) {  // (the general form below compiles to other machine code)
         T a[N], b[N];
         load(a, k0);
         if (nk > 1) load(b, k0 + 1);
@@ -223,6 +224,22 @@ __device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0
             if (j + 1 < nk) {
                 fill(j + 1, b);
                 if (j + 3 < nk) load(b, k0 + j + 3);
+            }
+        }
+    } else {
+        T r[SETS][N];
+        load(r[0], k0);
+#pragma unroll
+        for (int s = 1; s < SETS; ++s)
+            if (s < nk) load(r[s], k0 + s);
+#pragma unroll 1
+        for (int j = 0; j < nk; j += SETS) {
+#pragma unroll
+            for (int s = 0; s < SETS; ++s) {
+                if (j + s < nk) {
+                    fill(j + s, r[s]);
+                    if (j + s + SETS < nk) load(r[s], k0 + j + s + SETS);
+                }
             }
         }
     }
