@@ -10,9 +10,9 @@
 //   - F16/BF16 weights: cp.async 16 bytes (zero-filled past the last row / past COLS),
 //     completion signalled with cp.async.mbarrier.arrive.noinc on the stage's `full` barrier;
 //   - quantized weights: thread (row group tid / 8, chunk c = tid % 8) owns 8 elements of BN/16
-//     rows per K step; their raw words are loaded with ld.global.nc (gemm_wload) two K steps
-//     ahead into two register sets (one, i.e. one step ahead, at BN=256 and for K-quants at
-//     BN=128: registers),
+//     rows per K step; their raw words are loaded with ld.global.nc (gemm_wload) G2_WSETS K
+//     steps ahead into as many register sets (by default two; one, i.e. one step ahead, at BN=256
+//     and for K-quants at BN=128: registers),
 //     dequantized to f16 (g2_wdeq: Q8_0/Q4_0/Q5_0 with f16x2 arithmetic, exact int -> f16 via
 //     the 1024 + n bit trick, then one rounding of d * n; others in f32 then rounded once) and
 //     stored with st.shared.v4 into the same swizzled slot, then fence.proxy.async +
@@ -67,7 +67,8 @@ static_assert(GEMM_NT == 128 * (2 + G2_PW), "MMA=2: GEMM_NT = 128 * (2 + G2_PW)"
 #ifndef G2_RS
 #define G2_RS 4
 #endif
-// quantized weights: raw register sets in flight (one at BN=256, and for K-quants at BN=128)
+// quantized weights: raw register sets in flight (one at BN=256, and for K-quants at BN=128;
+// --tune gemm.wsets sets it, 1 to 8)
 #ifndef G2_WSETS
 #define G2_WSETS ((BN == 256 || (BN == 128 && (WTYPE == Q4_K || WTYPE == Q5_K || WTYPE == Q6_K))) ? 1 : 2)
 #endif
@@ -403,7 +404,7 @@ __device__ __forceinline__ void g2_gemm(const void* w0, const void* w1, const vo
         g2_produce<0, uint4, 1>(base, empty, k0, nk, [](uint4*, int) {}, step);
         (void)wsrc;
 #elif !G2_ASYNC_W
-        // quantized weights: raw words two K steps ahead in registers (G2_WSETS sets), decoded
+        // quantized weights: raw words G2_WSETS K steps ahead in registers (G2_WSETS sets), decoded
         // to f16 and stored swizzled after the x copies of the step are issued
         auto wload = [&](WRaw* wr, int kt) {
             const int k = kt * 64 + 8 * c;
