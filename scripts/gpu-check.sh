@@ -62,7 +62,9 @@
 #             and pp512 -b 512 with OPENCL_PP=1, --opencl next to --gpu), profile (--profiler on
 #             OPENCL_PROFILE_SHAPE for 64 tokens: the per-kernel table, then the host's time a decode
 #             step without the profiler), gates (each sibling alone in the golden tests, tg128 of
-#             OPENCL_GATE_SHAPE with each sibling forced and with each of OPENCL_TUNE: a call of its own)
+#             OPENCL_GATE_SHAPE with each sibling forced and with each of OPENCL_TUNE: a call of its own),
+#             ptx (after the others: each gemv program's global loads by width in the PTX NVIDIA's
+#             driver built, and the program cache as clcache.tgz)
 #
 # Parameters (environment; defaults in brackets):
 #   OUT            where results go [/tmp/gpu-out]
@@ -663,6 +665,17 @@ opencl)
             x timeout 300 "$B/jitllm" bench $CLDEV -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune ${tv//,/ --tune } 2>&1 |
                 grep -E "^\| [a-z]|rror" | note
         done
+    fi
+    if [[ $parts == *" ptx "* ]]; then
+        # the programs the parts above built: NVIDIA's program binaries are PTX text; each gemv's
+        # global loads by width (what the driver made of the kernel's loads) and the cache packed
+        log "opencl: global loads by width in each gemv program NVIDIA's driver built (program.bin, PTX)"
+        for d in "$JITLLM_CACHE_DIR"/opencl/*NVIDIA*/*gemv*; do
+            [ -f "$d/program.bin" ] || continue
+            printf '%-64s %s\n' "$(basename "$d")" "$(grep -oE 'ld\.global(\.nc)?(\.v[248])?\.[bfsu](8|16|32|64)' \
+                "$d/program.bin" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')" | note
+        done
+        tar czf "$OUT/clcache.tgz" -C "$JITLLM_CACHE_DIR" opencl 2>/dev/null
     fi
     ;;
 probe)
