@@ -144,5 +144,40 @@ TEST(CudaDevice, jit_kernel_round_trip_on_gpu) {
     EXPECT_EQ(msg.rfind("cuda: out of memory allocating kv cache (1024.00 TiB): ", 0), 0u) << msg;
 }
 
+// GPU only: an upload from pageable memory is complete for the next kernel on our stream. Each round
+// uploads 64 MiB of one value and at once launches a kernel that counts the elements of another,
+// walking from the end (a legacy cuMemcpyHtoD returns once the bytes are staged; a kernel on a
+// non-blocking stream then read the previous round's values in its last rows).
+TEST(CudaDevice, upload_is_complete_for_the_next_kernel) {
+    std::string why;
+    if (!CudaDriver::try_load(&why)) GTEST_SKIP() << why;
+    CudaContext ctx(0);
+    Variant v("cuda/test_count.cu", "test_count__upload_probe");
+    v.source_text =
+        "#include \"common/common.cuh\"\n"
+        "extern \"C\" __global__ void KERNEL_NAME(const float* x, float want, unsigned long long n, unsigned* bad) {\n"
+        "    for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+        "        if (x[n - 1 - i] != want) atomicAdd(bad, 1u);\n}\n";
+    JitCompiler jit(ctx.device().arch, {{/*disk=*/false, ""}, 0});
+    const CompiledKernel k = jit.compile(v);
+    CUfunction f = ctx.function(ctx.load_module(k.cubin, v.display_name()), v.symbol);
+    const size_t n = size_t(16) << 20;
+    std::vector<float> x(n);
+    CUdeviceptr dx = ctx.alloc(n * 4, MemCategory::Scratch, "x");
+    CUdeviceptr dbad = ctx.alloc(4, MemCategory::Scratch, "bad");
+    for (int round = 0; round < 8; ++round) {
+        std::fill(x.begin(), x.end(), float(round + 1));
+        ctx.memset_async(dbad, 0, 4);
+        ctx.upload(dx, x.data(), n * 4);
+        ctx.launch_with(f, Dim3(4 * unsigned(ctx.device().sm_count)), Dim3(256), 0, (const float*)dx,
+                        float(round + 1), (unsigned long long)n, (unsigned*)dbad);
+        unsigned bad = 0;
+        ctx.download(&bad, dbad, 4);
+        EXPECT_EQ(bad, 0u) << "round " << round << ": elements the kernel read before the upload ended";
+    }
+    ctx.free(dx);
+    ctx.free(dbad);
+}
+
 }  // namespace
 }  // namespace jitllm
