@@ -105,7 +105,7 @@
 #   OPENCL_SHAPES [llama3.2-1b:f16 llama3.1-8b:f16 llama3.1-8b:q8_0]  OPENCL_PP: 1 adds pp512 [0]
 #   OPENCL_PROFILE_SHAPE [llama3.2-1b:f16]
 #   OPENCL_GATE_SHAPE [llama3.1-8b:q8_0]  OPENCL_TUNE: --tune values, one bench each (a,b: both at once)
-#                  [gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8]
+#                  [gemv.rows=8 gemv.rows=32 gemv.wg=512 gemv.groups=8 gemv.ahead=1 gemv.ahead=2 gemv.ahead=4]
 # Binaries come from .gpu/bin (test binaries there or in .gpu/bin/gpu), data from .gpu/shared.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -659,7 +659,7 @@ opencl)
             x timeout 300 "$B/jitllm" bench $CLDEV -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 ${set:+--force-variant $set} 2>&1 |
                 grep -E "^\| [a-z]|rror" | note
         done
-        for tv in ${OPENCL_TUNE:-gemv.rows=8 gemv.rows=32 gemv.wg=128 gemv.wg=512 gemv.groups=4 gemv.groups=8}; do
+        for tv in ${OPENCL_TUNE:-gemv.rows=8 gemv.rows=32 gemv.wg=512 gemv.groups=8 gemv.ahead=1 gemv.ahead=2 gemv.ahead=4}; do
             log "opencl: ${OPENCL_GATE_SHAPE:-llama3.1-8b:q8_0} tg128 $CLDEV --tune $tv"
             # shellcheck disable=SC2086
             x timeout 300 "$B/jitllm" bench $CLDEV -m "$f" -r "$BENCH_R" -o md -p 0 -n 128 --tune ${tv//,/ --tune } 2>&1 |

@@ -227,6 +227,42 @@ TEST(OpenClWideProducts, XInTilesWhereItDoesNotFitLocalMemory) {
     EXPECT_THROW(OpenClBackend(batch_plan(*m, 6), o), Error);
 }
 
+// --tune gemv.ahead: the F16 / BF16 gemvs load the raw words of 1, 2 or 4 chunks of every row first
+// and give the bits of the default order (the same products in the same order), batch rows and a
+// decode step; ffn_down's 14336 columns give a work-item 7 chunks (4 + 3: the last group partial)
+TEST(OpenClTune, GemvAheadGivesTheBitsOfTheDefaultOrder) {
+    SKIP_WITHOUT_OPENCL();
+    for (const GgmlType t : {GgmlType::F16, GgmlType::BF16}) {
+        SCOPED_TRACE(type_name(t));
+        auto m = tiny_of_type("llama", t, 14336);
+        const Plan p = batch_plan(*m, 6);
+        const int V = p.config->n_vocab;
+        std::vector<float> want;
+        for (const int ahead : {0, 1, 2, 4}) {
+            SCOPED_TRACE(ahead);
+            OpenClOptions o = options();
+            o.schedule.tune.gemv_ahead = ahead;
+            OpenClBackend cl(p, o);
+            int with = 0;
+            for (const auto* list : {&cl.schedule().decode, &cl.schedule().batch})
+                for (const ClStep& k : *list) with += test::define_of(k.variant, "AHEAD") == (ahead ? std::to_string(ahead) : "");
+            EXPECT_GE(with, 4);
+            const int32_t tok[] = {1, 5, 9, 1, 7, 11}, pos[] = {0, 1, 2, 0, 3, 4}, seq[] = {0, 0, 0, 1, 0, 0};
+            BatchStep b{tok, pos, seq, 6, true, false};
+            cl.batch(b);
+            std::vector<float> got;
+            for (int r = 0; r < 6; ++r) got.insert(got.end(), cl.batch_logits(r), cl.batch_logits(r) + V);
+            const float* d = cl.decode(3, 5);
+            got.insert(got.end(), d, d + V);
+            if (ahead == 0) {
+                want = got;
+                continue;
+            }
+            EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4)) << "other bits than the default's";
+        }
+    }
+}
+
 // Batch steps of 16+ rows take the tiled products (gate batch.gemm, gemm.cl): 20 rows of two
 // sequences with logits for every row, as the CPU; the float tiles (F16: SwiGLU of separate gate
 // and up), the int8 tiles (Q8_0 with biases, Q4_0 with phi3's fused q/k/v and gate/up), partial
@@ -391,7 +427,7 @@ TEST(OpenClCli, RefusalsAreOneSentence) {
     EXPECT_NE(gate.err.find("expected subgroup|local for gate 'reduce'"), std::string::npos) << gate.err;
     const Outcome tune = jitllm("--opencl --tune gemv.rpb=4");
     EXPECT_EQ(tune.rc, 2);
-    EXPECT_NE(tune.err.find("expected one of the OpenCL backend's keys (gemv.rows, gemv.wg, gemv.groups, local.mem)"),
+    EXPECT_NE(tune.err.find("expected one of the OpenCL backend's keys (gemv.rows, gemv.wg, gemv.groups, gemv.ahead, local.mem)"),
               std::string::npos) << tune.err;
     const Outcome wg = jitllm("--opencl --tune gemv.wg=48");
     EXPECT_EQ(wg.rc, 2);

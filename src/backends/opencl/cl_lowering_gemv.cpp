@@ -169,6 +169,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     if (g.epi == 1 || g.epi == 6) v.set("AUX_STRIDE", rows_of(g.aux));
     if (g.aux_off) v.set("AUX_OFF", g.aux_off);
     if (!g_.vec) v.set("VEC", 0);
+    if (s_.tune.gemv_ahead && g_.vec && (T == GgmlType::F16 || T == GgmlType::BF16)) v.set("AHEAD", s_.tune.gemv_ahead);
     if (xq && g_.idot) v.set("IDOT", 1).set("IDOT_EXT", g_.idot_ext);
     if (s_.split_weights.count(g.w[0])) {
         for (const WeightTensor* w : g.w) JITLLM_CHECK(s_.split_weights.count(w), "{}: split and block layouts in one gemv", w->name);
@@ -238,7 +239,8 @@ void Lowering::tiled(ClStep& k, GgmlType T, int nw, int out_rows) {
     if (d_.max_work_group < 256 || local > d_.local_mem) return;  // the gemvs alone
     Variant v("opencl/gemm.cl", k.group + "__gemm_" + type_suffix(T));
     for (const auto& [name, value] : k.variant.defines)
-        if (name != "WG" && name != "RPB" && name != "XROWS" && name != "VEC" && name != "REDUCE" && name != "SUBGROUP_EXT")
+        if (name != "WG" && name != "RPB" && name != "XROWS" && name != "VEC" && name != "AHEAD" && name != "REDUCE" &&
+            name != "SUBGROUP_EXT")
             v.set(name, value);
     k.tiled.variant = std::move(v);
     k.tiled.global0 = size_t((out_rows + 64 / nw - 1) / (64 / nw)) * 256;

@@ -19,6 +19,7 @@ constexpr Key kKeys[] = {
     {"gemv.rows", &ClTunables::gemv_rows, 1, 64, false},
     {"gemv.wg", &ClTunables::gemv_wg, 32, 1024, true},
     {"gemv.groups", &ClTunables::gemv_groups, 1, 64, false},
+    {"gemv.ahead", &ClTunables::gemv_ahead, 1, 4, false},
     {"local.mem", &ClTunables::local_mem, 1024, 1 << 30, false},
 };
 

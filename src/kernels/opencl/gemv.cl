@@ -25,6 +25,9 @@
 //   WSPLIT       1: Q4_0 / Q8_0 rows in the split layout, quants then scales (gate weights.layout)
 //   ALIGN16      1: every weight row and x row 16-byte aligned: 16-byte loads (gate gemv.align, common.h)
 //   IDOT, IDOT_EXT  Q4_0 / Q8_0 block sums 4 int8 products an instruction (gate gemv.idot, common.h)
+//   AHEAD        F16 / BF16 (VEC): the raw 16-byte words of AHEAD chunks of every row a work-item
+//                takes loaded before the first is converted and multiplied (tunable gemv.ahead; the
+//                same products in the same order); 0: each row's chunk loaded and used in turn
 //   XTILE        Q4_0 / Q8_0: x quantized XTILE units at a time into local memory, each tile's sums
 //                before the next (gate gemv.x=tiles: x too wide for the device's local memory);
 //                0: all of x at once. A multiple of WG keeps every work-item's units and their order
@@ -62,6 +65,12 @@
 
 #ifndef XTILE
 #define XTILE 0
+#endif
+#ifndef AHEAD
+#define AHEAD 0
+#endif
+#if AHEAD && !(VEC && (WTYPE == F16 || WTYPE == BF16))
+#error "AHEAD takes F16 / BF16 weights with VEC"
 #endif
 
 #define XR XROWS
@@ -138,7 +147,27 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
                          const float* inv, int nx, const local char* xq, const local float* xd, int u0, int u1,
                          float* acc) {
     const int t = (int)get_local_id(0);
-#if VEC && QK_PLAIN(WTYPE)
+#if AHEAD
+    // AHEAD chunks c0, c0 + WG, ... of every row: their raw words first (past the last chunk, the last
+    // one again: an address in the row, not used), then each chunk's products in the order below
+    for (int c0 = 4 * u0 + t; c0 < u1 * 4; c0 += AHEAD * WG) {
+        ushort8 wr[AHEAD][NACC];
+        for (int a = 0; a < AHEAD; ++a) {
+            const int c = min(c0 + a * WG, u1 * 4 - 1);
+            for (int i = 0; i < NACC; ++i) wr[a][i] = raw16x8(rows[i] + 16 * c);
+        }
+        for (int a = 0; a < AHEAD; ++a) {
+            const int c = c0 + a * WG;
+            if (c >= u1 * 4) break;
+            float8 xk[XR];
+            for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], c) : (float8)0.0f;
+            for (int i = 0; i < NACC; ++i) {
+                const float8 wv = WTYPE == F16 ? half8_of(as_uint4(wr[a][i])) : as_float8(convert_uint8(wr[a][i]) << 16);
+                for (int j = 0; j < XR; ++j) acc[i * XR + j] += dot8(wv, xk[j]);
+            }
+        }
+    }
+#elif VEC && QK_PLAIN(WTYPE)
     // plain types: 8-element chunks, neighbouring work-items read neighbouring 16 (F16, BF16) or 32
     // (F32) bytes of a row
     for (int c = 4 * u0 + t; c < u1 * 4; c += WG) {

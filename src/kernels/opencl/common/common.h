@@ -70,6 +70,14 @@ inline float8 ld_half8(const global uchar* p) {
 #endif
 }
 inline float ld_half(const global uchar* p) { return vload_half(0, (const global half*)p); }
+// 8 16-bit values at p, raw (2-byte aligned; ALIGN16: 16-byte aligned)
+inline ushort8 raw16x8(const global uchar* p) {
+#if ALIGN16
+    return as_ushort8(*(const global uint4*)p);
+#else
+    return vload8(0, (const global ushort*)p);
+#endif
+}
 // 8 bf16 values at p as floats (the high half of each float)
 inline float8 ld_bf16x8(const global uchar* p) {
 #if ALIGN16
