@@ -131,20 +131,20 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
         const int tiles128 = ((R + 127) / 128) * ((out_w + 127) / 128);
         s.bm = o_.gemm_bm > 0 ? o_.gemm_bm : (tiles128 < 2 * d_.sm_count ? 64 : 128);
     }
+    // the launch geometry (split-K's or not) and the rows of a tile
+    const GemmLaunch l = gemm_launch(s, 1 << 20);
+    const int bm = int((1u << 20) / l.grid.x);
+    JITLLM_CHECK(gemm_launch(s, bm).grid.x == 1, "gemm tile rows {}", bm);
     // gate gemm.split_k: grid.z by the step's tile rows, SPLIT_K only where some step splits
     s.split_k = s.mma == 2 && g_.gemm_split_k;
-    const int tile_rows = int((1u << 20) / gemm_launch(s, 1 << 20).grid.x);
     std::vector<int> splits;
-    for (int m = tile_rows; s.split_k && m < std::max(1, p_.batch_rows) + tile_rows; m += tile_rows)
+    for (int m = bm; s.split_k && m < std::max(1, p_.batch_rows) + bm; m += bm)
         splits.push_back(gemm_k_splits(s, m, d_.sm_count, o_.gemm_splits));
     s.split_k = std::any_of(splits.begin(), splits.end(), [](int z) { return z > 1; });
     const std::string algo = std::string("gemm_") + (s.mma == 2 ? "wgmma_" : s.mma ? "mma_" : "simt_") +
                              lowercase(type_name(s.wtype)) + (s.wsplit ? "_split" : "");
     auto& k = add(idx, algo, gemm_variant(s, ""));
     k.variant.symbol = k.symbol;
-    const GemmLaunch l = gemm_launch(s, 1 << 20);
-    const int bm = int((1u << 20) / l.grid.x);
-    JITLLM_CHECK(gemm_launch(s, bm).grid.x == 1, "gemm tile rows {}", bm);
     k.block = l.block;
     k.smem = l.smem;
     k.grid = l.grid;
@@ -156,16 +156,15 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
     k.args.push_back(g.resid);
     k.args.push_back(rows_arg());
     if (s.split_k) {  // gate gemm.split_k: grid.z by tile rows, one workspace for the largest split step
-        JITLLM_CHECK(bm == tile_rows, "gemm tile rows {} and {}", bm, tile_rows);
         k.ksplit = splits;
         k.ksplit_bm = bm;
         k.args.push_back(scratch("gemm_split_ws"));
         k.args.push_back(scratch("gemm_split_ctr"));
+        size_t& ws = s_.scratch["gemm_split_ws"];
+        size_t& ctr = s_.scratch["gemm_split_ctr"];
         for (size_t t = 0; t < splits.size(); ++t) {
             if (splits[t] < 2) continue;
             const int m = int(t + 1) * bm;
-            size_t& ws = s_.scratch["gemm_split_ws"];
-            size_t& ctr = s_.scratch["gemm_split_ctr"];
             ws = std::max(ws, size_t(gemm_split_ws_floats(s, m, splits[t])) * 4);
             ctr = std::max(ctr, size_t(gemm_split_counters(s, m)) * 4);
         }
