@@ -102,6 +102,13 @@ TEST(CudaDevice, format_bytes_uses_binary_units) {
     EXPECT_EQ(format_bytes(3ull << 30), "3.00 GiB");
 }
 
+// A test kernel's source compiled with the JIT for the context's device and loaded
+CUfunction jit_function(CudaContext& ctx, const Variant& v) {
+    JitCompiler jit(ctx.device().arch, {{/*disk=*/false, ""}, 0});
+    const CompiledKernel k = jit.compile(v);
+    return ctx.function(ctx.load_module(k.cubin, v.display_name()), v.symbol);
+}
+
 // GPU only: compile with the JIT, load, launch, read back. y[i] = 2 * x[i] + i.
 TEST(CudaDevice, jit_kernel_round_trip_on_gpu) {
     std::string why;
@@ -114,9 +121,7 @@ TEST(CudaDevice, jit_kernel_round_trip_on_gpu) {
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "    if (i < n) y[i] = SCALE * x[i] + i;\n}\n";
     v.set("SCALE", "2.0f");
-    JitCompiler jit(ctx.device().arch, {{/*disk=*/false, ""}, 0});
-    const CompiledKernel k = jit.compile(v);
-    CUfunction f = ctx.function(ctx.load_module(k.cubin, v.display_name()), v.symbol);
+    CUfunction f = jit_function(ctx, v);
     EXPECT_GT(ctx.attributes(f).registers, 0);
 
     const int n = 1000;
@@ -158,9 +163,7 @@ TEST(CudaDevice, upload_is_complete_for_the_next_kernel) {
         "extern \"C\" __global__ void KERNEL_NAME(const float* x, float want, unsigned long long n, unsigned* bad) {\n"
         "    for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
         "        if (x[n - 1 - i] != want) atomicAdd(bad, 1u);\n}\n";
-    JitCompiler jit(ctx.device().arch, {{/*disk=*/false, ""}, 0});
-    const CompiledKernel k = jit.compile(v);
-    CUfunction f = ctx.function(ctx.load_module(k.cubin, v.display_name()), v.symbol);
+    CUfunction f = jit_function(ctx, v);
     const size_t n = size_t(16) << 20;
     std::vector<float> x(n);
     CUdeviceptr dx = ctx.alloc(n * 4, MemCategory::Scratch, "x");
