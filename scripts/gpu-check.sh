@@ -16,8 +16,9 @@
 #             with each set of GATES forced (JITLLM_TEST_CUDA_FORCE; a variant's prerequisites from
 #             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
 #   modes   : prefill_modes_test (every prompt mode against llama.cpp and single-token steps) with the
-#             defaults, with every sibling at once and with each set of GATES forced, as golden; runtime_generate_test (run-ahead,
-#             device draws)
+#             defaults and with every sibling at once on every architecture, and with each set of GATES
+#             forced on the files MODES_FORCED_FILTER picks (a whole run a set takes ~5 GPU minutes:
+#             engines built one by one); runtime_generate_test (run-ahead, device draws)
 #   decode  : tg128 of SHAPES (bench's md row, copy bandwidth and % of it)
 #   prefill : pp512 with -b 512 of PREFILL_SHAPES; time to first token of a 2048-token prompt
 #   depth   : tg128 at depths 0 and DEPTH of DEPTH_SHAPES (one n_ctx for both rows)
@@ -80,6 +81,7 @@
 #   GATE_MODELS    files whose plans give the gates [golden llama-q4_0 and llama-f16]
 #   GATE_SHARD     I/N: only every N-th forced set from the I-th (1-based), to split a long list
 #                  over several device calls [1/1]
+#   MODES_FORCED_FILTER gtest filter of the modes stage's forced sets [*/0: llama, its seven types]
 #   KERNELS_FILTER gtest filter for kernels_vs_cpu [*]     TEST_TIMEOUT: seconds a test binary [400]
 #   TEST_JOBS      test processes at once: a test binary's gtest shards, the forced gate sets [8]
 #   SERVE_SHAPE [llama3.2-1b:q4_0]  SERVE_CLIENTS [1,8,32]  SERVE_TEMPS [0 0.8]  SERVE_SECONDS [10]
@@ -235,22 +237,28 @@ gate_sets() {
         echo "$set"
     done
 }
-# gate_filter SET: the gtest filter leaving out the tests GATE_SKIP names for a variant of SET
+# gate_filter SET [PATTERN]: the gtest filter of PATTERN's tests [all] leaving out the tests GATE_SKIP
+# names for a variant of SET (nothing when neither applies)
 gate_filter() {
-    local s out=()
+    local s out=() pos=${2:-}
     for s in $GATE_SKIP; do [[ ",$1," == *",${s%%:*},"* ]] && out+=("${s#*:}"); done
-    [ ${#out[@]} = 0 ] || (IFS=:; echo "--gtest_filter=-${out[*]}")
+    if [ ${#out[@]} != 0 ]; then
+        (IFS=:; echo "--gtest_filter=${pos:-*}-${out[*]}")
+    elif [ -n "$pos" ]; then
+        echo "--gtest_filter=$pos"
+    fi
 }
-# forced_tests NAME TEST: TEST with each forced set of gate_sets (GATE_SHARD's share of them)
+# forced_tests NAME TEST [PATTERN]: TEST (PATTERN's tests of it [all]) with each forced set of
+# gate_sets (GATE_SHARD's share of them)
 forced_tests() {
-    local name=$1 test=$2 set n=0 shard=${GATE_SHARD:-1/1} done=()
+    local name=$1 test=$2 pos=${3:-} set n=0 shard=${GATE_SHARD:-1/1} done=()
     for set in $(gate_sets); do
         n=$((n + 1))
         [ $(((n - ${shard%/*}) % ${shard#*/})) = 0 ] || continue
         # TEST_JOBS sets at once, one process each
         while [ "$(jobs -rp | wc -l)" -ge "$TEST_JOBS" ]; do wait -n; done
         # shellcheck disable=SC2046
-        cuda_test_run 1 "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" $(gate_filter "$set") &
+        cuda_test_run 1 "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" $(gate_filter "$set" "$pos") &
         done+=("$name-forced-$n")
     done
     wait
@@ -343,7 +351,7 @@ golden)
 modes)
     cuda_test "prompt modes, default gates" modes-default prefill_modes_test
     cuda_test "prompt modes, every sibling at once" modes-siblings prefill_modes_test JITLLM_TEST_CUDA_SIBLINGS=1
-    forced_tests modes prefill_modes_test
+    forced_tests modes prefill_modes_test "${MODES_FORCED_FILTER:-*/0}"
     cuda_test "generate: run-ahead and device draws" generate runtime_generate_test
     ;;
 decode)
