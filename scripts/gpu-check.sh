@@ -43,8 +43,7 @@
 #             table of each row count: the 2-3 prompt steps and 34 decode steps, launches one by one),
 #             top BATCHED_PROFILE_TOP rows by time; then the same with each flag set of
 #             BATCHED_PROFILE_TUNE: wgmma tiles of 64 weight rows (two blocks an SM where the registers
-#             allow), the same asking nvcc for two blocks an SM, 4 and 8 K steps of weight registers in
-#             flight (gemm.wsets). About 5 minutes
+#             allow), the same asking nvcc for two blocks an SM, x-rows gemvs of 8 rows. About 4 minutes
 #   kvpool  : issue 53's pool and reuse: `jitllm serve --gpu --parallel 64 -c 8192 --kv-pool-tokens
 #             KVPOOL_TOKENS --prefill-chunk 256` on BATCHED_SHAPE under 64 clients of ~1 k-token prompts (nvidia-smi's
 #             peak memory beside the weights and the pool, /metrics' occupancy), then the time to
@@ -98,7 +97,7 @@
 #                  BATCHED_SERVE_ARGS: extra serve flags []  (SERVE_SECONDS: each client count's window)
 #   BATCHED_PROFILE_NPL [8 32 64]  BATCHED_PROFILE_TOP [14]
 #                  BATCHED_PROFILE_TUNE: ';'-separated flag sets, each profiled at every N
-#                  [--tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune gemm.wsets=4;--tune gemm.wsets=8]
+#                  [--tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune batch.xrows=8]
 #   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values
@@ -562,7 +561,7 @@ batched)
     ;;
 batched-profile)
     f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
-    IFS=';' read -r -a psets <<< "${BATCHED_PROFILE_TUNE---tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune gemm.wsets=4;--tune gemm.wsets=8}"
+    IFS=';' read -r -a psets <<< "${BATCHED_PROFILE_TUNE---tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune batch.xrows=8}"
     for set in "" "${psets[@]}"; do
         for n in ${BATCHED_PROFILE_NPL:-8 32 64}; do
             log "profile jitllm bench --gpu -npp 128 -ntg 32 -npl $n ${set:-(defaults)}: $(basename "$f"), top ${BATCHED_PROFILE_TOP:-14} kernels by time"

@@ -106,11 +106,6 @@ TEST(GemmCompile, every_type_and_epilogue_compiles_for_sm80_and_sm90_without_spi
                 if (mma == 2) {  // one producer warpgroup (the auto choice here is two)
                     s.producers = 1;
                     vs.emplace_back(arch, gemm_variant(s, sym(s, "plain") + "_split_pw1"));
-                    s.producers = 0;  // 4 and 8 K steps of weight registers in flight (gemm.wsets)
-                    for (int w : {4, 8}) {
-                        s.wsets = w;
-                        vs.emplace_back(arch, gemm_variant(s, sym(s, "plain") + fmt::format("_split_wsets{}", w)));
-                    }
                 }
             }
     // split-K (gate gemm.split_k) on the wgmma kernels the 8B shapes take: F16 (bn 128 and 256),
@@ -455,16 +450,12 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         // runs 5..9: the same with the split layout (Q4_0 / Q8_0, cols % 256 == 0); the wgmma runs
         // again with split-K (SPLIT_K, 3 splits of the K steps where there are 3, uneven): one tile
         // row launched twice (the second launch reuses the counters the first reset and gives the
-        // same bits), more rows with grid.z 1 and split; runs 20 and 21: the wgmma run of a quantized
-        // type (the split layout where it has one) with 4 and 8 K steps of weight registers in flight
-        for (int run_all = 0; run_all < 22; ++run_all) {
-            const bool wsets_run = run_all >= 20;
-            const bool split = wsets_run ? can_split : run_all % 10 >= 5;
-            const bool ksplit = run_all >= 10 && !wsets_run;
-            const int run = wsets_run ? 0 : run_all % 5;
+        // same bits), more rows with grid.z 1 and split
+        for (int run_all = 0; run_all < 20; ++run_all) {
+            const bool split = run_all % 10 >= 5;
+            const bool ksplit = run_all >= 10;
+            const int run = run_all % 5;
             if (split && !can_split) continue;
-            if (wsets_run && (t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16)) continue;
-            s.wsets = wsets_run ? (run_all == 20 ? 4 : 8) : 0;
             const int mma = run < 3 ? 2 : run == 3 ? 1 : 0;
             if (mma && !gemm_mma_supported(t, cc, nullptr, mma)) continue;
             if (only_mma >= 0 && mma != only_mma) continue;
@@ -474,9 +465,9 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
             s.split_k = ksplit;
             s.x_f16 = run == 1 || run == 2 || (mma == 2 && t != GgmlType::F16 && t != GgmlType::BF16);  // quantized: 16-bit x only
             s.bn = run == 1 ? 256 : run == 2 ? 64 : 0;
-            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} split={} split_k={} wsets={} m={} cols={} rows0={} n_mat={} epi={} bias={}",
-                                     type_name(t), mma, int(s.x_f16), s.bn, int(split), int(ksplit), s.wsets, c.m, cols,
-                                     c.rows0, c.n_mat, c.epi, c.bias));
+            SCOPED_TRACE(fmt::format("{} mma={} x16={} bn={} split={} split_k={} m={} cols={} rows0={} n_mat={} epi={} bias={}",
+                                     type_name(t), mma, int(s.x_f16), s.bn, int(split), int(ksplit), c.m, cols, c.rows0,
+                                     c.n_mat, c.epi, c.bias));
             if (gemm_smem_bytes(s) > 227u * 1024u) continue;  // e.g. bn 256 with a raw weight ring
             if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);
             const Variant v = gemm_variant(s, sym(s, ksplit ? "vs_cpu_splitk" : "vs_cpu"));
@@ -499,10 +490,9 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
                     return epi_reference(c.epi, c.n_mat, c.bias, i, m, r, s.up_offset_rows, s.res_scale, s.out_scale,
                                          acc, wn, wrows, B, c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
                 }, &worst);
-                std::printf("%-5s %s%s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d z=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
+                std::printf("%-5s %s%s m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d z=%d  max scaled err %.3g (limit %.0e) regs %d%s\n",
                             type_name(t), mma == 2 ? (s.x_f16 ? "wg16" : "wgmm") : mma ? "mma " : "simt",
-                            split ? (ksplit ? " split splitk" : " split") : ksplit ? " splitk" : "",
-                            s.wsets ? fmt::format(" wsets{}", s.wsets).c_str() : "", c.m, cols,
+                            split ? (ksplit ? " split splitk" : " split") : ksplit ? " splitk" : "", c.m, cols,
                             c.rows0, c.n_mat, c.epi, int(c.bias), z, worst, lim, k.usage.registers, bad ? "  FAIL" : "");
                 EXPECT_EQ(bad, 0) << "grid.z " << z;
             };

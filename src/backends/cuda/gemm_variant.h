@@ -33,7 +33,6 @@ struct GemmSpec {
     int producers = 0;           // MMA=2 producer warpgroups (G2_PW); 0 = auto (gemm_producers)
     bool split_k = false;        // MMA=2: SPLIT_K (K steps over grid.z; gemm_k_splits says how many)
     int min_blocks = 0;          // __launch_bounds__ minimum blocks per SM (MIN_BLOCKS); 0 = the kernel's default
-    int wsets = 0;               // MMA=2, weights decoded from registers: K steps in flight (G2_WSETS); 0 = default
     // GROUPED (mixture of experts, gemm.cu): 1 x rows gathered through the group list (entry /
     // group_k), 2 x rows in group order; 0 off. The matrices are stacked per expert (`groups` of
     // them); a step of m tokens has m * group_k entries, in at most ceil(m * group_k / bm) +

@@ -97,9 +97,6 @@ const std::vector<Tunable> kTable = {
     {"gemm.min_blocks", "auto", "wgmma GEMM blocks resident per SM asked of the compiler (__launch_bounds__), 1 or 2 "
      "(2 with gemm.bn=64: twice the weight bytes in flight per SM)",
      &O::gemm_min_blocks, range(1, 2, 0)},
-    {"gemm.wsets", "auto", "wgmma GEMM of quantized weights read into registers: K steps of weight words in flight "
-     "per producer thread, 1 to 8 (auto: 2; 1 at 256 weight rows and for K-quants at 128)",
-     &O::gemm_wsets, range(1, 8, 0)},
     {"batch.small_rows", "8", "batch steps of up to N rows take the gemv list (gate batch.small)", &O::batch_small_rows,
      range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",

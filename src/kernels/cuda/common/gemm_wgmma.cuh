@@ -10,9 +10,9 @@
 //   - F16/BF16 weights: cp.async 16 bytes (zero-filled past the last row / past COLS),
 //     completion signalled with cp.async.mbarrier.arrive.noinc on the stage's `full` barrier;
 //   - quantized weights: thread (row group tid / 8, chunk c = tid % 8) owns 8 elements of BN/16
-//     rows per K step; their raw words are loaded with ld.global.nc (gemm_wload) G2_WSETS K
-//     steps ahead into as many register sets (by default two; one, i.e. one step ahead, at BN=256
-//     and for K-quants at BN=128: registers),
+//     rows per K step; their raw words are loaded with ld.global.nc (gemm_wload) two K steps
+//     ahead into two register sets (one, i.e. one step ahead, at BN=256 and for K-quants at
+//     BN=128: registers),
 //     dequantized to f16 (g2_wdeq: Q8_0/Q4_0/Q5_0 with f16x2 arithmetic, exact int -> f16 via
 //     the 1024 + n bit trick, then one rounding of d * n; others in f32 then rounded once) and
 //     stored with st.shared.v4 into the same swizzled slot, then fence.proxy.async +
@@ -67,8 +67,7 @@ static_assert(GEMM_NT == 128 * (2 + G2_PW), "MMA=2: GEMM_NT = 128 * (2 + G2_PW)"
 #ifndef G2_RS
 #define G2_RS 4
 #endif
-// quantized weights: raw register sets in flight (one at BN=256, and for K-quants at BN=128;
-// --tune gemm.wsets sets it, 1 to 8)
+// quantized weights: raw register sets in flight (one at BN=256, and for K-quants at BN=128)
 #ifndef G2_WSETS
 #define G2_WSETS ((BN == 256 || (BN == 128 && (WTYPE == Q4_K || WTYPE == Q5_K || WTYPE == Q6_K))) ? 1 : 2)
 #endif
@@ -191,9 +190,8 @@ __device__ __forceinline__ void g2_mma(float* acc, uint64_t da, uint64_t db) {
 // The producer's K loop over the block's nk steps k0 .. k0 + nk - 1 (all G2_NK without split-K):
 // step(kt, slot, sb, set) fills ring slot `slot` = (kt - k0) % STAGES (shared address sb) once its
 // consumers have released it; load(set, kt) fetches step kt's register inputs (N values of T)
-// ahead. SETS 0: no register inputs (step gets null); 1: one set, reloaded after each step; SETS
-// >= 2: that many sets in turn, so step kt + SETS's loads are in flight during kt + 1 .. kt + SETS - 1
-// (the weight bytes in flight per producer thread: SETS steps' worth).
+// ahead. SETS 0: no register inputs (step gets null); 1: one set, reloaded after each step; 2: two
+// sets in turn, so step kt + 2's loads are in flight during kt + 1.
 template <int SETS, typename T, int N, typename Load, typename Step>
 __device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0, int nk, Load load, Step step) {
     auto fill = [&](int j, const T* set) {
@@ -214,7 +212,7 @@ __device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0
             fill(j, a);
             if (j + 1 < nk) load(a, k0 + j + 1);
         }
-    } else if constexpr (SETS == 2) {  // (the general form below compiles to other machine code)
+    } else {
         T a[N], b[N];
         load(a, k0);
         if (nk > 1) load(b, k0 + 1);
@@ -225,22 +223,6 @@ __device__ __forceinline__ void g2_produce(uint32_t base, uint32_t empty, int k0
             if (j + 1 < nk) {
                 fill(j + 1, b);
                 if (j + 3 < nk) load(b, k0 + j + 3);
-            }
-        }
-    } else {
-        T r[SETS][N];
-        load(r[0], k0);
-#pragma unroll
-        for (int s = 1; s < SETS; ++s)
-            if (s < nk) load(r[s], k0 + s);
-#pragma unroll 1
-        for (int j = 0; j < nk; j += SETS) {
-#pragma unroll
-            for (int s = 0; s < SETS; ++s) {
-                if (j + s < nk) {
-                    fill(j + s, r[s]);
-                    if (j + s + SETS < nk) load(r[s], k0 + j + s + SETS);
-                }
             }
         }
     }
@@ -404,7 +386,7 @@ __device__ __forceinline__ void g2_gemm(const void* w0, const void* w1, const vo
         g2_produce<0, uint4, 1>(base, empty, k0, nk, [](uint4*, int) {}, step);
         (void)wsrc;
 #elif !G2_ASYNC_W
-        // quantized weights: raw words G2_WSETS K steps ahead in registers (G2_WSETS sets), decoded
+        // quantized weights: raw words two K steps ahead in registers (G2_WSETS sets), decoded
         // to f16 and stored swizzled after the x copies of the step are issued
         auto wload = [&](WRaw* wr, int kt) {
             const int k = kt * 64 + 8 * c;
