@@ -69,9 +69,10 @@ Lowering::GemvShape Lowering::gemv_shape(const std::vector<size_t>& idx, const G
     // shared-memory rings, one block per SM; by default the split-layout gemvs of >= 4096
     // columns and rows and every plain-type one with x in shared memory and whole 256-column
     // chunks; forced: every split-layout gemv too; where x and the smallest rings fit
-    // (batch.bulk: the batch phase's gemv list too; each row of a step its own blocks)
+    // (batch.bulk: the small-step list too, each row of a step its own blocks; not the x-rows list,
+    // whose blocks read each weight row once for several rows)
     s.bulk_x = act_q8_type(s.type) ? int64_t(cols) + cols / 32 * 8 : int64_t(cols) * 4;
-    const bool bulk_able = s.warp && (!batch_ || (small_ && o_.batch_bulk)) &&
+    const bool bulk_able = s.warp && (!batch_ || (small_ && g.xrows <= 1 && o_.batch_bulk)) &&
                            (s.wsplit || (s.plain_type && s.x_smem && cols % 256 == 0)) &&
                            bulk_shape(s.type, cols, 2, 16, s.bulk_x).fits;
     s.bulk = g_.gemv_bulk && bulk_able &&

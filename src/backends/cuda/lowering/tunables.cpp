@@ -101,7 +101,8 @@ const std::vector<Tunable> kTable = {
      range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",
      &O::batch_xrows, one_of({0, 2, 4, 8})},
-    {"batch.bulk", "off", "the batch phase's gemv list streams its weights through decode's bulk rings",
+    {"batch.bulk", "off", "the small-step gemv list (one-row steps beside gate batch.xrows) streams its weights "
+                          "through decode's bulk rings",
      &O::batch_bulk, on_off()},
 };
 
