@@ -67,8 +67,8 @@ static_assert(BULK_CH % 256 == 0 && COLS % BULK_CH == 0 && BULK_S >= 1, "BULK: w
 // XROWS activation rows (the n_rows argument: the step's rows; grid.y = ceil(n_rows / XROWS))
 #define GEMV_XQB (COLS + COLS / 32 * 8)  // one row's int8 copy and its (d, 8 * sum) pairs
 #if XROWS > 1
-#if !(GEMV_XQ8 && WSPLIT && REDUCE && !BULK && !ROWS_INNER && !ARGMAX && EPI != 4 && !GEMV_SPLIT_PIPE && !EARLY_LOAD)
-#error "XROWS: split-layout Q4_0/Q8_0, a warp per row set, no bulk rings, rows innermost, pick, RoPE, pipe or early load"
+#if !(GEMV_XQ8 && WSPLIT && REDUCE && !BULK && !ROWS_INNER && !ARGMAX && EPI != 4 && !EARLY_LOAD)
+#error "XROWS: split-layout Q4_0/Q8_0, a warp per row set, no bulk rings, rows innermost, pick, RoPE or early load"
 #endif
 #define GEMV_XROWS_PARAM , int n_rows
 #else

@@ -177,7 +177,7 @@ void Lowering::gemv_load_defines(Variant& v, const Gemv& g, const GemvShape& s) 
     if (g.norm_w && q8x && !s.xrows && !batch_ &&
         (o_.gemv_norm_early > 0 || (o_.gemv_norm_early < 0 && g_.gemv_early && !s.bulk)))
         v.set("NW_EARLY", 1);
-    if (s.wsplit && o_.gemv_split_pipe >= 0 && !s.xrows) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
+    if (s.wsplit && o_.gemv_split_pipe >= 0) v.set("GEMV_SPLIT_PIPE", o_.gemv_split_pipe);
     // row sets round the blocks first for plain-type bulk gemvs (for the split types it measured
     // slower) and the xrows gemvs (their blocks are one an SM)
     if ((s.bulk && s.plain_type) || s.xrows) v.set("WARP_MAJOR", 1);

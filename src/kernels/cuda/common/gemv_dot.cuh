@@ -447,25 +447,45 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
 }
 
 #if XROWS > 1
-// gemv.cu XROWS: each step's R weight rows times the block's nx <= XROWS activation rows (row j's
-// int8 copy at xs.q + j * XQB), acc[j * R + r]; the weights are read once for every row
+// gemv.cu XROWS: one step's R weight rows times the block's nx <= XROWS activation rows (row j's
+// int8 copy at xs.q + j * XQB), acc[j * R + r]
+template <int R, int XQB>
+__device__ __forceinline__ void split_dot_x(const SplitSet<R>& a, const XSrc& xs, int nx, int v0, int gt, float* acc) {
+#pragma unroll
+    for (int j = 0; j < XROWS; ++j) {
+        if (j >= nx) break;
+        XSrc xj = xs;
+        xj.q = xs.q + j * XQB;
+        xj.qd = reinterpret_cast<const float2*>(xs.q + j * XQB + COLS);
+        split_dot<R>(a, xj, v0, gt, acc + j * R);
+    }
+}
+// the weights are read once for every row; GEMV_SPLIT_PIPE=1: the next step's loads issued before
+// this step's XROWS dot products (the same products in the same order)
 template <int R, int XQB>
 __device__ __forceinline__ void rows_dot_x(const uint8_t* const* rows, const XSrc& xs, int nx, int gt, float* acc) {
     constexpr int NV = GEMV_QBYTES / 16;
     constexpr int STEP = GROUP * GEMV_SPLIT_U;
+#if GEMV_SPLIT_PIPE
+    SplitSet<R> a, b;
+    split_load<R>(a, rows, 0, gt);
+#pragma unroll 1
+    for (int v0 = 0; v0 < NV; v0 += 2 * STEP) {
+        if (v0 + STEP < NV) split_load<R>(b, rows, v0 + STEP, gt);
+        split_dot_x<R, XQB>(a, xs, nx, v0, gt, acc);
+        if (v0 + STEP < NV) {
+            if (v0 + 2 * STEP < NV) split_load<R>(a, rows, v0 + 2 * STEP, gt);
+            split_dot_x<R, XQB>(b, xs, nx, v0 + STEP, gt, acc);
+        }
+    }
+#else
 #pragma unroll 1
     for (int v0 = 0; v0 < NV; v0 += STEP) {
         SplitSet<R> a;
         split_load<R>(a, rows, v0, gt);
-#pragma unroll
-        for (int j = 0; j < XROWS; ++j) {
-            if (j >= nx) break;
-            XSrc xj = xs;
-            xj.q = xs.q + j * XQB;
-            xj.qd = reinterpret_cast<const float2*>(xs.q + j * XQB + COLS);
-            split_dot<R>(a, xj, v0, gt, acc + j * R);
-        }
+        split_dot_x<R, XQB>(a, xs, nx, v0, gt, acc);
     }
+#endif
 }
 #endif
 

@@ -78,7 +78,7 @@
 //                   the token slot (the k_cache argument) and to the host's pinned ring at *pos_ptr % 4
 //                   (the v_cache argument), and adds one to *pos_ptr (the position slot)
 //   XROWS           batch steps (gate batch.small, batch.xrows; split-layout Q4_0/Q8_0, REDUCE=1, no
-//                   BULK / ROWS_INNER / EPI 4 / ARGMAX / pipe / early load): each block multiplies the
+//                   BULK / ROWS_INNER / EPI 4 / ARGMAX / early load): each block multiplies the
 //                   weight rows it reads with up to XROWS activation rows, rows GEMV_BY * XROWS + j for
 //                   j < min(XROWS, n_rows - GEMV_BY * XROWS) (n_rows: an extra int argument, the step's
 //                   rows), their int8 copies side by side in dynamic shared memory (XROWS * COLS * 5 / 4
