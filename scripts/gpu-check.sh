@@ -95,7 +95,8 @@
 #                  [testdata/vocab/ggml-vocab-qwen3-npm.gguf when .gpu has it, else VOCAB]
 #   BATCHED_SHAPE [llama3.1-8b:q4_0]  BATCHED_NPL [1,8,32,64]  BATCHED_CLIENTS [1,8,32,64]
 #                  BATCHED_SERVE_ARGS: extra serve flags []  (SERVE_SECONDS: each client count's window)
-#   BATCHED_PROFILE_NPL [8 32 64]  BATCHED_PROFILE_TOP [14]
+#   BATCHED_PROFILE_NPL [8 32 64]  BATCHED_PROFILE_TOP [14]  BATCHED_PROFILER: 0 gives each set's S_TG
+#                  at every N in one unprofiled run instead (the rate, not where it goes) [1]
 #                  BATCHED_PROFILE_TUNE: ';'-separated flag sets, each profiled at every N
 #                  [--tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune batch.xrows=8]
 #   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
@@ -563,6 +564,16 @@ batched-profile)
     f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
     IFS=';' read -r -a psets <<< "${BATCHED_PROFILE_TUNE---tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune batch.xrows=8}"
     for set in "" "${psets[@]}"; do
+        if [ "${BATCHED_PROFILER:-1}" = 0 ]; then
+            # S_TG of every row count in one run a set, unprofiled (graphs, no per-launch timing)
+            npl=$(echo "${BATCHED_PROFILE_NPL:-8 32 64}" | tr ' ' ',')
+            log "jitllm bench --gpu -npp 128 -ntg 64 -npl $npl ${set:-(defaults)}: $(basename "$f")"
+            # shellcheck disable=SC2086
+            x timeout 200 "$B/jitllm" bench --gpu -m "$f" -npp 128 -ntg 64 -npl "$npl" $set $BENCH_ARGS \
+                > "$OUT/bsets.txt" 2>&1
+            [ "$DRY" = 1 ] || grep -E "^\||rror" "$OUT/bsets.txt" | note
+            continue
+        fi
         for n in ${BATCHED_PROFILE_NPL:-8 32 64}; do
             log "profile jitllm bench --gpu -npp 128 -ntg 32 -npl $n ${set:-(defaults)}: $(basename "$f"), top ${BATCHED_PROFILE_TOP:-14} kernels by time"
             # the md row (profiled: launches one by one), then the table sorted by total_us
