@@ -256,6 +256,19 @@ TEST(ScheduleGates, OneRowBatchListIsGemvOnlyAndCoversTheSameTasks) {
                 EXPECT_LE(nb, DeviceInfo::for_target("sm_90").sm_count) << k.symbol;
                 EXPECT_EQ(k.grid.x, unsigned(nb * p.batch_rows)) << k.symbol;
             }
+        // ... and not the x-rows list (steps of 2+ rows): its gemvs keep reading each weight row once for
+        // several rows (gemv.load=bulk forced: every split-layout gemv of decode streams through rings)
+        ScheduleOptions bulk_all = bulk;
+        bulk_all.force = {{"gemv.load", "bulk"}};
+        const Schedule sa = schedule_build(p, DeviceInfo::for_target("sm_90"), bulk_all);
+        EXPECT_EQ(bulk_count(sa.batch_small), bulk_count(sa.decode));
+        if (t != GgmlType::F16) {
+            EXPECT_GT(bulk_count(sa.batch_small), 0);
+        }
+        EXPECT_EQ(bulk_count(sa.batch_xrows), 0);
+        ASSERT_EQ(sa.batch_xrows.size(), s.batch_xrows.size());
+        for (size_t i = 0; i < s.batch_xrows.size(); ++i) EXPECT_EQ(sa.batch_xrows[i].symbol, s.batch_xrows[i].symbol);
+        EXPECT_EQ(s.batch_xrows.empty(), t == GgmlType::F16) << "the x-rows gemvs are Q4_0 / Q8_0 ones";
         bool any_gemm = false;
         for (const auto& k : s.batch) any_gemm = any_gemm || k.symbol.find("__gemm_") != std::string::npos;
         EXPECT_TRUE(any_gemm) << "the GEMM list keeps its tiles";
