@@ -418,9 +418,10 @@ __device__ __forceinline__ void plain_dot(const SplitSet<R>& s, const XSrc& xs, 
 // decoded (two register sets). Default 0: load a step, decode it. H200 tg128 (pipelined vs not,
 // one build pair, 2026-11-30): 8B Q4_0 308 vs 327.5, 8B Q8_0 290.6 vs 322.1, 1B Q4_0 1444.8 vs 1437.4,
 // 1B Q8_0 1334.3 vs 1226.9 tok/s (docs/performance.md).
-template <int R>
-__device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
-                                         float* acc, uint8_t* /*stage*/, int v_begin = 0) {
+// The split loop over a row set's 16-byte steps from v_begin: each step's units loaded, then
+// dot(set, v0); GEMV_SPLIT_PIPE=1 (from step 0): the next step's loads go out before dot.
+template <int R, typename Dot>
+__device__ __forceinline__ void split_walk(const uint8_t* const* rows, int gt, int v_begin, Dot dot) {
     constexpr int NV = GEMV_QBYTES / 16;
     constexpr int STEP = GROUP * GEMV_SPLIT_U;
 #if GEMV_SPLIT_PIPE
@@ -430,10 +431,10 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
 #pragma unroll 1
     for (int v0 = 0; v0 < NV; v0 += 2 * STEP) {
         if (v0 + STEP < NV) split_load<R>(b, rows, v0 + STEP, gt);
-        split_dot<R>(a, xs, v0, gt, acc);
+        dot(a, v0);
         if (v0 + STEP < NV) {
             if (v0 + 2 * STEP < NV) split_load<R>(a, rows, v0 + 2 * STEP, gt);
-            split_dot<R>(b, xs, v0 + STEP, gt, acc);
+            dot(b, v0 + STEP);
         }
     }
 #else
@@ -441,9 +442,14 @@ __device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc&
     for (int v0 = v_begin; v0 < NV; v0 += STEP) {
         SplitSet<R> a;
         split_load<R>(a, rows, v0, gt);
-        split_dot<R>(a, xs, v0, gt, acc);
+        dot(a, v0);
     }
 #endif
+}
+template <int R>
+__device__ __forceinline__ void rows_dot(const uint8_t* const* rows, const XSrc& xs, int gt,
+                                         float* acc, uint8_t* /*stage*/, int v_begin = 0) {
+    split_walk<R>(rows, gt, v_begin, [&](const SplitSet<R>& s, int v0) { split_dot<R>(s, xs, v0, gt, acc); });
 }
 
 #if XROWS > 1
@@ -460,32 +466,11 @@ __device__ __forceinline__ void split_dot_x(const SplitSet<R>& a, const XSrc& xs
         split_dot<R>(a, xj, v0, gt, acc + j * R);
     }
 }
-// the weights are read once for every row; GEMV_SPLIT_PIPE=1: the next step's loads issued before
-// this step's XROWS dot products (the same products in the same order)
+// the weights are read once for every row (GEMV_SPLIT_PIPE=1: the next step's loads issued before
+// this step's XROWS dot products; the same products in the same order)
 template <int R, int XQB>
 __device__ __forceinline__ void rows_dot_x(const uint8_t* const* rows, const XSrc& xs, int nx, int gt, float* acc) {
-    constexpr int NV = GEMV_QBYTES / 16;
-    constexpr int STEP = GROUP * GEMV_SPLIT_U;
-#if GEMV_SPLIT_PIPE
-    SplitSet<R> a, b;
-    split_load<R>(a, rows, 0, gt);
-#pragma unroll 1
-    for (int v0 = 0; v0 < NV; v0 += 2 * STEP) {
-        if (v0 + STEP < NV) split_load<R>(b, rows, v0 + STEP, gt);
-        split_dot_x<R, XQB>(a, xs, nx, v0, gt, acc);
-        if (v0 + STEP < NV) {
-            if (v0 + 2 * STEP < NV) split_load<R>(a, rows, v0 + 2 * STEP, gt);
-            split_dot_x<R, XQB>(b, xs, nx, v0 + STEP, gt, acc);
-        }
-    }
-#else
-#pragma unroll 1
-    for (int v0 = 0; v0 < NV; v0 += STEP) {
-        SplitSet<R> a;
-        split_load<R>(a, rows, v0, gt);
-        split_dot_x<R, XQB>(a, xs, nx, v0, gt, acc);
-    }
-#endif
+    split_walk<R>(rows, gt, 0, [&](const SplitSet<R>& s, int v0) { split_dot_x<R, XQB>(s, xs, nx, v0, gt, acc); });
 }
 #endif
 
