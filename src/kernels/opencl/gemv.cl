@@ -162,7 +162,7 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
             float8 xk[XR];
             for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], c) : (float8)0.0f;
             for (int i = 0; i < NACC; ++i) {
-                const float8 wv = WTYPE == F16 ? half8_of(as_uint4(wr[a][i])) : as_float8(convert_uint8(wr[a][i]) << 16);
+                const float8 wv = WTYPE == F16 ? half8_of(as_uint4(wr[a][i])) : bf16x8_of(wr[a][i]);
                 for (int j = 0; j < XR; ++j) acc[i * XR + j] += dot8(wv, xk[j]);
             }
         }

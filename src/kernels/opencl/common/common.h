@@ -78,15 +78,10 @@ inline ushort8 raw16x8(const global uchar* p) {
     return vload8(0, (const global ushort*)p);
 #endif
 }
-// 8 bf16 values at p as floats (the high half of each float)
-inline float8 ld_bf16x8(const global uchar* p) {
-#if ALIGN16
-    const ushort8 u = as_ushort8(*(const global uint4*)p);
-#else
-    const ushort8 u = vload8(0, (const global ushort*)p);
-#endif
-    return as_float8(convert_uint8(u) << 16);
-}
+// 8 bf16 values held in u as floats (the high half of each float)
+inline float8 bf16x8_of(ushort8 u) { return as_float8(convert_uint8(u) << 16); }
+// 8 bf16 values at p as floats
+inline float8 ld_bf16x8(const global uchar* p) { return bf16x8_of(raw16x8(p)); }
 inline float ld_bf16(const global uchar* p) { return as_float((uint)(*(const global ushort*)p) << 16); }
 // f rounded to f16 and back (round to nearest even), as fp32_to_fp16 then fp16_to_fp32 on the host
 inline float round_f16(float f) {
