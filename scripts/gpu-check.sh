@@ -17,8 +17,9 @@
 #             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
 #   modes   : prefill_modes_test (every prompt mode against llama.cpp and single-token steps) with the
 #             defaults and with every sibling at once on every architecture, and with each set of GATES
-#             forced on the files MODES_FORCED_FILTER picks (a whole run a set takes ~5 GPU minutes:
-#             engines built one by one); runtime_generate_test (run-ahead, device draws)
+#             forced on MODES_FORCED_FILES (a whole run a set takes ~5 minutes, engines built one by
+#             one; 16 sets at once on an H100 host took ~5 minutes each for llama's seven types);
+#             runtime_generate_test (run-ahead, device draws)
 #   decode  : tg128 of SHAPES (bench's md row, copy bandwidth and % of it)
 #   prefill : pp512 with -b 512 of PREFILL_SHAPES; time to first token of a 2048-token prompt
 #   depth   : tg128 at depths 0 and DEPTH of DEPTH_SHAPES (one n_ctx for both rows)
@@ -80,7 +81,8 @@
 #   GATE_MODELS    files whose plans give the gates [golden llama-q4_0 and llama-f16]
 #   GATE_SHARD     I/N: only every N-th forced set from the I-th (1-based), to split a long list
 #                  over several device calls [1/1]
-#   MODES_FORCED_FILTER gtest filter of the modes stage's forced sets [*/0: llama, its seven types]
+#   MODES_FORCED_FILTER gtest filter of the modes stage's forced sets [*/0: llama]
+#   MODES_FORCED_FILES golden files the forced sets take [llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m]
 #   KERNELS_FILTER gtest filter for kernels_vs_cpu [*]     TEST_TIMEOUT: seconds a test binary [400]
 #   TEST_JOBS      test processes at once: a test binary's gtest shards, the forced gate sets [8]
 #   SERVE_SHAPE [llama3.2-1b:q4_0]  SERVE_CLIENTS [1,8,32]  SERVE_TEMPS [0 0.8]  SERVE_SECONDS [10]
@@ -258,7 +260,8 @@ forced_tests() {
         # TEST_JOBS sets at once, one process each
         while [ "$(jobs -rp | wc -l)" -ge "$TEST_JOBS" ]; do wait -n; done
         # shellcheck disable=SC2046
-        cuda_test_run 1 "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" $(gate_filter "$set" "$pos") &
+        cuda_test_run 1 "$name with $set forced" "$name-forced-$n" "$test" JITLLM_TEST_CUDA_FORCE="$set" \
+            ${FORCED_ENV:-} $(gate_filter "$set" "$pos") &
         done+=("$name-forced-$n")
     done
     wait
@@ -351,7 +354,17 @@ golden)
 modes)
     cuda_test "prompt modes, default gates" modes-default prefill_modes_test
     cuda_test "prompt modes, every sibling at once" modes-siblings prefill_modes_test JITLLM_TEST_CUDA_SIBLINGS=1
-    forced_tests modes prefill_modes_test "${MODES_FORCED_FILTER:-*/0}"
+    # the forced sets on MODES_FORCED_FILES only: a shared folder of links holding just those
+    # golden files (the golden stage runs every set on every file)
+    fs=/tmp/jitllm-modes-forced
+    rm -rf "$fs" && mkdir -p "$fs/golden/synthetic"
+    ln -s "$JITLLM_SHARED_DIR/testdata" "$fs/testdata"
+    ln -s "$JITLLM_SHARED_DIR"/golden/*.json "$fs/golden/" 2> /dev/null
+    ln -s "$JITLLM_SHARED_DIR"/golden/synthetic/*.json "$fs/golden/synthetic/"
+    for f in ${MODES_FORCED_FILES:-llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m}; do
+        ln -s "$JITLLM_SHARED_DIR/golden/synthetic/$f.gguf" "$fs/golden/synthetic/"
+    done
+    FORCED_ENV="JITLLM_SHARED_DIR=$fs" forced_tests modes prefill_modes_test "${MODES_FORCED_FILTER:-*/0}"
     cuda_test "generate: run-ahead and device draws" generate runtime_generate_test
     ;;
 decode)
