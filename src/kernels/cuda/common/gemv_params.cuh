@@ -21,7 +21,7 @@
 //   WSPLIT          1: Q4_0/Q8_0 rows in the split device layout (quant.h: quants, then f16
 //                   scales; COLS % 256 == 0): one 16-byte quant load per lane, no staging;
 //                   GEMV_SPLIT_PIPE=1 pipelines the loads one step ahead, GEMV_SPLIT_U units
-//                   per lane and step (gemv_dot.cuh)
+//                   per lane and step (gemv_dot_split.cuh)
 //   EARLY_LOAD      1: each group's first weight step (plain types with COLS % 8 == 0, the
 //                   unpipelined split layout) is loaded before the PDL wait and the x prologue,
 //                   so with PDL the weight stream starts while the previous kernel drains;
@@ -53,7 +53,7 @@
 //                   kernel, as attention_decode.cu EARLY_KV); 2: once the warp's last weight copy is
 //                   out (the stream's tail, when DRAM has room). 0 = off (default)
 //   XREG            BULK, split-layout Q4_0 / Q8_0, one activation row: each lane keeps its x units of
-//                   every chunk in registers (loaded once after the x prologue; gemv_dot.cuh
+//                   every chunk in registers (loaded once after the x prologue; gemv_dot_split.cuh
 //                   bulk_dot_xr), so an item reads only its weights from shared memory. The same
 //                   bits. Set by the schedule where a lane's units take <= ~40 registers
 //                   (gemv.x_regs=off: never); 0 = off
