@@ -276,8 +276,11 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     XSrc xs;
     xs.nw = norm_w;
     xs.inv = 1.0f;
+#if XROWS > 1
+    const int nx = min(XROWS, n_rows - int(GEMV_BY) * XROWS);  // the block's activation rows
+#endif
     // --- prologue: x into shared memory and/or the rms of x (every block does it: x is small)
-#include "common/gemv_x_prologue.cuh"  // declares nx (XROWS > 1)
+#include "common/gemv_x_prologue.cuh"
     (void)eps;
 #if BULK && BULK_PRE < BULK_S && !(BULK_FILL_AT_LOADS && GEMV_XQ8 && XROWS == 1)
     late_fill();  // now that x is in

@@ -1,12 +1,11 @@
 // gemv.cu's x prologue, textually included inside its kernel body after the PDL wait (it uses the
-// body's locals: tid, red, x, norm_w, eps, n_rows, xs; with BULK late_fill, with NW_EARLY nw_pre):
+// body's locals: tid, red, x, norm_w, eps, xs, XROWS > 1: nx; with BULK late_fill, with NW_EARLY nw_pre):
 // x into shared memory and/or the rms of x, by every block (x is small). XROWS > 1: the block's nx
-// activation rows quantized (nx is declared here for the passes); GEMV_XQ8: x quantized to Q8_0
-// blocks (XQ_IN: one bulk copy of the producer's quantized x); X_SMEM: x as floats; else the rms
-// only. Not a header of its own: no #pragma once.
+// activation rows quantized; GEMV_XQ8: x quantized to Q8_0 blocks (XQ_IN: one bulk copy of the
+// producer's quantized x); X_SMEM: x as floats; else the rms only. Not a header of its own: no
+// #pragma once.
 #if XROWS > 1
     // the block's nx activation rows, each quantized as below (row j's copy at j * GEMV_XQB)
-    const int nx = min(XROWS, n_rows - int(GEMV_BY) * XROWS);
     JITLLM_DYN_SMEM(float, xsm);
     xs.q = reinterpret_cast<const uint8_t*>(xsm);
     xs.qd = reinterpret_cast<const float2*>(reinterpret_cast<const uint8_t*>(xsm) + COLS);
