@@ -162,5 +162,39 @@ TEST(ClSchedule, WideLoadsWhereEveryRowIs16ByteAligned) {
     for (const Variant& v : cl_schedule_variants(n)) EXPECT_FALSE(v.has("ALIGN16")) << v.display_name();
 }
 
+// gate gemv.sum: with sub-group sums every gemv but the experts' weighted sum (EPI 5) takes its
+// row blocks a sub-group at a time (SGSUM), spread over the capped grid's sub-groups; forced to
+// group, or without sub-groups, none does, and forcing subgroup there is refused
+TEST(ClSchedule, SubGroupsSumRowBlocksOfTheirOwn) {
+    Loaded m(test::data_path("golden/synthetic/qwen2moe-q4_0.gguf"));
+    ClDeviceInfo nv = test::nv_device();
+    nv.compute_units = 2;
+    const ClSchedule s = cl_schedule_build(m.plan, nv, {});
+    EXPECT_EQ(gate(s, "gemv.sum"), "subgroup");
+    int own = 0, weighted = 0;
+    for (const ClStep& k : s.decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        const bool epi5 = test::define_of(k.variant, "EPI") == "5";
+        EXPECT_EQ(k.variant.has("SGSUM"), !epi5) << k.symbol;
+        ++(epi5 ? weighted : own);
+        if (epi5) continue;
+        // the grid capped at 4 work-groups a compute unit, their sub-groups' blocks of 1+ rows
+        const int wg = std::stoi(test::define_of(k.variant, "WG"));
+        EXPECT_EQ(k.local[0], size_t(wg)) << k.symbol;
+        EXPECT_GE(std::stoi(test::define_of(k.variant, "RPB")), 1) << k.symbol;
+        EXPECT_LE(k.global[0] / size_t(wg), size_t(4 * nv.compute_units)) << k.symbol;
+    }
+    EXPECT_GT(own, 3);
+    EXPECT_GT(weighted, 0);
+    ClScheduleOptions o;
+    o.force = {{"gemv.sum", "group"}};
+    for (const Variant& v : cl_schedule_variants(cl_schedule_build(m.plan, nv, o))) EXPECT_FALSE(v.has("SGSUM")) << v.display_name();
+    const ClSchedule bare = cl_schedule_build(m.plan, device({}), {});
+    EXPECT_EQ(gate(bare, "gemv.sum"), "group");
+    for (const Variant& v : cl_schedule_variants(bare)) EXPECT_FALSE(v.has("SGSUM")) << v.display_name();
+    o.force = {{"gemv.sum", "subgroup"}};
+    EXPECT_THROW(cl_schedule_build(m.plan, device({}), o), Error);
+}
+
 }  // namespace
 }  // namespace jitllm

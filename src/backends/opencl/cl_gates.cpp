@@ -40,6 +40,17 @@ ClGateVerdict reduce_gate(const ClGateInputs& in, ClGates&) {
             ""};
 }
 
+// decided after reduce: the sub-group sums it found
+ClGateVerdict sum_gate(const ClGateInputs&, ClGates& g) {
+    if (!g.subgroups)
+        return {false, "no sub-group sums (reduce=local): the work-group sums each row block together",
+                "sub-group sums (reduce=subgroup)", ""};
+    return {true,
+            "each sub-group sums row blocks of its own, its lanes across the row: no work-group barrier between "
+            "blocks (the experts' weighted sum and x in tiles keep the work-group's)",
+            "", ""};
+}
+
 ClGateVerdict idot_gate(const ClGateInputs& in, ClGates&) {
     const int e = idot_ext(in.dev);
     if (e == 0)
@@ -176,6 +187,7 @@ const std::vector<ClGateSpec>& cl_gate_table() {
     static const std::vector<ClGateSpec> t = {
         {"reduce", "subgroup", "local", reduce_gate, &ClGates::subgroups},
         {"fp16", "half", "float", fp16_gate, &ClGates::fp16},
+        {"gemv.sum", "subgroup", "group", sum_gate, &ClGates::sgsum},
         {"gemv.idot", "dot4", "int", idot_gate, &ClGates::idot},
         {"kv.type", "half", "float", kv_gate, &ClGates::kv_half},
         {"gemv.vec", "vec8", "scalar", vec_gate, &ClGates::vec},

@@ -29,6 +29,7 @@ struct ClGates {
     bool subgroups = false;  // reduce=subgroup: sub-group builtins in every work-group reduction
     int subgroup_ext = 0;    // ... spelt as 1 cl_khr_subgroups, 2 cl_intel_subgroups, 3 __opencl_c_subgroups,
                              // 4 NVIDIA's warps through inline PTX
+    bool sgsum = false;      // gemv.sum=subgroup: each sub-group sums row blocks of its own (no work-group barrier)
     bool idot = false;       // gemv.idot=dot4: Q4_0 / Q8_0 products sum 4 int8 products an instruction
     int idot_ext = 0;        // ... spelt as 1 cl_khr_integer_dot_product, 2 NVIDIA's dp4a through inline PTX
     bool fp16 = false;       // fp16=half: half values read through cl_khr_fp16's types

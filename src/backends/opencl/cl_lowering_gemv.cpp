@@ -136,8 +136,16 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     const int xr = batch_ && g_.xrows && g.experts == 0 ? kClXrows : 1;
     const int xtile = x_tile(idx, cols, xr, wg, xq);  // 0: x staged whole
     const int staged = xtile ? xtile : nu;
+    // gate gemv.sum=subgroup: each sub-group (of 32, NVIDIA's; a guess for the grid elsewhere) sums
+    // RPB rows of its own; the blocks spread over every sub-group the capped grid holds
+    const bool sgsum = g_.sgsum && g.epi != 5 && xtile == 0;
+    const int sgs = std::max(1, wg / 32);
+    const int per_unit = s_.tune.gemv_groups ? s_.tune.gemv_groups : sgsum ? 4 : 2;
+    const int cap = g_.gemv_cap && g.epi != 5 ? per_unit * int(std::max(1u, d_.compute_units)) : 0;
     int rpb = std::min(std::max(1, (s_.tune.gemv_rows ? s_.tune.gemv_rows : 16) / (nw * xr)), out_rows);
-    auto local_bytes = [&](int r) { return cl_gemv_local_bytes(r * nw, xr, wg, xq, staged); };
+    if (sgsum && cap && !s_.tune.gemv_rows) rpb = std::clamp(out_rows / (cap * sgs), 1, rpb);
+    // local memory: the block's sums (SGSUM: the norm's only), x quantized
+    auto local_bytes = [&](int r) { return cl_gemv_local_bytes(sgsum ? 1 : r * nw, sgsum ? 1 : xr, wg, xq, staged); };
     while (rpb > 1 && local_bytes(rpb) > d_.local_mem) --rpb;
     if (local_bytes(rpb) > d_.local_mem)
         fail_device("{}: a product of {} columns needs {} bytes of local memory, the device {} has {}", t(idx[0]).name,
@@ -149,6 +157,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
         if (g.w_off[size_t(m)]) v.set("W_OFF" + std::to_string(m), g.w_off[size_t(m)]);
     }
     v.set("WG", wg).set("RPB", rpb);
+    if (sgsum) v.set("SGSUM", 1);
     if (xtile) v.set("XTILE", xtile);
     if (xr > 1) v.set("XROWS", xr);
     if (g.norm_w) v.set("NORM_IN", 1);
@@ -177,9 +186,9 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     }
     if (g_.wide && aligned16(g)) v.set("ALIGN16", 1);
     ClStep& k = add(idx, algo + "_" + type_suffix(T), v);
-    int groups = (out_rows + rpb - 1) / rpb;
-    const int per_unit = s_.tune.gemv_groups ? s_.tune.gemv_groups : 2;
-    if (g_.gemv_cap && g.epi != 5) groups = std::min(groups, per_unit * int(std::max(1u, d_.compute_units)));
+    const int blocks = (out_rows + rpb - 1) / rpb;
+    int groups = sgsum ? (blocks + sgs - 1) / sgs : blocks;
+    if (cap) groups = std::min(groups, cap);
     k.global[0] = size_t(groups) * size_t(wg);
     k.local[0] = size_t(wg);
     if (slots) {
@@ -239,8 +248,8 @@ void Lowering::tiled(ClStep& k, GgmlType T, int nw, int out_rows) {
     if (d_.max_work_group < 256 || local > d_.local_mem) return;  // the gemvs alone
     Variant v("opencl/gemm.cl", k.group + "__gemm_" + type_suffix(T));
     for (const auto& [name, value] : k.variant.defines)
-        if (name != "WG" && name != "RPB" && name != "XROWS" && name != "VEC" && name != "AHEAD" && name != "REDUCE" &&
-            name != "SUBGROUP_EXT")
+        if (name != "WG" && name != "RPB" && name != "XROWS" && name != "VEC" && name != "AHEAD" && name != "SGSUM" &&
+            name != "REDUCE" && name != "SUBGROUP_EXT")
             v.set(name, value);
     k.tiled.variant = std::move(v);
     k.tiled.global0 = size_t((out_rows + 64 / nw - 1) / (64 / nw)) * 256;

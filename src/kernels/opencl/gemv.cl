@@ -35,6 +35,10 @@
 //         g + G, ... (G = ceil(out rows / RPB), or fewer: gate gemv.grid); EPI 5: G = ceil(out rows / RPB)
 //   XROWS        activation rows a work-group multiplies each weight row it reads with (gate batch.xrows:
 //                the batch phase; dimension 1 of the NDRange is then a chunk of XROWS rows)
+//   SGSUM        1 (gate gemv.sum=subgroup, REDUCE 1): each sub-group takes row blocks of its own, RPB
+//                rows each: sub-group s of work-group g the blocks g * S + s, + G * S, ... (S sub-groups
+//                a work-group), its lanes the units (chunks) lane, lane + its size, ..., its sums
+//                through sg_sum: no work-group barrier between row blocks. Not with EPI 5 or XTILE
 // args:   (w0, w1, w2, b0, b1, b2, y0, y1, y2, x, nw, aux, ids, ew, eps, n_rows); unused pointers may be
 //         null; n_rows: the step's batch rows (1 in decode)
 // bytes:  the rows' weight bytes + 4 * COLS (+ 4 * COLS norm weight) + 4 * out rows (+ aux)
@@ -65,6 +69,20 @@
 
 #ifndef XTILE
 #define XTILE 0
+#endif
+#ifndef SGSUM
+#define SGSUM 0
+#endif
+#if SGSUM && (!REDUCE || EPI == 5 || XTILE)
+#error "SGSUM takes sub-group sums (REDUCE 1), not the experts' weighted sum (EPI 5) nor x in tiles"
+#endif
+// who takes which units of a row: the work-group's work-items, or (SGSUM) the sub-group's lanes
+#if SGSUM
+#define PT SG_LANE()
+#define PN SG_SIZE()
+#else
+#define PT ((int)get_local_id(0))
+#define PN WG
 #endif
 #ifndef AHEAD
 #define AHEAD 0
@@ -146,18 +164,18 @@ inline void quantize_x(const global float* x, const global float* nw, float inv,
 inline void partial_sums(const global uchar* const* rows, const global float* x, const global float* nw,
                          const float* inv, int nx, const local char* xq, const local float* xd, int u0, int u1,
                          float* acc) {
-    const int t = (int)get_local_id(0);
+    const int t = PT;
 #if AHEAD
     // AHEAD chunks c0, c0 + WG, ... of every row: their raw words first (past the last chunk, the last
     // one again: an address in the row, not used), then each chunk's products in the order below
-    for (int c0 = 4 * u0 + t; c0 < u1 * 4; c0 += AHEAD * WG) {
+    for (int c0 = 4 * u0 + t; c0 < u1 * 4; c0 += AHEAD * PN) {
         ushort8 wr[AHEAD][NACC];
         for (int a = 0; a < AHEAD; ++a) {
-            const int c = min(c0 + a * WG, u1 * 4 - 1);
+            const int c = min(c0 + a * PN, u1 * 4 - 1);
             for (int i = 0; i < NACC; ++i) wr[a][i] = raw16x8(rows[i] + 16 * c);
         }
         for (int a = 0; a < AHEAD; ++a) {
-            const int c = c0 + a * WG;
+            const int c = c0 + a * PN;
             if (c >= u1 * 4) break;
             float8 xk[XR];
             for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], c) : (float8)0.0f;
@@ -170,7 +188,7 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
 #elif VEC && QK_PLAIN(WTYPE)
     // plain types: 8-element chunks, neighbouring work-items read neighbouring 16 (F16, BF16) or 32
     // (F32) bytes of a row
-    for (int c = 4 * u0 + t; c < u1 * 4; c += WG) {
+    for (int c = 4 * u0 + t; c < u1 * 4; c += PN) {
         float8 xk[XR];
         for (int j = 0; j < XR; ++j) xk[j] = j < nx ? x8(x + j * X_STRIDE, nw, inv[j], c) : (float8)0.0f;
         for (int i = 0; i < NACC; ++i) {
@@ -179,7 +197,7 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
         }
     }
 #else
-    for (int u = u0 + t; u < u1; u += WG) {
+    for (int u = u0 + t; u < u1; u += PN) {
 #if XQ
         for (int i = 0; i < NACC; ++i) {
             uchar16 q0, q1;
@@ -211,7 +229,7 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
     }
 #endif
 #if TAIL
-    for (int k = NU * 32 + t; k < COLS; k += WG)
+    for (int k = NU * 32 + t; k < COLS; k += PN)
         for (int j = 0; j < nx; ++j) {
             float xk = x[j * X_STRIDE + k];
 #if NORM_IN
@@ -222,12 +240,11 @@ inline void partial_sums(const global uchar* const* rows, const global float* x,
 #endif
 }
 
-// The sums of output rows o0 .. o0 + RPB - 1 (NW weight rows each, of expert e) with x's nx
-// activation rows: sum i * XR + j of the block is left in red[(i * XR + j) * WG] past a barrier
-// (common.h wg_sum_n); XTILE: x's tiles quantized into xq / xd here
-inline void block_sums(int o0, int e, const global uchar* w0, const global uchar* w1, const global uchar* w2,
-                       const global float* x, const global float* nw, const float* inv, int nx, local char* xq,
-                       local float* xd, local float* red) {
+// This work-item's partial sums of output rows o0 .. o0 + RPB - 1 (NW weight rows each, of expert
+// e) with x's nx activation rows into acc[i * XR + j]; XTILE: x's tiles quantized into xq / xd here
+inline void block_acc(int o0, int e, const global uchar* w0, const global uchar* w1, const global uchar* w2,
+                      const global float* x, const global float* nw, const float* inv, int nx, local char* xq,
+                      local float* xd, float* acc) {
     const global uchar* rows[NACC];
     for (int i = 0; i < RPB; ++i) {
         const int o = min(o0 + i, OUT_ROWS - 1);
@@ -236,7 +253,6 @@ inline void block_sums(int o0, int e, const global uchar* w0, const global uchar
         rows[i * NW + 1] = weight_row(w0, w1, w2, N_MAT == 1 ? o + UP_OFFSET_ROWS : o + ROWS0, e);
 #endif
     }
-    float acc[NSUM];
     for (int i = 0; i < NSUM; ++i) acc[i] = 0.0f;
 #if XQ && XTILE
     // x in tiles of XTILE units: each quantized into local memory, then its sums
@@ -249,6 +265,15 @@ inline void block_sums(int o0, int e, const global uchar* w0, const global uchar
 #else
     partial_sums(rows, x, nw, inv, nx, xq, xd, 0, NU, acc);
 #endif
+}
+
+// The block's sums over the work-group: sum i * XR + j left in red[(i * XR + j) * WG] past a
+// barrier (common.h wg_sum_n)
+inline void block_sums(int o0, int e, const global uchar* w0, const global uchar* w1, const global uchar* w2,
+                       const global float* x, const global float* nw, const float* inv, int nx, local char* xq,
+                       local float* xd, local float* red) {
+    float acc[NSUM];
+    block_acc(o0, e, w0, w1, w2, x, nw, inv, nx, xq, xd, acc);
     wg_sum_n(acc, NSUM, red);
 }
 
@@ -257,7 +282,7 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
                         global float* y0, global float* y1, global float* y2,
                         const global float* x, const global float* nw, const global float* aux,
                         const global int* ids, const global float* ew, float eps, int n_rows) {
-    local float red[NSUM * WG];
+    local float red[(SGSUM ? 1 : NSUM) * WG];  // SGSUM: the norm's sum only
 #if XQ
     local uint xq4[XR * XT * 8];  // x's int8 values, 4-byte aligned (q8_isum's IDOT loads)
     local char* xq = (local char*)xq4;
@@ -299,6 +324,26 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
 #if XQ && !XTILE
     for (int j = 0; j < nx; ++j) quantize_x(x + j * X_STRIDE, nw, inv[j], 0, NU, xq + j * COLS, xd + j * NU);
 #endif
+#if SGSUM
+    // sub-group s of work-group g: the row blocks g * S + s, + G * S, ..., each summed by the
+    // sub-group alone; lane i * XR + j stores output row o0 + i of activation row j
+    const int sgs = SG_COUNT(), lane = SG_LANE();
+    for (int o0 = ((int)get_group_id(0) * sgs + SG_ID()) * RPB; o0 < OUT_ROWS; o0 += (int)get_num_groups(0) * sgs * RPB) {
+        float acc[NSUM];
+        block_acc(o0, expert, w0, w1, w2, x, nw, inv, nx, xq, xd, acc);
+        float s[2] = {0.0f, 0.0f};
+        for (int k = 0; k < NSUM; ++k) {
+            const float v = sg_sum(acc[k]);
+            const int i = k / (NW * XR), m = k / XR % NW, j = k % XR;  // k = (i * NW + m) * XR + j
+            if (lane == i * XR + j) s[m] = v;
+        }
+        if (lane < RPB * XR) {
+            const int i = lane / XR, j = lane % XR;
+            if (j < nx && o0 + i < OUT_ROWS) store_row(o0 + i, row + j, yrow + j, s, b0, b1, b2, y0, y1, y2, aux);
+        }
+    }
+    (void)t;
+#else
     // row blocks group, group + groups, ...: x's prologue (norm, quantization) once for all of them
     // where the grid is capped (gate gemv.grid)
     for (int o0 = (int)get_group_id(0) * RPB; o0 < OUT_ROWS; o0 += (int)get_num_groups(0) * RPB) {
@@ -312,6 +357,7 @@ kernel void KERNEL_NAME(const global uchar* w0, const global uchar* w1, const gl
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
 #endif
     (void)ids; (void)ew; (void)nw; (void)eps; (void)n_rows;
 }

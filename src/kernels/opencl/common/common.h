@@ -112,12 +112,14 @@ inline float sg_max(float v) {
 #define SG_ID() ((int)get_local_id(0) >> 5)
 #define SG_LANE() ((int)get_local_id(0) & 31)
 #define SG_COUNT() (WG / 32)
+#define SG_SIZE() 32
 #elif REDUCE
 #define sg_sum(v) sub_group_reduce_add(v)
 #define sg_max(v) sub_group_reduce_max(v)
 #define SG_ID() ((int)get_sub_group_id())
 #define SG_LANE() ((int)get_sub_group_local_id())
 #define SG_COUNT() ((int)get_num_sub_groups())
+#define SG_SIZE() ((int)get_sub_group_size())
 #endif
 
 // --- work-group reductions (every work-item calls them; WG work-items in dimension 0) ---
