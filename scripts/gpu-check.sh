@@ -17,9 +17,9 @@
 #             GATE_WITH, the tests it cannot run left out by GATE_SKIP)
 #   modes   : prefill_modes_test (every prompt mode against llama.cpp and single-token steps) with the
 #             defaults and with every sibling at once on every architecture, and with each set of GATES
-#             forced on MODES_FORCED_FILES (a whole run a set takes ~5 minutes, engines built one by
-#             one; 16 sets at once on an H100 host took ~5 minutes each for llama's seven types);
-#             runtime_generate_test (run-ahead, device draws)
+#             forced on MODES_FORCED_FILES (a set on llama's F16, Q8_0, Q4_0 and Q4_K_M: ~136 s with 8
+#             sets at once on an H100 host); runtime_generate_test (run-ahead, device draws).
+#             MODES_PARTS picks among them
 #   decode  : tg128 of SHAPES (bench's md row, copy bandwidth and % of it)
 #   prefill : pp512 with -b 512 of PREFILL_SHAPES; time to first token of a 2048-token prompt
 #   depth   : tg128 at depths 0 and DEPTH of DEPTH_SHAPES (one n_ctx for both rows)
@@ -83,6 +83,8 @@
 #                  over several device calls [1/1]
 #   MODES_FORCED_FILTER gtest filter of the modes stage's forced sets [*/0: llama]
 #   MODES_FORCED_FILES golden files the forced sets take [llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m]
+#   MODES_PARTS    the modes stage's parts: defaults, siblings (every one at once), forced (GATES one
+#                  set at a time), generate [defaults siblings forced generate]
 #   KERNELS_FILTER gtest filter for kernels_vs_cpu [*]     TEST_TIMEOUT: seconds a test binary [400]
 #   TEST_JOBS      test processes at once: a test binary's gtest shards, the forced gate sets [8]
 #   SERVE_SHAPE [llama3.2-1b:q4_0]  SERVE_CLIENTS [1,8,32]  SERVE_TEMPS [0 0.8]  SERVE_SECONDS [10]
@@ -352,20 +354,24 @@ golden)
     forced_tests golden engine_golden_test
     ;;
 modes)
-    cuda_test "prompt modes, default gates" modes-default prefill_modes_test
-    cuda_test "prompt modes, every sibling at once" modes-siblings prefill_modes_test JITLLM_TEST_CUDA_SIBLINGS=1
-    # the forced sets on MODES_FORCED_FILES only: a shared folder of links holding just those
-    # golden files (the golden stage runs every set on every file)
-    fs=/tmp/jitllm-modes-forced
-    rm -rf "$fs" && mkdir -p "$fs/golden/synthetic"
-    ln -s "$JITLLM_SHARED_DIR/testdata" "$fs/testdata"
-    ln -s "$JITLLM_SHARED_DIR"/golden/*.json "$fs/golden/" 2> /dev/null
-    ln -s "$JITLLM_SHARED_DIR"/golden/synthetic/*.json "$fs/golden/synthetic/"
-    for f in ${MODES_FORCED_FILES:-llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m}; do
-        ln -s "$JITLLM_SHARED_DIR/golden/synthetic/$f.gguf" "$fs/golden/synthetic/"
-    done
-    FORCED_ENV="JITLLM_SHARED_DIR=$fs" forced_tests modes prefill_modes_test "${MODES_FORCED_FILTER:-*/0}"
-    cuda_test "generate: run-ahead and device draws" generate runtime_generate_test
+    parts=" ${MODES_PARTS:-defaults siblings forced generate} "
+    [[ $parts == *" defaults "* ]] && cuda_test "prompt modes, default gates" modes-default prefill_modes_test
+    [[ $parts == *" siblings "* ]] &&
+        cuda_test "prompt modes, every sibling at once" modes-siblings prefill_modes_test JITLLM_TEST_CUDA_SIBLINGS=1
+    if [[ $parts == *" forced "* ]]; then
+        # the forced sets on MODES_FORCED_FILES only: a shared folder of links holding just those
+        # golden files (the golden stage runs every set on every file)
+        fs=/tmp/jitllm-modes-forced
+        rm -rf "$fs" && mkdir -p "$fs/golden/synthetic"
+        ln -s "$JITLLM_SHARED_DIR/testdata" "$fs/testdata"
+        ln -s "$JITLLM_SHARED_DIR"/golden/*.json "$fs/golden/" 2> /dev/null
+        ln -s "$JITLLM_SHARED_DIR"/golden/synthetic/*.json "$fs/golden/synthetic/"
+        for f in ${MODES_FORCED_FILES:-llama-f16 llama-q8_0 llama-q4_0 llama-q4_k_m}; do
+            ln -s "$JITLLM_SHARED_DIR/golden/synthetic/$f.gguf" "$fs/golden/synthetic/"
+        done
+        FORCED_ENV="JITLLM_SHARED_DIR=$fs" forced_tests modes prefill_modes_test "${MODES_FORCED_FILTER:-*/0}"
+    fi
+    [[ $parts == *" generate "* ]] && cuda_test "generate: run-ahead and device draws" generate runtime_generate_test
     ;;
 decode)
     for spec in $SHAPES; do
