@@ -139,7 +139,7 @@ ClGateVerdict x_gate(const ClGateInputs& in, ClGates& g) {
             if (!w || (w->type != GgmlType::Q4_0 && w->type != GgmlType::Q8_0) || w->cols < 32) continue;
             const bool experts = w->stack > 1;
             const int xr = ph == &in.plan.batch && g.xrows && !experts ? kClXrows : 1;
-            const uint64_t b = cl_gemv_local_bytes(1, xr, wg, true, int(w->cols / 32));
+            const uint64_t b = cl_gemv_local_bytes(xr, xr, wg, true, int(w->cols / 32));
             if (b > need) {
                 need = b;
                 what = fmt::format("{} ({} columns x {} row{})", tk.name, w->cols, xr, xr > 1 ? "s" : "");

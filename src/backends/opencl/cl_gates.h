@@ -17,11 +17,12 @@ namespace jitllm {
 constexpr int kClXrows = 4;
 // batch.gemm=tiled: batch steps of this many rows or more run the products as tiled matrix products
 constexpr int kClGemmRows = 16;
-// The local memory of a gemv (gemv.cl) of work-groups of wg work-items taking rows_nw weight rows a
-// row block and xr activation rows, Q4_0 / Q8_0 x staged `units` 32-element units at a time (36
+// The local memory of a gemv (gemv.cl) of work-groups of wg work-items summing `sums` values each
+// through local memory (weight rows of a row block x activation rows; gemv.sum=subgroup: the norm's
+// one) and taking xr activation rows, Q4_0 / Q8_0 x staged `units` 32-element units at a time (36
 // bytes each: 32 int8 and a float scale; xq: whether x is staged at all)
-inline uint64_t cl_gemv_local_bytes(int rows_nw, int xr, int wg, bool xq, int units) {
-    return 4ull * uint64_t(rows_nw) * uint64_t(xr) * uint64_t(wg) + (xq ? 36ull * uint64_t(xr) * uint64_t(units) : 0);
+inline uint64_t cl_gemv_local_bytes(int sums, int xr, int wg, bool xq, int units) {
+    return 4ull * uint64_t(sums) * uint64_t(wg) + (xq ? 36ull * uint64_t(xr) * uint64_t(units) : 0);
 }
 
 // The gates' choices, read by the lowering.

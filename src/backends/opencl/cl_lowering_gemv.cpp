@@ -145,7 +145,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     int rpb = std::min(std::max(1, (s_.tune.gemv_rows ? s_.tune.gemv_rows : 16) / (nw * xr)), out_rows);
     if (sgsum && cap && !s_.tune.gemv_rows) rpb = std::clamp(out_rows / (cap * sgs), 1, rpb);
     // local memory: the block's sums (SGSUM: the norm's only), x quantized
-    auto local_bytes = [&](int r) { return cl_gemv_local_bytes(sgsum ? 1 : r * nw, sgsum ? 1 : xr, wg, xq, staged); };
+    auto local_bytes = [&](int r) { return cl_gemv_local_bytes(sgsum ? 1 : r * nw * xr, xr, wg, xq, staged); };
     while (rpb > 1 && local_bytes(rpb) > d_.local_mem) --rpb;
     if (local_bytes(rpb) > d_.local_mem)
         fail_device("{}: a product of {} columns needs {} bytes of local memory, the device {} has {}", t(idx[0]).name,
@@ -228,7 +228,7 @@ bool Lowering::aligned16(const Gemv& g) const {
 // with x whole: the same sums), else the largest count that does
 int Lowering::x_tile(const std::vector<size_t>& idx, int cols, int xr, int wg, bool xq) const {
     const int nu = cols / 32;
-    const auto fits = [&](int units) { return cl_gemv_local_bytes(1, xr, wg, xq, units) <= d_.local_mem; };
+    const auto fits = [&](int units) { return cl_gemv_local_bytes(xr, xr, wg, xq, units) <= d_.local_mem; };
     if (!xq || nu < 2 || (g_.x_forced ? g_.x_whole : fits(nu))) return 0;
     int tile = (nu - 1) / wg * wg;
     while (tile > 0 && !fits(tile)) tile -= wg;
@@ -237,7 +237,7 @@ int Lowering::x_tile(const std::vector<size_t>& idx, int cols, int xr, int wg, b
     if (!fits(tile))
         fail_device("{}: a product of {} columns needs {} bytes of local memory with x in tiles of 32 columns, the device {} "
                     "has {}",
-                    t(idx[0]).name, cols, cl_gemv_local_bytes(1, xr, wg, xq, 1), d_.name, d_.local_mem);
+                    t(idx[0]).name, cols, cl_gemv_local_bytes(xr, xr, wg, xq, 1), d_.name, d_.local_mem);
     return tile;
 }
 
