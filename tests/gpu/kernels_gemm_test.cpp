@@ -11,6 +11,7 @@
 //    Llama-3.1-8B and 3.2-1B shapes, MMA and SIMT. Knobs: JITLLM_GEMM_BENCH_M (512),
 //    JITLLM_GEMM_BENCH_TYPE (f16 | q8_0 | q4_0, or a comma list), JITLLM_GEMM_BENCH_NO_SIMT=1, and MMA tiles
 //    JITLLM_GEMM_BENCH_BM / _BN / _STAGES.
+//  - GemvRowsVsCpu, in the same binary: kernels_gemv_rows.cpp.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,25 +19,28 @@
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
-#include <functional>
-#include <random>
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/gemm_variant.h"
 #include "core/error.h"
 #include "fixtures/engine_factory.h"  // cuda_available
+#include "gpu/kernels_gemm_fixture.h"
+#include "gpu/random_weights.h"
 #include "jit/jit_compiler.h"
 #include "quant/quant.h"
-#include "gpu/random_weights.h"
 
 namespace jitllm {
-// gtest prints a GgmlType parameter by name (ctest's test list shows "q4_0", not its bytes)
-void PrintTo(GgmlType t, std::ostream* os) { *os << type_name(t); }
 namespace {
 
+using test::count_misses;
+using test::Dev;
+using test::epi_reference;
 using test::f16_bits;
+using test::g_rng;
 using test::random_weights;
+using test::row_norms;
+using test::urand;
 
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
@@ -247,111 +251,16 @@ TEST(GemmVariant, geometry_bytes_flops_and_gate) {
 }
 
 // ------------------------------------------------------------------------------ GPU
-std::mt19937 g_rng(12345);
-float urand() { return std::uniform_real_distribution<float>(-1.0f, 1.0f)(g_rng); }
-
 uint16_t bf16_bits(float f) {  // round to nearest even (finite values)
     uint32_t u;
     std::memcpy(&u, &f, 4);
     return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-struct Dev {
-    CudaContext& ctx;
-    std::vector<CUdeviceptr> held;
-    CUdeviceptr put(const void* p, size_t n) {
-        CUdeviceptr d = ctx.alloc(std::max<size_t>(n, 16), MemCategory::Scratch, "gemm test");
-        if (p) ctx.upload(d, p, n);
-        held.push_back(d);
-        return d;
-    }
-    ~Dev() {
-        for (auto d : held) ctx.free(d);
-    }
-};
-
 struct Case {
     int m, cols, rows0, n_mat, epi;
     bool bias;
 };
-
-// The CPU reference of output (m, r) of matrix i after the epilogue, and the size its error is
-// measured against: ||w_r|| * ||x_m|| / sqrt(K) (xnm: ||x_m|| / sqrt(K)), combined for SwiGLU.
-// acc[i]: matrix i's raw accumulations, [m][wrows[i]]; wn[i]: its row norms; B[i]: its bias;
-// resid: the residual's value at (m, r) (EPI=1); up_off: UP_OFFSET_ROWS (EPI=2 with one matrix).
-struct RefOut {
-    double ref, scale;
-};
-RefOut epi_reference(int epi, int n_mat, bool bias, int i, int m, int r, int up_off, float res_scale,
-                     float out_scale, const std::vector<std::vector<float>>& acc,
-                     const std::vector<std::vector<float>>& wn, const std::vector<int>& wrows,
-                     const std::vector<std::vector<float>>& B, float resid, float xnm) {
-    if (epi == 2) {
-        const int ur = n_mat == 2 ? r : r + up_off;
-        const size_t ui = n_mat == 2 ? 1 : 0;
-        double g = acc[0][size_t(m) * size_t(wrows[0]) + size_t(r)];
-        double u = acc[ui][size_t(m) * size_t(wrows[ui]) + size_t(ur)];
-        if (bias) {
-            g += B[0][size_t(r)];
-            u += B[ui][size_t(ur)];
-        }
-        float gf = float(g), gate_out[1], up[1] = {float(u)};
-        cpu::swiglu(&gf, up, gate_out, 1);
-        const double sg = wn[0][size_t(r)] * xnm, su = wn[ui][size_t(ur)] * xnm;
-        return {gate_out[0], 1.2 * (sg * (std::fabs(u) + su) + su * (std::fabs(g) + sg))};
-    }
-    double a = acc[size_t(i)][size_t(m) * size_t(wrows[size_t(i)]) + size_t(r)];
-    if (bias) a += B[size_t(i)][size_t(r)];
-    const double scale = wn[size_t(i)][size_t(r)] * xnm;
-    if (epi == 1) {
-        float yy = resid;
-        const float af = float(a);
-        cpu::add_scaled(&yy, &af, res_scale, 1);
-        return {yy, scale * res_scale};
-    }
-    if (epi == 3) return {a * out_scale, scale * out_scale};
-    return {a, scale};
-}
-
-// ||row r|| of each of the rows of W (the error scale's weight part)
-std::vector<float> row_norms(GgmlType t, const std::vector<uint8_t>& W, int rows, int cols) {
-    const size_t rb = row_bytes(t, uint64_t(cols));
-    std::vector<float> deq(static_cast<size_t>(cols)), wn(static_cast<size_t>(rows));
-    for (int r = 0; r < rows; ++r) {
-        dequantize_row(t, W.data() + size_t(r) * rb, deq.data(), cols);
-        double ss = 0;
-        for (float f : deq) ss += double(f) * f;
-        wn[size_t(r)] = float(std::sqrt(ss));
-    }
-    return wn;
-}
-
-// The device outputs y_i (n_out matrices, out_rows[i] values a row, m rows, at dy[i]) against the
-// CPU's reference(i, row, r, o) (o: the index of (row, r) in y_i), each error scaled by its size;
-// reports the first five misses over `lim`, keeps the largest scaled error in *worst and returns
-// the misses
-int64_t count_misses(CudaContext& ctx, const CUdeviceptr* dy, int n_out, const int* out_rows, int m, double lim,
-                     const std::function<RefOut(int, int, int, size_t)>& reference, double* worst) {
-    int64_t bad = 0;
-    for (int i = 0; i < n_out; ++i) {
-        std::vector<float> y(size_t(m) * size_t(out_rows[i]));
-        ctx.download(y.data(), dy[i], y.size() * 4);
-        for (int row = 0; row < m; ++row)
-            for (int r = 0; r < out_rows[i]; ++r) {
-                const size_t o = size_t(row) * size_t(out_rows[i]) + size_t(r);
-                const auto [ref, scale] = reference(i, row, r, o);
-                const double e = std::fabs(double(y[o]) - ref) / (scale + 1e-30);
-                if (!(e <= lim)) {
-                    if (bad < 5)
-                        ADD_FAILURE() << "y" << i << "[" << row << "," << r << "] = " << y[o] << ", cpu " << ref
-                                      << " (scaled error " << e << ")";
-                    ++bad;
-                }
-                if (e > *worst || std::isnan(e)) *worst = std::isnan(e) ? 1e30 : e;
-            }
-    }
-    return bad;
-}
 
 class GemmVsCpu : public ::testing::TestWithParam<GgmlType> {};
 
@@ -527,134 +436,6 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GemmVsCpu, ::testing::ValuesIn(kTypes),
-                         [](const auto& info) { return std::string(type_name(info.param)); });
-
-// ------------------------------------------------------------------------------ gemv rows
-// gemv.cu over the rows of a batch step (the small-step list, gate batch.small): split-layout
-// Q4_0 / Q8_0 weights, x quantized to Q8_0 blocks as the engine does (cpu::matvec's Engine
-// numerics), every epilogue, with and without the fused norm, for XROWS 1 (a block row a step
-// row, grid.y = rows) and XROWS 2 / 4 / 8 (batch.xrows: each block reads its weight rows once
-// for up to XROWS step rows), against the CPU per row. Errors scaled as GemmVsCpu's; limit 1e-4
-// (2e-3 with the norm: its sum in another order can move one int8 rounding).
-class GemvRowsVsCpu : public ::testing::TestWithParam<GgmlType> {};
-
-TEST_P(GemvRowsVsCpu, matches_cpu_matvec_per_row) {
-    std::string why;
-    if (!test::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    const GgmlType t = GetParam();
-    CudaContext ctx(0);
-    JitCompiler jit(ctx.device().arch, JitOptions{{false, ""}, 0});
-    struct GCase {
-        int m, cols, rows0, n_mat, epi;
-        bool bias, norm;
-    };
-    const std::vector<GCase> cases = {{1, 256, 1003, 1, 0, false, false}, {3, 512, 515, 3, 0, true, true},
-                                      {7, 256, 200, 2, 2, false, true},   {8, 1024, 256, 1, 1, false, false},
-                                      {11, 4096, 130, 1, 3, false, true}, {5, 512, 96, 1, 2, true, false}};
-    for (const GCase& c : cases) {
-        const int cols = c.cols;
-        const int rows1 = c.n_mat > 1 ? (c.epi == 2 ? c.rows0 : 256) : 0, rows2 = c.n_mat > 2 ? 136 : 0;
-        const int up_off = c.epi == 2 && c.n_mat == 1 ? c.rows0 + 5 : 0;
-        std::vector<int> wrows = {c.epi == 2 && c.n_mat == 1 ? up_off + c.rows0 : c.rows0, rows1, rows2};
-        std::vector<std::vector<uint8_t>> W(3), WS(3);
-        std::vector<std::vector<float>> B(3);
-        const size_t rb = row_bytes(t, uint64_t(cols));
-        for (int i = 0; i < c.n_mat; ++i) {
-            W[size_t(i)] = random_weights(t, wrows[size_t(i)], cols, g_rng);
-            WS[size_t(i)].resize(W[size_t(i)].size());
-            repack_split_rows(t, W[size_t(i)].data(), WS[size_t(i)].data(), wrows[size_t(i)], cols);
-            B[size_t(i)].resize(size_t(wrows[size_t(i)]));
-            for (float& f : B[size_t(i)]) f = urand();
-        }
-        std::vector<float> X(size_t(c.m) * size_t(cols)), NW(static_cast<size_t>(cols)), R(size_t(c.m) * size_t(c.rows0));
-        for (float& f : X) f = urand();
-        for (float& f : NW) f = 1.0f + 0.2f * urand();
-        for (float& f : R) f = urand();
-        const float eps = 1e-5f, res_scale = 0.22f, out_scale = 0.125f;
-        // CPU: per row, the normed x (as the fused NORM_IN), then each matrix's accumulations
-        std::vector<std::vector<float>> acc(3), wn(3);
-        std::vector<float> xin(static_cast<size_t>(cols)), xn(static_cast<size_t>(c.m));
-        for (int i = 0; i < c.n_mat; ++i) acc[size_t(i)].resize(size_t(c.m) * size_t(wrows[size_t(i)]));
-        for (int m = 0; m < c.m; ++m) {
-            const float* xm = X.data() + size_t(m) * size_t(cols);
-            if (c.norm)
-                cpu::rms_norm(xm, NW.data(), xin.data(), cols, eps);
-            else
-                std::copy(xm, xm + cols, xin.begin());
-            double ss = 0;
-            for (float f : xin) ss += double(f) * f;
-            xn[size_t(m)] = float(std::sqrt(ss) / std::sqrt(double(cols)));
-            for (int i = 0; i < c.n_mat; ++i)
-                cpu::matvec(t, W[size_t(i)].data(), rb, wrows[size_t(i)], cols, xin.data(),
-                            acc[size_t(i)].data() + size_t(m) * size_t(wrows[size_t(i)]), 8, cpu::XNumerics::Engine);
-        }
-        for (int i = 0; i < c.n_mat; ++i) wn[size_t(i)] = row_norms(t, W[size_t(i)], wrows[size_t(i)], cols);
-        Dev dev{ctx, {}};
-        CUdeviceptr dw[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {0, 0, 0};
-        for (int i = 0; i < c.n_mat; ++i) {
-            dw[i] = dev.put(WS[size_t(i)].data(), WS[size_t(i)].size());
-            if (c.bias) db[i] = dev.put(B[size_t(i)].data(), B[size_t(i)].size() * 4);
-        }
-        const int n_out = c.epi == 2 ? 1 : c.n_mat;
-        const int out_rows[3] = {c.rows0, rows1, rows2};
-        for (int i = 0; i < n_out; ++i) dy[i] = dev.put(nullptr, size_t(c.m) * size_t(out_rows[i]) * 4);
-        const CUdeviceptr dx = dev.put(X.data(), X.size() * 4), dnw = dev.put(NW.data(), NW.size() * 4);
-        for (int xrows : {1, 2, 4, 8}) {
-            SCOPED_TRACE(fmt::format("{} XROWS={} m={} cols={} rows0={} n_mat={} epi={} bias={} norm={}", type_name(t), xrows,
-                                     c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), int(c.norm)));
-            Variant v("cuda/gemv.cu", "gemv_rows_vs_cpu");
-            const int rpb = 32;  // 16 warps x 2 rows
-            v.set("WTYPE", t == GgmlType::Q4_0 ? "Q4_0" : "Q8_0").set("COLS", cols).set("N_MAT", c.n_mat).set("WSPLIT", 1);
-            v.set("ROWS0", c.rows0);
-            if (c.n_mat > 1) v.set("ROWS1", rows1);
-            if (c.n_mat > 2) v.set("ROWS2", rows2);
-            v.set("BLOCK", 512).set("ROWS_PER_BLOCK", rpb).set("REDUCE", 1).set("X_SMEM", 0);
-            v.set("NORM_IN", int(c.norm)).set("HAS_BIAS", int(c.bias)).set("EPI", c.epi);
-            if (c.epi == 1) v.set("RES_SCALE", "0.22f");
-            if (c.epi == 3) v.set("OUT_SCALE", "0.125f");
-            if (up_off) v.set("UP_OFFSET_ROWS", up_off);
-            if (xrows > 1) v.set("XROWS", xrows).set("WARP_MAJOR", 1);
-            const CompiledKernel k = jit.compile(v);
-            CUmodule mod = ctx.load_module(k.cubin, v.display_name());
-            CUfunction f = ctx.function(mod, v.symbol);
-            const unsigned smem = unsigned(xrows) * unsigned(cols + cols / 32 * 8);
-            if (smem > 48 * 1024) ctx.set_max_dynamic_shared(f, int(smem));
-            const int out_total = c.epi == 2 ? c.rows0 : c.rows0 + rows1 + rows2;
-            unsigned gx = unsigned((out_total + rpb - 1) / rpb);
-            if (xrows > 1) gx = std::min(gx, unsigned(ctx.device().sm_count));
-            const Dim3 grid(gx, unsigned((c.m + xrows - 1) / xrows));
-            if (c.epi == 1) ctx.upload(dy[0], R.data(), R.size() * 4);  // the residual aliases y0
-            const void *w0 = (void*)dw[0], *w1 = (void*)dw[1], *w2 = (void*)dw[2];
-            const float *b0 = (float*)db[0], *b1 = (float*)db[1], *b2 = (float*)db[2];
-            float *y0 = (float*)dy[0], *y1 = (float*)dy[1], *y2 = (float*)dy[2];
-            const float* xp = (float*)dx;
-            const float* nwp = c.norm ? (const float*)dnw : nullptr;
-            const float* rp = c.epi == 1 ? (const float*)dy[0] : nullptr;
-            const int* pos = nullptr;
-            void *kc = nullptr, *vc = nullptr;
-            const float* ff = nullptr;
-            const float fb = 0.0f;
-            if (xrows > 1)
-                ctx.launch_with(f, grid, Dim3(512), smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, nwp, rp, eps, pos, kc, vc, ff, fb, c.m);
-            else
-                ctx.launch_with(f, grid, Dim3(512), smem, w0, w1, w2, b0, b1, b2, y0, y1, y2, xp, nwp, rp, eps, pos, kc, vc, ff, fb);
-            ctx.synchronize();
-            const double lim = c.norm ? 2e-3 : 1e-4;
-            double worst = 0;
-            const int64_t bad = count_misses(ctx, dy, n_out, out_rows, c.m, lim, [&](int i, int m, int r, size_t o) {
-                return epi_reference(c.epi, c.n_mat, c.bias, i, m, r, up_off, res_scale, out_scale, acc, wn, wrows, B,
-                                     c.epi == 1 ? R[o] : 0.0f, xn[size_t(m)]);
-            }, &worst);
-            std::printf("%-5s gemv rows XROWS=%d m=%-3d K=%-4d rows0=%-4d n_mat=%d epi=%d bias=%d norm=%d  max scaled err %.3g "
-                        "(limit %.0e) regs %d%s\n",
-                        type_name(t), xrows, c.m, cols, c.rows0, c.n_mat, c.epi, int(c.bias), int(c.norm), worst, lim,
-                        k.usage.registers, bad ? "  FAIL" : "");
-            EXPECT_EQ(bad, 0);
-        }
-    }
-}
-
-INSTANTIATE_TEST_SUITE_P(SplitTypes, GemvRowsVsCpu, ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 // ------------------------------------------------------------------------------ bench
