@@ -27,7 +27,7 @@
 // bytes:   sum over matrices of ROWS_m * row_bytes(WTYPE, COLS) + COLS * 4 (x) + OUT_ROWS * 4
 //          (+ COLS * 4 norm weight, + OUT_ROWS * 4 resid / bias each, + 2 cache rows EPI=4)
 // reference: cpu::matvec (+ cpu::rms_norm before, cpu::swiglu / add_scaled after)
-//            test: tests/gpu/kernels_vs_cpu_test.cpp, tests/gpu/kernels_gemm_test.cpp (GemvRows)
+//            test: tests/gpu/kernels_vs_cpu_test.cpp, tests/gpu/kernels_gemv_rows.cpp (GemvRowsVsCpu)
 //
 // ALGO history: one algorithm (warp per rows, see gemv_dot.cuh); a persistent multi-stage
 // kernel would be the next one.
