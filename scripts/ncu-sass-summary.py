@@ -2,8 +2,8 @@
 """Summarise Nsight Compute's per-instruction source page of one kernel.
 
 Input: the CSV that `ncu --import REPORT.ncu-rep --page source --csv --print-source sass` writes
-for a report taken with `--section SourceCounters` (scripts/gpu-check.sh srcprof does both; our
-kernels carry -lineinfo). Output, all from the report's warp-state samples:
+for a report taken with `--section SourceCounters` (docs/profiling.md, "Stalls per SASS
+instruction", has both commands; our kernels carry -lineinfo). Output, all from the report's warp-state samples:
   - the stall reasons' shares of all samples,
   - the kernel as regions: runs of consecutive instructions executed equally often (a loop body,
     a prologue, a branch taken by some blocks), each with its share of the samples,
