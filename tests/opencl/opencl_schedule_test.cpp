@@ -2,6 +2,7 @@
 // sides it lacks refused) and the kernel names (the CUDA backend's naming rule).
 #include <gtest/gtest.h>
 
+#include "backends/opencl/cl_gates.h"
 #include "core/error.h"
 #include "opencl/cl_test_plans.h"
 
@@ -194,6 +195,34 @@ TEST(ClSchedule, SubGroupsSumRowBlocksOfTheirOwn) {
     for (const Variant& v : cl_schedule_variants(bare)) EXPECT_FALSE(v.has("SGSUM")) << v.display_name();
     o.force = {{"gemv.sum", "subgroup"}};
     EXPECT_THROW(cl_schedule_build(m.plan, device({}), o), Error);
+}
+
+// gate gemv.sum's rule: a residual stream wider than kClSgsumMaxDim keeps the work-group's sums
+// (the gate says why) and their grid of kClGemvGroups work-groups a compute unit; forcing
+// subgroup there is allowed (the device has the sums)
+TEST(ClSchedule, WideModelsKeepTheWorkGroupsSums) {
+    Loaded m(test::data_path("golden/synthetic/llama-q8_0.gguf"));
+    ASSERT_NE(m.plan.config, nullptr);
+    ModelConfig wide = *m.plan.config;
+    ASSERT_LE(wide.dim, kClSgsumMaxDim);
+    wide.dim = 2 * kClSgsumMaxDim;
+    m.plan.config = &wide;
+    ClDeviceInfo nv = test::nv_device();
+    nv.compute_units = 2;
+    const ClSchedule s = cl_schedule_build(m.plan, nv, {});
+    EXPECT_EQ(gate(s, "gemv.sum"), "group");
+    int gemvs = 0;
+    for (const ClStep& k : s.decode) {
+        if (k.symbol.find("__gemv_") == std::string::npos) continue;
+        ++gemvs;
+        EXPECT_FALSE(k.variant.has("SGSUM")) << k.symbol;
+        EXPECT_LE(k.global[0] / k.local[0], size_t(kClGemvGroups * nv.compute_units)) << k.symbol;
+    }
+    EXPECT_GT(gemvs, 3);
+    ClScheduleOptions o;
+    o.force = {{"gemv.sum", "subgroup"}};
+    const ClSchedule f = cl_schedule_build(m.plan, nv, o);
+    EXPECT_EQ(gate(f, "gemv.sum"), "subgroup");
 }
 
 }  // namespace

@@ -40,14 +40,23 @@ ClGateVerdict reduce_gate(const ClGateInputs& in, ClGates&) {
             ""};
 }
 
-// decided after reduce: the sub-group sums it found
-ClGateVerdict sum_gate(const ClGateInputs&, ClGates& g) {
+// decided after reduce: the sub-group sums it found, where rows are short enough
+ClGateVerdict sum_gate(const ClGateInputs& in, ClGates& g) {
     if (!g.subgroups)
         return {false, "no sub-group sums (reduce=local): the work-group sums each row block together",
                 "sub-group sums (reduce=subgroup)", ""};
+    const int dim = in.plan.config ? in.plan.config->dim : 0;
+    if (dim > kClSgsumMaxDim)
+        return {false,
+                fmt::format("residual width {} > {}: the work-group sums each row block together (its work-items' "
+                            "loads of the block's rows in flight at once; a sub-group's block of a row keeps fewer)",
+                            dim, kClSgsumMaxDim),
+                "", ""};
     return {true,
-            "each sub-group sums row blocks of its own, its lanes across the row: no work-group barrier between "
-            "blocks (the experts' weighted sum and x in tiles keep the work-group's)",
+            fmt::format("residual width {} <= {}: each sub-group sums row blocks of its own, its lanes across the row, "
+                        "no work-group barrier between blocks (the experts' weighted sum and x in tiles keep the "
+                        "work-group's)",
+                        dim, kClSgsumMaxDim),
             "", ""};
 }
 
@@ -92,7 +101,10 @@ ClGateVerdict grid_gate(const ClGateInputs& in, ClGates&) {
     return {true,
             fmt::format("at most {} work-groups per compute unit ({} units): x's prologue (the norm, the Q8_0 "
                         "quantization) once for every row block a work-group takes",
-                        in.opt.tune.gemv_groups ? in.opt.tune.gemv_groups : 2, in.dev.compute_units),
+                        in.opt.tune.gemv_groups ? fmt::format("{}", in.opt.tune.gemv_groups)
+                                                : fmt::format("{} ({} with gemv.sum=subgroup)", kClGemvGroups,
+                                                              kClGemvGroupsSg),
+                        in.dev.compute_units),
             "", ""};
 }
 

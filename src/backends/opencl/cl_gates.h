@@ -17,6 +17,12 @@ namespace jitllm {
 constexpr int kClXrows = 4;
 // batch.gemm=tiled: batch steps of this many rows or more run the products as tiled matrix products
 constexpr int kClGemmRows = 16;
+// gate gemv.sum: sub-group sums where the residual stream is at most this wide (the whole-row
+// products' columns); wider, the work-group's sums
+constexpr int kClSgsumMaxDim = 2048;
+// gate gemv.grid=capped: work-groups a compute unit, the work-group's sums / the sub-groups' (gemv.sum)
+constexpr int kClGemvGroups = 8;
+constexpr int kClGemvGroupsSg = 4;
 // The local memory of a gemv (gemv.cl) of work-groups of wg work-items summing `sums` values each
 // through local memory (weight rows of a row block x activation rows; gemv.sum=subgroup: the norm's
 // one) and taking xr activation rows, Q4_0 / Q8_0 x staged `units` 32-element units at a time (36

@@ -140,7 +140,7 @@ void Lowering::gemv(const std::vector<size_t>& idx, const Gemv& g, const std::st
     // RPB rows of its own; the blocks spread over every sub-group the capped grid holds
     const bool sgsum = g_.sgsum && g.epi != 5 && xtile == 0;
     const int sgs = std::max(1, wg / 32);
-    const int per_unit = s_.tune.gemv_groups ? s_.tune.gemv_groups : sgsum ? 4 : 2;
+    const int per_unit = s_.tune.gemv_groups ? s_.tune.gemv_groups : sgsum ? kClGemvGroupsSg : kClGemvGroups;
     const int cap = g_.gemv_cap && g.epi != 5 ? per_unit * int(std::max(1u, d_.compute_units)) : 0;
     int rpb = std::min(std::max(1, (s_.tune.gemv_rows ? s_.tune.gemv_rows : 16) / (nw * xr)), out_rows);
     if (sgsum && cap && !s_.tune.gemv_rows) rpb = std::clamp(out_rows / (cap * sgs), 1, rpb);

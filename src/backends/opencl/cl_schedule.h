@@ -68,7 +68,7 @@ struct ClGateDecision {
 struct ClTunables {
     int gemv_rows = 0;    // gemv.rows: weight rows a work-group takes per pass over x [16]
     int gemv_wg = 0;      // gemv.wg: the largest work-group, a power of 2 from 32 to 1024 [256]
-    int gemv_groups = 0;  // gemv.groups: work-groups per compute unit with gemv.grid=capped [2]
+    int gemv_groups = 0;  // gemv.groups: work-groups per compute unit with gemv.grid=capped [8; 4 with gemv.sum=subgroup]
     // gemv.ahead: F16 / BF16 gemvs load the raw words of N chunks of every row a work-item takes
     // before they multiply the first (gemv.cl AHEAD) [0: each chunk loaded and used in turn]
     int gemv_ahead = 0;
