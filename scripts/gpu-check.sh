@@ -102,7 +102,7 @@
 #   BATCHED_PROFILE_NPL [8 32 64]  BATCHED_PROFILE_TOP [14]  BATCHED_PROFILER: 0 gives each set's S_TG
 #                  at every N in one unprofiled run instead (the rate, not where it goes) [1]
 #                  BATCHED_PROFILE_TUNE: ';'-separated flag sets, each profiled at every N
-#                  [--tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune batch.xrows=8]
+#                  [--tune batch.xrows=8;--tune batch.xrows=2]
 #   KVPOOL_TOKENS [90000]  KVPOOL_WORDS: prompt words a client [700]
 #   SWEEP_SHAPES [llama3.1-8b:q4_0]  SWEEP_KEY  SWEEP_VALUES (space-separated)  SWEEP_ROUNDS [2]
 #                  SWEEP_ARGS: ';'-separated flag sets run instead of the --tune values

@@ -58,7 +58,7 @@ stage_batched() {
 
 stage_batched_profile() {
     f=$(synth "${BATCHED_SHAPE:-llama3.1-8b:q4_0}")
-    IFS=';' read -r -a psets <<< "${BATCHED_PROFILE_TUNE---tune gemm.bn=64;--tune gemm.bn=64 --tune gemm.min_blocks=2;--tune batch.xrows=8}"
+    IFS=';' read -r -a psets <<< "${BATCHED_PROFILE_TUNE---tune batch.xrows=8;--tune batch.xrows=2}"
     for set in "" "${psets[@]}"; do
         if [ "${BATCHED_PROFILER:-1}" = 0 ]; then
             # S_TG of every row count in one run a set, unprofiled (graphs, no per-launch timing)

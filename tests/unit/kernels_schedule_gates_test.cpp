@@ -390,28 +390,4 @@ TEST(ScheduleGates, BatchXrowsReadsEachSplitWeightOnceForTheStepsRows) {
     EXPECT_EQ(down, wide->config.n_layers);
 }
 
-TEST(ScheduleGates, GemmBnSetsTheWgmmaTileWeightRows) {
-    // gemm.bn=64: every wgmma product of the batch phase in tiles of 64 weight rows, twice the
-    // blocks along the outputs; by default 128 (quantized weights)
-    const DeviceInfo h200 = DeviceInfo::for_target("sm_90");
-    auto m = tiny(GgmlType::Q4_0, GgmlType::Q4_0, false, 512, 768);
-    const Plan p = plan_build(*m, PlanOptions{128, 16, 1});
-    const Schedule base = schedule_build(p, h200, {});
-    ScheduleOptions o;
-    o.gemm_bn = 64;
-    const Schedule s = schedule_build(p, h200, o);
-    ASSERT_EQ(s.batch.size(), base.batch.size());
-    int wg = 0;
-    for (size_t i = 0; i < s.batch.size(); ++i) {
-        const KernelStep& k = s.batch[i];
-        if (k.symbol.find("gemm_wgmma") == std::string::npos) continue;
-        ++wg;
-        EXPECT_TRUE(has_define(k.variant, "BN", "64")) << k.symbol;
-        EXPECT_TRUE(has_define(base.batch[i].variant, "BN", "128")) << k.symbol;
-        const unsigned y = base.batch[i].grid_for_rows(16).y;  // (a vocabulary of 64: one tile either way)
-        EXPECT_EQ(k.grid_for_rows(16).y, k.symbol.rfind("output__", 0) == 0 ? y : 2 * y) << k.symbol;
-    }
-    EXPECT_GE(wg, 4 * m->config.n_layers);  // q/k/v, attn_output, gate/up, down
-}
-
 }  // namespace

@@ -111,7 +111,6 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.wsplit) v.set("WSPLIT", 1);
     if (s.grouped) v.set("GROUPED", s.grouped).set("GROUP_K", s.group_k);
     if (s.split_k) v.set("SPLIT_K", 1);
-    if (s.min_blocks > 0) v.set("MIN_BLOCKS", s.min_blocks);
     if (s.mma == 2) {
         const int pw = gemm_producers(s);
         if (pw < 1 || pw > 2) fail("gemm: mma 2 takes 1 or 2 producer warpgroups, not {}", pw);

@@ -32,7 +32,6 @@ struct GemmSpec {
     bool wsplit = false;         // Q4_0/Q8_0 weights in the split device layout (quant.h); cols % 256 == 0
     int producers = 0;           // MMA=2 producer warpgroups (G2_PW); 0 = auto (gemm_producers)
     bool split_k = false;        // MMA=2: SPLIT_K (K steps over grid.z; gemm_k_splits says how many)
-    int min_blocks = 0;          // __launch_bounds__ minimum blocks per SM (MIN_BLOCKS); 0 = the kernel's default
     // GROUPED (mixture of experts, gemm.cu): 1 x rows gathered through the group list (entry /
     // group_k), 2 x rows in group order; 0 off. The matrices are stacked per expert (`groups` of
     // them); a step of m tokens has m * group_k entries, in at most ceil(m * group_k / bm) +

@@ -86,9 +86,7 @@ struct ScheduleOptions {
     std::map<std::string, std::string> force;    // --force-variant GATE=VARIANT
     bool kv_f32 = false;                         // KV cache in float instead of half
     int gemm_bm = 0;                             // gemm.bm: MMA tile rows (0: auto 64 | 128)
-    int gemm_bn = 0;                             // gemm.bn: wgmma tile weight rows (0: auto 128 | 256)
     int gemm_splits = 0;                         // gemm.splits: gate gemm.split_k's K splits (0: auto)
-    int gemm_min_blocks = 0;                     // gemm.min_blocks: wgmma GEMM blocks per SM asked of the compiler (0: 1)
     int moe_bm = 0;                              // moe.bm: rows of a grouped expert GEMM tile (0: auto 64)
     int gemv_min_blocks = 0;                     // gemv.min_blocks: __launch_bounds__ minimum (0: auto)
     int gemv_prefetch = 0;                       // gemv.prefetch: bytes of each row prefetched to L2

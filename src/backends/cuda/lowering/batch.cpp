@@ -101,8 +101,7 @@ KArg Lowering::gemm_x16(size_t i, GemmSpec& s, Slot x) {
     s.x_f16 = true;
     s.bm = 128;
     const int out_w = gemm_weight_rows(s);
-    s.bn = o_.gemm_bn > 0 ? o_.gemm_bn : out_w >= 16384 && !quant_w ? 256 : 128;
-    s.min_blocks = o_.gemm_min_blocks;
+    s.bn = out_w >= 16384 && !quant_w ? 256 : 128;
     if (x16_now_ && x == Slot::Xb) return scratch("x16");
     const int R = std::max(1, p_.batch_rows);
     Variant cv("cuda/convert.cu", "");

@@ -90,13 +90,8 @@ const std::vector<Tunable> kTable = {
      &O::attn_tma_cluster, words({"off", "on"}, -1)},
     // batch phase (prompt chunks, the server's steps)
     {"gemm.bm", "auto", "rows of the tensor-core GEMM tile: 64 or 128", &O::gemm_bm, one_of({64, 128}, 0)},
-    {"gemm.bn", "auto", "weight rows of the wgmma GEMM tile: 64 or 128 (64: twice the blocks of a step of few rows)",
-     &O::gemm_bn, one_of({64, 128}, 0)},
     {"gemm.splits", "auto", "gate gemm.split_k: K splits of a step's wgmma GEMM, 2 to 32 (auto: the tiles fill the SMs)",
      &O::gemm_splits, range(2, 32, 0)},
-    {"gemm.min_blocks", "auto", "wgmma GEMM blocks resident per SM asked of the compiler (__launch_bounds__), 1 or 2 "
-     "(2 with gemm.bn=64: twice the weight bytes in flight per SM)",
-     &O::gemm_min_blocks, range(1, 2, 0)},
     {"batch.small_rows", "8", "batch steps of up to N rows take the gemv list (gate batch.small)", &O::batch_small_rows,
      range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",
