@@ -16,6 +16,7 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cuda/cuda_device.h"
+#include "backends/cuda/gemm_variant.h"
 #include "core/dtype.h"
 #include "quant/quant.h"
 
@@ -83,6 +84,25 @@ inline RefOut epi_reference(int epi, int n_mat, bool bias, int i, int m, int r, 
     return {a, scale};
 }
 
+// A test case's product: type t, `cols` columns, n_mat matrices (the second 256 rows, the third
+// 136, both rows0 for EPI=2), the epilogue's constants (residual 0.22, scale 0.125, EPI=2 with
+// one matrix: the up rows 5 past the gate rows)
+inline GemmSpec case_spec(GgmlType t, int cols, int rows0, int n_mat, int epi, bool bias) {
+    GemmSpec s;
+    s.wtype = t;
+    s.cols = cols;
+    s.n_mat = n_mat;
+    s.epi = epi;
+    s.has_bias = bias;
+    s.rows[0] = rows0;
+    if (n_mat > 1) s.rows[1] = epi == 2 ? rows0 : 256;
+    if (n_mat > 2) s.rows[2] = 136;
+    if (epi == 1) s.res_scale = 0.22f;
+    if (epi == 3) s.out_scale = 0.125f;
+    if (epi == 2 && n_mat == 1) s.up_offset_rows = rows0 + 5;
+    return s;
+}
+
 // ||row r|| of each of the rows of W (the error scale's weight part)
 inline std::vector<float> row_norms(GgmlType t, const std::vector<uint8_t>& W, int rows, int cols) {
     const size_t rb = row_bytes(t, uint64_t(cols));
@@ -94,6 +114,36 @@ inline std::vector<float> row_norms(GgmlType t, const std::vector<uint8_t>& W, i
         wn[size_t(r)] = float(std::sqrt(ss));
     }
     return wn;
+}
+
+// The CPU side of a case: each of the n_mat matrices' raw accumulations per activation row
+// (acc[i]: [m][wrows[i]], cpu::matvec with `numerics`), its row norms, and ||x_m|| / sqrt(K) of
+// each of the m rows of X (the error scale's activation part)
+struct CpuProducts {
+    std::vector<std::vector<float>> acc, wn;
+    std::vector<float> xn;
+};
+inline CpuProducts cpu_products(GgmlType t, const std::vector<std::vector<uint8_t>>& W, const std::vector<int>& wrows,
+                                int n_mat, const std::vector<float>& X, int m, int cols, cpu::XNumerics numerics) {
+    CpuProducts p;
+    const size_t rb = row_bytes(t, uint64_t(cols));
+    p.acc.resize(size_t(n_mat));
+    p.wn.resize(size_t(n_mat));
+    for (int i = 0; i < n_mat; ++i) {
+        const int nr = wrows[size_t(i)];
+        p.acc[size_t(i)].resize(size_t(m) * size_t(nr));
+        for (int r = 0; r < m; ++r)
+            cpu::matvec(t, W[size_t(i)].data(), rb, nr, cols, X.data() + size_t(r) * size_t(cols),
+                        p.acc[size_t(i)].data() + size_t(r) * size_t(nr), 8, numerics);
+        p.wn[size_t(i)] = row_norms(t, W[size_t(i)], nr, cols);
+    }
+    p.xn.resize(size_t(m));
+    for (int r = 0; r < m; ++r) {
+        double ss = 0;
+        for (int k = 0; k < cols; ++k) ss += double(X[size_t(r) * cols + k]) * X[size_t(r) * cols + k];
+        p.xn[size_t(r)] = float(std::sqrt(ss) / std::sqrt(double(cols)));
+    }
+    return p;
 }
 
 // The device outputs y_i (n_out matrices, out_rows[i] values a row, m rows, at dy[i]) against the

@@ -280,18 +280,7 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
     if (!is_kquant(t)) cases.push_back({7, 992, 130, 1, 0, true});  // COLS % 64 == 32: half a wgmma K step
     for (const Case& c : cases) {
         const int cols = std::max(c.cols, kq);
-        GemmSpec s;
-        s.wtype = t;
-        s.cols = cols;
-        s.n_mat = c.n_mat;
-        s.epi = c.epi;
-        s.has_bias = c.bias;
-        s.rows[0] = c.rows0;
-        if (c.n_mat > 1) s.rows[1] = c.epi == 2 ? c.rows0 : 256;
-        if (c.n_mat > 2) s.rows[2] = 136;
-        if (c.epi == 1) s.res_scale = 0.22f;
-        if (c.epi == 3) s.out_scale = 0.125f;
-        if (c.epi == 2 && c.n_mat == 1) s.up_offset_rows = c.rows0 + 5;
+        GemmSpec s = test::case_spec(t, cols, c.rows0, c.n_mat, c.epi, c.bias);
         // weights per matrix (EPI=2 with one matrix: up rows at up_offset_rows)
         std::vector<std::vector<uint8_t>> W(size_t(c.n_mat));
         std::vector<int> wrows(size_t(c.n_mat));
@@ -311,22 +300,9 @@ TEST_P(GemmVsCpu, matches_cpu_matvec_per_row) {
         for (float& f : R) f = urand();
 
         // CPU reference: raw accumulations per matrix and row, plus scale ||w_r|| * ||x_m|| / sqrt(K)
-        const size_t rb = row_bytes(t, uint64_t(cols));
-        std::vector<std::vector<float>> acc(size_t(c.n_mat)), wn(size_t(c.n_mat));
-        for (int i = 0; i < c.n_mat; ++i) {
-            const int nr = wrows[size_t(i)];
-            acc[size_t(i)].resize(size_t(c.m) * size_t(nr));
-            for (int m = 0; m < c.m; ++m)
-                cpu::matvec(t, W[size_t(i)].data(), rb, nr, cols, X.data() + size_t(m) * size_t(cols),
-                            acc[size_t(i)].data() + size_t(m) * size_t(nr), 8, cpu::XNumerics::Float);
-            wn[size_t(i)] = row_norms(t, W[size_t(i)], nr, cols);
-        }
-        std::vector<float> xn(size_t(c.m));
-        for (int m = 0; m < c.m; ++m) {
-            double ss = 0;
-            for (int k = 0; k < cols; ++k) ss += double(X[size_t(m) * cols + k]) * X[size_t(m) * cols + k];
-            xn[size_t(m)] = float(std::sqrt(ss) / std::sqrt(double(cols)));
-        }
+        const test::CpuProducts cp = test::cpu_products(t, W, wrows, c.n_mat, X, c.m, cols, cpu::XNumerics::Float);
+        const auto &acc = cp.acc, &wn = cp.wn;
+        const auto& xn = cp.xn;
 
         Dev dev{ctx, {}};
         CUdeviceptr dw[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {0, 0, 0}, dws[3] = {0, 0, 0};

@@ -51,16 +51,13 @@ TEST_P(LaunchAccounting, PlanPredictsCpuTaskExecutions) {
         EXPECT_EQ(counted.at(name), n) << name;
     }
     // Kernel-level accounting for a CUDA target sums to the schedule's launches per phase run; a
-    // prompt chunk (and the output tail) takes the list its rows choose (CudaBackend::batch: the
-    // small-step gemv lists for steps of at most batch_small_rows rows)
+    // prompt chunk (and the output tail) takes the list its rows choose (Schedule::batch_list, as
+    // CudaBackend::batch)
     const auto sched = jitllm::schedule_build(e.plan(), jitllm::DeviceInfo::for_target("sm_90"), {});
     const auto pr = jitllm::plan_phase_runs(rs);
     auto sizes = [&](int rows) -> std::pair<size_t, size_t> {  // (body, tail) of that step's list
-        if (sched.batch_small.empty() || rows > sched.batch_small_rows)
-            return {sched.batch_body, sched.batch.size() - sched.batch_body};
-        if (rows >= 2 && !sched.batch_xrows.empty())
-            return {sched.batch_xrows_body, sched.batch_xrows.size() - sched.batch_xrows_body};
-        return {sched.batch_small_body, sched.batch_small.size() - sched.batch_small_body};
+        const auto l = sched.batch_list(rows);
+        return {sched.batch_body_of(l), sched.batch_steps(l).size() - sched.batch_body_of(l)};
     };
     int64_t batch_launches = 0;
     for (int64_t ch = 0; ch < pr.batch; ++ch)

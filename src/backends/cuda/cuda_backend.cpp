@@ -54,6 +54,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
     bind(sched_.batch, batch_launches_);
     bind(sched_.batch_small, batch_small_launches_);
     bind(sched_.batch_xrows, batch_xrows_launches_);
+    bind(sched_.batch_imma, batch_imma_launches_);
     for (int ph = 0; ph < 3; ++ph)
         for (const auto& t : plan.phase(Phase(ph))) count_ptrs_[ph].push_back(&counts_[t.name]);
     for (auto& [k, v] : counts_) v = 0;
@@ -63,7 +64,7 @@ CudaBackend::CudaBackend(const Plan& plan, const CudaOptions& opt) : plan_(plan)
         // (a batch step may take its body from one batch list and its tail from the other)
         const size_t n = std::max({sched_.decode.size(), sched_.prefill.size(),
                                    sched_.batch.size() + sched_.batch_small.size(),
-                                   sched_.batch_xrows.size()}) + 1;
+                                   sched_.batch_xrows.size(), sched_.batch_imma.size() + sched_.batch_small.size()}) + 1;
         events_.resize(n);
         for (auto& e : events_) JITLLM_CUDA_TRY(ctx_->driver(), cuEventCreate(&e, CU_EVENT_DEFAULT));
     }

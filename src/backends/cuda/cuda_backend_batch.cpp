@@ -66,13 +66,15 @@ void CudaBackend::batch(const BatchStep& b) {
         JITLLM_CUDA_TRY(d, cuMemcpyHtoDAsync(scratch_.at("draw_rows_params"), host_draw_,
                                              size_t(tail_rows) * sizeof(DrawParams), st));
     }
-    // the launch sequence: the body and the output tail each from a small-step gemv list when their
-    // rows allow (gate batch.small; 2 or more rows: gate batch.xrows's list where it exists), else
-    // from the GEMM list
+    // the launch sequence: the body and the output tail each from the list their rows choose
+    // (Schedule::batch_list: the small-step gemv lists, the integer GEMM list, the GEMM list)
     auto list_for = [&](int rows) -> std::pair<std::vector<Launch>*, size_t> {
-        if (rows > sched_.batch_small_rows) return {&batch_launches_, sched_.batch_body};
-        if (rows >= 2 && !batch_xrows_launches_.empty()) return {&batch_xrows_launches_, sched_.batch_xrows_body};
-        return {&batch_small_launches_, sched_.batch_small_body};
+        const Schedule::List l = sched_.batch_list(rows);
+        std::vector<Launch>* v = l == Schedule::List::Small   ? &batch_small_launches_
+                                 : l == Schedule::List::Xrows ? &batch_xrows_launches_
+                                 : l == Schedule::List::Imma  ? &batch_imma_launches_
+                                                              : &batch_launches_;
+        return {v, sched_.batch_body_of(l)};
     };
     std::vector<Launch*> seq;
     {

@@ -34,9 +34,14 @@ bool gemm_type_ok(GgmlType t) {
     }
 }
 
-int tile_m(const GemmSpec& s) { return s.mma == 2 ? 128 : s.bm > 0 ? s.bm : s.mma ? 128 : 64; }
-int tile_n(const GemmSpec& s) { return s.bn > 0 ? s.bn : s.mma ? 128 : 64; }
+int tile_m(const GemmSpec& s) {
+    if (s.mma == 3) return s.bm > 0 ? s.bm : 32;
+    return s.mma == 2 ? 128 : s.bm > 0 ? s.bm : s.mma ? 128 : 64;
+}
+int tile_n(const GemmSpec& s) { return s.bn > 0 ? s.bn : s.mma == 3 ? 64 : s.mma ? 128 : 64; }
 int stages(const GemmSpec& s) { return s.stages > 0 ? s.stages : 4; }
+int warps_k(const GemmSpec& s) { return s.warps_k > 0 ? s.warps_k : 2; }
+bool i8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 // weight-row tiles of the grid's y dimension
 int n_tiles(const GemmSpec& s) { return (gemm_weight_rows(s) + tile_n(s) - 1) / tile_n(s); }
 bool async_w(const GemmSpec& s) { return s.wtype == GgmlType::F16 || s.wtype == GgmlType::BF16; }
@@ -79,7 +84,18 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.epi == 1 && s.n_mat != 1) fail("gemm: epi 1 (residual) takes one matrix");
     if (s.epi == 2 && s.n_mat > 2) fail("gemm: epi 2 (swiglu) takes 1 or 2 matrices");
     if (s.epi == 2 && s.n_mat == 1 && s.up_offset_rows < s.rows[0]) fail("gemm: epi 2 with one matrix needs up_offset_rows >= rows[0]");
-    if (s.mma < 0 || s.mma > 2) fail("gemm: mma {} not in 0..2", s.mma);
+    if (s.mma < 0 || s.mma > 3) fail("gemm: mma {} not in 0..3", s.mma);
+    if (s.mma == 3) {
+        if (!i8_type(s.wtype) || !s.wsplit)
+            fail("gemm: mma 3 takes split-layout Q4_0 / Q8_0 weights, not {}{}", type_name(s.wtype),
+                 s.wsplit ? "" : " in GGUF blocks");
+        if (s.grouped || s.split_k || s.x_f16) fail("gemm: mma 3 is neither grouped, split-K nor x_f16");
+        const int bm = tile_m(s), bn = tile_n(s), wk = warps_k(s);
+        if (bm < 8 || bm > 64 || bm % 8 != 0) fail("gemm: mma 3 tile rows {} not a multiple of 8 in 8..64", bm);
+        if (bn != 16 && bn != 32 && bn != 64 && bn != 128) fail("gemm: mma 3 bn {} not 16/32/64/128", bn);
+        if (wk != 1 && wk != 2 && wk != 4 && wk != 8) fail("gemm: mma 3 warps_k {} not 1/2/4/8", wk);
+        if (bn / 16 * wk > 32) fail("gemm: mma 3 block of {} warps (bn / 16 x warps_k) above 32", bn / 16 * wk);
+    }
     if (s.wsplit && (!split_layout_type(s.wtype) || s.cols % 256 != 0))
         fail("gemm: the split layout takes Q4_0/Q8_0 rows of a multiple of 256, not {} x {}", type_name(s.wtype), s.cols);
     if (s.x_f16 && s.mma != 2) fail("gemm: x_f16 needs mma 2");
@@ -104,8 +120,12 @@ Variant gemm_variant(const GemmSpec& s, const std::string& symbol) {
     if (s.epi == 1) v.set("RES_SCALE", float_literal(s.res_scale));
     if (s.epi == 3) v.set("OUT_SCALE", float_literal(s.out_scale));
     if (s.epi == 2 && s.n_mat == 1) v.set("UP_OFFSET_ROWS", s.up_offset_rows);
-    if (s.bm > 0 && s.mma != 2) v.set("BM", s.bm);
-    if (s.bn > 0) v.set("BN", s.bn);
+    if (s.mma == 3) {
+        v.set("BM", tile_m(s)).set("WARPS_N", tile_n(s) / 16).set("WARPS_K", warps_k(s));
+    } else {
+        if (s.bm > 0 && s.mma != 2) v.set("BM", s.bm);
+        if (s.bn > 0) v.set("BN", s.bn);
+    }
     if (s.mma && s.stages > 0) v.set("STAGES", s.stages);
     if (s.x_f16) v.set("X_F16", 1);
     if (s.wsplit) v.set("WSPLIT", 1);
@@ -125,6 +145,12 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     const int bm = tile_m(s), bn = tile_n(s), bk = 32;
     if (!s.mma) return unsigned(2 * bk * ((bm + 4) + (bn + 4)) * 4);
     const int st = stages(s);
+    if (s.mma == 3) {  // gemm_i8.cuh: the ring, reused for the K shares' sums
+        const bool q4 = s.wtype == GgmlType::Q4_0;
+        const unsigned ring = unsigned(st * (bn * (q4 ? 144 : 288) + bm * (q4 ? 272 : 288)));
+        const unsigned red = unsigned((warps_k(s) - 1) * (bn / 16) * 32 * (bm / 2) * 4);
+        return std::max(ring, red);
+    }
     if (s.mma == 2) {
         unsigned b = unsigned(1024 + st * (bm + bn) * 128 + 16 * st);
         if (raw_ring(s)) b += 16u + 4u * unsigned(bn) * 2u * unsigned(type_traits(s.wtype).type_size);  // G2_RS raw K steps
@@ -165,7 +191,9 @@ GemmLaunch gemm_launch(const GemmSpec& s, int m) {
     GemmLaunch l;
     const int mt = s.grouped ? gemm_group_tiles(s, m) : (std::max(m, 1) + bm - 1) / bm;
     l.grid = Dim3(unsigned(mt), unsigned(n_tiles(s)));
-    l.block = Dim3(s.mma == 2 ? 128u * unsigned(2 + gemm_producers(s)) : 256u);
+    l.block = Dim3(s.mma == 3   ? 32u * unsigned(tile_n(s) / 16 * warps_k(s))
+                   : s.mma == 2 ? 128u * unsigned(2 + gemm_producers(s))
+                                : 256u);
     l.smem = gemm_smem_bytes(s);
     return l;
 }
@@ -177,7 +205,8 @@ uint64_t gemm_bytes(const GemmSpec& s, int m) {
         b *= uint64_t(s.groups);
         m *= s.group_k;
     }
-    b += (s.x_f16 ? 2ull : 4ull) * uint64_t(m) * uint64_t(s.cols) + 4ull * uint64_t(m) * out;
+    b += (s.mma == 3 ? gemm_xq8_row_bytes(s.cols) : (s.x_f16 ? 2ull : 4ull) * uint64_t(s.cols)) * uint64_t(m) +
+         4ull * uint64_t(m) * out;
     if (s.epi == 1) b += 4ull * uint64_t(m) * out;
     if (s.has_bias) b += 4ull * uint64_t(gemm_weight_rows(s));
     return b;
@@ -192,6 +221,18 @@ bool gemm_mma_supported(GgmlType wtype, int sm, std::string* why, int mma) {
     if (!gemm_type_ok(wtype)) {
         if (why) *why = fmt::format("weight type {} has no gemm kernel", type_name(wtype));
         return false;
+    }
+    if (mma == 3) {
+        if (!i8_type(wtype)) {
+            if (why) *why = fmt::format("mma 3 (integer tensor cores) takes Q4_0 / Q8_0 weights, not {}", type_name(wtype));
+            return false;
+        }
+        if (sm < 80) {
+            if (why) *why = fmt::format("compute capability {}.{} < 8.0: no mma.sync m16n8k32 s8", sm / 10, sm % 10);
+            return false;
+        }
+        if (why) why->clear();
+        return true;
     }
     if (mma == 2) {
         if (wtype == GgmlType::F32) {

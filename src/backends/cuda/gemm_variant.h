@@ -23,10 +23,15 @@ struct GemmSpec {
     float out_scale = 1.0f;      // EPI=3
     int up_offset_rows = 0;      // EPI=2 with n_mat=1
     int mma = 1;                 // 2 wgmma (sm_90a; quantized weights need x_f16), 1 tensor cores (mma.sync,
-                                 // sm_80+), 0 SIMT f32; gemm_mma_level says which one a type has
+                                 // sm_80+), 0 SIMT f32; gemm_mma_level says which one a type has;
+                                 // 3 integer tensor cores for decode-sized steps (split-layout Q4_0 /
+                                 // Q8_0 weights, x as Q8_0 rows: convert.cu Q8_OUT; sm_80+)
     int bm = 0, bn = 0;          // tile; 0 = default (MMA 128 x 128, SIMT 64 x 64; MMA=2: bm 128
                                  // only, bn 64 / 128 / 256)
     int stages = 0;              // MMA ring depth; 0 = default (4)
+    int warps_k = 0;             // MMA=3: warps sharing each stage's columns (1, 2, 4, 8; 0 = 2); the
+                                 // tile is bm (8..64, default 32) x bn (16 * warps side by side: 16,
+                                 // 32, 64 or 128; default 64) rows
     bool x_f16 = false;          // MMA=2: x is 16-bit [m, cols] (f16; bf16 for BF16 weights);
                                  // required for quantized weights
     bool wsplit = false;         // Q4_0/Q8_0 weights in the split device layout (quant.h); cols % 256 == 0
@@ -76,6 +81,8 @@ unsigned gemm_smem_bytes(const GemmSpec& s);
 int gemm_out_rows(const GemmSpec& s);
 // Weight rows read: 2 * rows[0] for EPI=2, else the sum.
 int gemm_weight_rows(const GemmSpec& s);
+// MMA=3's activation rows (convert.cu Q8_OUT): cols int8, then cols / 32 f16 scales.
+inline uint64_t gemm_xq8_row_bytes(int cols) { return uint64_t(cols) + uint64_t(cols) / 16; }
 // Bytes moved from/to DRAM in the ideal case (weights once, x once, y once, + resid / bias).
 // Grouped: every expert's matrices once (which experts a step uses is known only on the device),
 // x and y per entry.
@@ -83,7 +90,9 @@ uint64_t gemm_bytes(const GemmSpec& s, int m);
 // 2 * m * cols * weight rows (grouped: per entry).
 uint64_t gemm_flops(const GemmSpec& s, int m);
 
-// Whether MMA level `mma` (1: mma.sync, 2: wgmma) supports wtype on compute capability `sm`
+// Whether MMA level `mma` (1: mma.sync, 2: wgmma, 3: integer mma.sync for decode-sized steps:
+// Q4_0 and Q8_0 from sm_80, the split layout and cols % 256 == 0 the caller's to check) supports
+// wtype on compute capability `sm`
 // (e.g. 80, 90); when not, `why` (if given) says why. Level 1: every supported weight type from
 // sm_80 (mma.sync f16 and bf16). Level 2: F16, BF16 and the quantized types (dequantized to
 // f16 in shared memory; 16-bit activations) on sm_90 exactly (sm_90a code: wgmma does not exist

@@ -19,6 +19,11 @@
 //                   quantized weights with X_F16=1, dequantized to f16 by the producer): 3
 //                   warpgroups (producer + 2 consumers), BM = 128, BK = 64, mbarrier ring
 //                   (common/gemm_wgmma.cuh has the design, geometry and smem)
+//                   3: integer tensor cores for decode-sized steps, mma.sync m16n8k32 s8 (sm_80+):
+//                   split-layout Q4_0 / Q8_0 weights, x quantized to Q8_0 rows (convert.cu Q8_OUT)
+//                   through the `x` pointer; tiles of BM (8..64) activation rows x 16 * WARPS_N
+//                   weight rows, WARPS_K warps sharing each stage's columns (common/gemm_i8.cuh
+//                   has the design, geometry and smem)
 //   WSPLIT          1: Q4_0/Q8_0 weights in the split device layout (quant.h: a row's quants, then
 //                   its f16 scales; COLS % 256 == 0): aligned 8-byte quant and 2-byte scale
 //                   loads instead of 2-byte ones; MMA=2 uses the register path, not the raw ring
@@ -74,7 +79,8 @@
 //          bf16-trained activations, 2^-9 relative instead of 2^-11), quantized and F32 weights
 //          dequantized in f32 then rounded once to f16 (2^-11 relative), f32 accumulation over
 //          k in steps of 16. Error ~ 2^-11 * sqrt(K) * |w||x| typical (bf16: 4x). SIMT: f32
-//          everywhere (different summation order than the CPU only).
+//          everywhere (different summation order than the CPU only). MMA=3: the CPU spec's
+//          Q8_0-activation arithmetic (exact block sums; the f32 order of their additions only).
 //
 // design (MMA): 8 warps, block tile 128 x 128 x 32, warp tile 64 x 32 = 4 x 4 mma tiles (64 f32
 // accumulators per thread). x arrives as f32 through a STAGES-deep cp.async ring (16-byte
@@ -110,9 +116,30 @@
 #define SPLIT_K 0
 #endif
 #ifndef BK
-#define BK (MMA == 2 ? 64 : 32)
+#define BK (MMA == 3 ? 256 : MMA == 2 ? 64 : 32)
 #endif
-#if MMA == 2
+#if MMA == 3
+#ifndef WARPS_N
+#define WARPS_N 4
+#endif
+#ifndef WARPS_K
+#define WARPS_K 2
+#endif
+#ifndef BM
+#define BM 32
+#endif
+#ifndef BN
+#define BN (16 * WARPS_N)
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#define GEMM_NT (32 * WARPS_N * WARPS_K)
+static_assert(BN == 16 * WARPS_N, "MMA=3: BN = 16 * WARPS_N");
+#elif MMA == 2
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm MMA=2 (wgmma) needs sm_90a (Variant::requires_arch_suffix_a)"
 #endif
@@ -178,15 +205,17 @@ static_assert(EPI != 1 || N_MAT == 1, "EPI=1 (residual) is for one matrix");
 static_assert(EPI != 2 || N_MAT <= 2, "EPI=2 takes gate/up as 2 matrices or 1 matrix + offset");
 static_assert(EPI != 2 || N_MAT == 2 || UP_OFFSET_ROWS >= ROWS0, "EPI=2 with N_MAT=1 needs UP_OFFSET_ROWS");
 static_assert(COLS % 32 == 0 && COLS % QK_ELEMS(WTYPE) == 0, "COLS: multiple of 32 and of the block");
-static_assert(BK == (MMA == 2 ? 64 : 32), "BK: 32 (MMA 0/1), 64 (MMA 2)");
-static_assert(MMA >= 0 && MMA <= 2, "MMA: 0..2");
+static_assert(BK == (MMA == 3 ? 256 : MMA == 2 ? 64 : 32), "BK: 32 (MMA 0/1), 64 (MMA 2), 256 (MMA 3)");
+static_assert(MMA >= 0 && MMA <= 3, "MMA: 0..3");
 static_assert(!X_F16 || MMA == 2, "X_F16: MMA=2 only");
 static_assert(!GROUPED || (MMA < 2 && !HAS_BIAS && (EPI == 0 || (EPI == 2 && N_MAT == 2))),
               "GROUPED: MMA 0 / 1, no bias, EPI 0 or EPI 2 with two matrices");
 
 // EPI=2: a tile's BN columns are groups of 2*G: G gate rows, then the same G rows of up, so one
 // thread holds gate and up of the same outputs (MMA: G = half a warp's columns).
-#if MMA == 2
+#if MMA == 3
+#define GEMM_G 8
+#elif MMA == 2
 #define GEMM_G (BN / 2)
 #elif MMA
 #define GEMM_G (BN / WARPS_N / 2)
@@ -284,12 +313,14 @@ __device__ __forceinline__ bool gemm_group_rows(const int* tiles, const int* ent
 #define GEMM_BLOCK_ROWS(br) const GemmRows br{int(blockIdx.x) * BM, m - int(blockIdx.x) * BM, nullptr}
 #endif
 
-#if MMA
+#if MMA == 1 || MMA == 2
 // (lo, hi) -> packed pair (bf16 for BF16 weights, else f16), lo in the low 16 bits (both MMA paths)
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) { return pack_16x2<WTYPE == BF16>(lo, hi); }
 #endif
 
-#if MMA == 2
+#if MMA == 3
+#include "common/gemm_i8.cuh"
+#elif MMA == 2
 #include "common/gemm_wgmma.cuh"
 #elif MMA
 // ------------------------------------------------------------------------------------------

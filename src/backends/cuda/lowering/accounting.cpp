@@ -102,9 +102,8 @@ void schedule_for_each_launch(const Schedule& s, const RunShape& r, const std::f
         if (!each(s.prefill, 0, s.prefill.size(), {Phase::Prefill, k, k})) return;
     // the batch phase's list for a step of `rows` rows (CudaBackend::batch's list_for)
     auto list_for = [&](int rows) -> std::pair<const std::vector<KernelStep>*, size_t> {
-        if (s.batch_small.empty() || rows > s.batch_small_rows) return {&s.batch, s.batch_body};
-        if (rows >= 2 && !s.batch_xrows.empty()) return {&s.batch_xrows, s.batch_xrows_body};
-        return {&s.batch_small, s.batch_small_body};
+        const Schedule::List l = s.batch_list(rows);
+        return {&s.batch_steps(l), s.batch_body_of(l)};
     };
     for (int64_t c = 0; c < pr.batch; ++c) {
         const int64_t first = c * r.batch_prefill;

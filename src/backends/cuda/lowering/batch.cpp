@@ -11,9 +11,10 @@
 namespace jitllm::lowering {
 
 void Lowering::lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
-                           bool small, int xrows) {
+                           bool small, int xrows, bool imma) {
     small_ = small;
     xrows_ = small ? xrows : 0;
+    imma_ = imma && !small;
     x16_next_ = x16_now_ = false;
     out_ = &out;
     tasks_ = &tasks;
@@ -29,6 +30,7 @@ void Lowering::lower_batch(const std::vector<Task>& tasks, size_t body, std::vec
     batch_ = false;
     small_ = false;
     xrows_ = 0;
+    imma_ = false;
 }
 
 KArg Lowering::kv_table() {
@@ -117,9 +119,58 @@ KArg Lowering::gemm_x16(size_t i, GemmSpec& s, Slot x) {
     return scratch("x16");
 }
 
+bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
+    GemmSpec& s = g.spec;
+    if (!imma_ || !s.wsplit || s.cols % 256 != 0 || !gemm_mma_supported(s.wtype, d_.cc(), nullptr, 3)) return false;
+    s.mma = 3;
+    // tiles of the list's rows up to 64; weight-row tiles of 64 (4 warps side by side, 2 sharing
+    // each stage's columns), halved while they number fewer than the SMs (the warps sharing the
+    // columns doubled: 8 a block)
+    const int R = std::max(1, std::min(p_.batch_rows, o_.batch_imma_rows));
+    s.bm = std::min(64, (R + 7) / 8 * 8);
+    const int wr = gemm_weight_rows(s);
+    s.bn = o_.imma_bn > 0 ? o_.imma_bn : 64;
+    while (o_.imma_bn <= 0 && s.bn > 16 && (wr + s.bn - 1) / s.bn < d_.sm_count) s.bn /= 2;
+    s.warps_k = o_.imma_warps_k > 0 ? o_.imma_warps_k : std::max(1, 8 / (s.bn / 16));
+    s.stages = o_.imma_stages;
+    // x as Q8_0 rows (cols int8, then cols / 32 f16 scales), the CPU spec's activation blocks
+    Variant cv("cuda/convert.cu", "");
+    cv.set("N", s.cols).set("BLOCK", 256).set("Q8_OUT", 1);
+    auto& c = add({idx[0]}, "to_q8_rows", cv);
+    c.grid = Dim3(unsigned((s.cols / 4 + 255) / 256), unsigned(R));
+    c.block = Dim3(256);
+    rows_grid(c, 1);
+    c.args = {slot(g.x), scratch("xq8")};
+    c.bytes = uint64_t(s.cols) * 4 + gemm_xq8_row_bytes(s.cols);
+    c.flops = 0;
+    s_.scratch["xq8"] = std::max(s_.scratch["xq8"], size_t(R) * size_t(gemm_xq8_row_bytes(s.cols)));
+    const GemmLaunch l = gemm_launch(s, s.bm);
+    auto& k = add(idx, "gemm_imma_" + lowercase(type_name(s.wtype)) + "_split", gemm_variant(s, ""));
+    k.variant.symbol = k.symbol;
+    k.block = l.block;
+    k.smem = l.smem;
+    k.grid = l.grid;
+    rows_grid(k, 0, 1, s.bm);
+    gemm_args(k, g, scratch("xq8"));
+    k.bytes_fixed = gemm_bytes(s, 0);
+    k.bytes = gemm_bytes(s, 1) - k.bytes_fixed;
+    k.flops = gemm_flops(s, 1);
+    return true;
+}
+
+void Lowering::gemm_args(KernelStep& k, const Gemm& g, KArg x) {
+    for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.w.size()) ? g.w[size_t(m)] : null());
+    for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.bias.size()) ? g.bias[size_t(m)] : null());
+    for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? g.y[size_t(m)] : null());
+    k.args.push_back(x);
+    k.args.push_back(g.resid);
+    k.args.push_back(rows_arg());
+}
+
 void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
     GemmSpec& s = g.spec;
     s.wsplit = split(g.w);
+    if (gemm_imma(idx, g)) return;
     s.mma = g_.gemm_mma && s.wtype != GgmlType::F32 && gemm_mma_supported(s.wtype, d_.cc()) ? 1 : 0;
     const KArg x = gemm_x16(idx[0], s, g.x);
     // 64-row tiles when 128-row tiles would leave the SMs with fewer than two blocks each
@@ -147,12 +198,7 @@ void Lowering::gemm(std::vector<size_t> idx, Gemm g) {
     k.smem = l.smem;
     k.grid = l.grid;
     rows_grid(k, 0, 1, bm);
-    for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.w.size()) ? g.w[size_t(m)] : null());
-    for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.bias.size()) ? g.bias[size_t(m)] : null());
-    for (int m = 0; m < 3; ++m) k.args.push_back(m < int(g.y.size()) ? g.y[size_t(m)] : null());
-    k.args.push_back(x);
-    k.args.push_back(g.resid);
-    k.args.push_back(rows_arg());
+    gemm_args(k, g, x);
     if (s.split_k) {  // gate gemm.split_k: grid.z by tile rows, one workspace for the largest split step
         k.ksplit = splits;
         k.ksplit_bm = bm;
@@ -183,7 +229,7 @@ bool Lowering::one_type(size_t i) const {
 }
 
 bool Lowering::wgmma_all(size_t i, GgmlType* type) const {
-    if (small_) return false;  // gemv products read float activations
+    if (small_ || imma_) return false;  // gemv products read float activations, integer GEMMs Q8_0 rows
     if (!is(i, K::AttnQkv) && !is(i, K::FfnGateUp) && !is(i, K::Output)) return false;
     if (!g_.gemm_mma || !g_.gemm_wgmma) return false;
     const int cc = d_.cc();

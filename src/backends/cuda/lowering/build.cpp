@@ -49,6 +49,19 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.lower_decode_short(plan);
     l.lower_decode_greedy(plan);
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
+    // gate batch.imma: the GEMM list with integer tensor-core products, for steps of batch_small_rows
+    // + 1 .. batch.imma_rows rows (left empty when no product qualifies)
+    if (!plan.batch.empty() && l.batch_imma()) {
+        l.lower_batch(plan.batch, plan.batch_body, s.batch_imma, s.batch_imma_body, false, 0, true);
+        const bool any = std::any_of(s.batch_imma.begin(), s.batch_imma.end(),
+                                     [](const KernelStep& k) { return lowering::define_int(k, "MMA", 0) == 3; });
+        if (any) {
+            s.batch_imma_rows = opt.batch_imma_rows;
+        } else {
+            s.batch_imma.clear();
+            s.batch_imma_body = 0;
+        }
+    }
     if (!plan.batch.empty() && l.batch_small()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_small, s.batch_small_body, true);
         s.batch_small_rows = std::max(1, opt.batch_small_rows);
@@ -79,6 +92,20 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     return s;
 }
 
+Schedule::List Schedule::batch_list(int rows) const {
+    if (!batch_small.empty() && rows <= batch_small_rows) return rows >= 2 && !batch_xrows.empty() ? List::Xrows : List::Small;
+    if (!batch_imma.empty() && rows <= batch_imma_rows) return List::Imma;
+    return List::Gemm;
+}
+
+const std::vector<KernelStep>& Schedule::batch_steps(List l) const {
+    return l == List::Small ? batch_small : l == List::Xrows ? batch_xrows : l == List::Imma ? batch_imma : batch;
+}
+
+size_t Schedule::batch_body_of(List l) const {
+    return l == List::Small ? batch_small_body : l == List::Xrows ? batch_xrows_body : l == List::Imma ? batch_imma_body : batch_body;
+}
+
 Dim3 KernelStep::grid_for_rows(int m) const {
     Dim3 g = grid;
     if (!ksplit.empty()) {
@@ -96,7 +123,7 @@ std::vector<Variant> schedule_variants(const Schedule& s) {
     std::vector<Variant> v;
     std::set<std::string> seen;
     for (const auto* ph : {&s.decode, &s.decode_short, &s.decode_greedy, &s.decode_short_greedy, &s.prefill, &s.batch,
-                           &s.batch_small, &s.batch_xrows})
+                           &s.batch_small, &s.batch_xrows, &s.batch_imma})
         for (const auto& k : *ph) {
             const std::string id = k.variant.display_name();
             if (seen.insert(id).second) v.push_back(k.variant);

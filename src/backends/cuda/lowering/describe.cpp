@@ -49,16 +49,21 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
     std::string out = "capability gates:\n";
     for (const auto& g : s.gates)
         out += fmt::format("  {:<14} {:<8} (sibling {:<8}) {}\n", g.gate, g.chosen, g.sibling, g.reason);
-    for (int part = 0; part < 5; ++part) {
+    for (int part = 0; part < 6; ++part) {
         const Phase ph = part == 0 ? Phase::Decode : part == 1 ? Phase::Prefill : Phase::Batch;
-        const bool small = part >= 3;  // the small-step lists of the batch phase (gates batch.small, batch.xrows)
-        const auto& ks = part == 4 ? s.batch_xrows : small ? s.batch_small : s.phase(ph);
+        const bool small = part == 3 || part == 4;  // the small-step lists of the batch phase (gates batch.small, batch.xrows)
+        const auto& ks = part == 5 ? s.batch_imma : part == 4 ? s.batch_xrows : small ? s.batch_small : s.phase(ph);
         const auto& tasks = plan.phase(ph);
         if (ph == Phase::Batch && ks.empty()) continue;
         // launches per token by kernel symbol
         std::map<std::string, int> per_token;
         for (const auto& k : ks) per_token[k.symbol]++;
-        if (part == 4)
+        if (part == 5)
+            out += fmt::format("phase batch, steps of {} .. {} rows (gate batch.imma): {} tasks -> {} kernel launches "
+                               "({} in the body)\n",
+                               s.batch_small.empty() ? 1 : s.batch_small_rows + 1, s.batch_imma_rows, tasks.size(),
+                               ks.size(), s.batch_imma_body);
+        else if (part == 4)
             out += fmt::format("phase batch, steps of 2 .. {} rows (gate batch.xrows): {} tasks -> {} kernel launches "
                                "({} in the body)\n",
                                s.batch_small_rows, tasks.size(), ks.size(), s.batch_xrows_body);

@@ -194,6 +194,24 @@ GateVerdict weights_layout(In in, Gates& g, const Schedule&) {
                      : "no Q4_0/Q8_0 matrix with rows of a multiple of 256 elements: GGUF blocks"};
 }
 
+// Steps of batch.small_rows + 1 .. batch.imma_rows rows (a server's concurrent slots) through a GEMM
+// list whose split-layout Q4_0/Q8_0 products run on integer tensor cores (gemm.cu MMA=3: x as Q8_0
+// rows, the weights' quants straight into mma.sync m16n8k32 s8, each block's sum scaled in f32),
+// tiles of up to 64 rows instead of the 128-row f16 tiles built for prompt chunks.
+GateVerdict batch_imma(In in, Gates&, const Schedule& s) {
+    if (in.plan.batch.empty()) return {false, "no batch phase"};
+    if (s.split_weights.empty()) return {false, "no split-layout Q4_0/Q8_0 matrix (weights.layout)"};
+    const ScheduleOptions& o = in.opt;
+    std::string why;
+    if (gemm_mma_supported(GgmlType::Q4_0, in.dev.cc(), &why, 3) && o.batch_imma_rows <= o.batch_small_rows)
+        why = fmt::format("batch.imma_rows={} <= batch.small_rows={}: no step left between the small-step lists and "
+                          "the GEMM list", o.batch_imma_rows, o.batch_small_rows);
+    return {true, fmt::format("steps of {} .. {} rows: split-layout Q4_0/Q8_0 products on integer tensor cores "
+                              "(mma.sync m16n8k32 s8, x as Q8_0 rows), tiles of up to 64 rows",
+                              o.batch_small_rows + 1, o.batch_imma_rows),
+            why};
+}
+
 GateVerdict launch_pdl(In in, Gates&, const Schedule&) {
     const bool sm90 = in.dev.cc_major >= 9;
     return {sm90,
@@ -393,6 +411,7 @@ const std::vector<GateSpec>& gate_table() {
          [](In, Gates& g, Schedule& s, bool f) {
              if (f) s.split_weights = std::move(g.split_candidates);
          }},
+        {"batch.imma", "imma", "gemm", batch_imma, &G::batch_imma},
         {"launch.pdl", "pdl", "serial", launch_pdl, &G::pdl},
         {"batch.pdl", "pdl", "serial", batch_pdl, &G::batch_pdl},
         {"rope.angles", "table", "computed", rope_angles, &G::rope_table},

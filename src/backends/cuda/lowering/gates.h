@@ -29,6 +29,7 @@ struct Gates {
     bool batch_small = false;       // batch steps of few rows through the gemv kernels
     bool batch_pdl = false;         // ... launched with PDL (gate batch.pdl)
     bool batch_xrows = false;       // a third list for steps of 2+ rows (gate batch.xrows)
+    bool batch_imma = false;        // a GEMM list of integer tensor-core products for decode-sized steps (gate batch.imma)
     bool moe_group = false;         // moe.batch=grouped: the GEMM list's experts as grouped GEMMs
     bool rope_table = false;        // rope.angles=table: (cos, sin) read from the host-filled table
     bool rope_fuse = false;         // rope.fuse=gemv: RoPE + KV store in the q/k/v gemv's epilogue

@@ -82,6 +82,7 @@ public:
     bool batch_small() const { return g_.batch_small; }
     bool batch_pdl() const { return g_.batch_pdl; }
     bool batch_xrows() const { return g_.batch_xrows; }
+    bool batch_imma() const { return g_.batch_imma; }
 
 
     // gemv.load=bulk geometry (gemv.cu BULK): an item is `chunk` columns of a warp's `dr` rows
@@ -108,9 +109,11 @@ public:
     // The batch phase: row-wise kernels (grid over rows) and matrix-matrix products; small: the
     // products as row-batched gemv kernels (the list for steps of up to batch.small_rows rows).
     // small: the small-step gemv list (gate batch.small); xrows > 1: its split-layout Q4_0/Q8_0
-    // products read each weight row once for up to xrows of a step's rows (gate batch.xrows)
+    // products read each weight row once for up to xrows of a step's rows (gate batch.xrows);
+    // imma: the GEMM list for decode-sized steps, its split-layout Q4_0/Q8_0 products as integer
+    // tensor-core GEMMs (gate batch.imma)
     void lower_batch(const std::vector<Task>& tasks, size_t body, std::vector<KernelStep>& out, size_t& out_body,
-                     bool small = false, int xrows = 0);
+                     bool small = false, int xrows = 0, bool imma = false);
 
 private:
     const Task& t(size_t i) const { return (*tasks_)[i]; }
@@ -309,6 +312,11 @@ private:
         KArg resid;
     };
     void gemm(std::vector<size_t> idx, Gemm g);
+    // gate batch.imma's list: a split-layout Q4_0/Q8_0 product as gemm.cu MMA=3 (x converted to
+    // Q8_0 rows first); false (nothing added) where it does not qualify
+    bool gemm_imma(const std::vector<size_t>& idx, Gemm& g);
+    // the GEMM kernel's arguments after the launch geometry (gemm.cu's argument list)
+    void gemm_args(KernelStep& k, const Gemm& g, KArg x);
     // The batch phase's product as a GEMM
     Gemm gemm_of(const Gemv& p);
     // wgmma's 16-bit activations: sets s's wgmma tile where it applies and returns x's argument (a
@@ -392,6 +400,7 @@ private:
     bool greedy_list_ = false;  // lowering decode_greedy (gate sample.fuse): the pick in the output gemv
     bool small_ = false;  // lowering the small-step batch list (gate batch.small)
     int xrows_ = 0;       // ... with XROWS gemvs (gate batch.xrows)
+    bool imma_ = false;   // lowering the integer tensor-core GEMM list (gate batch.imma)
     std::optional<XqProducer> xq_prev_;  // gemv.xq: the gemv just lowered, if it can produce for the next
     std::optional<NormProducer> norm_prev_;  // gemv.xq_norm: the kernel just lowered, if it can produce for a normed gemv
     bool x16_next_ = false, x16_now_ = false;  // the norm wrote 16-bit activations for the next task

@@ -96,6 +96,15 @@ const std::vector<Tunable> kTable = {
      range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",
      &O::batch_xrows, one_of({0, 2, 4, 8})},
+    {"batch.imma_rows", "64", "gate batch.imma: its integer tensor-core list takes steps of batch.small_rows + 1 .. N rows",
+     &O::batch_imma_rows, range(2, 1024)},
+    {"gemm.imma_bn", "auto", "gate batch.imma: weight rows of an integer GEMM tile, 16 / 32 / 64 / 128 (auto: 64, halved "
+                             "while the tiles number fewer than the SMs)",
+     &O::imma_bn, one_of({16, 32, 64, 128}, 0)},
+    {"gemm.imma_warps_k", "auto", "gate batch.imma: warps sharing each stage's columns, 1 / 2 / 4 / 8 (auto: 8 warps a block)",
+     &O::imma_warps_k, one_of({1, 2, 4, 8}, 0)},
+    {"gemm.imma_stages", "auto", "gate batch.imma: the integer GEMM's cp.async ring, 2 to 8 stages of 256 columns (auto: 4)",
+     &O::imma_stages, range(2, 8, 0)},
     {"batch.bulk", "off", "the small-step gemv list (one-row steps beside gate batch.xrows) streams its weights "
                           "through decode's bulk rings",
      &O::batch_bulk, on_off()},
