@@ -33,14 +33,15 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
         const Schedule s = schedule_build(p, h100, {});
         EXPECT_EQ(gate(s, "batch.imma"), "imma");
         ASSERT_FALSE(s.batch_imma.empty());
-        EXPECT_EQ(s.batch_imma_rows, 64);
-        // which list a step of n rows runs: 1 the one-row gemvs, 2..8 the x-rows gemvs, 9..64 this
-        // list, longer steps (prompt chunks) the f16 GEMM list
+        EXPECT_EQ(s.batch_imma_rows, 32);
+        // which list a step of n rows runs: 1 the one-row gemvs, 2..8 the x-rows gemvs, 9..32 this
+        // list, longer steps (64 rows, prompt chunks) the f16 GEMM list
         EXPECT_EQ(s.batch_list(1), Schedule::List::Small);
         EXPECT_EQ(s.batch_list(8), Schedule::List::Xrows);
         EXPECT_EQ(s.batch_list(9), Schedule::List::Imma);
-        EXPECT_EQ(s.batch_list(64), Schedule::List::Imma);
-        EXPECT_EQ(s.batch_list(65), Schedule::List::Gemm);
+        EXPECT_EQ(s.batch_list(32), Schedule::List::Imma);
+        EXPECT_EQ(s.batch_list(33), Schedule::List::Gemm);
+        EXPECT_EQ(s.batch_list(64), Schedule::List::Gemm);
         EXPECT_EQ(&s.batch_steps(Schedule::List::Imma), &s.batch_imma);
         EXPECT_EQ(s.batch_body_of(Schedule::List::Imma), s.batch_imma_body);
         // the same tasks as the GEMM list; each split-layout product (q/k/v, attn_output, gate/up,
@@ -66,15 +67,15 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
             EXPECT_EQ(c.args[1].kind, KArg::Kind::Scratch);
             EXPECT_EQ(k.args[9].scratch, c.args[1].scratch) << k.symbol;  // gemm.cu's x argument
             EXPECT_EQ(k.args.back().kind, KArg::Kind::Rows) << k.symbol;
-            // tiles: the list's 64 rows; 64 weight rows a tile, halved while fewer tiles than SMs
+            // tiles: the list's 32 rows; 64 weight rows a tile, halved while fewer tiles than SMs
             // (this model's widest product, gate/up, has 1536 rows: 24 tiles of 64 -> 16 rows)
-            EXPECT_TRUE(has_define(k.variant, "BM", "64")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BM", "32")) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "WARPS_N", "1")) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "WARPS_K", "8")) << k.symbol;
             EXPECT_EQ(k.rows_dim, 0);
             EXPECT_EQ(k.grid_for_rows(9).x, 1u);
-            EXPECT_EQ(k.grid_for_rows(64).x, 1u);
-            EXPECT_EQ(k.grid_for_rows(100).x, 2u);
+            EXPECT_EQ(k.grid_for_rows(32).x, 1u);
+            EXPECT_EQ(k.grid_for_rows(33).x, 2u);
         }
         EXPECT_GT(s.scratch.at("xq8"), 0u);
         // a wider FFN's gate/up keeps 64-row tiles (8704 rows: 136 tiles on 132 SMs)

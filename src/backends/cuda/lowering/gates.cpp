@@ -197,7 +197,8 @@ GateVerdict weights_layout(In in, Gates& g, const Schedule&) {
 // Steps of batch.small_rows + 1 .. batch.imma_rows rows (a server's concurrent slots) through a GEMM
 // list whose split-layout Q4_0/Q8_0 products run on integer tensor cores (gemm.cu MMA=3: x as Q8_0
 // rows, the weights' quants straight into mma.sync m16n8k32 s8, each block's sum scaled in f32),
-// tiles of up to 64 rows instead of the 128-row f16 tiles built for prompt chunks.
+// tiles of up to 64 rows instead of the 128-row f16 tiles built for prompt chunks. The bound, 32 by
+// default: the list wins at 16 and 32 rows and loses at 64 (docs/performance.md, H100).
 GateVerdict batch_imma(In in, Gates&, const Schedule& s) {
     if (in.plan.batch.empty()) return {false, "no batch phase"};
     if (s.split_weights.empty()) return {false, "no split-layout Q4_0/Q8_0 matrix (weights.layout)"};

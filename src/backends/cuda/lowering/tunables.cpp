@@ -96,7 +96,7 @@ const std::vector<Tunable> kTable = {
      range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",
      &O::batch_xrows, one_of({0, 2, 4, 8})},
-    {"batch.imma_rows", "64", "gate batch.imma: its integer tensor-core list takes steps of batch.small_rows + 1 .. N rows",
+    {"batch.imma_rows", "32", "gate batch.imma: its integer tensor-core list takes steps of batch.small_rows + 1 .. N rows",
      &O::batch_imma_rows, range(2, 1024)},
     {"gemm.imma_bn", "auto", "gate batch.imma: weight rows of an integer GEMM tile, 16 / 32 / 64 / 128 (auto: 64, halved "
                              "while the tiles number fewer than the SMs)",
