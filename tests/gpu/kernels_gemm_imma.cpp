@@ -100,6 +100,11 @@ TEST(GemmImmaCompile, q4_0_and_q8_0_every_epilogue_and_tile_compile_without_spil
     EXPECT_EQ(gemm_launch(s, 64).block.x, 256u);  // 1 x 8 warps
     EXPECT_EQ(gemm_launch(s, 100).grid.x, 2u);
     EXPECT_EQ(gemm_launch(s, 100).grid.y, (2u * 515u + 15u) / 16u);
+    // stages hold the step's rows: Q8_0, 16 weight rows, bm 64, 4 stages (8 warps sharing the columns)
+    EXPECT_EQ(gemm_i8_smem_rows(s, 1), 4u * (16u * 288u + 8u * 288u));
+    EXPECT_EQ(gemm_i8_smem_rows(s, 33), 4u * (16u * 288u + 40u * 288u));
+    EXPECT_EQ(gemm_i8_smem_rows(s, 100), gemm_launch(s, 100).smem);
+    EXPECT_EQ(gemm_launch(s, 1).smem, 4u * (16u * 288u + 64u * 288u));
     std::string why;
     EXPECT_FALSE(gemm_mma_supported(GgmlType::Q4_0, 75, &why, 3));
     EXPECT_NE(why.find("7.5"), std::string::npos) << why;
@@ -183,7 +188,10 @@ TEST_P(GemmImmaVsCpu, matches_cpu_engine_numerics_per_row) {
         CUfunction f = ctx.function(ctx.load_module(k.cubin, v.display_name()), v.symbol);
         const GemmLaunch l = gemm_launch(s, c.m);
         if (l.smem > 48 * 1024) ctx.set_max_dynamic_shared(f, int(l.smem));
-        ctx.launch_with(f, l.grid, l.block, l.smem, (const void*)dw[0], (const void*)dw[1], (const void*)dw[2],
+        // the step's own shared memory, as the backend launches it (stages of the rows it has)
+        const unsigned smem = gemm_i8_smem_rows(s, c.m);
+        EXPECT_LE(smem, l.smem);
+        ctx.launch_with(f, l.grid, l.block, smem, (const void*)dw[0], (const void*)dw[1], (const void*)dw[2],
                         (const float*)db[0], (const float*)db[1], (const float*)db[2], (float*)dy[0], (float*)dy[1],
                         (float*)dy[2], (const float*)dxq, (const float*)(c.epi == 1 ? dy[0] : 0), c.m);
         ctx.synchronize();

@@ -76,6 +76,12 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
             EXPECT_EQ(k.grid_for_rows(9).x, 1u);
             EXPECT_EQ(k.grid_for_rows(32).x, 1u);
             EXPECT_EQ(k.grid_for_rows(33).x, 2u);
+            // shared memory for the step's rows: 4 entries (8 .. 32 rows), growing, the last = smem
+            ASSERT_EQ(k.smem_n8.size(), 4u) << k.symbol;
+            EXPECT_EQ(k.smem_n8.back(), k.smem) << k.symbol;
+            EXPECT_LT(k.smem_for_rows(9), k.smem_for_rows(25)) << k.symbol;
+            EXPECT_EQ(k.smem_for_rows(9), k.smem_n8[1]) << k.symbol;
+            EXPECT_EQ(k.smem_for_rows(33), k.smem) << k.symbol;
         }
         EXPECT_GT(s.scratch.at("xq8"), 0u);
         // a wider FFN's gate/up keeps 64-row tiles (8704 rows: 136 tiles on 132 SMs)

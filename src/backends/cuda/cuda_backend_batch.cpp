@@ -162,7 +162,7 @@ void CudaBackend::run_batch_step(size_t index, int rows) {
         l.vals[a] = 0;
         std::memcpy(&l.vals[a], &rows, 4);
     }
-    ctx_->launch(l.fn, l.step->grid_for_rows(rows), l.step->block, l.step->smem, l.ptrs.data(), l.step->pdl,
+    ctx_->launch(l.fn, l.step->grid_for_rows(rows), l.step->block, l.step->smem_for_rows(rows), l.ptrs.data(), l.step->pdl,
                  l.step->cluster);
     ctx_->synchronize();
 }

@@ -145,12 +145,7 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     const int bm = tile_m(s), bn = tile_n(s), bk = 32;
     if (!s.mma) return unsigned(2 * bk * ((bm + 4) + (bn + 4)) * 4);
     const int st = stages(s);
-    if (s.mma == 3) {  // gemm_i8.cuh: the ring, reused for the K shares' sums
-        const bool q4 = s.wtype == GgmlType::Q4_0;
-        const unsigned ring = unsigned(st * (bn * (q4 ? 144 : 288) + bm * (q4 ? 272 : 288)));
-        const unsigned red = unsigned((warps_k(s) - 1) * (bn / 16) * 32 * (bm / 2) * 4);
-        return std::max(ring, red);
-    }
+    if (s.mma == 3) return gemm_i8_smem_rows(s, bm);
     if (s.mma == 2) {
         unsigned b = unsigned(1024 + st * (bm + bn) * 128 + 16 * st);
         if (raw_ring(s)) b += 16u + 4u * unsigned(bn) * 2u * unsigned(type_traits(s.wtype).type_size);  // G2_RS raw K steps
@@ -158,6 +153,16 @@ unsigned gemm_smem_bytes(const GemmSpec& s) {
     }
     const int w_slots = async_w(s) ? st : 2;
     return unsigned(st * bm * bk * 4 + 2 * bm * bk * 2 + w_slots * bn * bk * 2);
+}
+
+unsigned gemm_i8_smem_rows(const GemmSpec& s, int m) {
+    // gemm_i8.cuh: the ring of STAGES x (the weight rows, the step's activation rows in n tiles),
+    // reused at the end for the K shares' sums (4 floats a thread per n tile)
+    const bool q4 = s.wtype == GgmlType::Q4_0;
+    const int rows8 = (std::min(std::max(m, 1), tile_m(s)) + 7) / 8 * 8;
+    const unsigned ring = unsigned(stages(s) * (tile_n(s) * (q4 ? 144 : 288) + rows8 * (q4 ? 272 : 288)));
+    const unsigned red = unsigned((warps_k(s) - 1) * (tile_n(s) / 16) * 32 * (rows8 / 2) * 4);
+    return std::max(ring, red);
 }
 
 namespace {

@@ -74,8 +74,11 @@ int gemm_k_splits(const GemmSpec& s, int m, int sm_count, int force = 0);
 // The f32 workspace a step of m rows split `splits` ways needs (floats), and its counters (ints).
 uint64_t gemm_split_ws_floats(const GemmSpec& s, int m, int splits);
 int gemm_split_counters(const GemmSpec& s, int m);
-// Dynamic shared memory of the variant (the same for every m).
+// Dynamic shared memory of the variant (for every m; MMA=3: for a tile of bm rows, the most).
 unsigned gemm_smem_bytes(const GemmSpec& s);
+// MMA=3: the dynamic shared memory a step of m rows needs (its tile's rows up to bm, in whole
+// n tiles of 8): the stages hold only those activation rows.
+unsigned gemm_i8_smem_rows(const GemmSpec& s, int m);
 
 // Output rows per activation row: rows[0] for EPI=2, else the sum over matrices.
 int gemm_out_rows(const GemmSpec& s);

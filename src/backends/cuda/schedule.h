@@ -63,6 +63,11 @@ struct KernelStep {
     std::vector<int> ksplit;
     int ksplit_bm = 0;
     Dim3 grid_for_rows(int m) const;
+    // Batch phase, gemm.cu MMA=3: the dynamic shared memory of a step of up to 8 (i + 1) rows is
+    // smem_n8[i] (the last entry beyond; `smem`, the largest, where empty): a tile's activation
+    // rows take room in every stage only for the rows the step has
+    std::vector<unsigned> smem_n8;
+    unsigned smem_for_rows(int m) const;
     // Programmatic dependent launch (gate launch.pdl): compiled with PDL=1 and launched with
     // programmatic stream serialization, so its prologue overlaps the previous kernel's tail.
     bool pdl = false;

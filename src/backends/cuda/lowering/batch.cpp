@@ -151,6 +151,7 @@ bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
     k.smem = l.smem;
     k.grid = l.grid;
     rows_grid(k, 0, 1, s.bm);
+    for (int r = 8; r <= s.bm; r += 8) k.smem_n8.push_back(gemm_i8_smem_rows(s, r));
     gemm_args(k, g, scratch("xq8"));
     k.bytes_fixed = gemm_bytes(s, 0);
     k.bytes = gemm_bytes(s, 1) - k.bytes_fixed;

@@ -106,6 +106,12 @@ size_t Schedule::batch_body_of(List l) const {
     return l == List::Small ? batch_small_body : l == List::Xrows ? batch_xrows_body : l == List::Imma ? batch_imma_body : batch_body;
 }
 
+unsigned KernelStep::smem_for_rows(int m) const {
+    if (smem_n8.empty()) return smem;
+    const size_t i = size_t(std::max(1, (m + 7) / 8));
+    return smem_n8[std::min(i, smem_n8.size()) - 1];
+}
+
 Dim3 KernelStep::grid_for_rows(int m) const {
     Dim3 g = grid;
     if (!ksplit.empty()) {

@@ -26,13 +26,14 @@
 // and up of one output (GEMM_G = 8).
 //
 // launch: grid = (ceil(m / BM), ceil(weight rows / BN)), block = 32 * WARPS_N * WARPS_K,
-//         dynamic smem = max(STAGES * (BN * I8_WS + BM * I8_XS), (WARPS_K - 1) * WARPS_N * 32 * BM / 2 * 4)
+//         dynamic smem = max(STAGES * (BN * I8_WS + R * I8_XS), (WARPS_K - 1) * WARPS_N * 32 * R / 2 * 4)
+//         for R = min(m, BM) rounded up to 8 (a stage holds the rows the step has:
+//         gemm_i8_smem_rows; fewer rows, more blocks an SM)
 // registers: BM / 2 f32 accumulators a thread
 
 #define I8_QB (WTYPE == Q4_0 ? 128 : 256)      // quant bytes of a row's 256-column stage
 #define I8_WS (WTYPE == Q4_0 ? 144 : 288)      // shared-memory bytes of a weight row's stage
 #define I8_XS (WTYPE == Q4_0 ? 272 : 288)      // ... of an activation row's stage
-#define I8_STAGE (BN * I8_WS + BM * I8_XS)
 #define I8_WCH (I8_QB / 16 + 1)                // 16-byte copies of a weight row's stage
 #define I8_XCH 17                              // ... of an activation row's stage
 #define I8_COPIES (BN * I8_WCH + BM * I8_XCH)
@@ -109,10 +110,12 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
             }
         }
     }
+    const int nt = (mb + 7) / 8;  // n tiles holding activation rows
+    const int stage = BN * I8_WS + 8 * nt * I8_XS;  // a stage's bytes: the weight rows, the tile's rows
     const uint32_t ring = smem_addr(smem);
     auto issue = [&](int s) {  // stage s into ring slot s % STAGES (one commit group, maybe empty)
         if (s < NK) {
-            const uint32_t base = ring + uint32_t(s % STAGES) * I8_STAGE;
+            const uint32_t base = ring + uint32_t((s % STAGES) * stage);
 #pragma unroll
             for (int i = 0; i < I8_CPT; ++i)
                 if (src[i]) cp_async16(base + dst[i], src[i] + (unsigned long long)s * step[i], 16);
@@ -125,7 +128,6 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
     for (int j = 0; j < I8_NT; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
-    const int nt = (mb + 7) / 8;  // n tiles holding activation rows
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
@@ -134,7 +136,7 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
         cp_async_wait<STAGES - 2>();  // stage kt landed (this thread's copies)
         __syncthreads();              // ... everyone's; slot (kt - 1) % STAGES is free again
         issue(kt + STAGES - 1);
-        const uint8_t* ws = smem + (kt % STAGES) * I8_STAGE;
+        const uint8_t* ws = smem + (kt % STAGES) * stage;
         const uint8_t* wr = ws + (wn * 16 + g) * I8_WS;  // weight row g (row g + 8: + 8 * I8_WS)
         const uint8_t* xs = ws + BN * I8_WS;
 #pragma unroll
@@ -186,22 +188,25 @@ KERNEL_NAME(const void* w0, const void* w1, const void* w2, const float* b0, con
 #if WARPS_K > 1
     // the K shares of warps wk > 0 added to warp wk = 0's, in warp order
     __syncthreads();
-    float* red = reinterpret_cast<float*>(smem);  // [WARPS_K - 1][WARPS_N][I8_NT * 4][32]
+    float* red = reinterpret_cast<float*>(smem);  // [WARPS_K - 1][WARPS_N][nt * 4][32]
     if (wk > 0) {
 #pragma unroll
-        for (int j = 0; j < I8_NT; ++j)
+        for (int j = 0; j < I8_NT; ++j) {
+            if (j >= nt) break;
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-                red[(((wk - 1) * WARPS_N + wn) * I8_NT * 4 + 4 * j + e) * 32 + lane] = acc[j][e];
+            for (int e = 0; e < 4; ++e) red[(((wk - 1) * WARPS_N + wn) * nt * 4 + 4 * j + e) * 32 + lane] = acc[j][e];
+        }
     }
     __syncthreads();
     if (wk > 0) return;
 #pragma unroll 1
     for (int q = 1; q < WARPS_K; ++q)
 #pragma unroll
-        for (int j = 0; j < I8_NT; ++j)
+        for (int j = 0; j < I8_NT; ++j) {
+            if (j >= nt) break;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[j][e] += red[(((q - 1) * WARPS_N + wn) * I8_NT * 4 + 4 * j + e) * 32 + lane];
+            for (int e = 0; e < 4; ++e) acc[j][e] += red[(((q - 1) * WARPS_N + wn) * nt * 4 + 4 * j + e) * 32 + lane];
+        }
 #endif
 
     // epilogue: weight rows g, g + 8 of the warp, activation rows 8j + 2t, 8j + 2t + 1
