@@ -102,12 +102,15 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
         o.imma_bn = 32;
         o.imma_warps_k = 1;
         o.imma_stages = 3;
+        o.imma_bm = 16;
         const Schedule st = schedule_build(plan_build(*w, PlanOptions{256, 32, 32}), h100, o);
         for (const KernelStep& k : st.batch_imma) {
             if (!has_define(k.variant, "MMA", "3")) continue;
             EXPECT_TRUE(has_define(k.variant, "WARPS_N", "2")) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "WARPS_K", "1")) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "STAGES", "3")) << k.symbol;
+            EXPECT_TRUE(has_define(k.variant, "BM", "16")) << k.symbol;
+            EXPECT_EQ(k.grid_for_rows(32).x, 2u) << k.symbol;
         }
     }
 }

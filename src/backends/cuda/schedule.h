@@ -99,6 +99,7 @@ struct ScheduleOptions {
     int batch_small_rows = 8;                    // batch.small_rows: batch.small=gemv takes steps of up to N rows
     int batch_xrows = 4;                         // batch.xrows: gate batch.xrows, N rows a block (0: off)
     int batch_imma_rows = 32;                    // batch.imma_rows: gate batch.imma's list takes steps of batch_small_rows + 1 .. N rows
+    int imma_bm = 0;                             // gemm.imma_bm: activation rows of an integer GEMM tile, 8 .. 64 (0: the list's bound)
     int imma_bn = 0;                             // gemm.imma_bn: weight rows of an integer GEMM tile, 16 / 32 / 64 / 128 (0: auto)
     int imma_warps_k = 0;                        // gemm.imma_warps_k: warps sharing a stage's columns, 1 / 2 / 4 / 8 (0: auto)
     int imma_stages = 0;                         // gemm.imma_stages: the integer GEMM's cp.async ring depth (0: auto 4)

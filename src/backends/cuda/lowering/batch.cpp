@@ -127,7 +127,7 @@ bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
     // each stage's columns), halved while they number fewer than the SMs (the warps sharing the
     // columns doubled: 8 a block)
     const int R = std::max(1, std::min(p_.batch_rows, o_.batch_imma_rows));
-    s.bm = std::min(64, (R + 7) / 8 * 8);
+    s.bm = o_.imma_bm > 0 ? o_.imma_bm : std::min(64, (R + 7) / 8 * 8);
     const int wr = gemm_weight_rows(s);
     s.bn = o_.imma_bn > 0 ? o_.imma_bn : 64;
     while (o_.imma_bn <= 0 && s.bn > 16 && (wr + s.bn - 1) / s.bn < d_.sm_count) s.bn /= 2;

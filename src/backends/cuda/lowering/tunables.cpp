@@ -98,6 +98,9 @@ const std::vector<Tunable> kTable = {
      &O::batch_xrows, one_of({0, 2, 4, 8})},
     {"batch.imma_rows", "32", "gate batch.imma: its integer tensor-core list takes steps of batch.small_rows + 1 .. N rows",
      &O::batch_imma_rows, range(2, 1024)},
+    {"gemm.imma_bm", "auto", "gate batch.imma: activation rows of an integer GEMM tile, 8 to 64 in steps of 8 (auto: "
+                             "batch.imma_rows up to 64; a step of more rows takes more tiles, each reading the weights)",
+     &O::imma_bm, one_of({8, 16, 24, 32, 40, 48, 56, 64}, 0)},
     {"gemm.imma_bn", "auto", "gate batch.imma: weight rows of an integer GEMM tile, 16 / 32 / 64 / 128 (auto: 64, halved "
                              "while the tiles number fewer than the SMs)",
      &O::imma_bn, one_of({16, 32, 64, 128}, 0)},
