@@ -33,15 +33,17 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
         const Schedule s = schedule_build(p, h100, {});
         EXPECT_EQ(gate(s, "batch.imma"), "imma");
         ASSERT_FALSE(s.batch_imma.empty());
-        EXPECT_EQ(s.batch_imma_rows, 32);
-        // which list a step of n rows runs: 1 the one-row gemvs, 2..8 the x-rows gemvs, 9..32 this
-        // list, longer steps (64 rows, prompt chunks) the f16 GEMM list
+        EXPECT_EQ(s.batch_imma_from, 5);
+        EXPECT_EQ(s.batch_imma_rows, 64);
+        // which list a step of n rows runs: 1 the one-row gemvs, 2..4 the x-rows gemvs, 5..64 this
+        // list (before the small-step lists, which would take up to 8), longer steps (prompt
+        // chunks) the f16 GEMM list
         EXPECT_EQ(s.batch_list(1), Schedule::List::Small);
-        EXPECT_EQ(s.batch_list(8), Schedule::List::Xrows);
-        EXPECT_EQ(s.batch_list(9), Schedule::List::Imma);
-        EXPECT_EQ(s.batch_list(32), Schedule::List::Imma);
-        EXPECT_EQ(s.batch_list(33), Schedule::List::Gemm);
-        EXPECT_EQ(s.batch_list(64), Schedule::List::Gemm);
+        EXPECT_EQ(s.batch_list(4), Schedule::List::Xrows);
+        EXPECT_EQ(s.batch_list(5), Schedule::List::Imma);
+        EXPECT_EQ(s.batch_list(8), Schedule::List::Imma);
+        EXPECT_EQ(s.batch_list(64), Schedule::List::Imma);
+        EXPECT_EQ(s.batch_list(65), Schedule::List::Gemm);
         EXPECT_EQ(&s.batch_steps(Schedule::List::Imma), &s.batch_imma);
         EXPECT_EQ(s.batch_body_of(Schedule::List::Imma), s.batch_imma_body);
         // the same tasks as the GEMM list; each split-layout product (q/k/v, attn_output, gate/up,
@@ -67,7 +69,7 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
             EXPECT_EQ(c.args[1].kind, KArg::Kind::Scratch);
             EXPECT_EQ(k.args[9].scratch, c.args[1].scratch) << k.symbol;  // gemm.cu's x argument
             EXPECT_EQ(k.args.back().kind, KArg::Kind::Rows) << k.symbol;
-            // tiles: the list's 32 rows; 64 weight rows a tile, halved while fewer tiles than SMs
+            // tiles: 32 rows (64-row steps: two); 64 weight rows a tile, halved while fewer tiles than SMs
             // (this model's widest product, gate/up, has 1536 rows: 24 tiles of 64 -> 16 rows)
             EXPECT_TRUE(has_define(k.variant, "BM", "32")) << k.symbol;
             EXPECT_TRUE(has_define(k.variant, "WARPS_N", "1")) << k.symbol;
@@ -76,6 +78,7 @@ TEST(ScheduleImma, DecodeSizedStepsTakeTheIntegerGemmList) {
             EXPECT_EQ(k.grid_for_rows(9).x, 1u);
             EXPECT_EQ(k.grid_for_rows(32).x, 1u);
             EXPECT_EQ(k.grid_for_rows(33).x, 2u);
+            EXPECT_EQ(k.grid_for_rows(64).x, 2u);
             // shared memory for the step's rows: 4 entries (8 .. 32 rows), growing, the last = smem
             ASSERT_EQ(k.smem_n8.size(), 4u) << k.symbol;
             EXPECT_EQ(k.smem_n8.back(), k.smem) << k.symbol;
@@ -137,10 +140,17 @@ TEST(ScheduleImma, TheGateSaysWhereTheListIsNot) {
     const Schedule sg = schedule_build(p, h100, off);
     EXPECT_TRUE(sg.batch_imma.empty());
     EXPECT_EQ(sg.batch_list(9), Schedule::List::Gemm);
-    // no step between the small-step lists and the GEMM list
+    // no step for the list
     ScheduleOptions narrow;
     narrow.batch_imma_rows = 8;
+    narrow.batch_imma_from = 9;
     EXPECT_EQ(gate(schedule_build(p, h100, narrow), "batch.imma"), "gemm");
+    // from 9 rows: the small-step lists keep 1 .. 8
+    ScheduleOptions late;
+    late.batch_imma_from = 9;
+    const Schedule sl = schedule_build(p, h100, late);
+    EXPECT_EQ(sl.batch_list(8), Schedule::List::Xrows);
+    EXPECT_EQ(sl.batch_list(9), Schedule::List::Imma);
     // F16 weights: no split-layout matrix
     auto f16 = tiny(GgmlType::F16, GgmlType::F16, false, 512, 768);
     const Schedule sf = schedule_build(plan_build(*f16, PlanOptions{256, 64, 64}), h100, {});

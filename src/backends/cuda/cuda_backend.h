@@ -133,7 +133,7 @@ private:
     std::vector<Launch> prefill_launches_, batch_launches_;
     std::vector<Launch> batch_small_launches_;  // gate batch.small: steps of <= batch_small_rows rows
     std::vector<Launch> batch_xrows_launches_;  // gate batch.xrows: steps of 2 .. batch_small_rows rows
-    std::vector<Launch> batch_imma_launches_;   // gate batch.imma: steps of batch_small_rows + 1 .. batch_imma_rows rows
+    std::vector<Launch> batch_imma_launches_;   // gate batch.imma: steps of batch_imma_from .. batch_imma_rows rows
     CUgraphExec decode_graph_[kDecodeLists] = {}, prefill_graph_ = nullptr;
     float* logits_ = nullptr;  // pinned: one row of logits (a pageable copy would stage through a driver buffer)
     size_t n_vocab_ = 0;

@@ -98,7 +98,8 @@ struct ScheduleOptions {
     int gemv_block = 0;                          // gemv.block: threads per gemv block (0: auto 256)
     int batch_small_rows = 8;                    // batch.small_rows: batch.small=gemv takes steps of up to N rows
     int batch_xrows = 4;                         // batch.xrows: gate batch.xrows, N rows a block (0: off)
-    int batch_imma_rows = 32;                    // batch.imma_rows: gate batch.imma's list takes steps of batch_small_rows + 1 .. N rows
+    int batch_imma_from = 5;                     // batch.imma_from: gate batch.imma's list takes steps of N .. batch_imma_rows rows
+    int batch_imma_rows = 64;                    // batch.imma_rows: ... and up to N rows
     int imma_bm = 0;                             // gemm.imma_bm: activation rows of an integer GEMM tile, 8 .. 64 (0: the list's bound)
     int imma_bn = 0;                             // gemm.imma_bn: weight rows of an integer GEMM tile, 16 / 32 / 64 / 128 (0: auto)
     int imma_warps_k = 0;                        // gemm.imma_warps_k: warps sharing a stage's columns, 1 / 2 / 4 / 8 (0: auto)
@@ -175,14 +176,15 @@ struct Schedule {
     size_t batch_xrows_body = 0;
     // Gate batch.imma: the GEMM list again with its split-layout Q4_0/Q8_0 products as integer
     // tensor-core GEMMs for decode-sized steps (gemm.cu MMA=3 after a Q8_0 conversion of x), for
-    // steps of batch_small_rows + 1 .. batch_imma_rows rows. Empty when the gate is off or no
-    // product qualifies.
+    // steps of batch_imma_from .. batch_imma_rows rows. Empty when the gate is off or no product
+    // qualifies.
     std::vector<KernelStep> batch_imma;
     size_t batch_imma_body = 0;
-    int batch_imma_rows = 0;
+    int batch_imma_from = 0, batch_imma_rows = 0;
     // The batch list a step of `rows` rows runs (its body, and its output tail chosen the same way
-    // for the tail's rows): the small-step lists up to batch_small_rows rows (2 or more rows:
-    // batch_xrows where it exists), batch_imma up to batch_imma_rows where it exists, else batch.
+    // for the tail's rows): batch_imma for batch_imma_from .. batch_imma_rows rows where it exists,
+    // else the small-step lists up to batch_small_rows rows (2 or more rows: batch_xrows where it
+    // exists), else batch.
     enum class List { Gemm, Small, Xrows, Imma };
     List batch_list(int rows) const;
     const std::vector<KernelStep>& batch_steps(List l) const;

@@ -123,11 +123,12 @@ bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
     GemmSpec& s = g.spec;
     if (!imma_ || !s.wsplit || s.cols % 256 != 0 || !gemm_mma_supported(s.wtype, d_.cc(), nullptr, 3)) return false;
     s.mma = 3;
-    // tiles of the list's rows up to 64; weight-row tiles of 64 (4 warps side by side, 2 sharing
-    // each stage's columns), halved while they number fewer than the SMs (the warps sharing the
-    // columns doubled: 8 a block)
+    // tiles of the list's rows up to 32 (a 64-row step as two tiles, each reading the weights: on the
+    // H100 faster than one 64-row tile, whose stages leave room for fewer blocks an SM); weight-row
+    // tiles of 64 (4 warps side by side, 2 sharing each stage's columns), halved while they number
+    // fewer than the SMs (the warps sharing the columns doubled: 8 a block)
     const int R = std::max(1, std::min(p_.batch_rows, o_.batch_imma_rows));
-    s.bm = o_.imma_bm > 0 ? o_.imma_bm : std::min(64, (R + 7) / 8 * 8);
+    s.bm = o_.imma_bm > 0 ? o_.imma_bm : std::min(32, (R + 7) / 8 * 8);
     const int wr = gemm_weight_rows(s);
     s.bn = o_.imma_bn > 0 ? o_.imma_bn : 64;
     while (o_.imma_bn <= 0 && s.bn > 16 && (wr + s.bn - 1) / s.bn < d_.sm_count) s.bn /= 2;

@@ -49,13 +49,14 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
     l.lower_decode_short(plan);
     l.lower_decode_greedy(plan);
     if (!plan.batch.empty()) l.lower_batch(plan.batch, plan.batch_body, s.batch, s.batch_body);
-    // gate batch.imma: the GEMM list with integer tensor-core products, for steps of batch_small_rows
-    // + 1 .. batch.imma_rows rows (left empty when no product qualifies)
+    // gate batch.imma: the GEMM list with integer tensor-core products, for steps of batch.imma_from
+    // .. batch.imma_rows rows (left empty when no product qualifies)
     if (!plan.batch.empty() && l.batch_imma()) {
         l.lower_batch(plan.batch, plan.batch_body, s.batch_imma, s.batch_imma_body, false, 0, true);
         const bool any = std::any_of(s.batch_imma.begin(), s.batch_imma.end(),
                                      [](const KernelStep& k) { return lowering::define_int(k, "MMA", 0) == 3; });
         if (any) {
+            s.batch_imma_from = opt.batch_imma_from;
             s.batch_imma_rows = opt.batch_imma_rows;
         } else {
             s.batch_imma.clear();
@@ -93,8 +94,8 @@ Schedule schedule_build(const Plan& plan, const DeviceInfo& dev, const ScheduleO
 }
 
 Schedule::List Schedule::batch_list(int rows) const {
+    if (!batch_imma.empty() && rows >= batch_imma_from && rows <= batch_imma_rows) return List::Imma;
     if (!batch_small.empty() && rows <= batch_small_rows) return rows >= 2 && !batch_xrows.empty() ? List::Xrows : List::Small;
-    if (!batch_imma.empty() && rows <= batch_imma_rows) return List::Imma;
     return List::Gemm;
 }
 

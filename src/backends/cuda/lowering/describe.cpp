@@ -61,8 +61,7 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         if (part == 5)
             out += fmt::format("phase batch, steps of {} .. {} rows (gate batch.imma): {} tasks -> {} kernel launches "
                                "({} in the body)\n",
-                               s.batch_small.empty() ? 1 : s.batch_small_rows + 1, s.batch_imma_rows, tasks.size(),
-                               ks.size(), s.batch_imma_body);
+                               s.batch_imma_from, s.batch_imma_rows, tasks.size(), ks.size(), s.batch_imma_body);
         else if (part == 4)
             out += fmt::format("phase batch, steps of 2 .. {} rows (gate batch.xrows): {} tasks -> {} kernel launches "
                                "({} in the body)\n",

@@ -194,22 +194,23 @@ GateVerdict weights_layout(In in, Gates& g, const Schedule&) {
                      : "no Q4_0/Q8_0 matrix with rows of a multiple of 256 elements: GGUF blocks"};
 }
 
-// Steps of batch.small_rows + 1 .. batch.imma_rows rows (a server's concurrent slots) through a GEMM
-// list whose split-layout Q4_0/Q8_0 products run on integer tensor cores (gemm.cu MMA=3: x as Q8_0
-// rows, the weights' quants straight into mma.sync m16n8k32 s8, each block's sum scaled in f32),
-// tiles of up to 64 rows instead of the 128-row f16 tiles built for prompt chunks. The bound, 32 by
-// default: the list wins at 16 and 32 rows and loses at 64 (docs/performance.md, H100).
+// Steps of batch.imma_from .. batch.imma_rows rows (a server's concurrent slots) through a GEMM list
+// whose split-layout Q4_0/Q8_0 products run on integer tensor cores (gemm.cu MMA=3: x as Q8_0 rows,
+// the weights' quants straight into mma.sync m16n8k32 s8, each block's sum scaled in f32), tiles of
+// 32 rows instead of the 128-row f16 tiles built for prompt chunks; before the small-step lists where
+// both take a step. The bounds, 5 and 64 by default: on the H100 the x-rows gemvs win at 2 and 4
+// rows, this list at 8 to 64 (docs/performance.md).
 GateVerdict batch_imma(In in, Gates&, const Schedule& s) {
     if (in.plan.batch.empty()) return {false, "no batch phase"};
     if (s.split_weights.empty()) return {false, "no split-layout Q4_0/Q8_0 matrix (weights.layout)"};
     const ScheduleOptions& o = in.opt;
     std::string why;
-    if (gemm_mma_supported(GgmlType::Q4_0, in.dev.cc(), &why, 3) && o.batch_imma_rows <= o.batch_small_rows)
-        why = fmt::format("batch.imma_rows={} <= batch.small_rows={}: no step left between the small-step lists and "
-                          "the GEMM list", o.batch_imma_rows, o.batch_small_rows);
+    if (gemm_mma_supported(GgmlType::Q4_0, in.dev.cc(), &why, 3) && o.batch_imma_rows < o.batch_imma_from)
+        why = fmt::format("batch.imma_rows={} < batch.imma_from={}: no step for the list", o.batch_imma_rows,
+                          o.batch_imma_from);
     return {true, fmt::format("steps of {} .. {} rows: split-layout Q4_0/Q8_0 products on integer tensor cores "
-                              "(mma.sync m16n8k32 s8, x as Q8_0 rows), tiles of up to 64 rows",
-                              o.batch_small_rows + 1, o.batch_imma_rows),
+                              "(mma.sync m16n8k32 s8, x as Q8_0 rows), tiles of up to 32 rows",
+                              o.batch_imma_from, o.batch_imma_rows),
             why};
 }
 

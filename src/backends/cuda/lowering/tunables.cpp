@@ -96,10 +96,13 @@ const std::vector<Tunable> kTable = {
      range(1, 64)},
     {"batch.xrows", "4", "gate batch.xrows: a block reads each Q4_0/Q8_0 weight row once for N of a step's rows (0: off)",
      &O::batch_xrows, one_of({0, 2, 4, 8})},
-    {"batch.imma_rows", "32", "gate batch.imma: its integer tensor-core list takes steps of batch.small_rows + 1 .. N rows",
-     &O::batch_imma_rows, range(2, 1024)},
+    {"batch.imma_from", "5", "gate batch.imma: its integer tensor-core list takes steps of N .. batch.imma_rows rows "
+                             "(before the small-step gemv lists)",
+     &O::batch_imma_from, range(1, 1024)},
+    {"batch.imma_rows", "64", "gate batch.imma: its integer tensor-core list takes steps of batch.imma_from .. N rows",
+     &O::batch_imma_rows, range(1, 1024)},
     {"gemm.imma_bm", "auto", "gate batch.imma: activation rows of an integer GEMM tile, 8 to 64 in steps of 8 (auto: "
-                             "batch.imma_rows up to 64; a step of more rows takes more tiles, each reading the weights)",
+                             "batch.imma_rows up to 32; a step of more rows takes more tiles, each reading the weights)",
      &O::imma_bm, one_of({8, 16, 24, 32, 40, 48, 56, 64}, 0)},
     {"gemm.imma_bn", "auto", "gate batch.imma: weight rows of an integer GEMM tile, 16 / 32 / 64 / 128 (auto: 64, halved "
                              "while the tiles number fewer than the SMs)",
