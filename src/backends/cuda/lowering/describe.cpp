@@ -45,6 +45,22 @@ std::optional<GemvBalance> gemv_balance(const KernelStep& k) {
     return balance(rows, opg, int(k.grid.x), gpb, def("WARP_MAJOR", 0) != 0);
 }
 
+namespace {
+// The step sizes (of 1 .. max_rows) whose steps run list l (Schedule::batch_list): "one row",
+// "2 .. 4 rows"
+std::string rows_taken(const Schedule& s, Schedule::List l, int max_rows) {
+    std::string out;
+    for (int r = 1; r <= max_rows; ++r) {
+        if (s.batch_list(r) != l) continue;
+        int e = r;
+        while (e < max_rows && s.batch_list(e + 1) == l) ++e;
+        out += (out.empty() ? "" : ", ") + (e == r ? std::to_string(r) : fmt::format("{} .. {}", r, e));
+        r = e;
+    }
+    return out == "1" ? "one row" : (out.empty() ? "no" : out) + " rows";
+}
+}  // namespace
+
 std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads) {
     std::string out = "capability gates:\n";
     for (const auto& g : s.gates)
@@ -58,19 +74,19 @@ std::string schedule_describe(const Plan& plan, const Schedule& s, bool threads)
         // launches per token by kernel symbol
         std::map<std::string, int> per_token;
         for (const auto& k : ks) per_token[k.symbol]++;
+        const int R = std::max(1, plan.batch_rows);
         if (part == 5)
-            out += fmt::format("phase batch, steps of {} .. {} rows (gate batch.imma): {} tasks -> {} kernel launches "
+            out += fmt::format("phase batch, steps of {} (gate batch.imma): {} tasks -> {} kernel launches "
                                "({} in the body)\n",
-                               s.batch_imma_from, s.batch_imma_rows, tasks.size(), ks.size(), s.batch_imma_body);
+                               rows_taken(s, Schedule::List::Imma, R), tasks.size(), ks.size(), s.batch_imma_body);
         else if (part == 4)
-            out += fmt::format("phase batch, steps of 2 .. {} rows (gate batch.xrows): {} tasks -> {} kernel launches "
+            out += fmt::format("phase batch, steps of {} (gate batch.xrows): {} tasks -> {} kernel launches "
                                "({} in the body)\n",
-                               s.batch_small_rows, tasks.size(), ks.size(), s.batch_xrows_body);
+                               rows_taken(s, Schedule::List::Xrows, R), tasks.size(), ks.size(), s.batch_xrows_body);
         else if (small)
             out += fmt::format("phase batch, steps of {} (gate batch.small): {} tasks -> {} kernel launches "
                                "({} in the body; the output tail also for the logits row of a longer step)\n",
-                               s.batch_xrows.empty() ? fmt::format("<= {} rows", s.batch_small_rows) : std::string("one row"),
-                               tasks.size(), ks.size(), s.batch_small_body);
+                               rows_taken(s, Schedule::List::Small, R), tasks.size(), ks.size(), s.batch_small_body);
         else if (ph == Phase::Batch)
             out += fmt::format("phase batch: {} tasks -> {} kernel launches per step of up to {} rows ({} per "
                                "prompt chunk; the output tail only when logits are asked)\n",
