@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "corpus/corpus_internal.h"
+#include "fixtures/gguf_values.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 
@@ -194,18 +195,9 @@ Bytes micro_gguf_all_types() {
     w.set_string_array("t.strs", {"", "a", "bc"});
     w.set_f32_array("t.f32s", {1.0f, -1.0f});
     w.set_i32_array("t.i32s", {1, -1, 7});
-    GgufValue inner;
-    inner.type = GgufValueType::ARRAY;
-    inner.elem_type = GgufValueType::U8;
-    GgufValue zero;
-    zero.type = GgufValueType::U8;
-    inner.push_back(zero);
-    inner.push_back(zero);
-    GgufValue outer;
-    outer.type = GgufValueType::ARRAY;
-    outer.elem_type = GgufValueType::ARRAY;
-    outer.arr = {inner, inner};
-    w.set("t.nested", outer);
+    const GgufValue zero = test::gguf_value(GgufValueType::U8);
+    const GgufValue inner = test::gguf_array(GgufValueType::U8, {zero, zero});
+    w.set("t.nested", test::gguf_array(GgufValueType::ARRAY, {inner, inner}));
     w.add_tensor("a", GgmlType::F32, {3}, Bytes(12, 1));
     w.add_tensor("b", GgmlType::F16, {4, 2}, Bytes(16, 2));
     w.add_tensor("c", GgmlType::Q8_0, {32}, Bytes(34, 3));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "fixtures/gguf_values.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 
@@ -314,18 +315,9 @@ std::vector<uint8_t> small_file(uint64_t alignment) {
     w.set_f32("llama.rope.freq_base", 10000.0f);
     w.set_bool("flag", true);
     w.set_string_array("tokenizer.ggml.tokens", {"a", "bb", "ccc"});
-    GgufValue inner;
-    inner.type = GgufValueType::ARRAY;
-    inner.elem_type = GgufValueType::I32;
-    GgufValue zero;
-    zero.type = GgufValueType::I32;
-    inner.push_back(zero);
-    inner.push_back(zero);
-    GgufValue outer;
-    outer.type = GgufValueType::ARRAY;
-    outer.elem_type = GgufValueType::ARRAY;
-    outer.arr = {inner, inner};
-    w.set("nested", outer);
+    const GgufValue zero = test::gguf_value(GgufValueType::I32);
+    const GgufValue inner = test::gguf_array(GgufValueType::I32, {zero, zero});
+    w.set("nested", test::gguf_array(GgufValueType::ARRAY, {inner, inner}));
     w.add_tensor("a", GgmlType::F32, {3}, std::vector<uint8_t>(12, 1));
     w.add_tensor("b", GgmlType::F32, {alignment / 4}, std::vector<uint8_t>(alignment, 2));
     return w.to_bytes();

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "fixtures/gguf_values.h"
 #include "fixtures/test_support.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
@@ -19,24 +20,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-GgufValue make(GgufValueType t) {
-    GgufValue v;
-    v.type = t;
-    return v;
-}
-
-GgufValue array(GgufValueType elem, std::vector<GgufValue> items) {
-    GgufValue v = make(GgufValueType::ARRAY);
-    v.elem_type = elem;
-    for (const GgufValue& e : items) v.push_back(e);
-    return v;
-}
-
-GgufValue str(const std::string& s) {
-    GgufValue v = make(GgufValueType::STRING);
-    v.str = s;
-    return v;
-}
+GgufValue make(GgufValueType t) { return test::gguf_value(t); }
+GgufValue array(GgufValueType elem, const std::vector<GgufValue>& items) { return test::gguf_array(elem, items); }
+GgufValue str(const std::string& s) { return test::gguf_str(s); }
 
 // a scalar of type t with its unsigned, signed or floating member set
 GgufValue make_u(GgufValueType t, uint64_t u) {
