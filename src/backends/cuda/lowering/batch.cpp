@@ -105,18 +105,24 @@ KArg Lowering::gemm_x16(size_t i, GemmSpec& s, Slot x) {
     const int out_w = gemm_weight_rows(s);
     s.bn = out_w >= 16384 && !quant_w ? 256 : 128;
     if (x16_now_ && x == Slot::Xb) return scratch("x16");
-    const int R = std::max(1, p_.batch_rows);
+    const bool bf16 = s.wtype == GgmlType::BF16;
+    return convert_rows(i, bf16 ? "to_bf16_rows" : "to_f16_rows", {"BF16_OUT", int(bf16)}, s.cols,
+                        std::max(1, p_.batch_rows), x, "x16", uint64_t(s.cols) * 2);
+}
+
+KArg Lowering::convert_rows(size_t i, const std::string& algo, std::pair<const char*, int> def, int cols, int rows,
+                            Slot x, const std::string& out, uint64_t out_row) {
     Variant cv("cuda/convert.cu", "");
-    cv.set("N", s.cols).set("BLOCK", 256).set("BF16_OUT", int(s.wtype == GgmlType::BF16));
-    auto& c = add({i}, s.wtype == GgmlType::BF16 ? "to_bf16_rows" : "to_f16_rows", cv);
-    c.grid = Dim3(unsigned((s.cols / 4 + 255) / 256), unsigned(R));
+    cv.set("N", cols).set("BLOCK", 256).set(def.first, def.second);
+    auto& c = add({i}, algo, cv);
+    c.grid = Dim3(unsigned((cols / 4 + 255) / 256), unsigned(rows));
     c.block = Dim3(256);
     rows_grid(c, 1);
-    c.args = {slot(x), scratch("x16")};
-    c.bytes = uint64_t(s.cols) * 6;
+    c.args = {slot(x), scratch(out)};
+    c.bytes = uint64_t(cols) * 4 + out_row;
     c.flops = 0;
-    s_.scratch["x16"] = std::max(s_.scratch["x16"], size_t(R) * size_t(s.cols) * 2);
-    return scratch("x16");
+    s_.scratch[out] = std::max(s_.scratch[out], size_t(rows) * size_t(out_row));
+    return scratch(out);
 }
 
 bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
@@ -135,16 +141,7 @@ bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
     s.warps_k = o_.imma_warps_k > 0 ? o_.imma_warps_k : std::max(1, 8 / (s.bn / 16));
     s.stages = o_.imma_stages;
     // x as Q8_0 rows (cols int8, then cols / 32 f16 scales), the CPU spec's activation blocks
-    Variant cv("cuda/convert.cu", "");
-    cv.set("N", s.cols).set("BLOCK", 256).set("Q8_OUT", 1);
-    auto& c = add({idx[0]}, "to_q8_rows", cv);
-    c.grid = Dim3(unsigned((s.cols / 4 + 255) / 256), unsigned(R));
-    c.block = Dim3(256);
-    rows_grid(c, 1);
-    c.args = {slot(g.x), scratch("xq8")};
-    c.bytes = uint64_t(s.cols) * 4 + gemm_xq8_row_bytes(s.cols);
-    c.flops = 0;
-    s_.scratch["xq8"] = std::max(s_.scratch["xq8"], size_t(R) * size_t(gemm_xq8_row_bytes(s.cols)));
+    const KArg xq = convert_rows(idx[0], "to_q8_rows", {"Q8_OUT", 1}, s.cols, R, g.x, "xq8", gemm_xq8_row_bytes(s.cols));
     const GemmLaunch l = gemm_launch(s, s.bm);
     auto& k = add(idx, "gemm_imma_" + lowercase(type_name(s.wtype)) + "_split", gemm_variant(s, ""));
     k.variant.symbol = k.symbol;
@@ -153,7 +150,7 @@ bool Lowering::gemm_imma(const std::vector<size_t>& idx, Gemm& g) {
     k.grid = l.grid;
     rows_grid(k, 0, 1, s.bm);
     for (int r = 8; r <= s.bm; r += 8) k.smem_n8.push_back(gemm_i8_smem_rows(s, r));
-    gemm_args(k, g, scratch("xq8"));
+    gemm_args(k, g, xq);
     k.bytes_fixed = gemm_bytes(s, 0);
     k.bytes = gemm_bytes(s, 1) - k.bytes_fixed;
     k.flops = gemm_flops(s, 1);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/gemm_variant.h"
@@ -322,6 +323,10 @@ private:
     // wgmma's 16-bit activations: sets s's wgmma tile where it applies and returns x's argument (a
     // conversion kernel first unless the norm before wrote them)
     KArg gemm_x16(size_t i, GemmSpec& s, Slot x);
+    // A row-wise conversion of x before a product (convert.cu with `def` beside N and BLOCK) into
+    // scratch `out`, `out_row` bytes a row for up to `rows` rows; returns that scratch
+    KArg convert_rows(size_t i, const std::string& algo, std::pair<const char*, int> def, int cols, int rows, Slot x,
+                      const std::string& out, uint64_t out_row);
     // The batch phase's product as a row-batched gemv (the small-step lists; K not a multiple of 32)
     void gemv_rows(std::vector<size_t> idx, Gemv v);
 

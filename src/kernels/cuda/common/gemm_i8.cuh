@@ -1,4 +1,5 @@
-// gemm.cu MMA=3: integer tensor cores for decode-sized steps (a server's 9 .. 64 concurrent rows).
+// gemm.cu MMA=3: integer tensor cores for decode-sized steps (a server's concurrent rows; gate
+// batch.imma: 5 .. 64 by default).
 // Q4_0 / Q8_0 weights in the split layout (WSPLIT) times x quantized to Q8_0 blocks (convert.cu
 // Q8_OUT: each row COLS int8, then COLS / 32 f16 scales), passed through the `x` pointer.
 //
@@ -41,7 +42,6 @@
 #define I8_NT (BM / 8)                         // n tiles of 8 activation rows
 #define I8_KB (8 / WARPS_K)                    // blocks a warp takes per stage
 #define I8_XROW (COLS + COLS / 16)             // bytes of an activation row in global memory
-#define I8_WROW (COLS / 32 * QK_BYTES(WTYPE))  // ... of a weight row
 static_assert(WTYPE == Q4_0 || WTYPE == Q8_0, "MMA=3: Q4_0 or Q8_0 weights");
 static_assert(WSPLIT && COLS % 256 == 0, "MMA=3: the split layout, COLS a multiple of 256");
 static_assert(BM % 8 == 0 && BM >= 8 && BM <= 64, "MMA=3: BM 8 .. 64, a multiple of 8");
